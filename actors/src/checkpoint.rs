@@ -1,0 +1,126 @@
+//! CheckpointActor: the only writer of the store.
+//!
+//! Sessions cast their batches here and go on; a dedicated writer thread takes every batch
+//! waiting at the moment it is free and commits them together (group commit: one fsync for
+//! many sessions' turns), then tells each session its batch is durable. Commits never run on
+//! the async workers, and a session never waits for one unless it is about to do something
+//! with side effects or to report a run finished.
+
+use crate::store::{Store, StoreError, WriteBatch};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use std::sync::mpsc;
+
+/// Called once a batch is durable, or with the error that stopped it.
+pub type CommitNotify = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+
+/// The most batches put in one transaction.
+const MAX_GROUP: usize = 1024;
+
+/// Messages of the [`CheckpointActor`].
+pub enum CheckpointMsg {
+    /// Store `batch`; `notify` is called when it is durable.
+    Append {
+        batch: WriteBatch,
+        notify: CommitNotify,
+    },
+    /// Answers once everything appended before it is durable.
+    Flush(RpcReplyPort<Result<(), StoreError>>),
+    /// Test hook: panic inside the handler.
+    #[cfg(feature = "fault-injection")]
+    Panic,
+}
+
+struct Job {
+    batch: Option<WriteBatch>,
+    notify: CommitNotify,
+}
+
+/// The actor; see the module documentation.
+pub struct CheckpointActor;
+
+/// Its state: the queue to the writer thread. Dropping it lets the thread finish what it has
+/// and exit.
+pub struct CheckpointState {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Actor for CheckpointActor {
+    type Msg = CheckpointMsg;
+    type State = CheckpointState;
+    type Arguments = Store;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        store: Store,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let (jobs, queue) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("ryvos-writer".into())
+            .spawn(move || write_loop(&store, &queue))?;
+        Ok(CheckpointState { jobs })
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let job = match msg {
+            CheckpointMsg::Append { batch, notify } => Job {
+                batch: Some(batch),
+                notify,
+            },
+            CheckpointMsg::Flush(reply) => Job {
+                batch: None,
+                notify: Box::new(move |result| {
+                    if reply.send(result).is_err() {
+                        tracing::debug!("a flush's caller left before it finished");
+                    }
+                }),
+            },
+            #[cfg(feature = "fault-injection")]
+            CheckpointMsg::Panic => panic!("injected fault in the checkpoint actor"),
+        };
+        if let Err(mpsc::SendError(job)) = state.jobs.send(job) {
+            // The writer thread is gone (it panicked): fail the job, and this actor, so that the
+            // supervisor restarts both.
+            (job.notify)(Err(writer_gone()));
+            return Err("the store's writer thread stopped".into());
+        }
+        Ok(())
+    }
+}
+
+fn writer_gone() -> StoreError {
+    StoreError::from_cause(
+        "handing a batch to the store's writer",
+        "the writer thread has stopped",
+    )
+}
+
+/// Commits whatever is waiting, as one transaction, until the actor's queue is dropped.
+fn write_loop(store: &Store, queue: &mpsc::Receiver<Job>) {
+    while let Ok(first) = queue.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match queue.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        let batches: Vec<WriteBatch> = group.iter_mut().filter_map(|j| j.batch.take()).collect();
+        let result = if batches.is_empty() {
+            Ok(())
+        } else {
+            store.write(&batches)
+        };
+        if let Err(e) = &result {
+            tracing::error!("group commit of {} batch(es) failed: {e}", batches.len());
+        }
+        for job in group {
+            (job.notify)(result.clone());
+        }
+    }
+}

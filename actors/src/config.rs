@@ -1,0 +1,218 @@
+//! The engine's settings: the `[model]`, `[agent]` and `[supervision]` sections of `config.toml`.
+//!
+//! Every section has the defaults of the public contract, and rejects keys it does not know, so a
+//! typo is an error instead of a silently ignored setting.
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Which model answers, and how to reach it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    /// `"openai"` (any OpenAI-compatible endpoint) or `"anthropic"`.
+    pub provider: String,
+    pub model: String,
+    pub base_url: String,
+    /// May hold `${VAR}`; resolved only when a request is made.
+    pub api_key: String,
+    /// When given, replaces `api_key`; the next key is used after a 429.
+    pub api_keys: Vec<String>,
+    /// Models tried in order once the primary one is exhausted.
+    pub fallbacks: Vec<String>,
+    /// Seconds a model stream may stay silent before it is cut.
+    pub stream_idle_timeout_secs: u64,
+    /// Seconds to wait for the TCP/TLS connection to the model server.
+    pub connect_timeout_secs: u64,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self {
+            provider: "openai".into(),
+            model: "gpt-4o-mini".into(),
+            base_url: "https://api.openai.com/v1".into(),
+            api_key: "${OPENAI_API_KEY}".into(),
+            api_keys: Vec::new(),
+            fallbacks: Vec::new(),
+            stream_idle_timeout_secs: 120,
+            connect_timeout_secs: 10,
+        }
+    }
+}
+
+/// How a run is driven.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Model calls per run before it stops with status `max_turns`.
+    pub max_turns: u32,
+    /// Wall-clock seconds per run before it stops with status `timeout`.
+    pub max_duration_secs: u64,
+    pub max_context_tokens: u64,
+    /// Run the tool calls of one response concurrently.
+    pub parallel_tools: bool,
+    /// At most this many calls of one response run at once.
+    pub max_parallel_tools: usize,
+    pub enable_summarization: bool,
+    pub min_tail: usize,
+    /// A tool call still running after this many seconds is stopped and reported as failed.
+    pub tool_timeout_secs: u64,
+    /// Tool output beyond this many bytes is cut before the model sees it (head kept, a note
+    /// says what was cut).
+    pub max_tool_output_bytes: usize,
+    /// An idle session's actor stops after this many seconds and is revived on its next run.
+    pub session_idle_secs: u64,
+    pub checkpoint: CheckpointConfig,
+    pub guardian: GuardianConfig,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            max_turns: 25,
+            max_duration_secs: 600,
+            max_context_tokens: 32_000,
+            parallel_tools: true,
+            max_parallel_tools: 8,
+            enable_summarization: true,
+            min_tail: 6,
+            tool_timeout_secs: 300,
+            max_tool_output_bytes: 32 * 1024,
+            session_idle_secs: 300,
+            checkpoint: CheckpointConfig::default(),
+            guardian: GuardianConfig::default(),
+        }
+    }
+}
+
+impl AgentConfig {
+    /// `max_duration_secs` as a duration.
+    pub fn max_duration(&self) -> Duration {
+        Duration::from_secs(self.max_duration_secs)
+    }
+}
+
+/// `[agent.checkpoint]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CheckpointConfig {
+    /// When false, turns are still stored but commits are not forced to disk (no fsync): a
+    /// crash may lose the most recent turns. For throwaway runs only.
+    pub enabled: bool,
+}
+
+impl Default for CheckpointConfig {
+    fn default() -> Self {
+        Self { enabled: true }
+    }
+}
+
+/// `[agent.guardian]`: read by the Guardian.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GuardianConfig {
+    pub enabled: bool,
+    pub doom_loop_threshold: u32,
+    pub stall_timeout_secs: u64,
+    /// Percent of `max_context_tokens`: warning.
+    pub token_budget_soft: u8,
+    /// Percent of `max_context_tokens`: the run stops after the current turn.
+    pub token_budget_hard: u8,
+}
+
+impl Default for GuardianConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            doom_loop_threshold: 3,
+            stall_timeout_secs: 120,
+            token_budget_soft: 80,
+            token_budget_hard: 95,
+        }
+    }
+}
+
+/// `[supervision]`: how failed actors are restarted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SupervisionConfig {
+    /// Delay before the first restart of a failed actor; doubled on each further restart.
+    pub backoff_initial_ms: u64,
+    /// The longest delay between restarts.
+    pub backoff_max_ms: u64,
+    /// More than this many restarts of one actor within `restart_window_secs` escalates: the
+    /// supervisor gives up and the runtime stops with an error.
+    pub max_restarts: u32,
+    pub restart_window_secs: u64,
+}
+
+impl Default for SupervisionConfig {
+    fn default() -> Self {
+        Self {
+            backoff_initial_ms: 100,
+            backoff_max_ms: 10_000,
+            max_restarts: 5,
+            restart_window_secs: 60,
+        }
+    }
+}
+
+/// Expands `${VAR}` references in `value` from the environment.
+///
+/// Called where a value is used, so an unset variable is an error only for values that matter;
+/// the error names the variable and where it was wanted.
+pub fn expand_env(value: &str, key: &str) -> Result<String, EnvVarError> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            return Err(EnvVarError::Unterminated {
+                key: key.to_owned(),
+            });
+        };
+        let name = &after[..end];
+        match std::env::var(name) {
+            Ok(v) => out.push_str(&v),
+            Err(_) => {
+                return Err(EnvVarError::Unset {
+                    key: key.to_owned(),
+                    var: name.to_owned(),
+                })
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A `${VAR}` reference that cannot be expanded.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EnvVarError {
+    #[error("{key} refers to ${{{var}}}, but the environment variable {var} is not set; set it or change {key} in config.toml")]
+    Unset { key: String, var: String },
+    #[error("{key} has a `${{` without its closing `}}`")]
+    Unterminated { key: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expands_and_names_the_unset_variable() {
+        std::env::set_var("RYVOS_TEST_EXPAND_A", "alpha");
+        assert_eq!(
+            expand_env("x-${RYVOS_TEST_EXPAND_A}-y", "model.api_key").unwrap(),
+            "x-alpha-y"
+        );
+        let err = expand_env("${RYVOS_TEST_NEVER_SET_42}", "model.api_key").unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("RYVOS_TEST_NEVER_SET_42") && text.contains("model.api_key"));
+        assert!(expand_env("${OPEN", "k").is_err());
+        assert_eq!(expand_env("plain", "k").unwrap(), "plain");
+    }
+}

@@ -1,0 +1,231 @@
+//! The engine: the actor tree started, addressed, and stopped as one.
+
+use crate::config::{AgentConfig, ModelConfig, SupervisionConfig};
+use crate::event::{Event, GlobalEvents};
+use crate::ids::SessionId;
+use crate::provider::openai::OpenAiProvider;
+use crate::provider::{Provider, ProviderError};
+use crate::root::{RootArgs, RootMsg, RootSupervisor, Slots, SupervisorNotice};
+use crate::session::{
+    RunSpec, RunTicket, Services, SessionSupervisorArgs, SessionSupervisorMsg, StartRunError,
+};
+use crate::store::{Store, StoreError};
+use crate::supervision::RestartPolicy;
+use crate::tools::executor::{ExecutionSettings, ToolExecutorArgs};
+use crate::tools::{RegistryError, Tool, ToolRegistry};
+use ractor::{Actor, ActorRef};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast;
+
+/// How long a caller waits for the session supervisor to accept or refuse a run.
+const START_RUN_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long `shutdown` waits in all.
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// What the engine needs to start.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// The redb file.
+    pub database: PathBuf,
+    pub model: ModelConfig,
+    pub agent: AgentConfig,
+    pub supervision: SupervisionConfig,
+    /// Runs in flight past this are refused as busy.
+    pub max_in_flight_runs: usize,
+}
+
+/// Why the engine could not start, run, or stop.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("the store: {0}")]
+    Store(#[from] StoreError),
+    #[error("the tools: {0}")]
+    Tools(#[from] RegistryError),
+    #[error("the model provider: {0}")]
+    Provider(#[from] ProviderError),
+    #[error("unknown model provider '{0}'; use \"openai\" (any OpenAI-compatible endpoint)")]
+    UnknownProvider(String),
+    #[error("the actor system: {0}")]
+    Actors(String),
+    #[error(transparent)]
+    StartRun(#[from] StartRunError),
+}
+
+/// A running engine.
+pub struct Engine {
+    root: ActorRef<RootMsg>,
+    root_done: tokio::task::JoinHandle<()>,
+    slots: Slots,
+    global_events: GlobalEvents,
+    notices: broadcast::Sender<SupervisorNotice>,
+    store: Store,
+}
+
+impl Engine {
+    /// Starts the engine with `config`'s provider and the given tools.
+    pub async fn start(
+        config: EngineConfig,
+        tools: Vec<Arc<dyn Tool>>,
+    ) -> Result<Self, EngineError> {
+        let provider: Arc<dyn Provider> = match config.model.provider.as_str() {
+            "openai" => Arc::new(OpenAiProvider::new(&config.model)?),
+            other => return Err(EngineError::UnknownProvider(other.to_owned())),
+        };
+        Self::start_with_provider(config, provider, tools).await
+    }
+
+    /// Starts the engine with a provider of the caller's (a test server, a replay, a custom
+    /// client).
+    pub async fn start_with_provider(
+        config: EngineConfig,
+        provider: Arc<dyn Provider>,
+        tools: Vec<Arc<dyn Tool>>,
+    ) -> Result<Self, EngineError> {
+        crate::tokens::warm_up();
+        let database = config.database.clone();
+        let durable = config.agent.checkpoint.enabled;
+        let store = tokio::task::spawn_blocking(move || Store::open(&database, durable))
+            .await
+            .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))??;
+        let registry = ToolRegistry::new(tools)?;
+        let agent = Arc::new(config.agent.clone());
+        let global_events = GlobalEvents::new();
+        let slots = Slots::new();
+        let policy = RestartPolicy::from(&config.supervision);
+        let notices = broadcast::channel(64).0;
+        let services = Services {
+            store: store.clone(),
+            checkpoint: slots.checkpoint.clone(),
+            llm: slots.llm.clone(),
+            tools: slots.tools.clone(),
+            registry: registry.clone(),
+            agent: agent.clone(),
+            global_events: global_events.clone(),
+        };
+        let args = RootArgs {
+            store: store.clone(),
+            provider,
+            tools: ToolExecutorArgs {
+                registry,
+                settings: ExecutionSettings {
+                    parallel: agent.parallel_tools,
+                    max_parallel: agent.max_parallel_tools,
+                    timeout: Duration::from_secs(agent.tool_timeout_secs.max(1)),
+                    max_output_bytes: agent.max_tool_output_bytes.max(256),
+                },
+            },
+            sessions: SessionSupervisorArgs {
+                services,
+                policy: policy.clone(),
+                max_in_flight_runs: config.max_in_flight_runs.max(1),
+            },
+            policy,
+            slots: slots.clone(),
+            notices: notices.clone(),
+        };
+        let (root, root_done) = Actor::spawn(None, RootSupervisor, args)
+            .await
+            .map_err(|e| EngineError::Actors(e.to_string()))?;
+        Ok(Self {
+            root,
+            root_done,
+            slots,
+            global_events,
+            notices,
+            store,
+        })
+    }
+
+    /// Starts a run on `session` (a new session when `None`). The ticket's event receiver was
+    /// subscribed before the run began, so it sees every event of the run.
+    pub async fn start_run(
+        &self,
+        session: Option<SessionId>,
+        spec: RunSpec,
+    ) -> Result<RunTicket, EngineError> {
+        let sessions = self
+            .slots
+            .sessions
+            .get()
+            .map_err(|e| EngineError::Actors(e.to_string()))?;
+        let answer = ractor::call_t!(
+            sessions,
+            |reply| SessionSupervisorMsg::StartRun {
+                session_id: session,
+                spec,
+                reply,
+            },
+            START_RUN_TIMEOUT.as_millis() as u64
+        )
+        .map_err(|e| EngineError::Actors(format!("the session supervisor did not answer: {e}")))?;
+        Ok(answer?)
+    }
+
+    /// Every event of every session from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.global_events.subscribe()
+    }
+
+    /// What the root supervisor does about failed actors, from now on.
+    pub fn supervisor_notices(&self) -> broadcast::Receiver<SupervisorNotice> {
+        self.notices.subscribe()
+    }
+
+    /// The store, for reading sessions and runs.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// True while the actor tree is up (it stops for good only when a child failed more often
+    /// than the restart intensity allows, or at shutdown).
+    pub fn is_running(&self) -> bool {
+        !self.root_done.is_finished()
+    }
+
+    /// Ends the runs in flight (status `cancelled`), waits until everything written is
+    /// durable, and stops the actors.
+    pub async fn shutdown(self) -> Result<(), EngineError> {
+        if self.root_done.is_finished() {
+            return Ok(());
+        }
+        let result = ractor::call_t!(
+            self.root,
+            RootMsg::Shutdown,
+            SHUTDOWN_TIMEOUT.as_millis() as u64
+        );
+        if tokio::time::timeout(SHUTDOWN_TIMEOUT, self.root_done)
+            .await
+            .is_err()
+        {
+            tracing::warn!("the actor tree did not stop in time");
+        }
+        match result {
+            Ok(flushed) => Ok(flushed?),
+            Err(e) => Err(EngineError::Actors(format!("shutdown did not finish: {e}"))),
+        }
+    }
+
+    /// Test hook: makes one of the root's children panic.
+    #[cfg(feature = "fault-injection")]
+    pub fn inject_panic(&self, kind: crate::root::ChildKind) {
+        if self.root.cast(RootMsg::Panic(kind)).is_err() {
+            tracing::warn!("fault injection: the root is down");
+        }
+    }
+
+    /// Test hook: makes a session's actor panic; answers whether the session was live.
+    #[cfg(feature = "fault-injection")]
+    pub async fn inject_session_panic(&self, session_id: SessionId) -> bool {
+        let Ok(sessions) = self.slots.sessions.get() else {
+            return false;
+        };
+        ractor::call_t!(
+            sessions,
+            |reply| SessionSupervisorMsg::PanicSession { session_id, reply },
+            5_000
+        )
+        .unwrap_or(false)
+    }
+}

@@ -1,0 +1,247 @@
+//! Events: everything a run does, published as it happens.
+//!
+//! The serialized form is the public contract (one JSON object per line with a `"type"` field,
+//! every event carrying `session_id` and `run_id`), shared by `--json`, socket subscribers and
+//! run logs.
+
+use crate::ids::{CallId, RunId, SessionId};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+/// An event of one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub session_id: SessionId,
+    pub run_id: RunId,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum EventKind {
+    /// The run was accepted and its user message recorded.
+    RunStarted,
+    /// A piece of the model's answer, as it streams.
+    TextDelta { text: String },
+    /// A tool call is about to run. `input` is the parsed arguments, or the raw text when they
+    /// are not valid JSON.
+    ToolStart {
+        call_id: CallId,
+        name: String,
+        input: serde_json::Value,
+    },
+    /// A tool call finished; `output` is what the model will see.
+    ToolEnd {
+        call_id: CallId,
+        name: String,
+        is_error: bool,
+        output: String,
+    },
+    /// The model call of a turn finished; which model answered and what it used.
+    ModelUsage {
+        turn: u32,
+        model: String,
+        input_tokens: u64,
+        output_tokens: u64,
+        /// True when the server reported no usage and the tokenizer estimated it.
+        estimated: bool,
+    },
+    /// A turn is durably stored: a crash from now on cannot lose it.
+    CheckpointSaved { turn: u32 },
+    /// Something went wrong; the run may go on or end (see `RunComplete`).
+    Error { message: String },
+    /// The run ended. Always the last event of a run.
+    RunComplete {
+        status: RunStatus,
+        output: String,
+        turns: u32,
+        input_tokens: u64,
+        output_tokens: u64,
+        /// The run's price; `null` while no pricing is configured for the model.
+        cost_cents: Option<f64>,
+        duration_ms: u64,
+        /// Why the run ended, when it did not complete.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Completed,
+    MaxTurns,
+    Timeout,
+    BudgetExceeded,
+    TokenBudgetExceeded,
+    Escalated,
+    Blocked,
+    Interrupted,
+    Cancelled,
+    Failed,
+}
+
+impl RunStatus {
+    /// The status as written in events and the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Completed => "completed",
+            RunStatus::MaxTurns => "max_turns",
+            RunStatus::Timeout => "timeout",
+            RunStatus::BudgetExceeded => "budget_exceeded",
+            RunStatus::TokenBudgetExceeded => "token_budget_exceeded",
+            RunStatus::Escalated => "escalated",
+            RunStatus::Blocked => "blocked",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How many events a subscriber may fall behind before it starts missing the oldest ones. A slow
+/// subscriber lags; it never blocks the run.
+pub const EVENT_BUFFER: usize = 4096;
+
+/// The process-wide stream every session also publishes to.
+#[derive(Clone)]
+pub struct GlobalEvents(broadcast::Sender<Arc<Event>>);
+
+impl GlobalEvents {
+    /// A new, empty global stream.
+    pub fn new() -> Self {
+        Self(broadcast::channel(EVENT_BUFFER).0)
+    }
+
+    /// Follows every event of every session from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.0.subscribe()
+    }
+}
+
+impl Default for GlobalEvents {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One session's event stream.
+#[derive(Clone)]
+pub struct SessionEvents {
+    session: broadcast::Sender<Arc<Event>>,
+    global: GlobalEvents,
+}
+
+impl SessionEvents {
+    /// A stream for one session that also feeds `global`.
+    pub fn new(global: GlobalEvents) -> Self {
+        Self {
+            session: broadcast::channel(EVENT_BUFFER).0,
+            global,
+        }
+    }
+
+    /// Follows this session's events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.session.subscribe()
+    }
+
+    /// A publisher stamping every event with this run's ids.
+    pub fn for_run(&self, session_id: SessionId, run_id: RunId) -> RunEvents {
+        RunEvents {
+            stream: self.clone(),
+            session_id,
+            run_id,
+        }
+    }
+}
+
+/// Publishes the events of one run.
+#[derive(Clone)]
+pub struct RunEvents {
+    stream: SessionEvents,
+    session_id: SessionId,
+    run_id: RunId,
+}
+
+impl RunEvents {
+    /// Publishes `kind` to the session's subscribers and the global stream.
+    pub fn emit(&self, kind: EventKind) {
+        let event = Arc::new(Event {
+            session_id: self.session_id.clone(),
+            run_id: self.run_id.clone(),
+            kind,
+        });
+        // Having no subscriber is normal (a headless run); there is nothing to deliver then.
+        self.stream.global.0.send(event.clone()).ok();
+        self.stream.session.send(event).ok();
+    }
+
+    /// The run these events belong to.
+    pub fn run_id(&self) -> &RunId {
+        &self.run_id
+    }
+
+    /// The session these events belong to.
+    pub fn session_id(&self) -> &SessionId {
+        &self.session_id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_serialize_with_type_and_ids_at_top_level() {
+        let event = Event {
+            session_id: SessionId::new("s_1"),
+            run_id: RunId::new("r_1"),
+            kind: EventKind::CheckpointSaved { turn: 3 },
+        };
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"type": "CheckpointSaved", "session_id": "s_1", "run_id": "r_1", "turn": 3})
+        );
+        let back: Event = serde_json::from_value(json).unwrap();
+        assert_eq!(back, event);
+    }
+
+    #[test]
+    fn run_complete_has_every_contract_field() {
+        let kind = EventKind::RunComplete {
+            status: RunStatus::MaxTurns,
+            output: String::new(),
+            turns: 2,
+            input_tokens: 10,
+            output_tokens: 5,
+            cost_cents: None,
+            duration_ms: 7,
+            reason: None,
+        };
+        let json = serde_json::to_value(&kind).unwrap();
+        for field in [
+            "status",
+            "output",
+            "turns",
+            "input_tokens",
+            "output_tokens",
+            "cost_cents",
+            "duration_ms",
+        ] {
+            assert!(json.get(field).is_some(), "missing {field}");
+        }
+        assert_eq!(json["status"], "max_turns");
+    }
+}

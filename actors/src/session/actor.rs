@@ -1,0 +1,689 @@
+//! SessionActor: one conversation and the run it is driving.
+//!
+//! The loop, as states (see [`Phase`]): a model request goes out; its answer is appended; an
+//! answer without tool calls ends the run; otherwise the calls run (after the turn is durable,
+//! if any call has side effects), their results are appended paired with their calls, the turn
+//! is checkpointed, and the next request goes out at once while the commit proceeds. A run ends
+//! by answer, `max_turns`, `max_duration_secs`, a stop, or an error; its end is reported only
+//! once everything it wrote is durable.
+
+use super::history::History;
+use super::prompt::system_prompt;
+use super::run::{ActiveRun, Ending, Phase};
+use super::supervisor::SessionSupervisorMsg;
+use super::{RunSpec, Services};
+use crate::checkpoint::CheckpointMsg;
+use crate::event::{EventKind, RunEvents, RunStatus, SessionEvents};
+use crate::ids::{RunId, SessionId};
+use crate::llm_stream::{LlmMsg, ModelReply, StreamJob};
+use crate::message::{Message, ToolCall};
+use crate::provider::{ChatRequest, ProviderError};
+use crate::store::{now_ms, RunRecord, SessionRecord, StoreError, TurnCheckpoint, WriteBatch};
+use crate::tools::executor::{ToolBatch, ToolMsg, ToolOutcome};
+use crate::tools::ToolContext;
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// How long a finished run may wait for its last commit before it is reported failed.
+const FINAL_COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Messages of the [`SessionActor`].
+pub enum SessionMsg {
+    /// Start a run (the supervisor has checked that none is in flight).
+    StartRun { run_id: RunId, spec: RunSpec },
+    /// The model answered (or failed) the request sent at `step`.
+    ModelDone {
+        step: u64,
+        result: Result<ModelReply, ProviderError>,
+    },
+    /// The calls dispatched at `step` finished.
+    ToolsDone {
+        step: u64,
+        outcomes: Vec<ToolOutcome>,
+    },
+    /// The oldest batch not yet confirmed was committed (or failed).
+    Committed { result: Result<(), StoreError> },
+    /// The run `run_id` reached `max_duration_secs`.
+    Deadline { run_id: RunId },
+    /// The final commit of the run ending at `step` took too long.
+    FinalCommitTimeout { step: u64 },
+    /// End the run in flight with `status`.
+    Stop { status: RunStatus, reason: String },
+    /// Ask the supervisor to stop this actor if it is still idle since `epoch`.
+    Hibernate { epoch: u64 },
+    /// Test hook: panic inside the handler.
+    #[cfg(feature = "fault-injection")]
+    Panic,
+}
+
+/// What a session actor is started (or restarted) with.
+pub struct SessionArgs {
+    pub id: SessionId,
+    pub services: Services,
+    pub events: SessionEvents,
+    pub supervisor: ActorRef<SessionSupervisorMsg>,
+    /// After a failure: the run that was in flight, and why it failed. It is ended with status
+    /// `failed` and this reason once the session has reloaded.
+    pub recover: Option<(RunId, String)>,
+}
+
+/// The actor; see the module documentation.
+pub struct SessionActor;
+
+/// A session's state.
+pub struct SessionState {
+    id: SessionId,
+    services: Services,
+    events: SessionEvents,
+    supervisor: ActorRef<SessionSupervisorMsg>,
+    recover: Option<(RunId, String)>,
+    history: History,
+    /// Why the session could not be loaded, if it could not.
+    load_error: Option<String>,
+    /// A commit failed: the memory may be ahead of the store, so reload before the next run.
+    needs_reload: bool,
+    created_at_ms: u64,
+    /// Batches handed to the store, and how many of them are confirmed durable.
+    submitted: u64,
+    durable: u64,
+    /// Turns waiting for their batch to be durable, to report `CheckpointSaved`.
+    pending_checkpoints: VecDeque<(u64, u32)>,
+    commit_error: Option<StoreError>,
+    run: Option<ActiveRun>,
+    last_run: Option<RunId>,
+    idle_epoch: u64,
+}
+
+impl Actor for SessionActor {
+    type Msg = SessionMsg;
+    type State = SessionState;
+    type Arguments = SessionArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: SessionArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(SessionState {
+            id: args.id,
+            services: args.services,
+            events: args.events,
+            supervisor: args.supervisor,
+            recover: args.recover,
+            history: History::default(),
+            load_error: None,
+            needs_reload: true,
+            created_at_ms: now_ms(),
+            submitted: 0,
+            durable: 0,
+            pending_checkpoints: VecDeque::new(),
+            commit_error: None,
+            run: None,
+            last_run: None,
+            idle_epoch: 0,
+        })
+    }
+
+    /// Loads the history off the supervisor's path: `spawn` has already returned.
+    async fn post_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        state.reload(&myself).await;
+        state.schedule_hibernation(&myself);
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            SessionMsg::StartRun { run_id, spec } => state.start_run(&myself, run_id, spec).await,
+            SessionMsg::ModelDone { step, result } => {
+                if state.is_current(step) {
+                    state.on_model_done(&myself, result);
+                }
+            }
+            SessionMsg::ToolsDone { step, outcomes } => {
+                if state.is_current(step) {
+                    state.on_tools_done(&myself, outcomes);
+                }
+            }
+            SessionMsg::Committed { result } => state.on_committed(&myself, result),
+            SessionMsg::Deadline { run_id } => {
+                if state.run.as_ref().is_some_and(|r| r.id == run_id) {
+                    let limit = state.services.agent.max_duration_secs;
+                    state.finish(
+                        &myself,
+                        RunStatus::Timeout,
+                        Some(format!(
+                            "the run reached max_duration_secs ({limit}s) and was stopped"
+                        )),
+                    );
+                }
+            }
+            SessionMsg::FinalCommitTimeout { step } => {
+                if state.is_current(step) {
+                    state.commit_error = Some(StoreError::from_cause(
+                        "committing the run's last turn",
+                        format!("no confirmation within {FINAL_COMMIT_TIMEOUT:?}"),
+                    ));
+                    state.complete(&myself);
+                }
+            }
+            SessionMsg::Stop { status, reason } => state.finish(&myself, status, Some(reason)),
+            SessionMsg::Hibernate { epoch } => {
+                if state.run.is_none() && epoch == state.idle_epoch {
+                    let request = SessionSupervisorMsg::Hibernate {
+                        session_id: state.id.clone(),
+                    };
+                    if state.supervisor.cast(request).is_err() {
+                        tracing::debug!("the session supervisor is gone");
+                    }
+                }
+            }
+            #[cfg(feature = "fault-injection")]
+            SessionMsg::Panic => panic!("injected fault in session {}", state.id),
+        }
+        Ok(())
+    }
+}
+
+impl SessionState {
+    fn is_current(&self, step: u64) -> bool {
+        self.run.as_ref().is_some_and(|r| r.step == step)
+    }
+
+    /// Reloads the session from the store, repairing what a crash left, and ends runs that
+    /// were cut off.
+    async fn reload(&mut self, myself: &ActorRef<SessionMsg>) {
+        let store = self.services.store.clone();
+        let id = self.id.clone();
+        let loaded = tokio::task::spawn_blocking(move || store.load_session(&id)).await;
+        let loaded = match loaded {
+            Ok(Ok(loaded)) => loaded,
+            Ok(Err(e)) => return self.load_error = Some(e.to_string()),
+            Err(e) => return self.load_error = Some(format!("loading the session failed: {e}")),
+        };
+        self.load_error = None;
+        self.needs_reload = false;
+        self.history = History::load(loaded.messages);
+        if let Some(record) = &loaded.record {
+            self.created_at_ms = record.created_at_ms;
+            self.last_run = record.last_run.clone();
+        }
+        let mut batch = WriteBatch::new(self.id.clone());
+        batch.messages = self.history.take_unsubmitted();
+        let recover = self.recover.take();
+        let mut recovered = false;
+        for mut run in loaded.unfinished_runs {
+            let reason = match &recover {
+                Some((id, why)) if *id == run.run_id => {
+                    recovered = true;
+                    why.clone()
+                }
+                _ => "interrupted: the runtime stopped before this run ended (crash or kill); \
+                      its completed turns are kept"
+                    .to_owned(),
+            };
+            run.status = Some(RunStatus::Failed);
+            run.reason = Some(reason);
+            run.ended_at_ms = Some(now_ms());
+            if recovered && recover.as_ref().is_some_and(|(id, _)| *id == run.run_id) {
+                self.report_recovered(&run.run_id, &reason_of(&run), run.started_at_ms);
+            }
+            // One run record per batch: further ones go in batches of their own.
+            if batch.run.is_some() {
+                let full = std::mem::replace(&mut batch, WriteBatch::new(self.id.clone()));
+                self.submit_batch(myself, full);
+            }
+            batch.run = Some(run);
+        }
+        if let (Some((run_id, why)), false) = (&recover, recovered) {
+            // The run never reached the store: its subscribers still need its end.
+            self.report_recovered(run_id, why, now_ms());
+        }
+        if !batch.messages.is_empty() || batch.run.is_some() {
+            self.submit_batch(myself, batch);
+        }
+    }
+
+    /// Tells the subscribers of a run that failed with its actor how it ended, with what the
+    /// store has of its turns.
+    fn report_recovered(&self, run_id: &RunId, reason: &str, started_at_ms: u64) {
+        let checkpoints = match self.services.store.checkpoints(&self.id) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(session = %self.id, "reading checkpoints to report a failed run: {e}");
+                Vec::new()
+            }
+        };
+        let turns: Vec<_> = checkpoints.iter().filter(|c| c.run_id == *run_id).collect();
+        let events = self.events.for_run(self.id.clone(), run_id.clone());
+        events.emit(EventKind::Error {
+            message: reason.to_owned(),
+        });
+        events.emit(EventKind::RunComplete {
+            status: RunStatus::Failed,
+            output: String::new(),
+            turns: turns.iter().map(|c| c.turn).max().unwrap_or(0),
+            input_tokens: turns.iter().map(|c| c.input_tokens).sum(),
+            output_tokens: turns.iter().map(|c| c.output_tokens).sum(),
+            cost_cents: None,
+            duration_ms: now_ms().saturating_sub(started_at_ms),
+            reason: Some(reason.to_owned()),
+        });
+    }
+
+    async fn start_run(&mut self, myself: &ActorRef<SessionMsg>, run_id: RunId, spec: RunSpec) {
+        self.idle_epoch += 1;
+        if self.needs_reload {
+            self.reload(myself).await;
+        }
+        let events = self.events.for_run(self.id.clone(), run_id.clone());
+        let system: Arc<str> = system_prompt(&spec.workspace).into();
+        let mut run = ActiveRun {
+            id: run_id.clone(),
+            prompt: spec.prompt.clone(),
+            events: events.clone(),
+            workspace: spec.workspace,
+            system,
+            cancel: CancellationToken::new(),
+            started: Instant::now(),
+            started_at_ms: now_ms(),
+            turns: 0,
+            step: 0,
+            phase: Phase::AwaitingModel,
+            usage: Default::default(),
+            usage_estimated: false,
+            turn_first_seq: 0,
+            turn_input_tokens: 0,
+            turn_output_tokens: 0,
+            last_text: String::new(),
+        };
+        if let Some(error) = self.load_error.clone() {
+            let ending = Ending {
+                status: RunStatus::Failed,
+                output: String::new(),
+                reason: Some(format!("the session could not be loaded: {error}")),
+            };
+            events.emit(EventKind::RunStarted);
+            run.phase = Phase::Finishing(ending);
+            self.run = Some(run);
+            return self.complete(myself);
+        }
+        self.history.push(Message::user(spec.prompt));
+        run.turn_first_seq = self.history.next_seq();
+        let record = run.record(None);
+        self.last_run = Some(run_id.clone());
+        let deadline = self.services.agent.max_duration();
+        self.run = Some(run);
+        self.submit(myself, None, Some(record));
+        events.emit(EventKind::RunStarted);
+        myself.send_after(deadline, move || SessionMsg::Deadline { run_id });
+        self.begin_turn(myself);
+    }
+
+    /// Sends the conversation to the model.
+    fn begin_turn(&mut self, myself: &ActorRef<SessionMsg>) {
+        let Some(run) = self.run.as_mut() else { return };
+        run.step += 1;
+        run.phase = Phase::AwaitingModel;
+        run.turn_first_seq = self.history.next_seq();
+        let step = run.step;
+        let me = myself.clone();
+        let job = StreamJob {
+            request: ChatRequest {
+                system: run.system.clone(),
+                messages: self.history.snapshot(),
+                tools: self.services.registry.specs(),
+            },
+            events: run.events.clone(),
+            cancel: run.cancel.clone(),
+            input_tokens: self.history.total_tokens(),
+            on_done: Box::new(move |result| {
+                if me.cast(SessionMsg::ModelDone { step, result }).is_err() {
+                    tracing::debug!("a model answer arrived for a session that has stopped");
+                }
+            }),
+        };
+        if let Err(e) = self.services.llm.cast(LlmMsg::Stream(job)) {
+            self.fail(myself, e.to_string());
+        }
+    }
+
+    fn on_model_done(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        result: Result<ModelReply, ProviderError>,
+    ) {
+        let reply = match result {
+            Ok(reply) => reply,
+            Err(e) => return self.fail(myself, format!("the model call failed: {e}")),
+        };
+        let Some(run) = self.run.as_mut() else { return };
+        run.turns += 1;
+        run.usage.input_tokens += reply.usage.input_tokens;
+        run.usage.output_tokens += reply.usage.output_tokens;
+        run.usage_estimated |= reply.usage_estimated;
+        run.turn_input_tokens = reply.usage.input_tokens;
+        run.turn_output_tokens = reply.usage.output_tokens;
+        run.events.emit(EventKind::ModelUsage {
+            turn: run.turns,
+            model: reply.model,
+            input_tokens: reply.usage.input_tokens,
+            output_tokens: reply.usage.output_tokens,
+            estimated: reply.usage_estimated,
+        });
+        let text = reply.response.text;
+        let calls = reply.response.tool_calls;
+        if !text.is_empty() {
+            run.last_text = text.clone();
+        }
+        self.history.push(Message::Assistant {
+            content: text.clone(),
+            tool_calls: calls.clone(),
+        });
+        if calls.is_empty() {
+            return self.finish_with(
+                myself,
+                Ending {
+                    status: RunStatus::Completed,
+                    output: text,
+                    reason: None,
+                },
+            );
+        }
+        let registry = &self.services.registry;
+        let side_effects = calls.iter().any(|c| {
+            registry
+                .get(&c.name)
+                .is_some_and(|t| t.tier().has_side_effects())
+        });
+        if side_effects {
+            // The turn that asks for them must survive a crash before anything changes.
+            self.submit(myself, None, None);
+            if let Some(run) = self.run.as_mut() {
+                run.phase = Phase::AwaitingDurability { calls };
+            }
+            self.advance(myself);
+        } else {
+            self.dispatch_tools(myself, calls);
+        }
+    }
+
+    fn dispatch_tools(&mut self, myself: &ActorRef<SessionMsg>, calls: Vec<ToolCall>) {
+        let Some(run) = self.run.as_mut() else { return };
+        run.step += 1;
+        let step = run.step;
+        run.phase = Phase::RunningTools {
+            calls: calls.clone(),
+        };
+        let me = myself.clone();
+        let batch = ToolBatch {
+            calls,
+            ctx: ToolContext {
+                workspace: run.workspace.clone(),
+                session_id: self.id.clone(),
+                run_id: run.id.clone(),
+                cancel: run.cancel.clone(),
+            },
+            events: run.events.clone(),
+            on_done: Box::new(move |outcomes| {
+                if me.cast(SessionMsg::ToolsDone { step, outcomes }).is_err() {
+                    tracing::debug!("tool results arrived for a session that has stopped");
+                }
+            }),
+        };
+        if let Err(e) = self.services.tools.cast(ToolMsg::Execute(batch)) {
+            self.fail(myself, e.to_string());
+        }
+    }
+
+    fn on_tools_done(&mut self, myself: &ActorRef<SessionMsg>, outcomes: Vec<ToolOutcome>) {
+        let tools_called = outcomes.iter().map(|o| o.name.clone()).collect();
+        for o in outcomes {
+            self.history.push(Message::ToolResult {
+                call_id: o.call_id,
+                name: o.name,
+                content: o.content,
+                is_error: o.is_error,
+            });
+        }
+        let checkpoint = self.turn_checkpoint(tools_called);
+        self.submit(myself, checkpoint, None);
+        let Some(run) = self.run.as_mut() else { return };
+        run.turn_first_seq = self.history.next_seq();
+        let max_turns = self.services.agent.max_turns;
+        if run.turns >= max_turns {
+            self.finish(
+                myself,
+                RunStatus::MaxTurns,
+                Some(format!("the run reached max_turns ({max_turns})")),
+            );
+        } else {
+            self.begin_turn(myself);
+        }
+    }
+
+    /// The checkpoint of the turn in progress, if it appended anything.
+    fn turn_checkpoint(&self, tools_called: Vec<String>) -> Option<TurnCheckpoint> {
+        let run = self.run.as_ref()?;
+        let next = self.history.next_seq();
+        (next > run.turn_first_seq).then(|| TurnCheckpoint {
+            run_id: run.id.clone(),
+            turn: run.turns,
+            first_seq: run.turn_first_seq,
+            last_seq: next - 1,
+            tools_called,
+            input_tokens: run.turn_input_tokens,
+            output_tokens: run.turn_output_tokens,
+            context_tokens: self.history.total_tokens(),
+            at_ms: now_ms(),
+        })
+    }
+
+    fn fail(&mut self, myself: &ActorRef<SessionMsg>, reason: String) {
+        if let Some(run) = &self.run {
+            run.events.emit(EventKind::Error {
+                message: reason.clone(),
+            });
+        }
+        self.finish(myself, RunStatus::Failed, Some(reason));
+    }
+
+    fn finish(&mut self, myself: &ActorRef<SessionMsg>, status: RunStatus, reason: Option<String>) {
+        let output = self
+            .run
+            .as_ref()
+            .map(|r| r.last_text.clone())
+            .unwrap_or_default();
+        self.finish_with(
+            myself,
+            Ending {
+                status,
+                output,
+                reason,
+            },
+        );
+    }
+
+    /// Ends the run: stops what is running, records results for calls that will never finish,
+    /// and commits the run's end. The run is reported once that commit is durable.
+    fn finish_with(&mut self, myself: &ActorRef<SessionMsg>, ending: Ending) {
+        let Some(run) = self.run.as_mut() else { return };
+        if matches!(run.phase, Phase::Finishing(_)) {
+            return;
+        }
+        run.cancel.cancel();
+        run.step += 1;
+        let step = run.step;
+        let phase = std::mem::replace(&mut run.phase, Phase::Finishing(ending.clone()));
+        if let Phase::AwaitingDurability { calls } | Phase::RunningTools { calls } = phase {
+            for call in calls {
+                self.history.push(Message::ToolResult {
+                    call_id: call.id,
+                    name: call.name,
+                    content: format!(
+                        "execution_error: the call was stopped because the run ended ({})",
+                        ending.status
+                    ),
+                    is_error: true,
+                });
+            }
+        }
+        let checkpoint = self.turn_checkpoint(Vec::new());
+        let record = self.run.as_ref().map(|r| r.record(Some(&ending)));
+        self.submit(myself, checkpoint, record);
+        myself.send_after(FINAL_COMMIT_TIMEOUT, move || {
+            SessionMsg::FinalCommitTimeout { step }
+        });
+        self.advance(myself);
+    }
+
+    /// Hands what the session appended, and the given records, to the store.
+    fn submit(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        checkpoint: Option<TurnCheckpoint>,
+        run: Option<RunRecord>,
+    ) {
+        let mut batch = WriteBatch::new(self.id.clone());
+        batch.messages = self.history.take_unsubmitted();
+        batch.checkpoint = checkpoint;
+        batch.run = run;
+        self.submit_batch(myself, batch);
+    }
+
+    fn submit_batch(&mut self, myself: &ActorRef<SessionMsg>, mut batch: WriteBatch) {
+        batch.session = Some(SessionRecord {
+            session_id: self.id.clone(),
+            created_at_ms: self.created_at_ms,
+            updated_at_ms: now_ms(),
+            message_count: self.history.next_seq(),
+            last_run: self.last_run.clone(),
+        });
+        self.submitted += 1;
+        if let Some(c) = &batch.checkpoint {
+            self.pending_checkpoints.push_back((self.submitted, c.turn));
+        }
+        let me = myself.clone();
+        let notify = Box::new(move |result| {
+            if me.cast(SessionMsg::Committed { result }).is_err() {
+                tracing::debug!("a commit was confirmed to a session that has stopped");
+            }
+        });
+        if let Err(e) = self
+            .services
+            .checkpoint
+            .cast(CheckpointMsg::Append { batch, notify })
+        {
+            let failed = StoreError::from_cause("handing a turn to the store", e);
+            if myself
+                .cast(SessionMsg::Committed {
+                    result: Err(failed),
+                })
+                .is_err()
+            {
+                tracing::error!(session = %self.id, "a session could not report a failed commit to itself");
+            }
+        }
+    }
+
+    fn on_committed(&mut self, myself: &ActorRef<SessionMsg>, result: Result<(), StoreError>) {
+        self.durable += 1;
+        if let Err(e) = result {
+            tracing::error!(session = %self.id, "commit failed: {e}");
+            self.needs_reload = true;
+            self.pending_checkpoints.clear();
+            let first = self.commit_error.is_none();
+            self.commit_error.get_or_insert(e.clone());
+            if first {
+                self.fail(myself, format!("the turn could not be stored: {e}"));
+            }
+        }
+        while let Some(&(batch, turn)) = self.pending_checkpoints.front() {
+            if batch > self.durable {
+                break;
+            }
+            self.pending_checkpoints.pop_front();
+            if let Some(run) = &self.run {
+                run.events.emit(EventKind::CheckpointSaved { turn });
+            }
+        }
+        self.advance(myself);
+    }
+
+    /// Moves on from a wait for durability, once everything submitted is durable.
+    fn advance(&mut self, myself: &ActorRef<SessionMsg>) {
+        if self.durable < self.submitted {
+            return;
+        }
+        let Some(run) = self.run.as_mut() else { return };
+        match &mut run.phase {
+            Phase::AwaitingDurability { calls } => {
+                let calls = std::mem::take(calls);
+                self.dispatch_tools(myself, calls);
+            }
+            Phase::Finishing(_) => self.complete(myself),
+            _ => {}
+        }
+    }
+
+    /// Reports the run's end: everything it wrote is durable (or could not be).
+    fn complete(&mut self, myself: &ActorRef<SessionMsg>) {
+        let Some(run) = self.run.take() else { return };
+        let Phase::Finishing(ending) = &run.phase else {
+            return;
+        };
+        let mut ending = ending.clone();
+        if let Some(e) = &self.commit_error {
+            ending.status = RunStatus::Failed;
+            ending.reason = Some(format!("the run's turns could not be stored: {e}"));
+        }
+        self.commit_error = None;
+        report_end(&run.events, &ending, &run);
+        if self
+            .supervisor
+            .cast(SessionSupervisorMsg::RunFinished {
+                session_id: self.id.clone(),
+                run_id: run.id.clone(),
+            })
+            .is_err()
+        {
+            tracing::warn!(session = %self.id, "the session supervisor is gone; a finished run was not reported to it");
+        }
+        self.schedule_hibernation(myself);
+    }
+
+    fn schedule_hibernation(&mut self, myself: &ActorRef<SessionMsg>) {
+        self.idle_epoch += 1;
+        let epoch = self.idle_epoch;
+        let idle = Duration::from_secs(self.services.agent.session_idle_secs);
+        myself.send_after(idle, move || SessionMsg::Hibernate { epoch });
+    }
+}
+
+fn reason_of(run: &RunRecord) -> String {
+    run.reason.clone().unwrap_or_default()
+}
+
+fn report_end(events: &RunEvents, ending: &Ending, run: &ActiveRun) {
+    events.emit(EventKind::RunComplete {
+        status: ending.status,
+        output: ending.output.clone(),
+        turns: run.turns,
+        input_tokens: run.usage.input_tokens,
+        output_tokens: run.usage.output_tokens,
+        cost_cents: None,
+        duration_ms: run.started.elapsed().as_millis() as u64,
+        reason: ending.reason.clone(),
+    });
+}

@@ -1,0 +1,181 @@
+//! A session's conversation in memory.
+//!
+//! The messages live in an `Arc<Vec<Arc<Message>>>`: a request to the model takes a snapshot by
+//! cloning one pointer, and appending copies nothing once that request is done with it. Every
+//! message's token count is computed once, when it enters, and the total is kept as it goes, so
+//! per-turn work does not grow with the length of the history.
+
+use crate::message::Message;
+use crate::store::repair::{self, interrupted_result};
+use crate::store::StoredMessage;
+use crate::tokens;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+/// The conversation, and what of it is not yet handed to the store.
+#[derive(Default)]
+pub struct History {
+    messages: Arc<Vec<Arc<Message>>>,
+    tokens: Vec<u32>,
+    total_tokens: u64,
+    next_seq: u64,
+    unsubmitted: Vec<StoredMessage>,
+}
+
+impl History {
+    /// Rebuilds a session from its stored messages, repairing what a crash may have left: calls
+    /// cut off at the end get results saying so (to be stored), faults elsewhere are mended in
+    /// this view only.
+    pub fn load(stored: Vec<StoredMessage>) -> History {
+        let next_seq = stored.last().map_or(0, |m| m.seq + 1);
+        let fault = repair::check(stored.iter().map(|m| m.message.as_ref()));
+        let mut history = History {
+            next_seq,
+            ..History::default()
+        };
+        let last_non_result = stored
+            .iter()
+            .rposition(|m| !matches!(*m.message, Message::ToolResult { .. }));
+        let orphaned: HashSet<usize> = fault.orphaned_results.iter().copied().collect();
+        let mut mended_here: BTreeMap<usize, Vec<Message>> = BTreeMap::new();
+        let mut cut_off_at_end = Vec::new();
+        for (at, call) in fault.unanswered {
+            if Some(at) >= last_non_result {
+                cut_off_at_end.push(interrupted_result(&call));
+            } else {
+                tracing::warn!(call = %call.id, "a tool call in the middle of the history has no result; one is supplied");
+                mended_here
+                    .entry(at)
+                    .or_default()
+                    .push(interrupted_result(&call));
+            }
+        }
+        if !orphaned.is_empty() {
+            tracing::warn!(
+                count = orphaned.len(),
+                "tool results without their call were found and left out"
+            );
+        }
+        let messages = Arc::make_mut(&mut history.messages);
+        for (i, m) in stored.into_iter().enumerate() {
+            if orphaned.contains(&i) {
+                continue;
+            }
+            messages.push(m.message);
+            history.tokens.push(m.tokens);
+            history.total_tokens += m.tokens as u64;
+            for extra in mended_here.remove(&i).unwrap_or_default() {
+                let t = tokens::count_message(&extra);
+                messages.push(Arc::new(extra));
+                history.tokens.push(t);
+                history.total_tokens += t as u64;
+            }
+        }
+        for result in cut_off_at_end {
+            history.push(result);
+        }
+        history
+    }
+
+    /// Appends `message`, counting its tokens; returns its seq.
+    pub fn push(&mut self, message: Message) -> u64 {
+        let tokens = tokens::count_message(&message);
+        let message = Arc::new(message);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        Arc::make_mut(&mut self.messages).push(message.clone());
+        self.tokens.push(tokens);
+        self.total_tokens += tokens as u64;
+        self.unsubmitted.push(StoredMessage {
+            seq,
+            tokens,
+            message,
+        });
+        seq
+    }
+
+    /// The conversation as it stands, shared.
+    pub fn snapshot(&self) -> Arc<Vec<Arc<Message>>> {
+        self.messages.clone()
+    }
+
+    /// Messages appended since the last call, to be stored.
+    pub fn take_unsubmitted(&mut self) -> Vec<StoredMessage> {
+        std::mem::take(&mut self.unsubmitted)
+    }
+
+    /// True when appended messages wait to be handed to the store.
+    pub fn has_unsubmitted(&self) -> bool {
+        !self.unsubmitted.is_empty()
+    }
+
+    /// The seq the next message will get.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The conversation's size in tokens.
+    pub fn total_tokens(&self) -> u64 {
+        self.total_tokens
+    }
+
+    /// How many messages the conversation holds.
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// True for a conversation without messages.
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::CallId;
+    use crate::message::ToolCall;
+
+    fn stored(seq: u64, m: Message) -> StoredMessage {
+        StoredMessage {
+            seq,
+            tokens: tokens::count_message(&m),
+            message: Arc::new(m),
+        }
+    }
+
+    #[test]
+    fn a_call_cut_off_at_the_end_gets_a_stored_result() {
+        let call = ToolCall {
+            id: CallId::new("c1"),
+            name: "bash".into(),
+            arguments: "{\"command\":\"make\"}".into(),
+        };
+        let h = History::load(vec![
+            stored(0, Message::user("go")),
+            stored(
+                1,
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![call.clone()],
+                },
+            ),
+        ]);
+        assert_eq!(h.len(), 3);
+        assert_eq!(h.next_seq(), 3);
+        assert!(h.has_unsubmitted());
+        assert!(crate::store::repair::check(h.snapshot().iter().map(|m| m.as_ref())).is_clean());
+    }
+
+    #[test]
+    fn appending_after_a_snapshot_is_dropped_does_not_copy() {
+        let mut h = History::default();
+        h.push(Message::user("a"));
+        let snap = h.snapshot();
+        let before = Arc::as_ptr(&snap);
+        drop(snap);
+        h.push(Message::user("b"));
+        assert_eq!(Arc::as_ptr(&h.snapshot()), before);
+        assert_eq!(h.take_unsubmitted().len(), 2);
+    }
+}

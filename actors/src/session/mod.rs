@@ -1,0 +1,48 @@
+//! Sessions: the ReAct loop.
+//!
+//! A [`SessionActor`] owns one conversation and drives its runs as a state machine: every step
+//! (model answer, tool results, commit confirmed, deadline) arrives as a message, so the actor
+//! stays responsive to a cancel or a deadline while a model streams or a tool runs. The
+//! [`SessionSupervisor`] starts session actors on demand, bounds the runs in flight, restarts a
+//! session that failed and ends its run with a reason.
+
+mod actor;
+mod history;
+mod prompt;
+mod run;
+mod supervisor;
+
+pub use actor::{SessionActor, SessionArgs, SessionMsg};
+pub use history::History;
+pub use supervisor::{
+    RunTicket, SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg, StartRunError,
+};
+
+use crate::checkpoint::CheckpointMsg;
+use crate::config::AgentConfig;
+use crate::event::GlobalEvents;
+use crate::llm_stream::LlmMsg;
+use crate::store::Store;
+use crate::supervision::ChildSlot;
+use crate::tools::executor::ToolMsg;
+use crate::tools::{ToolRegistry, Workspace};
+use std::sync::Arc;
+
+/// What every session uses: the store, its sibling actors, and the settings.
+#[derive(Clone)]
+pub struct Services {
+    pub store: Store,
+    pub checkpoint: ChildSlot<CheckpointMsg>,
+    pub llm: ChildSlot<LlmMsg>,
+    pub tools: ChildSlot<ToolMsg>,
+    pub registry: ToolRegistry,
+    pub agent: Arc<AgentConfig>,
+    pub global_events: GlobalEvents,
+}
+
+/// A run to start, as a caller asks for it.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    pub prompt: String,
+    pub workspace: Workspace,
+}

@@ -1,0 +1,77 @@
+//! The state of the run a session is driving.
+
+use crate::event::{RunEvents, RunStatus};
+use crate::ids::RunId;
+use crate::message::ToolCall;
+use crate::provider::Usage;
+use crate::store::{now_ms, RunRecord};
+use crate::tools::Workspace;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Where a run is in its loop.
+pub enum Phase {
+    /// A model request is out.
+    AwaitingModel,
+    /// The model asked for calls with side effects; they wait until the turn that asked for
+    /// them is durable.
+    AwaitingDurability { calls: Vec<ToolCall> },
+    /// Tools are running.
+    RunningTools { calls: Vec<ToolCall> },
+    /// The run has ended; its last records are being committed.
+    Finishing(Ending),
+}
+
+/// How a run ends.
+#[derive(Clone, Debug)]
+pub struct Ending {
+    pub status: RunStatus,
+    pub output: String,
+    pub reason: Option<String>,
+}
+
+/// The run in flight.
+pub struct ActiveRun {
+    pub id: RunId,
+    pub prompt: String,
+    pub events: RunEvents,
+    pub workspace: Workspace,
+    pub system: Arc<str>,
+    pub cancel: CancellationToken,
+    pub started: Instant,
+    pub started_at_ms: u64,
+    /// Model calls answered so far.
+    pub turns: u32,
+    /// Bumped at every dispatch; a reply carrying an older step is stale and ignored.
+    pub step: u64,
+    pub phase: Phase,
+    pub usage: Usage,
+    pub usage_estimated: bool,
+    /// The seq of the first message of the turn in progress.
+    pub turn_first_seq: u64,
+    pub turn_input_tokens: u64,
+    pub turn_output_tokens: u64,
+    /// The latest non-empty text the model gave in this run: the output of a run that ends
+    /// before a final answer.
+    pub last_text: String,
+}
+
+impl ActiveRun {
+    /// The run's record in the store; `ending` is `None` while it is in flight.
+    pub fn record(&self, ending: Option<&Ending>) -> RunRecord {
+        RunRecord {
+            run_id: self.id.clone(),
+            session_id: self.events.session_id().clone(),
+            prompt: self.prompt.clone(),
+            status: ending.map(|e| e.status),
+            reason: ending.and_then(|e| e.reason.clone()),
+            output: ending.map(|e| e.output.clone()).unwrap_or_default(),
+            turns: self.turns,
+            input_tokens: self.usage.input_tokens,
+            output_tokens: self.usage.output_tokens,
+            started_at_ms: self.started_at_ms,
+            ended_at_ms: ending.map(|_| now_ms()),
+        }
+    }
+}

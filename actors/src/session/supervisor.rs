@@ -1,0 +1,426 @@
+//! SessionSupervisor: one [`SessionActor`] per active session.
+//!
+//! It starts a session's actor on its first run, routes runs to it, refuses past
+//! `max_in_flight_runs` with a clear "busy" (never an unbounded queue), and decides when an idle
+//! session hibernates, so a run is never routed to an actor that is stopping. A session actor
+//! that fails is restarted with backoff; the new one reloads from the store and ends the run
+//! that was in flight with status `failed` and the reason. Too many failures in the window and
+//! the session is given up, its run reported failed.
+
+use super::actor::{SessionActor, SessionArgs, SessionMsg};
+use super::{RunSpec, Services};
+use crate::event::{Event, EventKind, RunStatus, SessionEvents};
+use crate::ids::{RunId, SessionId};
+use crate::supervision::{RestartDecision, RestartHistory, RestartPolicy};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::broadcast;
+
+/// How long a shutdown waits for runs to record their end.
+const STOP_ALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A run accepted by the runtime: its ids, and its events from the very first.
+pub struct RunTicket {
+    pub session_id: SessionId,
+    pub run_id: RunId,
+    pub events: broadcast::Receiver<Arc<Event>>,
+}
+
+/// Why a run was not started.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StartRunError {
+    #[error("busy: {limit} runs are already in flight (max_in_flight_runs); try again when one finishes")]
+    Busy { limit: usize },
+    #[error("session {0} already has a run in flight; wait for it to finish or cancel it")]
+    SessionBusy(SessionId),
+    #[error("session {0} is recovering from a failure; try again in a moment")]
+    Recovering(SessionId),
+    #[error("the runtime is shutting down and accepts no new runs")]
+    ShuttingDown,
+    #[error("the session could not be started: {0}")]
+    Spawn(String),
+}
+
+/// Messages of the [`SessionSupervisor`].
+pub enum SessionSupervisorMsg {
+    /// Start a run, on `session_id` or on a new session.
+    StartRun {
+        session_id: Option<SessionId>,
+        spec: RunSpec,
+        reply: RpcReplyPort<Result<RunTicket, StartRunError>>,
+    },
+    /// A session's run has ended and been reported.
+    RunFinished {
+        session_id: SessionId,
+        run_id: RunId,
+    },
+    /// A session has been idle since `epoch`; stop its actor if no run came in since.
+    Hibernate { session_id: SessionId },
+    /// Restart a failed session's actor.
+    Restart { session_id: SessionId },
+    /// Stop every run in flight with status `cancelled`; answers once all have ended.
+    StopAll {
+        reason: String,
+        reply: RpcReplyPort<()>,
+    },
+    /// The shutdown's wait is over, whether or not every run has ended.
+    StopAllTimeout,
+    /// Test hook: make a session's actor panic. Answers whether the session was found.
+    #[cfg(feature = "fault-injection")]
+    PanicSession {
+        session_id: SessionId,
+        reply: RpcReplyPort<bool>,
+    },
+}
+
+struct Entry {
+    /// `None` while the actor is being restarted.
+    actor: Option<ActorRef<SessionMsg>>,
+    events: SessionEvents,
+    active_run: Option<RunId>,
+    restarts: RestartHistory,
+    /// The run to end as failed when the restarted actor comes up.
+    recover: Option<(RunId, String)>,
+}
+
+/// The actor; see the module documentation.
+pub struct SessionSupervisor;
+
+/// What it is started with.
+#[derive(Clone)]
+pub struct SessionSupervisorArgs {
+    pub services: Services,
+    pub policy: RestartPolicy,
+    pub max_in_flight_runs: usize,
+}
+
+/// Its state.
+pub struct SessionSupervisorState {
+    args: SessionSupervisorArgs,
+    sessions: HashMap<SessionId, Entry>,
+    by_actor: HashMap<ActorId, SessionId>,
+    in_flight: usize,
+    stopping: Option<RpcReplyPort<()>>,
+    shutting_down: bool,
+}
+
+impl Actor for SessionSupervisor {
+    type Msg = SessionSupervisorMsg;
+    type State = SessionSupervisorState;
+    type Arguments = SessionSupervisorArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: SessionSupervisorArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(SessionSupervisorState {
+            args,
+            sessions: HashMap::new(),
+            by_actor: HashMap::new(),
+            in_flight: 0,
+            stopping: None,
+            shutting_down: false,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            SessionSupervisorMsg::StartRun {
+                session_id,
+                spec,
+                reply,
+            } => {
+                let answer = state.start_run(&myself, session_id, spec).await;
+                if reply.send(answer).is_err() {
+                    tracing::debug!("a run's caller left before it was accepted");
+                }
+            }
+            SessionSupervisorMsg::RunFinished { session_id, run_id } => {
+                if let Some(entry) = state.sessions.get_mut(&session_id) {
+                    if entry.active_run.as_ref() == Some(&run_id) {
+                        entry.active_run = None;
+                        state.in_flight -= 1;
+                    }
+                }
+                state.answer_stop_all_if_done();
+            }
+            SessionSupervisorMsg::Hibernate { session_id } => {
+                let idle = state
+                    .sessions
+                    .get(&session_id)
+                    .is_some_and(|e| e.active_run.is_none() && e.actor.is_some());
+                if idle {
+                    if let Some(actor) = state.sessions.remove(&session_id).and_then(|e| e.actor) {
+                        state.by_actor.remove(&actor.get_id());
+                        actor.stop(Some("idle".into()));
+                    }
+                }
+            }
+            SessionSupervisorMsg::Restart { session_id } => {
+                state.restart(&myself, session_id).await;
+            }
+            SessionSupervisorMsg::StopAll { reason, reply } => {
+                state.shutting_down = true;
+                state.stopping = Some(reply);
+                for entry in state.sessions.values() {
+                    if let (Some(actor), Some(_)) = (&entry.actor, &entry.active_run) {
+                        let stop = SessionMsg::Stop {
+                            status: RunStatus::Cancelled,
+                            reason: reason.clone(),
+                        };
+                        if actor.cast(stop).is_err() {
+                            tracing::warn!("a session stopped before it could be told to stop");
+                        }
+                    }
+                }
+                myself.send_after(STOP_ALL_TIMEOUT, || SessionSupervisorMsg::StopAllTimeout);
+                state.answer_stop_all_if_done();
+            }
+            SessionSupervisorMsg::StopAllTimeout => {
+                if let Some(reply) = state.stopping.take() {
+                    tracing::warn!(
+                        in_flight = state.in_flight,
+                        "shutdown went on before every run had recorded its end"
+                    );
+                    if reply.send(()).is_err() {
+                        tracing::debug!("the shutdown's caller left");
+                    }
+                }
+            }
+            #[cfg(feature = "fault-injection")]
+            SessionSupervisorMsg::PanicSession { session_id, reply } => {
+                let actor = state
+                    .sessions
+                    .get(&session_id)
+                    .and_then(|e| e.actor.clone());
+                let found = actor.is_some_and(|a| a.cast(SessionMsg::Panic).is_ok());
+                if reply.send(found).is_err() {
+                    tracing::debug!("the fault injector left");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        _state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        myself.stop_children(Some("the session supervisor stopped".into()));
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        event: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match event {
+            SupervisionEvent::ActorFailed(cell, error) => {
+                state.on_session_down(&myself, cell.get_id(), format!("it panicked: {error}"));
+            }
+            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+                let why = reason.unwrap_or_else(|| "it stopped".into());
+                state.on_session_down(&myself, cell.get_id(), why);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl SessionSupervisorState {
+    async fn start_run(
+        &mut self,
+        myself: &ActorRef<SessionSupervisorMsg>,
+        session_id: Option<SessionId>,
+        spec: RunSpec,
+    ) -> Result<RunTicket, StartRunError> {
+        if self.shutting_down {
+            return Err(StartRunError::ShuttingDown);
+        }
+        let limit = self.args.max_in_flight_runs;
+        if self.in_flight >= limit {
+            return Err(StartRunError::Busy { limit });
+        }
+        let session_id = session_id.unwrap_or_else(SessionId::generate);
+        if !self.sessions.contains_key(&session_id) {
+            let events = SessionEvents::new(self.args.services.global_events.clone());
+            let actor = self
+                .spawn_session(myself, &session_id, events.clone(), None)
+                .await?;
+            self.sessions.insert(
+                session_id.clone(),
+                Entry {
+                    actor: Some(actor),
+                    events,
+                    active_run: None,
+                    restarts: RestartHistory::default(),
+                    recover: None,
+                },
+            );
+        }
+        let Some(entry) = self.sessions.get_mut(&session_id) else {
+            return Err(StartRunError::Spawn("the session vanished".into()));
+        };
+        let Some(actor) = entry.actor.clone() else {
+            return Err(StartRunError::Recovering(session_id));
+        };
+        if entry.active_run.is_some() {
+            return Err(StartRunError::SessionBusy(session_id));
+        }
+        let run_id = RunId::generate();
+        let events = entry.events.subscribe();
+        actor
+            .cast(SessionMsg::StartRun {
+                run_id: run_id.clone(),
+                spec,
+            })
+            .map_err(|_| StartRunError::Recovering(session_id.clone()))?;
+        entry.active_run = Some(run_id.clone());
+        self.in_flight += 1;
+        Ok(RunTicket {
+            session_id,
+            run_id,
+            events,
+        })
+    }
+
+    async fn spawn_session(
+        &mut self,
+        myself: &ActorRef<SessionSupervisorMsg>,
+        session_id: &SessionId,
+        events: SessionEvents,
+        recover: Option<(RunId, String)>,
+    ) -> Result<ActorRef<SessionMsg>, StartRunError> {
+        let args = SessionArgs {
+            id: session_id.clone(),
+            services: self.args.services.clone(),
+            events,
+            supervisor: myself.clone(),
+            recover,
+        };
+        let (actor, _) = Actor::spawn_linked(None, SessionActor, args, myself.get_cell())
+            .await
+            .map_err(|e| StartRunError::Spawn(e.to_string()))?;
+        self.by_actor.insert(actor.get_id(), session_id.clone());
+        Ok(actor)
+    }
+
+    fn on_session_down(
+        &mut self,
+        myself: &ActorRef<SessionSupervisorMsg>,
+        actor: ActorId,
+        why: String,
+    ) {
+        // Unknown actors are sessions already removed by hibernation.
+        let Some(session_id) = self.by_actor.remove(&actor) else {
+            return;
+        };
+        let Some(entry) = self.sessions.get_mut(&session_id) else {
+            return;
+        };
+        entry.actor = None;
+        let run = entry.active_run.take();
+        if run.is_some() {
+            self.in_flight -= 1;
+        }
+        tracing::error!(session = %session_id, "session actor went down: {why}");
+        let reason = format!(
+            "the session's actor failed ({why}); the run was stopped at its last checkpoint"
+        );
+        let decision = entry.restarts.on_failure(&self.args.policy, Instant::now());
+        match decision {
+            RestartDecision::Restart { after, attempt } if !self.shutting_down => {
+                tracing::warn!(session = %session_id, attempt, "restarting the session in {after:?}");
+                entry.recover = run.map(|r| (r, reason));
+                let id = session_id.clone();
+                myself.send_after(after, move || SessionSupervisorMsg::Restart {
+                    session_id: id,
+                });
+            }
+            decision => {
+                if let Some(run_id) = run {
+                    let why = match decision {
+                        RestartDecision::GiveUp { restarts_in_window } => format!(
+                            "{reason}; it failed {restarts_in_window} times in a row, so the \
+                             session was given up until its next run"
+                        ),
+                        _ => reason,
+                    };
+                    report_lost_run(&entry.events, &session_id, run_id, why);
+                }
+                self.sessions.remove(&session_id);
+            }
+        }
+        self.answer_stop_all_if_done();
+    }
+
+    async fn restart(&mut self, myself: &ActorRef<SessionSupervisorMsg>, session_id: SessionId) {
+        let Some(entry) = self.sessions.get_mut(&session_id) else {
+            return;
+        };
+        let events = entry.events.clone();
+        let recover = entry.recover.take();
+        match self
+            .spawn_session(myself, &session_id, events.clone(), recover.clone())
+            .await
+        {
+            Ok(actor) => {
+                if let Some(entry) = self.sessions.get_mut(&session_id) {
+                    entry.actor = Some(actor);
+                }
+            }
+            Err(e) => {
+                tracing::error!(session = %session_id, "could not restart the session: {e}");
+                if let Some((run_id, reason)) = recover {
+                    report_lost_run(
+                        &events,
+                        &session_id,
+                        run_id,
+                        format!("{reason}; restarting it failed: {e}"),
+                    );
+                }
+                self.sessions.remove(&session_id);
+            }
+        }
+    }
+
+    fn answer_stop_all_if_done(&mut self) {
+        if self.in_flight == 0 {
+            if let Some(reply) = self.stopping.take() {
+                if reply.send(()).is_err() {
+                    tracing::debug!("the shutdown's caller left");
+                }
+            }
+        }
+    }
+}
+
+/// Ends a run whose session could not be brought back: the caller is told, never left waiting.
+fn report_lost_run(events: &SessionEvents, session_id: &SessionId, run_id: RunId, reason: String) {
+    let run = events.for_run(session_id.clone(), run_id);
+    run.emit(EventKind::Error {
+        message: reason.clone(),
+    });
+    run.emit(EventKind::RunComplete {
+        status: RunStatus::Failed,
+        output: String::new(),
+        turns: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_cents: None,
+        duration_ms: 0,
+        reason: Some(reason),
+    });
+}

@@ -1,0 +1,333 @@
+//! The redb store: append-only history, turn checkpoints, runs and sessions.
+//!
+//! Reads may come from anywhere (redb serves readers alongside the writer); writes come only
+//! from the CheckpointActor's writer thread, through [`Store::write`], which puts any number of
+//! sessions' batches in one transaction and one commit.
+
+mod records;
+pub mod repair;
+mod tables;
+
+pub use records::{now_ms, RunRecord, SessionRecord, TurnCheckpoint};
+
+use crate::ids::SessionId;
+use crate::message::Message;
+use redb::{Database, Durability, ReadableDatabase, ReadableTable};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::Arc;
+use tables::{CHECKPOINTS, MESSAGES, RUNS, SESSIONS};
+
+/// A storage failure, saying what was being done. Cloneable so that one failed group commit
+/// can be reported to every session that was waiting on it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{doing}: {cause}")]
+pub struct StoreError {
+    doing: String,
+    cause: Arc<str>,
+}
+
+impl StoreError {
+    /// An error from `doing` caused by `cause`.
+    pub fn from_cause(doing: impl Into<String>, cause: impl std::fmt::Display) -> Self {
+        Self::new(doing, cause)
+    }
+
+    fn new(doing: impl Into<String>, cause: impl std::fmt::Display) -> Self {
+        Self {
+            doing: doing.into(),
+            cause: cause.to_string().into(),
+        }
+    }
+}
+
+trait Context<T> {
+    fn doing(self, what: impl FnOnce() -> String) -> Result<T, StoreError>;
+}
+
+impl<T, E: std::fmt::Display> Context<T> for Result<T, E> {
+    fn doing(self, what: impl FnOnce() -> String) -> Result<T, StoreError> {
+        self.map_err(|e| StoreError::new(what(), e))
+    }
+}
+
+/// A message as stored: its place in the session and its token count.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredMessage {
+    pub seq: u64,
+    pub tokens: u32,
+    pub message: Arc<Message>,
+}
+
+#[derive(Serialize)]
+struct MessageRow<'a> {
+    tokens: u32,
+    message: &'a Message,
+}
+
+#[derive(Deserialize)]
+struct MessageRowOwned {
+    tokens: u32,
+    message: Message,
+}
+
+/// What one session adds in one commit.
+#[derive(Clone, Debug)]
+pub struct WriteBatch {
+    pub session_id: SessionId,
+    pub messages: Vec<StoredMessage>,
+    pub checkpoint: Option<TurnCheckpoint>,
+    pub run: Option<RunRecord>,
+    pub session: Option<SessionRecord>,
+}
+
+impl WriteBatch {
+    /// An empty batch for `session_id`.
+    pub fn new(session_id: SessionId) -> Self {
+        Self {
+            session_id,
+            messages: Vec::new(),
+            checkpoint: None,
+            run: None,
+            session: None,
+        }
+    }
+}
+
+/// Everything stored about a session, as loaded to resume it.
+#[derive(Debug, Default)]
+pub struct SessionHistory {
+    pub messages: Vec<StoredMessage>,
+    pub record: Option<SessionRecord>,
+    /// Runs that never recorded an end: they were cut off by a crash.
+    pub unfinished_runs: Vec<RunRecord>,
+}
+
+/// The database.
+#[derive(Clone)]
+pub struct Store {
+    db: Arc<Database>,
+    durability: Durability,
+}
+
+impl Store {
+    /// Opens (or creates) the database at `path`. With `durable`, every commit is on disk when
+    /// it returns; without, a crash may lose the latest commits.
+    pub fn open(path: &Path, durable: bool) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .doing(|| format!("creating the directory {}", dir.display()))?;
+        }
+        let db = Database::create(path).doing(|| format!("opening {}", path.display()))?;
+        let store = Store {
+            db: Arc::new(db),
+            durability: if durable {
+                Durability::Immediate
+            } else {
+                Durability::None
+            },
+        };
+        store.create_tables()?;
+        Ok(store)
+    }
+
+    fn create_tables(&self) -> Result<(), StoreError> {
+        let doing = || "creating the tables".to_string();
+        let txn = self.db.begin_write().doing(doing)?;
+        txn.open_table(MESSAGES).doing(doing)?;
+        txn.open_table(CHECKPOINTS).doing(doing)?;
+        txn.open_table(RUNS).doing(doing)?;
+        txn.open_table(SESSIONS).doing(doing)?;
+        txn.commit().doing(doing)
+    }
+
+    /// Writes every batch in one transaction and commits once.
+    pub fn write(&self, batches: &[WriteBatch]) -> Result<(), StoreError> {
+        let doing = || format!("writing {} batch(es) to the store", batches.len());
+        let mut txn = self.db.begin_write().doing(doing)?;
+        txn.set_durability(self.durability).doing(doing)?;
+        {
+            let mut messages = txn.open_table(MESSAGES).doing(doing)?;
+            let mut checkpoints = txn.open_table(CHECKPOINTS).doing(doing)?;
+            let mut runs = txn.open_table(RUNS).doing(doing)?;
+            let mut sessions = txn.open_table(SESSIONS).doing(doing)?;
+            for batch in batches {
+                let sid = batch.session_id.as_str();
+                for m in &batch.messages {
+                    let row = serde_json::to_vec(&MessageRow {
+                        tokens: m.tokens,
+                        message: &m.message,
+                    })
+                    .doing(doing)?;
+                    messages.insert((sid, m.seq), row.as_slice()).doing(doing)?;
+                }
+                if let Some(c) = &batch.checkpoint {
+                    let row = serde_json::to_vec(c).doing(doing)?;
+                    checkpoints
+                        .insert((sid, c.last_seq), row.as_slice())
+                        .doing(doing)?;
+                }
+                if let Some(r) = &batch.run {
+                    let row = serde_json::to_vec(r).doing(doing)?;
+                    runs.insert((sid, r.run_id.as_str()), row.as_slice())
+                        .doing(doing)?;
+                }
+                if let Some(s) = &batch.session {
+                    let row = serde_json::to_vec(s).doing(doing)?;
+                    sessions.insert(sid, row.as_slice()).doing(doing)?;
+                }
+            }
+        }
+        txn.commit().doing(doing)
+    }
+
+    /// Loads a session's history, record and unfinished runs. An unknown session loads empty.
+    pub fn load_session(&self, id: &SessionId) -> Result<SessionHistory, StoreError> {
+        let doing = || format!("loading session {id}");
+        let txn = self.db.begin_read().doing(doing)?;
+        let mut history = SessionHistory::default();
+        let messages = txn.open_table(MESSAGES).doing(doing)?;
+        for row in messages
+            .range((id.as_str(), 0)..=(id.as_str(), u64::MAX))
+            .doing(doing)?
+        {
+            let (key, value) = row.doing(doing)?;
+            let (_, seq) = key.value();
+            let row: MessageRowOwned = serde_json::from_slice(value.value())
+                .doing(|| format!("decoding message {seq} of session {id}"))?;
+            history.messages.push(StoredMessage {
+                seq,
+                tokens: row.tokens,
+                message: Arc::new(row.message),
+            });
+        }
+        let sessions = txn.open_table(SESSIONS).doing(doing)?;
+        if let Some(v) = sessions.get(id.as_str()).doing(doing)? {
+            history.record = Some(
+                serde_json::from_slice(v.value())
+                    .doing(|| format!("decoding the record of session {id}"))?,
+            );
+        }
+        history.unfinished_runs = self
+            .session_runs_in(&txn, id)?
+            .into_iter()
+            .filter(|r| r.status.is_none())
+            .collect();
+        Ok(history)
+    }
+
+    /// A session's runs, oldest first.
+    pub fn session_runs(&self, id: &SessionId) -> Result<Vec<RunRecord>, StoreError> {
+        let txn = self
+            .db
+            .begin_read()
+            .doing(|| format!("reading the runs of session {id}"))?;
+        self.session_runs_in(&txn, id)
+    }
+
+    fn session_runs_in(
+        &self,
+        txn: &redb::ReadTransaction,
+        id: &SessionId,
+    ) -> Result<Vec<RunRecord>, StoreError> {
+        let doing = || format!("reading the runs of session {id}");
+        let runs = txn.open_table(RUNS).doing(doing)?;
+        let mut out = Vec::new();
+        // Every run id of the session sorts between "" and the highest character.
+        for row in runs
+            .range((id.as_str(), "")..(id.as_str(), "\u{10FFFF}"))
+            .doing(doing)?
+        {
+            let (_, value) = row.doing(doing)?;
+            out.push(serde_json::from_slice(value.value()).doing(doing)?);
+        }
+        Ok(out)
+    }
+
+    /// The turn checkpoints of a session, oldest first.
+    pub fn checkpoints(&self, id: &SessionId) -> Result<Vec<TurnCheckpoint>, StoreError> {
+        let doing = || format!("reading the checkpoints of session {id}");
+        let txn = self.db.begin_read().doing(doing)?;
+        let table = txn.open_table(CHECKPOINTS).doing(doing)?;
+        let mut out = Vec::new();
+        for row in table
+            .range((id.as_str(), 0)..=(id.as_str(), u64::MAX))
+            .doing(doing)?
+        {
+            let (_, value) = row.doing(doing)?;
+            out.push(serde_json::from_slice(value.value()).doing(doing)?);
+        }
+        Ok(out)
+    }
+
+    /// Every session's record.
+    pub fn sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
+        let doing = || "listing sessions".to_string();
+        let txn = self.db.begin_read().doing(doing)?;
+        let table = txn.open_table(SESSIONS).doing(doing)?;
+        let mut out = Vec::new();
+        for row in table.iter().doing(doing)? {
+            let (_, value) = row.doing(doing)?;
+            out.push(serde_json::from_slice(value.value()).doing(doing)?);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::RunId;
+
+    #[test]
+    fn batches_round_trip_and_sessions_stay_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.redb"), true).unwrap();
+        let a = SessionId::new("s_a");
+        let b = SessionId::new("s_b");
+        let mut batch_a = WriteBatch::new(a.clone());
+        for seq in 0..3 {
+            batch_a.messages.push(StoredMessage {
+                seq,
+                tokens: 5,
+                message: Arc::new(Message::user(format!("a{seq}"))),
+            });
+        }
+        batch_a.run = Some(RunRecord {
+            run_id: RunId::new("r_1"),
+            session_id: a.clone(),
+            prompt: "p".into(),
+            status: None,
+            reason: None,
+            output: String::new(),
+            turns: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            started_at_ms: 1,
+            ended_at_ms: None,
+        });
+        let mut batch_b = WriteBatch::new(b.clone());
+        batch_b.messages.push(StoredMessage {
+            seq: 0,
+            tokens: 1,
+            message: Arc::new(Message::user("b0")),
+        });
+        store.write(&[batch_a, batch_b]).unwrap();
+        drop(store);
+
+        let store = Store::open(&dir.path().join("t.redb"), true).unwrap();
+        let ha = store.load_session(&a).unwrap();
+        assert_eq!(ha.messages.len(), 3);
+        assert_eq!(ha.messages[2].seq, 2);
+        assert_eq!(*ha.messages[1].message, Message::user("a1"));
+        assert_eq!(ha.unfinished_runs.len(), 1);
+        let hb = store.load_session(&b).unwrap();
+        assert_eq!(hb.messages.len(), 1);
+        assert!(hb.unfinished_runs.is_empty());
+        assert!(store
+            .load_session(&SessionId::new("s_none"))
+            .unwrap()
+            .messages
+            .is_empty());
+    }
+}

@@ -1,0 +1,60 @@
+//! What the store keeps besides messages.
+
+use crate::event::RunStatus;
+use crate::ids::{RunId, SessionId};
+use serde::{Deserialize, Serialize};
+
+/// A completed turn: the messages it added and what it cost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TurnCheckpoint {
+    pub run_id: RunId,
+    /// The turn's number within its run, from 1.
+    pub turn: u32,
+    pub first_seq: u64,
+    pub last_seq: u64,
+    pub tools_called: Vec<String>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// The size of the conversation after this turn.
+    pub context_tokens: u64,
+    /// Unix milliseconds.
+    pub at_ms: u64,
+}
+
+/// A run, from its start to its end.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub run_id: RunId,
+    pub session_id: SessionId,
+    pub prompt: String,
+    /// `None` while the run is in flight. A run found in flight when its session is loaded was
+    /// cut off by a crash.
+    pub status: Option<RunStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub output: String,
+    pub turns: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub started_at_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at_ms: Option<u64>,
+}
+
+/// A session's summary.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    pub session_id: SessionId,
+    pub created_at_ms: u64,
+    pub updated_at_ms: u64,
+    pub message_count: u64,
+    pub last_run: Option<RunId>,
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,11 @@
+//! Supervision: restart policies and stable addresses for restartable actors.
+//!
+//! Written for Ryvos rather than taken from a supervision crate because several runtimes must
+//! live in one process (embedding hosts, tests) without global actor names, and a failed session
+//! needs custom handling: its run is ended with a reason, never dropped silently.
+
+mod policy;
+mod slot;
+
+pub use policy::{backoff_with_jitter, RestartDecision, RestartHistory, RestartPolicy};
+pub use slot::{ChildSlot, Unavailable};

@@ -1,0 +1,188 @@
+//! `bash {command, timeout_secs?}`: runs a shell command in the workspace.
+//!
+//! The command runs in its own process group, so a timeout or a cancelled run kills everything
+//! it started. Output is captured up to a cap (the rest is drained and counted, never buffered),
+//! and a background process that keeps the pipes open cannot hold the call past its end.
+
+use super::str_arg;
+use crate::tools::{SafetyTier, Tool, ToolContext, ToolError};
+use async_trait::async_trait;
+use serde_json::{json, Value};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+
+const DEFAULT_TIMEOUT_SECS: u64 = 120;
+const MAX_TIMEOUT_SECS: u64 = 3600;
+/// Bytes kept of each of stdout and stderr.
+const CAPTURE_CAP: usize = 1024 * 1024;
+/// How long the pipes may stay open after the shell exits (a background job holding them).
+const PIPE_GRACE: Duration = Duration::from_millis(500);
+
+/// Runs shell commands.
+pub struct Bash;
+
+#[async_trait]
+impl Tool for Bash {
+    fn name(&self) -> &str {
+        "bash"
+    }
+
+    fn description(&self) -> &str {
+        "Run a bash command in the workspace directory and get its output and exit status. \
+         Commands are stopped after timeout_secs (default 120)."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "minLength": 1, "description": "The command line, run by bash -c."},
+                "timeout_secs": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_SECS, "description": "Seconds before the command is killed (default 120)."}
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+
+    fn tier(&self) -> SafetyTier {
+        SafetyTier::T3
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let command = str_arg(&input, "command");
+        let timeout = Duration::from_secs(
+            input
+                .get("timeout_secs")
+                .and_then(Value::as_u64)
+                .unwrap_or(DEFAULT_TIMEOUT_SECS),
+        );
+        let mut child = Command::new("bash")
+            .arg("-c")
+            .arg(command)
+            .current_dir(ctx.workspace.root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| ToolError::Execution(format!("cannot start bash: {e}")))?;
+        let group = child.id().map(|id| id as i32);
+        let stdout = tokio::spawn(capture(child.stdout.take()));
+        let stderr = tokio::spawn(capture(child.stderr.take()));
+
+        let ended = tokio::select! {
+            status = child.wait() => Ended::Exited(status),
+            _ = tokio::time::sleep(timeout) => Ended::TimedOut,
+            _ = ctx.cancel.cancelled() => Ended::Cancelled,
+        };
+        if !matches!(ended, Ended::Exited(_)) {
+            kill_group(group);
+        }
+        // The shell is gone; give its pipes a moment, then kill whatever still holds them.
+        let grace = tokio::time::sleep(PIPE_GRACE);
+        tokio::pin!(grace);
+        let (mut out, mut err) = (None, None);
+        let (mut stdout, mut stderr) = (stdout, stderr);
+        while out.is_none() || err.is_none() {
+            tokio::select! {
+                r = &mut stdout, if out.is_none() => out = Some(r.unwrap_or_default()),
+                r = &mut stderr, if err.is_none() => err = Some(r.unwrap_or_default()),
+                _ = &mut grace => { kill_group(group); grace.as_mut().reset(tokio::time::Instant::now() + PIPE_GRACE * 4); }
+            }
+        }
+        let text = render(out.unwrap_or_default(), err.unwrap_or_default());
+        match ended {
+            Ended::Exited(Ok(status)) if status.success() => Ok(text),
+            Ended::Exited(Ok(status)) => {
+                let code = status
+                    .code()
+                    .map(|c| format!("status {c}"))
+                    .unwrap_or_else(|| "a signal".into());
+                Err(ToolError::Execution(format!(
+                    "the command exited with {code}\n{text}"
+                )))
+            }
+            Ended::Exited(Err(e)) => Err(ToolError::Execution(format!(
+                "waiting for the command failed: {e}\n{text}"
+            ))),
+            Ended::TimedOut => Err(ToolError::Execution(format!(
+                "the command was killed after {}s (timeout_secs); output so far:\n{text}",
+                timeout.as_secs()
+            ))),
+            Ended::Cancelled => Err(ToolError::Execution(format!(
+                "the command was killed because the run stopped; output so far:\n{text}"
+            ))),
+        }
+    }
+}
+
+enum Ended {
+    Exited(std::io::Result<std::process::ExitStatus>),
+    TimedOut,
+    Cancelled,
+}
+
+fn kill_group(group: Option<i32>) {
+    if let Some(pgid) = group {
+        // SAFETY: killpg only sends a signal; the group is the one the child leads.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// What a pipe said: the first bytes up to the cap, and how many there were in all.
+#[derive(Default)]
+struct Captured {
+    bytes: Vec<u8>,
+    total: usize,
+}
+
+async fn capture(pipe: Option<impl AsyncRead + Unpin>) -> Captured {
+    let mut captured = Captured::default();
+    let Some(mut pipe) = pipe else {
+        return captured;
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    while let Ok(n) = pipe.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        captured.total += n;
+        let room = CAPTURE_CAP.saturating_sub(captured.bytes.len());
+        captured.bytes.extend_from_slice(&buf[..n.min(room)]);
+    }
+    captured
+}
+
+fn render(out: Captured, err: Captured) -> String {
+    let mut text = String::from_utf8_lossy(&out.bytes).into_owned();
+    if out.total > out.bytes.len() {
+        text.push_str(&format!(
+            "\n[stdout cut: {} of {} bytes kept]",
+            out.bytes.len(),
+            out.total
+        ));
+    }
+    if err.total > 0 {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("[stderr]\n");
+        text.push_str(&String::from_utf8_lossy(&err.bytes));
+        if err.total > err.bytes.len() {
+            text.push_str(&format!(
+                "\n[stderr cut: {} of {} bytes kept]",
+                err.bytes.len(),
+                err.total
+            ));
+        }
+    }
+    if text.is_empty() {
+        text.push_str("(no output)");
+    }
+    text
+}

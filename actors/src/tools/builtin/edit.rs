@@ -1,0 +1,66 @@
+//! `edit {path, old_string, new_string}`: replaces one exact occurrence in a file.
+
+use super::{blocking, str_arg};
+use crate::tools::{SafetyTier, Tool, ToolContext, ToolError};
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+/// Replaces text in a file.
+pub struct Edit;
+
+#[async_trait]
+impl Tool for Edit {
+    fn name(&self) -> &str {
+        "edit"
+    }
+
+    fn description(&self) -> &str {
+        "Replace text in a workspace file. old_string must appear exactly once in the file \
+         (include surrounding lines to make it unique); it is replaced by new_string."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace."},
+                "old_string": {"type": "string", "minLength": 1, "description": "The exact text to replace."},
+                "new_string": {"type": "string", "description": "The text to put in its place."}
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": false
+        })
+    }
+
+    fn tier(&self) -> SafetyTier {
+        SafetyTier::T2
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let path = ctx.workspace.resolve(str_arg(&input, "path"))?;
+        let old = str_arg(&input, "old_string").to_owned();
+        let new = str_arg(&input, "new_string").to_owned();
+        let shown = str_arg(&input, "path").to_owned();
+        blocking(move || {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| ToolError::Execution(format!("cannot read '{shown}': {e}")))?;
+            match text.matches(old.as_str()).count() {
+                0 => Err(ToolError::Execution(format!(
+                    "old_string was not found in '{shown}'; read the file and copy the text \
+                     exactly, whitespace included"
+                ))),
+                1 => {
+                    std::fs::write(&path, text.replacen(old.as_str(), &new, 1)).map_err(|e| {
+                        ToolError::Execution(format!("cannot write '{shown}': {e}"))
+                    })?;
+                    Ok(format!("edited {shown}: replaced 1 occurrence"))
+                }
+                n => Err(ToolError::Execution(format!(
+                    "old_string appears {n} times in '{shown}'; include more surrounding text \
+                     so that it appears once"
+                ))),
+            }
+        })
+        .await
+    }
+}

@@ -1,0 +1,54 @@
+//! `write {path, content}`: creates or replaces a file.
+
+use super::{blocking, str_arg};
+use crate::tools::{SafetyTier, Tool, ToolContext, ToolError};
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+/// Writes a whole file.
+pub struct Write;
+
+#[async_trait]
+impl Tool for Write {
+    fn name(&self) -> &str {
+        "write"
+    }
+
+    fn description(&self) -> &str {
+        "Create a file in the workspace, or replace its whole content. Missing parent \
+         directories are created. To change part of a file, use edit."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace."},
+                "content": {"type": "string", "description": "The file's new content."}
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        })
+    }
+
+    fn tier(&self) -> SafetyTier {
+        SafetyTier::T2
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let path = ctx.workspace.resolve(str_arg(&input, "path"))?;
+        let content = str_arg(&input, "content").to_owned();
+        let shown = str_arg(&input, "path").to_owned();
+        blocking(move || {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| {
+                    ToolError::Execution(format!("cannot create the directory of '{shown}': {e}"))
+                })?;
+            }
+            std::fs::write(&path, content.as_bytes())
+                .map_err(|e| ToolError::Execution(format!("cannot write '{shown}': {e}")))?;
+            Ok(format!("wrote {} bytes to {shown}", content.len()))
+        })
+        .await
+    }
+}

@@ -1,0 +1,214 @@
+//! ToolExecutorActor: runs the tool calls of one model response.
+//!
+//! Every call is looked up, its arguments parsed and validated against the tool's schema, then
+//! executed in its own task with a timeout; whatever goes wrong becomes a tool result starting
+//! with its kind (`unknown_tool`, `validation_error`, `execution_error`, `denied`), so the model
+//! sees it and the loop goes on. The actor only dispatches: each batch runs in its own task, so
+//! a slow tool never holds up another session's calls.
+
+use super::{compact_output, ToolContext, ToolRegistry};
+use crate::event::{EventKind, RunEvents};
+use crate::ids::CallId;
+use crate::message::ToolCall;
+use futures_util::StreamExt;
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use std::time::Duration;
+
+/// How long a tool that was told to stop may take to clean up before it is aborted.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// The result of one call, as the model will see it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolOutcome {
+    pub call_id: CallId,
+    pub name: String,
+    pub content: String,
+    pub is_error: bool,
+}
+
+/// How calls are run.
+#[derive(Clone, Debug)]
+pub struct ExecutionSettings {
+    pub parallel: bool,
+    pub max_parallel: usize,
+    pub timeout: Duration,
+    pub max_output_bytes: usize,
+}
+
+/// The calls of one response, and where their results go.
+pub struct ToolBatch {
+    pub calls: Vec<ToolCall>,
+    pub ctx: ToolContext,
+    pub events: RunEvents,
+    /// Receives the outcomes, in call order.
+    pub on_done: Box<dyn FnOnce(Vec<ToolOutcome>) + Send>,
+}
+
+/// Messages of the [`ToolExecutorActor`].
+pub enum ToolMsg {
+    Execute(ToolBatch),
+    /// Test hook: panic inside the handler.
+    #[cfg(feature = "fault-injection")]
+    Panic,
+}
+
+/// The actor; see the module documentation.
+pub struct ToolExecutorActor;
+
+/// What it is started with (and restarted with).
+#[derive(Clone)]
+pub struct ToolExecutorArgs {
+    pub registry: ToolRegistry,
+    pub settings: ExecutionSettings,
+}
+
+impl Actor for ToolExecutorActor {
+    type Msg = ToolMsg;
+    type State = ToolExecutorArgs;
+    type Arguments = ToolExecutorArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: ToolExecutorArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(args)
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            ToolMsg::Execute(batch) => {
+                let registry = state.registry.clone();
+                let settings = state.settings.clone();
+                tokio::spawn(async move {
+                    let outcomes =
+                        run_batch(&registry, batch.calls, &batch.ctx, &batch.events, &settings)
+                            .await;
+                    (batch.on_done)(outcomes);
+                });
+            }
+            #[cfg(feature = "fault-injection")]
+            ToolMsg::Panic => panic!("injected fault in the tool executor"),
+        }
+        Ok(())
+    }
+}
+
+/// Runs `calls`, concurrently when the settings allow, and returns outcomes in call order.
+pub async fn run_batch(
+    registry: &ToolRegistry,
+    calls: Vec<ToolCall>,
+    ctx: &ToolContext,
+    events: &RunEvents,
+    settings: &ExecutionSettings,
+) -> Vec<ToolOutcome> {
+    let width = if settings.parallel {
+        settings.max_parallel.max(1)
+    } else {
+        1
+    };
+    futures_util::stream::iter(
+        calls
+            .into_iter()
+            .map(|call| run_call(registry, call, ctx, events, settings)),
+    )
+    .buffered(width)
+    .collect()
+    .await
+}
+
+async fn run_call(
+    registry: &ToolRegistry,
+    call: ToolCall,
+    ctx: &ToolContext,
+    events: &RunEvents,
+    settings: &ExecutionSettings,
+) -> ToolOutcome {
+    let input_shown = serde_json::from_str(&call.arguments)
+        .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
+    events.emit(EventKind::ToolStart {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        input: input_shown,
+    });
+    let result = match registry.get(&call.name) {
+        None => Err(format!(
+            "unknown_tool: there is no tool named '{}'; the tools are: {}",
+            call.name,
+            registry.names().join(", ")
+        )),
+        Some(tool) => match registry.validate(&call.name, &call.arguments) {
+            Err(e) => Err(e.to_string()),
+            Ok(input) => execute_guarded(tool.clone(), input, ctx, settings.timeout).await,
+        },
+    };
+    let (content, is_error) = match result {
+        Ok(output) => (output, false),
+        Err(error) => (error, true),
+    };
+    let content = compact_output(content, settings.max_output_bytes);
+    events.emit(EventKind::ToolEnd {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        is_error,
+        output: content.clone(),
+    });
+    ToolOutcome {
+        call_id: call.id,
+        name: call.name,
+        content,
+        is_error,
+    }
+}
+
+/// Runs one tool in its own task: a panic, a timeout or the run's end becomes an error result.
+async fn execute_guarded(
+    tool: std::sync::Arc<dyn super::Tool>,
+    input: serde_json::Value,
+    ctx: &ToolContext,
+    timeout: Duration,
+) -> Result<String, String> {
+    let run_cancel = ctx.cancel.clone();
+    let mut call_ctx = ctx.clone();
+    call_ctx.cancel = ctx.cancel.child_token();
+    let stop = call_ctx.cancel.clone();
+    let mut task = tokio::spawn(async move { tool.execute(input, &call_ctx).await });
+    let why_stopped = tokio::select! {
+        joined = &mut task => return joined_result(joined),
+        _ = tokio::time::sleep(timeout) => format!(
+            "execution_error: the call did not finish within {}s and was stopped",
+            timeout.as_secs()
+        ),
+        _ = run_cancel.cancelled() => "execution_error: the call was stopped because the run ended".to_owned(),
+    };
+    // Let the tool stop its own work (a shell kills its process group), then abort it.
+    stop.cancel();
+    if tokio::time::timeout(STOP_GRACE, &mut task).await.is_err() {
+        task.abort();
+    }
+    Err(why_stopped)
+}
+
+fn joined_result(
+    joined: Result<Result<String, super::ToolError>, tokio::task::JoinError>,
+) -> Result<String, String> {
+    match joined {
+        Ok(Ok(output)) => Ok(output),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) if e.is_panic() => {
+            let payload = e.into_panic();
+            let why = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(format!("execution_error: the tool panicked: {why}"))
+        }
+        Err(_) => Err("execution_error: the call was aborted".into()),
+    }
+}

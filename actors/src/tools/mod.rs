@@ -1,0 +1,91 @@
+//! Tools: what the model can do.
+//!
+//! A [`Tool`] declares its name, description, JSON Schema and safety tier, and executes with
+//! validated arguments inside a [`ToolContext`]. The [`ToolRegistry`] validates arguments before
+//! anything runs; the [`executor`] runs calls and reports failures to the model as tool results
+//! that start with their kind, so the loop always goes on.
+
+pub mod builtin;
+mod compact;
+pub mod executor;
+mod registry;
+mod workspace;
+
+pub use compact::compact_output;
+pub use registry::{RegistryError, ToolRegistry};
+pub use workspace::{Workspace, WorkspaceError};
+
+use crate::ids::{RunId, SessionId};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+/// How much harm a call can do, from T0 (reads only) to T4 (critical).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum SafetyTier {
+    /// Reads only; no effect outside the process.
+    T0,
+    /// Small, local, easily undone effects.
+    T1,
+    /// Changes files in the workspace.
+    T2,
+    /// Runs programs.
+    T3,
+    /// Could do lasting damage.
+    T4,
+}
+
+impl SafetyTier {
+    /// True for every tier above T0: the call may change something, so the turn that asked for
+    /// it must be durable before it runs.
+    pub fn has_side_effects(self) -> bool {
+        self > SafetyTier::T0
+    }
+}
+
+/// What a tool call may use.
+#[derive(Clone)]
+pub struct ToolContext {
+    pub workspace: Workspace,
+    pub session_id: SessionId,
+    pub run_id: RunId,
+    /// Cancelled when the run stops (timeout, cancel, shutdown); long tools should watch it.
+    pub cancel: CancellationToken,
+}
+
+/// Why a tool call failed. Reported to the model as `execution_error: …` or `denied: …`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ToolError {
+    #[error("execution_error: {0}")]
+    Execution(String),
+    #[error("denied: {0}")]
+    Denied(String),
+}
+
+impl From<WorkspaceError> for ToolError {
+    fn from(e: WorkspaceError) -> Self {
+        match e {
+            WorkspaceError::Escape { .. } => ToolError::Denied(e.to_string()),
+            other => ToolError::Execution(other.to_string()),
+        }
+    }
+}
+
+/// A tool the model can call.
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// The name the model calls it by.
+    fn name(&self) -> &str;
+    /// What it does, for the model.
+    fn description(&self) -> &str;
+    /// JSON Schema of its arguments; checked before every call.
+    fn parameters(&self) -> serde_json::Value;
+    /// How much harm a call can do.
+    fn tier(&self) -> SafetyTier;
+    /// Runs the call. `input` has already been validated against [`Tool::parameters`].
+    async fn execute(
+        &self,
+        input: serde_json::Value,
+        ctx: &ToolContext,
+    ) -> Result<String, ToolError>;
+}

@@ -1,0 +1,32 @@
+//! Ryvos: a runtime for LLM agents.
+//!
+//! A run takes a prompt and drives the ReAct loop (ask the model, run the tools it calls, feed
+//! the results back) until the model answers or a limit stops it. Every turn is checkpointed
+//! in redb, so a crash loses no completed turn, and every step is published as an [`Event`].
+//!
+//! This crate is what a host application embeds: [`Runtime`] starts the engine (the supervised
+//! actors of [`ryvos_actors`]), [`Runtime::run`] starts a run and returns a [`RunHandle`] that
+//! streams its events and its [`RunOutcome`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), ryvos::RuntimeError> {
+//! use ryvos::{Config, RunRequest, Runtime};
+//! let runtime = Runtime::start(Config::default()).await?;
+//! let outcome = runtime.run(RunRequest::new("list the Rust files here")).await?.outcome().await?;
+//! println!("{}: {}", outcome.status, outcome.output);
+//! runtime.shutdown().await?;
+//! # Ok(()) }
+//! ```
+
+pub mod config;
+mod runtime;
+
+pub use config::Config;
+pub use runtime::{RunHandle, RunOutcome, RunRequest, Runtime, RuntimeBuilder, RuntimeError};
+pub use ryvos_actors::event::{Event, EventKind, RunStatus};
+pub use ryvos_actors::ids::{CallId, RunId, SessionId};
+pub use ryvos_actors::provider::Provider;
+pub use ryvos_actors::tools::{SafetyTier, Tool, ToolContext, ToolError};
+
+/// The engine, for what the runtime does not wrap.
+pub use ryvos_actors as engine;

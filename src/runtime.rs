@@ -1,0 +1,252 @@
+//! The embedding API: start a runtime, run prompts, follow their events, stop.
+
+use crate::config::Config;
+use ryvos_actors::event::{Event, EventKind, RunStatus};
+use ryvos_actors::ids::{RunId, SessionId};
+use ryvos_actors::provider::Provider;
+use ryvos_actors::session::RunSpec;
+use ryvos_actors::store::Store;
+use ryvos_actors::tools::{builtin, Tool, Workspace};
+use ryvos_actors::{Engine, EngineConfig, EngineError};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+/// Why the runtime could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("the workspace: {0}")]
+    Workspace(#[from] ryvos_actors::tools::WorkspaceError),
+    #[error("the run's event stream closed before the run reported its end")]
+    RunLost,
+}
+
+/// A running Ryvos runtime: the actor system, its store and its tools.
+pub struct Runtime {
+    engine: Engine,
+}
+
+/// Sets up a [`Runtime`] before it starts.
+pub struct RuntimeBuilder {
+    config: Config,
+    tools: Vec<Arc<dyn Tool>>,
+    provider: Option<Arc<dyn Provider>>,
+}
+
+impl RuntimeBuilder {
+    /// Adds a tool of the host application's, next to the built-in ones.
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Uses `provider` instead of the one `[model]` describes.
+    pub fn provider(mut self, provider: Arc<dyn Provider>) -> Self {
+        self.provider = Some(provider);
+        self
+    }
+
+    /// Starts the runtime.
+    pub async fn start(self) -> Result<Runtime, RuntimeError> {
+        let config = EngineConfig {
+            database: self.config.database_path(),
+            model: self.config.model,
+            agent: self.config.agent,
+            supervision: self.config.supervision,
+            max_in_flight_runs: self.config.daemon.max_in_flight_runs,
+        };
+        let engine = match self.provider {
+            Some(provider) => Engine::start_with_provider(config, provider, self.tools).await?,
+            None => Engine::start(config, self.tools).await?,
+        };
+        Ok(Runtime { engine })
+    }
+}
+
+impl Runtime {
+    /// A builder with the built-in tools.
+    pub fn builder(config: Config) -> RuntimeBuilder {
+        RuntimeBuilder {
+            config,
+            tools: builtin::all(),
+            provider: None,
+        }
+    }
+
+    /// Starts a runtime with the built-in tools and the provider `[model]` describes.
+    pub async fn start(config: Config) -> Result<Runtime, RuntimeError> {
+        Self::builder(config).start().await
+    }
+
+    /// Starts a run. Its events are followed from the first one through the handle.
+    pub async fn run(&self, request: RunRequest) -> Result<RunHandle, RuntimeError> {
+        let workspace = match request.workspace {
+            Some(dir) => Workspace::new(&dir)?,
+            None => Workspace::new(&std::env::current_dir().unwrap_or_else(|_| ".".into()))?,
+        };
+        let spec = RunSpec {
+            prompt: request.prompt,
+            workspace,
+        };
+        let ticket = self.engine.start_run(request.session, spec).await?;
+        Ok(RunHandle {
+            session_id: ticket.session_id,
+            run_id: ticket.run_id,
+            events: ticket.events,
+            ended: false,
+        })
+    }
+
+    /// Every event of every run from now on. A subscriber that falls far behind misses the
+    /// oldest events rather than slowing any run.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.engine.subscribe()
+    }
+
+    /// The store, to read sessions, runs and history.
+    pub fn store(&self) -> &Store {
+        self.engine.store()
+    }
+
+    /// True while the actor system is up.
+    pub fn is_running(&self) -> bool {
+        self.engine.is_running()
+    }
+
+    /// Ends the runs in flight (status `cancelled`), waits until everything they wrote is
+    /// durable, and stops.
+    pub async fn shutdown(self) -> Result<(), RuntimeError> {
+        Ok(self.engine.shutdown().await?)
+    }
+
+    /// The engine, for test hooks.
+    #[doc(hidden)]
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+/// A run to start.
+#[derive(Clone, Debug)]
+pub struct RunRequest {
+    pub prompt: String,
+    /// Continue this session (its history is the run's context); a new session when `None`.
+    pub session: Option<SessionId>,
+    /// Where the file tools work; the current directory when `None`.
+    pub workspace: Option<PathBuf>,
+}
+
+impl RunRequest {
+    /// A run of `prompt` on a new session in the current directory.
+    pub fn new(prompt: impl Into<String>) -> Self {
+        Self {
+            prompt: prompt.into(),
+            session: None,
+            workspace: None,
+        }
+    }
+
+    /// Continues `session`.
+    pub fn session(mut self, session: SessionId) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// Works in `dir`.
+    pub fn workspace(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.workspace = Some(dir.into());
+        self
+    }
+}
+
+/// A run in flight.
+pub struct RunHandle {
+    pub session_id: SessionId,
+    pub run_id: RunId,
+    events: broadcast::Receiver<Arc<Event>>,
+    ended: bool,
+}
+
+impl RunHandle {
+    /// The run's next event; `None` after `RunComplete`. A handle that falls behind by more
+    /// than the event buffer skips the oldest events (never `RunComplete`, which comes last).
+    pub async fn next_event(&mut self) -> Option<Arc<Event>> {
+        if self.ended {
+            return None;
+        }
+        loop {
+            match self.events.recv().await {
+                Ok(event) if event.run_id != self.run_id => continue,
+                Ok(event) => {
+                    self.ended = matches!(event.kind, EventKind::RunComplete { .. });
+                    return Some(event);
+                }
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!(run = %self.run_id, "a run's reader fell behind and missed {n} events");
+                }
+                Err(broadcast::error::RecvError::Closed) => {
+                    self.ended = true;
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Waits for the run to end.
+    pub async fn outcome(mut self) -> Result<RunOutcome, RuntimeError> {
+        while let Some(event) = self.next_event().await {
+            if let Some(outcome) = RunOutcome::from_event(&event) {
+                return Ok(outcome);
+            }
+        }
+        Err(RuntimeError::RunLost)
+    }
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunOutcome {
+    pub session_id: SessionId,
+    pub run_id: RunId,
+    pub status: RunStatus,
+    pub output: String,
+    pub reason: Option<String>,
+    pub turns: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_cents: Option<f64>,
+    pub duration_ms: u64,
+}
+
+impl RunOutcome {
+    /// The outcome a `RunComplete` event reports.
+    pub fn from_event(event: &Event) -> Option<Self> {
+        let EventKind::RunComplete {
+            status,
+            output,
+            turns,
+            input_tokens,
+            output_tokens,
+            cost_cents,
+            duration_ms,
+            reason,
+        } = &event.kind
+        else {
+            return None;
+        };
+        Some(Self {
+            session_id: event.session_id.clone(),
+            run_id: event.run_id.clone(),
+            status: *status,
+            output: output.clone(),
+            reason: reason.clone(),
+            turns: *turns,
+            input_tokens: *input_tokens,
+            output_tokens: *output_tokens,
+            cost_cents: *cost_cents,
+            duration_ms: *duration_ms,
+        })
+    }
+}

@@ -1,0 +1,176 @@
+//! A scripted OpenAI-compatible model server on 127.0.0.1, for tests and benchmarks.
+//!
+//! It speaks the chat-completions wire format, streamed (SSE) and not, answering each request
+//! with the next [`Reply`] of its script, and records every request body. Replies can carry
+//! faults: an error status with Retry-After, a stream cut mid-way, a malformed chunk, raw bytes
+//! split anywhere (a UTF-8 character across two network writes), pauses.
+//!
+//! Every test that uses it should end with [`ScriptedModelServer::assert_no_orphans`]: no
+//! request it received may hold a tool call without its result or a result without its call.
+
+mod pairing;
+mod reply;
+
+pub use pairing::pairing_faults;
+pub use reply::{Part, Reply};
+
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use tokio::net::TcpListener;
+
+type Body = BoxBody<Bytes, std::io::Error>;
+
+#[derive(Default)]
+struct Shared {
+    script: Mutex<VecDeque<Reply>>,
+    requests: Mutex<Vec<Value>>,
+}
+
+/// The server. It stops when dropped.
+pub struct ScriptedModelServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept_loop: tokio::task::JoinHandle<()>,
+}
+
+impl ScriptedModelServer {
+    /// Starts a server on 127.0.0.1 with a free port, answering with `script` in order.
+    pub async fn start(script: impl IntoIterator<Item = Reply>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local address");
+        let shared = Arc::new(Shared::default());
+        shared.script.lock().expect("script lock").extend(script);
+        let serving = shared.clone();
+        let accept_loop = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let shared = serving.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req| {
+                        let shared = shared.clone();
+                        async move { Ok::<_, std::convert::Infallible>(answer(&shared, req).await) }
+                    });
+                    if let Err(e) = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await
+                    {
+                        tracing::debug!("scripted server connection ended: {e}");
+                    }
+                });
+            }
+        });
+        Self {
+            addr,
+            shared,
+            accept_loop,
+        }
+    }
+
+    /// The base URL to configure as `model.base_url`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Adds replies to the end of the script.
+    pub fn push(&self, replies: impl IntoIterator<Item = Reply>) {
+        self.shared
+            .script
+            .lock()
+            .expect("script lock")
+            .extend(replies);
+    }
+
+    /// Every request body received so far, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        self.shared.requests.lock().expect("requests lock").clone()
+    }
+
+    /// Replies not yet used.
+    pub fn remaining(&self) -> usize {
+        self.shared.script.lock().expect("script lock").len()
+    }
+
+    /// Panics if any request received held an orphaned tool call or result.
+    pub fn assert_no_orphans(&self) {
+        for (i, request) in self.requests().iter().enumerate() {
+            let faults = pairing_faults(request);
+            assert!(
+                faults.is_empty(),
+                "request {i} has tool call/result pairing faults: {faults:?}\n{request:#}"
+            );
+        }
+    }
+}
+
+impl Drop for ScriptedModelServer {
+    fn drop(&mut self) {
+        self.accept_loop.abort();
+    }
+}
+
+async fn answer(shared: &Shared, req: Request<hyper::body::Incoming>) -> Response<Body> {
+    let body = match req.into_body().collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => return plain(400, &format!("could not read the request body: {e}")),
+    };
+    let json: Value = serde_json::from_slice(&body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    let streamed = json.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    shared.requests.lock().expect("requests lock").push(json);
+    let next = shared.script.lock().expect("script lock").pop_front();
+    let Some(reply) = next else {
+        return plain(
+            500,
+            "{\"error\":{\"message\":\"the scripted server has no reply left for this request\"}}",
+        );
+    };
+    if !reply.delay.is_zero() {
+        tokio::time::sleep(reply.delay).await;
+    }
+    let (status, headers, parts, cut) = reply.render(streamed);
+    let mut response = Response::builder().status(status);
+    for (name, value) in headers {
+        response = response.header(name, value);
+    }
+    let frames = futures_util::stream::unfold(
+        (VecDeque::from(parts), cut),
+        |(mut parts, cut)| async move {
+            loop {
+                match parts.pop_front() {
+                    Some(Part::Pause(d)) => tokio::time::sleep(d).await,
+                    Some(Part::Bytes(b)) => return Some((Ok(Frame::data(b)), (parts, cut))),
+                    None if cut => {
+                        let error = std::io::Error::new(
+                            std::io::ErrorKind::ConnectionAborted,
+                            "scripted cut",
+                        );
+                        return Some((Err(error), (parts, false)));
+                    }
+                    None => return None,
+                }
+            }
+        },
+    );
+    response
+        .body(BodyExt::boxed(StreamBody::new(frames)))
+        .unwrap_or_else(|e| plain(500, &format!("building the reply: {e}")))
+}
+
+fn plain(status: u16, text: &str) -> Response<Body> {
+    let mut response = Response::new(
+        Full::new(Bytes::from(text.to_owned()))
+            .map_err(|never| match never {})
+            .boxed(),
+    );
+    *response.status_mut() =
+        hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    response
+}

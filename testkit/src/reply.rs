@@ -1,0 +1,279 @@
+//! The replies a scripted server gives.
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// A piece of a response body.
+#[derive(Clone, Debug)]
+pub enum Part {
+    /// Bytes written (and flushed) as one frame.
+    Bytes(Bytes),
+    /// A pause before the next part.
+    Pause(Duration),
+}
+
+#[derive(Clone, Debug)]
+enum Content {
+    /// A chat answer, rendered as SSE chunks or one JSON completion.
+    Chat {
+        deltas: Vec<String>,
+        calls: Vec<(String, String, String)>,
+        usage: Option<(u64, u64)>,
+    },
+    /// `data:` payloads sent as they are, then `[DONE]` unless `cut` is set.
+    Events(Vec<String>),
+    /// A body sent byte for byte.
+    Raw { status: u16, parts: Vec<Part> },
+}
+
+/// One scripted answer.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    content: Content,
+    headers: Vec<(String, String)>,
+    pub(crate) delay: Duration,
+    pause_between: Duration,
+    /// Send only this many body parts, then break the connection.
+    cut_after: Option<usize>,
+}
+
+impl Reply {
+    fn new(content: Content) -> Self {
+        Self {
+            content,
+            headers: Vec::new(),
+            delay: Duration::ZERO,
+            pause_between: Duration::ZERO,
+            cut_after: None,
+        }
+    }
+
+    /// A text answer streamed in these deltas.
+    pub fn text(deltas: &[&str]) -> Self {
+        Self::new(Content::Chat {
+            deltas: deltas.iter().map(|d| d.to_string()).collect(),
+            calls: Vec::new(),
+            usage: Some((12, 5)),
+        })
+    }
+
+    /// An answer with tool calls `(id, name, arguments)`. Each call's arguments are streamed in
+    /// three fragments, the calls' fragments interleaved.
+    pub fn tool_calls(calls: &[(&str, &str, &str)]) -> Self {
+        Self::new(Content::Chat {
+            deltas: Vec::new(),
+            calls: calls
+                .iter()
+                .map(|(i, n, a)| (i.to_string(), n.to_string(), a.to_string()))
+                .collect(),
+            usage: Some((12, 5)),
+        })
+    }
+
+    /// A text answer that then calls tools.
+    pub fn text_then_tools(deltas: &[&str], calls: &[(&str, &str, &str)]) -> Self {
+        let mut reply = Self::tool_calls(calls);
+        if let Content::Chat { deltas: d, .. } = &mut reply.content {
+            *d = deltas.iter().map(|s| s.to_string()).collect();
+        }
+        reply
+    }
+
+    /// SSE `data:` payloads, sent as given (then `[DONE]`).
+    pub fn events(payloads: &[&str]) -> Self {
+        Self::new(Content::Events(
+            payloads.iter().map(|p| p.to_string()).collect(),
+        ))
+    }
+
+    /// A body sent exactly as these parts, with `text/event-stream` and status 200.
+    pub fn raw(parts: Vec<Part>) -> Self {
+        Self::new(Content::Raw { status: 200, parts })
+    }
+
+    /// An error answer in OpenAI's shape.
+    pub fn error(status: u16, message: &str) -> Self {
+        let body = json!({"error": {"message": message, "type": "scripted_error"}}).to_string();
+        Self::new(Content::Raw {
+            status,
+            parts: vec![Part::Bytes(Bytes::from(body))],
+        })
+        .header("content-type", "application/json")
+    }
+
+    /// Adds a response header.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Adds `Retry-After: secs`.
+    pub fn retry_after(self, secs: u64) -> Self {
+        self.header("retry-after", &secs.to_string())
+    }
+
+    /// Sets the usage reported (none: the server sends no usage at all).
+    pub fn usage(mut self, usage: Option<(u64, u64)>) -> Self {
+        if let Content::Chat { usage: u, .. } = &mut self.content {
+            *u = usage;
+        }
+        self
+    }
+
+    /// Waits this long before answering.
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+
+    /// Pauses this long between body parts (each SSE event is a part).
+    pub fn pause_between(mut self, pause: Duration) -> Self {
+        self.pause_between = pause;
+        self
+    }
+
+    /// Sends `n` body parts, then breaks the connection.
+    pub fn cut_after(mut self, n: usize) -> Self {
+        self.cut_after = Some(n);
+        self
+    }
+
+    /// Status, headers, body parts and whether to break the connection after them.
+    pub(crate) fn render(self, streamed: bool) -> (u16, Vec<(String, String)>, Vec<Part>, bool) {
+        let mut headers = self.headers;
+        let (status, mut parts) = match self.content {
+            Content::Chat {
+                deltas,
+                calls,
+                usage,
+            } if !streamed => {
+                headers.push(("content-type".into(), "application/json".into()));
+                let body = completion(&deltas.concat(), &calls, usage);
+                (200, vec![Part::Bytes(Bytes::from(body.to_string()))])
+            }
+            Content::Chat {
+                deltas,
+                calls,
+                usage,
+            } => {
+                headers.push(("content-type".into(), "text/event-stream".into()));
+                (200, sse(chunks(&deltas, &calls, usage)))
+            }
+            Content::Events(payloads) => {
+                headers.push(("content-type".into(), "text/event-stream".into()));
+                (200, sse(payloads))
+            }
+            Content::Raw { status, parts } => {
+                if !headers.iter().any(|(n, _)| n == "content-type") {
+                    headers.push(("content-type".into(), "text/event-stream".into()));
+                }
+                (status, parts)
+            }
+        };
+        if let Some(n) = self.cut_after {
+            parts.truncate(n);
+        }
+        if !self.pause_between.is_zero() {
+            parts = parts
+                .into_iter()
+                .flat_map(|p| [Part::Pause(self.pause_between), p])
+                .collect();
+        }
+        (status, headers, parts, self.cut_after.is_some())
+    }
+}
+
+fn sse(payloads: Vec<String>) -> Vec<Part> {
+    payloads
+        .into_iter()
+        .chain(std::iter::once("[DONE]".to_string()))
+        .map(|p| Part::Bytes(Bytes::from(format!("data: {p}\n\n"))))
+        .collect()
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    json!({
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "scripted",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+    })
+    .to_string()
+}
+
+/// The SSE payloads of a chat answer, as OpenAI streams them.
+fn chunks(
+    deltas: &[String],
+    calls: &[(String, String, String)],
+    usage: Option<(u64, u64)>,
+) -> Vec<String> {
+    let mut out = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+    for d in deltas {
+        out.push(chunk(json!({"content": d}), None));
+    }
+    for (index, (id, name, _)) in calls.iter().enumerate() {
+        out.push(chunk(
+            json!({"tool_calls": [{"index": index, "id": id, "type": "function",
+                                   "function": {"name": name, "arguments": ""}}]}),
+            None,
+        ));
+    }
+    // Arguments in three fragments per call, the calls interleaved.
+    let fragments: Vec<Vec<String>> = calls.iter().map(|(_, _, a)| split3(a)).collect();
+    for round in 0..3 {
+        for (index, parts) in fragments.iter().enumerate() {
+            if !parts[round].is_empty() {
+                out.push(chunk(
+                    json!({"tool_calls": [{"index": index, "function": {"arguments": parts[round]}}]}),
+                    None,
+                ));
+            }
+        }
+    }
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    out.push(chunk(json!({}), Some(finish)));
+    if let Some((prompt, completion)) = usage {
+        out.push(
+            json!({"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 0,
+                   "model": "scripted", "choices": [],
+                   "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                             "total_tokens": prompt + completion}})
+            .to_string(),
+        );
+    }
+    out
+}
+
+fn split3(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let third = chars.len().div_ceil(3);
+    (0..3)
+        .map(|i| chars.iter().skip(i * third).take(third).collect::<String>())
+        .collect()
+}
+
+fn completion(text: &str, calls: &[(String, String, String)], usage: Option<(u64, u64)>) -> Value {
+    let tool_calls: Vec<Value> = calls
+        .iter()
+        .map(|(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}))
+        .collect();
+    let mut message = json!({"role": "assistant", "content": text});
+    if !tool_calls.is_empty() {
+        message["tool_calls"] = Value::Array(tool_calls);
+    }
+    let mut body = json!({
+        "id": "chatcmpl-scripted", "object": "chat.completion", "created": 0, "model": "scripted",
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" }}]
+    });
+    if let Some((p, c)) = usage {
+        body["usage"] = json!({"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c});
+    }
+    body
+}

@@ -1,0 +1,142 @@
+//! What the end-to-end tests share: a runtime against a scripted model server, in temp dirs.
+
+#![allow(dead_code)]
+
+use ryvos::{Config, Event, EventKind, RunOutcome, RunRequest, Runtime};
+use ryvos_testkit::{Reply, ScriptedModelServer};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The longest any test waits for a run; a run that takes longer is a hang, and fails the test.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A runtime, its model server, and its directories.
+pub struct Harness {
+    pub server: ScriptedModelServer,
+    pub runtime: Runtime,
+    pub config: Config,
+    pub home: tempfile::TempDir,
+    pub workspace: tempfile::TempDir,
+}
+
+/// Settings pointing at `server`, with Ryvos's home in `home`, fast restarts for tests.
+pub fn config_for(server: &ScriptedModelServer, home: &std::path::Path) -> Config {
+    let mut config = Config::with_home(home);
+    config.model.base_url = server.base_url();
+    config.model.api_key = String::new();
+    config.model.model = "scripted".into();
+    config.supervision.backoff_initial_ms = 20;
+    config.supervision.backoff_max_ms = 200;
+    config
+}
+
+impl Harness {
+    /// A runtime answering from `script`, with `tweak` applied to its settings.
+    pub async fn start(script: Vec<Reply>, tweak: impl FnOnce(&mut Config)) -> Self {
+        Self::start_with(script, tweak, |b| b).await
+    }
+
+    /// As [`Harness::start`], with extra setup of the builder (custom tools).
+    pub async fn start_with(
+        script: Vec<Reply>,
+        tweak: impl FnOnce(&mut Config),
+        build: impl FnOnce(ryvos::RuntimeBuilder) -> ryvos::RuntimeBuilder,
+    ) -> Self {
+        let server = ScriptedModelServer::start(script).await;
+        let home = tempfile::tempdir().expect("temp home");
+        let workspace = tempfile::tempdir().expect("temp workspace");
+        let mut config = config_for(&server, home.path());
+        tweak(&mut config);
+        let runtime = build(Runtime::builder(config.clone()))
+            .start()
+            .await
+            .expect("runtime starts");
+        Self {
+            server,
+            runtime,
+            config,
+            home,
+            workspace,
+        }
+    }
+
+    /// A request for `prompt` in this harness's workspace.
+    pub fn request(&self, prompt: &str) -> RunRequest {
+        RunRequest::new(prompt).workspace(self.workspace.path())
+    }
+
+    /// Runs `request` to its end; returns every event and the outcome.
+    pub async fn run(&self, request: RunRequest) -> (Vec<Arc<Event>>, RunOutcome) {
+        run_on(&self.runtime, request).await
+    }
+
+    /// Stops the runtime and starts a new one on the same home (a restart of the process).
+    pub async fn restart(self) -> Self {
+        let Harness {
+            server,
+            runtime,
+            config,
+            home,
+            workspace,
+        } = self;
+        runtime.shutdown().await.expect("clean shutdown");
+        let runtime = Runtime::start(config.clone())
+            .await
+            .expect("runtime restarts");
+        Harness {
+            server,
+            runtime,
+            config,
+            home,
+            workspace,
+        }
+    }
+}
+
+/// Runs `request` on `runtime` to its end, failing the test if it takes longer than
+/// [`RUN_TIMEOUT`].
+pub async fn run_on(runtime: &Runtime, request: RunRequest) -> (Vec<Arc<Event>>, RunOutcome) {
+    let mut handle = runtime.run(request).await.expect("run accepted");
+    let collect = async {
+        let mut events = Vec::new();
+        while let Some(event) = handle.next_event().await {
+            events.push(event);
+        }
+        events
+    };
+    let events = tokio::time::timeout(RUN_TIMEOUT, collect)
+        .await
+        .expect("the run ended in time");
+    let outcome = events
+        .last()
+        .and_then(|e| RunOutcome::from_event(e))
+        .expect("the last event is RunComplete");
+    (events, outcome)
+}
+
+/// The text of every `TextDelta`, in order.
+pub fn deltas(events: &[Arc<Event>]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::TextDelta { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The `tool` messages of a captured request: (tool_call_id, content).
+pub fn tool_results(request: &serde_json::Value) -> Vec<(String, String)> {
+    request["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap_or_default().to_owned(),
+                m["content"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
