@@ -385,3 +385,24 @@ async fn usage_is_estimated_and_marked_when_the_server_sends_none() {
     assert!(estimated);
     assert!(input > 0 && (3..=8).contains(&output), "{input} {output}");
 }
+
+#[tokio::test]
+async fn a_session_takes_its_next_run_as_soon_as_the_last_one_reports_its_end() {
+    let script = (0..20)
+        .map(|i| Reply::text(&[&format!("answer {i}")]))
+        .collect();
+    let h = Harness::start(script, |_| {}).await;
+    let (_, first) = h.run(h.request("run 0")).await;
+    for i in 1..20 {
+        let (_, outcome) = h
+            .run(
+                h.request(&format!("run {i}"))
+                    .session(first.session_id.clone()),
+            )
+            .await;
+        assert_eq!(outcome.output, format!("answer {i}"));
+    }
+    let last = h.server.requests().pop().unwrap();
+    assert_eq!(last["messages"].as_array().unwrap().len(), 1 + 2 * 20 - 1);
+    h.server.assert_no_orphans();
+}

@@ -20,7 +20,7 @@ const MAX_GROUP: usize = 1024;
 pub enum CheckpointMsg {
     /// Store `batch`; `notify` is called when it is durable.
     Append {
-        batch: WriteBatch,
+        batch: Box<WriteBatch>,
         notify: CommitNotify,
     },
     /// Answers once everything appended before it is durable.
@@ -31,7 +31,7 @@ pub enum CheckpointMsg {
 }
 
 struct Job {
-    batch: Option<WriteBatch>,
+    batch: Option<Box<WriteBatch>>,
     notify: CommitNotify,
 }
 
@@ -110,7 +110,10 @@ fn write_loop(store: &Store, queue: &mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        let batches: Vec<WriteBatch> = group.iter_mut().filter_map(|j| j.batch.take()).collect();
+        let batches: Vec<WriteBatch> = group
+            .iter_mut()
+            .filter_map(|j| j.batch.take().map(|b| *b))
+            .collect();
         let result = if batches.is_empty() {
             Ok(())
         } else {

@@ -173,6 +173,8 @@ impl Reply {
         };
         if let Some(n) = self.cut_after {
             parts.truncate(n);
+            // Let what was written reach the client before the connection breaks.
+            parts.push(Part::Pause(Duration::from_millis(50)));
         }
         if !self.pause_between.is_zero() {
             parts = parts

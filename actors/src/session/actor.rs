@@ -580,11 +580,10 @@ impl SessionState {
                 tracing::debug!("a commit was confirmed to a session that has stopped");
             }
         });
-        if let Err(e) = self
-            .services
-            .checkpoint
-            .cast(CheckpointMsg::Append { batch, notify })
-        {
+        if let Err(e) = self.services.checkpoint.cast(CheckpointMsg::Append {
+            batch: Box::new(batch),
+            notify,
+        }) {
             let failed = StoreError::from_cause("handing a turn to the store", e);
             if myself
                 .cast(SessionMsg::Committed {
@@ -649,7 +648,8 @@ impl SessionState {
             ending.reason = Some(format!("the run's turns could not be stored: {e}"));
         }
         self.commit_error = None;
-        report_end(&run.events, &ending, &run);
+        // The supervisor hears of the end before any subscriber does: a caller that starts the
+        // next run on this session as soon as it sees RunComplete is queued behind this notice.
         if self
             .supervisor
             .cast(SessionSupervisorMsg::RunFinished {
@@ -660,6 +660,7 @@ impl SessionState {
         {
             tracing::warn!(session = %self.id, "the session supervisor is gone; a finished run was not reported to it");
         }
+        report_end(&run.events, &ending, &run);
         self.schedule_hibernation(myself);
     }
 
