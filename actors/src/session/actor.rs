@@ -7,8 +7,10 @@
 //! by answer, `max_turns`, `max_duration_secs`, a stop, or an error; its end is reported only
 //! once everything it wrote is durable.
 
+use super::commits::Commits;
 use super::history::History;
 use super::prompt::system_prompt;
+use super::recovery::{self, Reloaded};
 use super::run::{ActiveRun, Ending, Phase};
 use super::supervisor::SessionSupervisorMsg;
 use super::{RunSpec, Services};
@@ -22,7 +24,6 @@ use crate::store::{now_ms, RunRecord, SessionRecord, StoreError, TurnCheckpoint,
 use crate::tools::executor::{ToolBatch, ToolMsg, ToolOutcome};
 use crate::tools::ToolContext;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -86,12 +87,7 @@ pub struct SessionState {
     /// A commit failed: the memory may be ahead of the store, so reload before the next run.
     needs_reload: bool,
     created_at_ms: u64,
-    /// Batches handed to the store, and how many of them are confirmed durable.
-    submitted: u64,
-    durable: u64,
-    /// Turns waiting for their batch to be durable, to report `CheckpointSaved`.
-    pending_checkpoints: VecDeque<(u64, u32)>,
-    commit_error: Option<StoreError>,
+    commits: Commits,
     run: Option<ActiveRun>,
     last_run: Option<RunId>,
     idle_epoch: u64,
@@ -117,10 +113,7 @@ impl Actor for SessionActor {
             load_error: None,
             needs_reload: true,
             created_at_ms: now_ms(),
-            submitted: 0,
-            durable: 0,
-            pending_checkpoints: VecDeque::new(),
-            commit_error: None,
+            commits: Commits::default(),
             run: None,
             last_run: None,
             idle_epoch: 0,
@@ -171,7 +164,7 @@ impl Actor for SessionActor {
             }
             SessionMsg::FinalCommitTimeout { step } => {
                 if state.is_current(step) {
-                    state.commit_error = Some(StoreError::from_cause(
+                    state.commits.failed(StoreError::from_cause(
                         "committing the run's last turn",
                         format!("no confirmation within {FINAL_COMMIT_TIMEOUT:?}"),
                     ));
@@ -202,15 +195,21 @@ impl SessionState {
     }
 
     /// Reloads the session from the store, repairing what a crash left, and ends runs that
-    /// were cut off.
+    /// were cut off: the one being recovered from a failure is reported to its subscribers.
     async fn reload(&mut self, myself: &ActorRef<SessionMsg>) {
-        let store = self.services.store.clone();
-        let id = self.id.clone();
-        let loaded = tokio::task::spawn_blocking(move || store.load_session(&id)).await;
-        let loaded = match loaded {
-            Ok(Ok(loaded)) => loaded,
-            Ok(Err(e)) => return self.load_error = Some(e.to_string()),
-            Err(e) => return self.load_error = Some(format!("loading the session failed: {e}")),
+        let recover = self.recover.take();
+        let loaded = recovery::load(
+            &self.services.store,
+            &self.id,
+            recover.as_ref().map(|(run, _)| run),
+        )
+        .await;
+        let Reloaded {
+            history: loaded,
+            recovered_turns,
+        } = match loaded {
+            Ok(loaded) => loaded,
+            Err(e) => return self.load_error = Some(e),
         };
         self.load_error = None;
         self.needs_reload = false;
@@ -219,67 +218,36 @@ impl SessionState {
             self.created_at_ms = record.created_at_ms;
             self.last_run = record.last_run.clone();
         }
+        if let Some((run_id, why)) = &recover {
+            // Reported even when the run never reached the store: its subscribers need an end.
+            let started_at_ms = loaded
+                .unfinished_runs
+                .iter()
+                .find(|r| r.run_id == *run_id)
+                .map_or_else(now_ms, |r| r.started_at_ms);
+            let events = self.events.for_run(self.id.clone(), run_id.clone());
+            events.emit(EventKind::Error {
+                message: why.clone(),
+            });
+            events.emit(recovery::recovered_end(
+                &recovered_turns,
+                why,
+                started_at_ms,
+            ));
+        }
+        let mut ended = recovery::end_unfinished(loaded.unfinished_runs, recover.as_ref());
+        // The repaired messages, and one run record per batch.
         let mut batch = WriteBatch::new(self.id.clone());
         batch.messages = self.history.take_unsubmitted();
-        let recover = self.recover.take();
-        let mut recovered = false;
-        for mut run in loaded.unfinished_runs {
-            let reason = match &recover {
-                Some((id, why)) if *id == run.run_id => {
-                    recovered = true;
-                    why.clone()
-                }
-                _ => "interrupted: the runtime stopped before this run ended (crash or kill); \
-                      its completed turns are kept"
-                    .to_owned(),
-            };
-            run.status = Some(RunStatus::Failed);
-            run.reason = Some(reason);
-            run.ended_at_ms = Some(now_ms());
-            if recovered && recover.as_ref().is_some_and(|(id, _)| *id == run.run_id) {
-                self.report_recovered(&run.run_id, &reason_of(&run), run.started_at_ms);
-            }
-            // One run record per batch: further ones go in batches of their own.
-            if batch.run.is_some() {
-                let full = std::mem::replace(&mut batch, WriteBatch::new(self.id.clone()));
-                self.submit_batch(myself, full);
-            }
-            batch.run = Some(run);
-        }
-        if let (Some((run_id, why)), false) = (&recover, recovered) {
-            // The run never reached the store: its subscribers still need its end.
-            self.report_recovered(run_id, why, now_ms());
-        }
+        batch.run = ended.pop();
         if !batch.messages.is_empty() || batch.run.is_some() {
             self.submit_batch(myself, batch);
         }
-    }
-
-    /// Tells the subscribers of a run that failed with its actor how it ended, with what the
-    /// store has of its turns.
-    fn report_recovered(&self, run_id: &RunId, reason: &str, started_at_ms: u64) {
-        let checkpoints = match self.services.store.checkpoints(&self.id) {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!(session = %self.id, "reading checkpoints to report a failed run: {e}");
-                Vec::new()
-            }
-        };
-        let turns: Vec<_> = checkpoints.iter().filter(|c| c.run_id == *run_id).collect();
-        let events = self.events.for_run(self.id.clone(), run_id.clone());
-        events.emit(EventKind::Error {
-            message: reason.to_owned(),
-        });
-        events.emit(EventKind::RunComplete {
-            status: RunStatus::Failed,
-            output: String::new(),
-            turns: turns.iter().map(|c| c.turn).max().unwrap_or(0),
-            input_tokens: turns.iter().map(|c| c.input_tokens).sum(),
-            output_tokens: turns.iter().map(|c| c.output_tokens).sum(),
-            cost_cents: None,
-            duration_ms: now_ms().saturating_sub(started_at_ms),
-            reason: Some(reason.to_owned()),
-        });
+        for run in ended {
+            let mut batch = WriteBatch::new(self.id.clone());
+            batch.run = Some(run);
+            self.submit_batch(myself, batch);
+        }
     }
 
     async fn start_run(&mut self, myself: &ActorRef<SessionMsg>, run_id: RunId, spec: RunSpec) {
@@ -570,10 +538,8 @@ impl SessionState {
             message_count: self.history.next_seq(),
             last_run: self.last_run.clone(),
         });
-        self.submitted += 1;
-        if let Some(c) = &batch.checkpoint {
-            self.pending_checkpoints.push_back((self.submitted, c.turn));
-        }
+        self.commits
+            .submitted(batch.checkpoint.as_ref().map(|c| c.turn));
         let me = myself.clone();
         let notify = Box::new(move |result| {
             if me.cast(SessionMsg::Committed { result }).is_err() {
@@ -597,32 +563,23 @@ impl SessionState {
     }
 
     fn on_committed(&mut self, myself: &ActorRef<SessionMsg>, result: Result<(), StoreError>) {
-        self.durable += 1;
-        if let Err(e) = result {
-            tracing::error!(session = %self.id, "commit failed: {e}");
-            self.needs_reload = true;
-            self.pending_checkpoints.clear();
-            let first = self.commit_error.is_none();
-            self.commit_error.get_or_insert(e.clone());
-            if first {
-                self.fail(myself, format!("the turn could not be stored: {e}"));
-            }
-        }
-        while let Some(&(batch, turn)) = self.pending_checkpoints.front() {
-            if batch > self.durable {
-                break;
-            }
-            self.pending_checkpoints.pop_front();
-            if let Some(run) = &self.run {
+        let confirmation = self.commits.confirmed(result);
+        if let Some(run) = &self.run {
+            for turn in confirmation.durable_turns {
                 run.events.emit(EventKind::CheckpointSaved { turn });
             }
+        }
+        if let Some(e) = confirmation.first_failure {
+            tracing::error!(session = %self.id, "commit failed: {e}");
+            self.needs_reload = true;
+            self.fail(myself, format!("the turn could not be stored: {e}"));
         }
         self.advance(myself);
     }
 
     /// Moves on from a wait for durability, once everything submitted is durable.
     fn advance(&mut self, myself: &ActorRef<SessionMsg>) {
-        if self.durable < self.submitted {
+        if !self.commits.all_confirmed() {
             return;
         }
         let Some(run) = self.run.as_mut() else { return };
@@ -643,11 +600,10 @@ impl SessionState {
             return;
         };
         let mut ending = ending.clone();
-        if let Some(e) = &self.commit_error {
+        if let Some(e) = self.commits.take_error() {
             ending.status = RunStatus::Failed;
             ending.reason = Some(format!("the run's turns could not be stored: {e}"));
         }
-        self.commit_error = None;
         // The supervisor hears of the end before any subscriber does: a caller that starts the
         // next run on this session as soon as it sees RunComplete is queued behind this notice.
         if self
@@ -670,10 +626,6 @@ impl SessionState {
         let idle = Duration::from_secs(self.services.agent.session_idle_secs);
         myself.send_after(idle, move || SessionMsg::Hibernate { epoch });
     }
-}
-
-fn reason_of(run: &RunRecord) -> String {
-    run.reason.clone().unwrap_or_default()
 }
 
 fn report_end(events: &RunEvents, ending: &Ending, run: &ActiveRun) {

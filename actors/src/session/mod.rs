@@ -7,8 +7,10 @@
 //! session that failed and ends its run with a reason.
 
 mod actor;
+mod commits;
 mod history;
 mod prompt;
+mod recovery;
 mod run;
 mod supervisor;
 

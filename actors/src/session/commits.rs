@@ -1,0 +1,101 @@
+//! What a session has handed to the store, and what of it is durable.
+//!
+//! Batches are committed in the order they are handed over (one queue to one writer), so a
+//! count of each is enough to know when everything submitted is on disk.
+
+use crate::store::StoreError;
+use std::collections::VecDeque;
+
+/// A session's commits in flight.
+#[derive(Default)]
+pub struct Commits {
+    submitted: u64,
+    durable: u64,
+    /// Turns whose checkpoint rides in batch N, to report `CheckpointSaved` once it is durable.
+    pending_turns: VecDeque<(u64, u32)>,
+    error: Option<StoreError>,
+}
+
+/// What one confirmation changed.
+#[derive(Debug, Default)]
+pub struct Confirmation {
+    /// Turns now durable, in order.
+    pub durable_turns: Vec<u32>,
+    /// The error, when this is the first commit of the run to fail.
+    pub first_failure: Option<StoreError>,
+}
+
+impl Commits {
+    /// A batch was handed to the store, carrying the checkpoint of `turn` if any.
+    pub fn submitted(&mut self, turn: Option<u32>) {
+        self.submitted += 1;
+        if let Some(turn) = turn {
+            self.pending_turns.push_back((self.submitted, turn));
+        }
+    }
+
+    /// The oldest unconfirmed batch was committed, or failed.
+    pub fn confirmed(&mut self, result: Result<(), StoreError>) -> Confirmation {
+        self.durable += 1;
+        let mut confirmation = Confirmation::default();
+        if let Err(e) = result {
+            // Nothing after a failure can be trusted to be on disk.
+            self.pending_turns.clear();
+            if self.error.is_none() {
+                self.error = Some(e.clone());
+                confirmation.first_failure = Some(e);
+            }
+        }
+        while let Some(&(batch, turn)) = self.pending_turns.front() {
+            if batch > self.durable {
+                break;
+            }
+            self.pending_turns.pop_front();
+            confirmation.durable_turns.push(turn);
+        }
+        confirmation
+    }
+
+    /// Records a failure found some other way (a confirmation that never came).
+    pub fn failed(&mut self, error: StoreError) {
+        self.error.get_or_insert(error);
+    }
+
+    /// True when every submitted batch has been confirmed.
+    pub fn all_confirmed(&self) -> bool {
+        self.durable >= self.submitted
+    }
+
+    /// The first failure since the last call, if any.
+    pub fn take_error(&mut self) -> Option<StoreError> {
+        self.error.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn turns_become_durable_in_order_and_a_failure_is_reported_once() {
+        let mut c = Commits::default();
+        c.submitted(None);
+        c.submitted(Some(1));
+        c.submitted(Some(2));
+        assert!(!c.all_confirmed());
+        assert_eq!(c.confirmed(Ok(())).durable_turns, Vec::<u32>::new());
+        assert_eq!(c.confirmed(Ok(())).durable_turns, vec![1]);
+        let broken = StoreError::from_cause("writing", "disk full");
+        let first = c.confirmed(Err(broken.clone()));
+        assert!(
+            first.durable_turns.is_empty(),
+            "a failed batch's turn is not durable"
+        );
+        assert!(first.first_failure.is_some());
+        assert!(c.all_confirmed());
+        c.submitted(Some(3));
+        assert!(c.confirmed(Err(broken)).first_failure.is_none());
+        assert!(c.take_error().is_some());
+        assert!(c.take_error().is_none());
+    }
+}

@@ -1,0 +1,80 @@
+//! Bringing a session back: its history from the store, and an end for every run that a
+//! crash or a failed actor cut off.
+
+use crate::event::{EventKind, RunStatus};
+use crate::ids::{RunId, SessionId};
+use crate::store::{now_ms, RunRecord, SessionHistory, Store, TurnCheckpoint};
+
+/// Why a run found unfinished in the store is ended, when no actor failure explains it.
+const CUT_OFF: &str = "interrupted: the runtime stopped before this run ended (crash or kill); \
+                       its completed turns are kept";
+
+/// What a reload read from the store.
+pub struct Reloaded {
+    pub history: SessionHistory,
+    /// The checkpoints of the run being recovered, if one is.
+    pub recovered_turns: Vec<TurnCheckpoint>,
+}
+
+/// Reads the session (and the turns of `recovering`) off the async workers.
+pub async fn load(
+    store: &Store,
+    id: &SessionId,
+    recovering: Option<&RunId>,
+) -> Result<Reloaded, String> {
+    let (store, id, recovering) = (store.clone(), id.clone(), recovering.cloned());
+    let read = tokio::task::spawn_blocking(move || {
+        let history = store.load_session(&id)?;
+        let recovered_turns = match recovering {
+            Some(run) => store
+                .checkpoints(&id)?
+                .into_iter()
+                .filter(|c| c.run_id == run)
+                .collect(),
+            None => Vec::new(),
+        };
+        Ok::<_, crate::store::StoreError>(Reloaded {
+            history,
+            recovered_turns,
+        })
+    });
+    match read.await {
+        Ok(result) => result.map_err(|e| e.to_string()),
+        Err(e) => Err(format!("loading the session failed: {e}")),
+    }
+}
+
+/// Marks every unfinished run failed, with the actor failure's reason for the run being
+/// recovered and "interrupted" for the others. Returns the records to store.
+pub fn end_unfinished(
+    unfinished: Vec<RunRecord>,
+    recovering: Option<&(RunId, String)>,
+) -> Vec<RunRecord> {
+    unfinished
+        .into_iter()
+        .map(|mut run| {
+            let reason = match recovering {
+                Some((id, why)) if *id == run.run_id => why.clone(),
+                _ => CUT_OFF.to_owned(),
+            };
+            run.status = Some(RunStatus::Failed);
+            run.reason = Some(reason);
+            run.ended_at_ms = Some(now_ms());
+            run
+        })
+        .collect()
+}
+
+/// The `RunComplete` of a run that failed with its actor, from what the store has of its turns.
+pub fn recovered_end(turns: &[TurnCheckpoint], reason: &str, started_at_ms: u64) -> EventKind {
+    EventKind::RunComplete {
+        status: RunStatus::Failed,
+        output: String::new(),
+        turns: turns.iter().map(|c| c.turn).max().unwrap_or(0),
+        input_tokens: turns.iter().map(|c| c.input_tokens).sum(),
+        output_tokens: turns.iter().map(|c| c.output_tokens).sum(),
+        cost_cents: None,
+        duration_ms: now_ms().saturating_sub(started_at_ms),
+        reason: Some(reason.to_owned()),
+    }
+}
