@@ -173,4 +173,57 @@ mod tests {
         a.push(StreamDelta::Text("half".into()));
         assert!(matches!(a.finish(false), Err(ProviderError::StreamCut(_))));
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            /// However a server splits and interleaves the argument text of several calls,
+            /// each call comes out whole, in index order.
+            #[test]
+            fn fragments_reassemble_whatever_the_split(
+                args in prop::collection::vec("[ -~é😀]{0,40}", 1..4),
+                cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
+                order in any::<u64>(),
+            ) {
+                let mut fragments: Vec<(usize, String)> = Vec::new();
+                for (index, text) in args.iter().enumerate() {
+                    let chars: Vec<char> = text.chars().collect();
+                    let mut points: Vec<usize> = cuts.iter().map(|c| c.index(chars.len() + 1)).collect();
+                    points.push(0);
+                    points.push(chars.len());
+                    points.sort_unstable();
+                    points.dedup();
+                    for w in points.windows(2) {
+                        fragments.push((index, chars[w[0]..w[1]].iter().collect()));
+                    }
+                }
+                // Interleave: a stable shuffle that keeps each call's own fragments in order.
+                let mut queues: Vec<std::collections::VecDeque<String>> = vec![Default::default(); args.len()];
+                for (i, f) in fragments {
+                    queues[i].push_back(f);
+                }
+                let mut a = ResponseAssembler::new();
+                for (i, _) in args.iter().enumerate() {
+                    a.push(frag(i, Some(&format!("id{i}")), Some("read"), None));
+                }
+                let mut state = order;
+                while queues.iter().any(|q| !q.is_empty()) {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let live: Vec<usize> = (0..queues.len()).filter(|&i| !queues[i].is_empty()).collect();
+                    let i = live[(state >> 33) as usize % live.len()];
+                    let f = queues[i].pop_front().unwrap_or_default();
+                    a.push(frag(i, None, None, Some(&f)));
+                }
+                let r = a.finish(true).unwrap();
+                prop_assert_eq!(r.tool_calls.len(), args.len());
+                for (i, call) in r.tool_calls.iter().enumerate() {
+                    prop_assert_eq!(&call.arguments, &args[i]);
+                    let expected = format!("id{i}");
+                    prop_assert_eq!(call.id.as_str(), expected.as_str());
+                }
+            }
+        }
+    }
 }

@@ -178,4 +178,78 @@ mod tests {
         assert_eq!(Arc::as_ptr(&h.snapshot()), before);
         assert_eq!(h.take_unsubmitted().len(), 2);
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A valid conversation: turns of a user message, then assistant messages whose calls
+        /// are each answered (in any order) before the next message.
+        fn conversation() -> impl Strategy<Value = Vec<Message>> {
+            let turn = (0usize..4, any::<u64>());
+            prop::collection::vec(prop::collection::vec(turn, 1..4), 1..6).prop_map(|runs| {
+                let mut out = Vec::new();
+                let mut next_id = 0;
+                for (r, steps) in runs.into_iter().enumerate() {
+                    out.push(Message::user(format!("prompt {r}")));
+                    for (calls, shuffle) in steps {
+                        let calls: Vec<ToolCall> = (0..calls)
+                            .map(|_| {
+                                next_id += 1;
+                                ToolCall {
+                                    id: CallId::new(format!("c{next_id}")),
+                                    name: "read".into(),
+                                    arguments: "{}".into(),
+                                }
+                            })
+                            .collect();
+                        let mut results: Vec<Message> = calls
+                            .iter()
+                            .map(|c| Message::ToolResult {
+                                call_id: c.id.clone(),
+                                name: c.name.clone(),
+                                content: "r".into(),
+                                is_error: false,
+                            })
+                            .collect();
+                        let turn_by = (shuffle as usize) % results.len().max(1);
+                        results.rotate_left(turn_by);
+                        out.push(Message::Assistant {
+                            content: "a".into(),
+                            tool_calls: calls,
+                        });
+                        out.extend(results);
+                    }
+                }
+                out
+            })
+        }
+
+        proptest! {
+            /// A crash can leave any prefix of the appended history; every one of them loads
+            /// into a history with no orphaned call or result, keeping every stored message in
+            /// order and adding results only at the end.
+            #[test]
+            fn any_crash_point_reloads_without_orphans(
+                messages in conversation(),
+                cut in any::<prop::sample::Index>(),
+            ) {
+                let keep = cut.index(messages.len() + 1);
+                let prefix: Vec<StoredMessage> = messages[..keep]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| stored(i as u64, m.clone()))
+                    .collect();
+                let h = History::load(prefix);
+                let view = h.snapshot();
+                prop_assert!(crate::store::repair::check(view.iter().map(|m| m.as_ref())).is_clean());
+                prop_assert_eq!(&view[..keep].iter().map(|m| (**m).clone()).collect::<Vec<_>>(), &messages[..keep]);
+                prop_assert_eq!(h.next_seq(), view.len() as u64);
+                for added in &view[keep..] {
+                    let is_interrupted_result = matches!(added.as_ref(), Message::ToolResult { is_error: true, .. });
+                    prop_assert!(is_interrupted_result);
+                }
+            }
+        }
+    }
 }
