@@ -1,10 +1,15 @@
-//! The runtime's configuration, as a host application or `config.toml` gives it.
+//! The runtime's configuration: `config.toml`, or a host application's own values.
+//!
+//! Found at `--config PATH`, else `$RYVOS_HOME/config.toml`, else the built-in defaults. Every
+//! section rejects keys it does not know and values of the wrong type, with an error that names
+//! the file, the line and the key, so a typo never turns into a silently ignored setting.
 
-use ryvos_actors::config::{AgentConfig, ModelConfig, SupervisionConfig};
+use ryvos_actors::config::{expand_env, AgentConfig, ModelConfig, SupervisionConfig};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
-/// Everything a [`crate::Runtime`] is started with. Every section has the public defaults.
+/// Everything a [`crate::Runtime`] and `ryvosd` are started with.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -13,14 +18,69 @@ pub struct Config {
     pub home: PathBuf,
     pub model: ModelConfig,
     pub agent: AgentConfig,
-    pub supervision: SupervisionConfig,
+    pub budget: BudgetConfig,
+    pub security: SecurityConfig,
     pub daemon: DaemonConfig,
+    pub supervision: SupervisionConfig,
+}
+
+/// `[budget]`: read by the cost ledger.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BudgetConfig {
+    pub monthly_limit_cents: u64,
+    pub warning_threshold_cents: u64,
+    pub per_run_limit_cents: u64,
+    /// Model name -> price in cents per million tokens.
+    pub pricing_overrides: BTreeMap<String, Pricing>,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        Self {
+            monthly_limit_cents: 5000,
+            warning_threshold_cents: 4000,
+            per_run_limit_cents: 100,
+            pricing_overrides: BTreeMap::new(),
+        }
+    }
+}
+
+/// A model's price, in cents per million tokens.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pricing {
+    pub input_per_1m: f64,
+    pub output_per_1m: f64,
+}
+
+/// `[security]`: read by the security gate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SecurityConfig {
+    /// Tools whose calls need no approval (never a T4 call).
+    pub auto_approve: Vec<String>,
+    /// An unanswered approval is denied after this many seconds.
+    pub approval_timeout_secs: u64,
+}
+
+impl Default for SecurityConfig {
+    fn default() -> Self {
+        Self {
+            auto_approve: ["read", "glob", "grep", "memory_search"]
+                .map(String::from)
+                .to_vec(),
+            approval_timeout_secs: 60,
+        }
+    }
 }
 
 /// `[daemon]`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DaemonConfig {
+    /// The socket's path; `$RYVOS_HOME` and `${VAR}` are expanded.
+    pub socket: String,
     /// Runs in flight past this are answered "busy", never queued without bound.
     pub max_in_flight_runs: usize,
 }
@@ -28,6 +88,7 @@ pub struct DaemonConfig {
 impl Default for DaemonConfig {
     fn default() -> Self {
         Self {
+            socket: "$RYVOS_HOME/ryvosd.sock".into(),
             max_in_flight_runs: 64,
         }
     }
@@ -39,10 +100,28 @@ impl Default for Config {
             home: default_home(),
             model: ModelConfig::default(),
             agent: AgentConfig::default(),
-            supervision: SupervisionConfig::default(),
+            budget: BudgetConfig::default(),
+            security: SecurityConfig::default(),
             daemon: DaemonConfig::default(),
+            supervision: SupervisionConfig::default(),
         }
     }
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the config file {path}: {cause}")]
+    Read { path: PathBuf, cause: String },
+    #[error("{path}:{line}: {key}: {message}\n  fix or remove `{key}`; config/ryvos.toml lists every key with its type and default")]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        key: String,
+        message: String,
+    },
+    #[error("{0}")]
+    Value(String),
 }
 
 impl Config {
@@ -54,19 +133,166 @@ impl Config {
         }
     }
 
+    /// Loads `explicit`, else `$RYVOS_HOME/config.toml` if it exists, else the defaults.
+    pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
+        let home = default_home();
+        let path = match explicit {
+            Some(p) => Some(p.to_path_buf()),
+            None => Some(home.join("config.toml")).filter(|p| p.exists()),
+        };
+        let mut config = match path {
+            Some(path) => {
+                let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Read {
+                    path: path.clone(),
+                    cause: e.to_string(),
+                })?;
+                Self::parse(&text, &path)?
+            }
+            None => Config::default(),
+        };
+        config.home = home;
+        Ok(config)
+    }
+
+    /// Parses a config file's text; `path` is for messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let invalid = |span: Option<std::ops::Range<usize>>, key: String, message: String| {
+            let line = span.map_or(1, |s| {
+                text[..s.start.min(text.len())].matches('\n').count() + 1
+            });
+            ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line,
+                key: if key.is_empty() || key == "." {
+                    "(file)".into()
+                } else {
+                    key
+                },
+                message,
+            }
+        };
+        let deserializer = toml::de::Deserializer::parse(text)
+            .map_err(|e| invalid(e.span(), String::new(), e.message().to_owned()))?;
+        serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.into_inner();
+            invalid(inner.span(), key, inner.message().to_owned())
+        })
+    }
+
     /// The database file.
     pub fn database_path(&self) -> PathBuf {
         self.home.join("ryvos.redb")
+    }
+
+    /// The daemon's socket, with `$RYVOS_HOME` and `${VAR}` expanded.
+    pub fn socket_path(&self) -> Result<PathBuf, ConfigError> {
+        let raw = self
+            .daemon
+            .socket
+            .replace("${RYVOS_HOME}", "$RYVOS_HOME")
+            .replace("$RYVOS_HOME", &self.home.to_string_lossy());
+        let expanded =
+            expand_env(&raw, "daemon.socket").map_err(|e| ConfigError::Value(e.to_string()))?;
+        Ok(PathBuf::from(expanded))
+    }
+
+    /// Where run logs go.
+    pub fn logs_dir(&self) -> PathBuf {
+        self.home.join("logs")
     }
 }
 
 /// `$RYVOS_HOME`, else `~/.ryvos`.
 pub fn default_home() -> PathBuf {
-    if let Some(home) = std::env::var_os("RYVOS_HOME") {
+    if let Some(home) = std::env::var_os("RYVOS_HOME").filter(|h| !h.is_empty()) {
         return PathBuf::from(home);
     }
     std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("."))
         .join(".ryvos")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("config.toml"))
+    }
+
+    #[test]
+    fn an_empty_file_gives_the_contract_defaults() {
+        let c = parse("").unwrap();
+        assert_eq!(c.model.provider, "openai");
+        assert_eq!(c.model.model, "gpt-4o-mini");
+        assert_eq!(c.model.api_key, "${OPENAI_API_KEY}");
+        assert_eq!(c.agent.max_turns, 25);
+        assert_eq!(c.agent.max_duration_secs, 600);
+        assert_eq!(c.agent.max_context_tokens, 32000);
+        assert!(c.agent.parallel_tools && c.agent.enable_summarization);
+        assert_eq!(c.agent.min_tail, 6);
+        assert!(c.agent.checkpoint.enabled && c.agent.guardian.enabled);
+        assert_eq!(c.agent.guardian.doom_loop_threshold, 3);
+        assert_eq!(c.agent.guardian.stall_timeout_secs, 120);
+        assert_eq!(
+            (
+                c.agent.guardian.token_budget_soft,
+                c.agent.guardian.token_budget_hard
+            ),
+            (80, 95)
+        );
+        assert_eq!(c.budget.monthly_limit_cents, 5000);
+        assert_eq!(c.budget.warning_threshold_cents, 4000);
+        assert_eq!(c.budget.per_run_limit_cents, 100);
+        assert_eq!(
+            c.security.auto_approve,
+            ["read", "glob", "grep", "memory_search"]
+        );
+        assert_eq!(c.security.approval_timeout_secs, 60);
+        assert_eq!(c.daemon.socket, "$RYVOS_HOME/ryvosd.sock");
+        assert_eq!(c.daemon.max_in_flight_runs, 64);
+    }
+
+    #[test]
+    fn a_wrong_type_names_the_key_and_its_line() {
+        let err = parse("[model]\nmodel = \"m\"\n\n[agent]\nmax_turns = \"many\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("config.toml:5: agent.max_turns:"), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_key_names_the_key_and_its_line() {
+        let err = parse("[agent]\nmax_turns = 3\nmax_tunrs = 4\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("config.toml:3: agent"), "{err}");
+        assert!(err.contains("max_tunrs"), "{err}");
+        let err = parse(
+            "[budget.pricing_overrides]\n\"m\" = { input_per_1m = 1, output_per_1m = \"x\" }\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains(":2: budget.pricing_overrides.m.output_per_1m"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_socket_path_expands_the_home() {
+        let mut c = Config::with_home("/srv/ryvos");
+        assert_eq!(
+            c.socket_path().unwrap(),
+            PathBuf::from("/srv/ryvos/ryvosd.sock")
+        );
+        c.daemon.socket = "${RYVOS_TEST_NEVER_SET_9}/s".into();
+        assert!(c
+            .socket_path()
+            .unwrap_err()
+            .to_string()
+            .contains("RYVOS_TEST_NEVER_SET_9"));
+    }
 }

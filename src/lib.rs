@@ -18,7 +18,10 @@
 //! # Ok(()) }
 //! ```
 
+pub mod client;
 pub mod config;
+pub mod daemon;
+pub mod protocol;
 mod runtime;
 
 pub use config::Config;

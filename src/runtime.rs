@@ -115,9 +115,15 @@ impl Runtime {
         self.engine.is_running()
     }
 
+    /// Resolves once the actor system has stopped (after `shutdown`, or when a failing actor
+    /// escalated past the restart intensity).
+    pub async fn stopped(&self) {
+        self.engine.stopped().await
+    }
+
     /// Ends the runs in flight (status `cancelled`), waits until everything they wrote is
     /// durable, and stops.
-    pub async fn shutdown(self) -> Result<(), RuntimeError> {
+    pub async fn shutdown(&self) -> Result<(), RuntimeError> {
         Ok(self.engine.shutdown().await?)
     }
 

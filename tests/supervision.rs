@@ -124,12 +124,7 @@ async fn failing_past_the_intensity_limit_escalates() {
         other => panic!("expected escalation, got {other:?}"),
     }
     // The notice is sent just before the root stops; its stop follows.
-    let stopped = async {
-        while h.runtime.is_running() {
-            tokio::task::yield_now().await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), stopped)
+    tokio::time::timeout(Duration::from_secs(10), h.runtime.stopped())
         .await
         .expect("the runtime stops after escalation");
 }

@@ -17,7 +17,7 @@ use ractor::{Actor, ActorRef};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 /// How long a caller waits for the session supervisor to accept or refuse a run.
 const START_RUN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -56,7 +56,8 @@ pub enum EngineError {
 /// A running engine.
 pub struct Engine {
     root: ActorRef<RootMsg>,
-    root_done: tokio::task::JoinHandle<()>,
+    /// Turns true when the actor tree has stopped.
+    stopped: watch::Receiver<bool>,
     slots: Slots,
     global_events: GlobalEvents,
     notices: broadcast::Sender<SupervisorNotice>,
@@ -128,9 +129,16 @@ impl Engine {
         let (root, root_done) = Actor::spawn(None, RootSupervisor, args)
             .await
             .map_err(|e| EngineError::Actors(e.to_string()))?;
+        let (stopped_tx, stopped) = watch::channel(false);
+        tokio::spawn(async move {
+            if let Err(e) = root_done.await {
+                tracing::error!("the root supervisor's task failed: {e}");
+            }
+            stopped_tx.send_replace(true);
+        });
         Ok(Self {
             root,
-            root_done,
+            stopped,
             slots,
             global_events,
             notices,
@@ -181,13 +189,22 @@ impl Engine {
     /// True while the actor tree is up (it stops for good only when a child failed more often
     /// than the restart intensity allows, or at shutdown).
     pub fn is_running(&self) -> bool {
-        !self.root_done.is_finished()
+        !*self.stopped.borrow()
+    }
+
+    /// Resolves once the actor tree has stopped.
+    pub async fn stopped(&self) {
+        let mut stopped = self.stopped.clone();
+        // An error means the watcher task is gone, which happens only after it sent `true`.
+        if stopped.wait_for(|s| *s).await.is_err() {
+            tracing::debug!("the engine's stop watcher ended");
+        }
     }
 
     /// Ends the runs in flight (status `cancelled`), waits until everything written is
     /// durable, and stops the actors.
-    pub async fn shutdown(self) -> Result<(), EngineError> {
-        if self.root_done.is_finished() {
+    pub async fn shutdown(&self) -> Result<(), EngineError> {
+        if !self.is_running() {
             return Ok(());
         }
         let result = ractor::call_t!(
@@ -195,7 +212,7 @@ impl Engine {
             RootMsg::Shutdown,
             SHUTDOWN_TIMEOUT.as_millis() as u64
         );
-        if tokio::time::timeout(SHUTDOWN_TIMEOUT, self.root_done)
+        if tokio::time::timeout(SHUTDOWN_TIMEOUT, self.stopped())
             .await
             .is_err()
         {

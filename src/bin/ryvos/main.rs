@@ -1,0 +1,320 @@
+//! ryvos: the command line. Talks to `ryvosd` over its socket; `run` hosts the runtime
+//! in-process when no daemon answers.
+//!
+//! Exit codes: 0 the run completed (or the command succeeded); 1 the run ended otherwise, or
+//! the command failed; 2 bad usage or config; 3 the daemon was lost or could not be reached.
+
+mod render;
+
+use clap::{Parser, Subcommand};
+use render::Renderer;
+use ryvos::client::{Client, ClientError};
+use ryvos::config::Config;
+use ryvos::protocol::Reply;
+use ryvos::{RunRequest, RunStatus, Runtime, SessionId};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Ryvos: run LLM agents, follow them, resume them.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    /// The config file (default: $RYVOS_HOME/config.toml, else built-in defaults).
+    #[arg(long, global = true, value_name = "PATH")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a prompt to its end; the answer streams to stdout, tool activity to stderr.
+    Run {
+        /// Print every event as one JSON object per line instead.
+        #[arg(long)]
+        json: bool,
+        /// The directory the file tools work in (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Use this session id (created if new).
+        #[arg(long, value_name = "ID", conflicts_with = "resume")]
+        session: Option<String>,
+        /// Continue an existing session.
+        #[arg(long, value_name = "ID")]
+        resume: Option<String>,
+        /// What to do.
+        #[arg(required = true, num_args = 1..)]
+        prompt: Vec<String>,
+    },
+    /// Is a daemon running? Exits 0 if one answers.
+    Status,
+    /// List the sessions, most recent first.
+    Sessions,
+    /// Show a session's messages and runs.
+    History {
+        /// The session id.
+        id: String,
+    },
+    /// Stop the daemon gracefully (runs in flight are checkpointed and end `cancelled`).
+    Shutdown,
+}
+
+const EXIT_RUN_FAILED: u8 = 1;
+const EXIT_USAGE: u8 = 2;
+const EXIT_DAEMON: u8 = 3;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match Config::load(cli.config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("ryvos: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    ExitCode::from(runtime.block_on(dispatch(cli.command, config)))
+}
+
+async fn dispatch(command: Command, config: Config) -> u8 {
+    let socket = match config.socket_path() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match command {
+        Command::Run {
+            json,
+            workspace,
+            session,
+            resume,
+            prompt,
+        } => {
+            let workspace = match workspace
+                .map_or_else(std::env::current_dir, Ok)
+                .and_then(|w| w.canonicalize())
+            {
+                Ok(w) => w,
+                Err(e) => {
+                    eprintln!("ryvos: the workspace: {e}");
+                    return EXIT_USAGE;
+                }
+            };
+            let prompt = prompt.join(" ");
+            match Client::connect(&socket).await {
+                Ok(client) => run_remote(client, json, workspace, session, resume, prompt).await,
+                Err(ClientError::NoDaemon { .. }) => {
+                    eprintln!(
+                        "ryvos: no daemon answering at {}; running in-process",
+                        socket.display()
+                    );
+                    run_local(config, json, workspace, session.or(resume), prompt).await
+                }
+                Err(e) => {
+                    eprintln!("ryvos: {e}");
+                    EXIT_DAEMON
+                }
+            }
+        }
+        Command::Status => {
+            simple(&socket, "status", json!({}), |v| {
+                println!(
+                    "ryvosd is running: pid {}, version {}, up {}s, home {}",
+                    v["pid"],
+                    v["version"].as_str().unwrap_or("?"),
+                    v["uptime_secs"],
+                    v["home"].as_str().unwrap_or("?")
+                )
+            })
+            .await
+        }
+        Command::Sessions => {
+            simple(&socket, "sessions", json!({}), |v| {
+                let sessions = v.as_array().cloned().unwrap_or_default();
+                if sessions.is_empty() {
+                    println!("no sessions yet");
+                }
+                for s in sessions {
+                    println!(
+                        "{}  {} messages  last run {}",
+                        s["session_id"].as_str().unwrap_or("?"),
+                        s["message_count"],
+                        s["last_run"].as_str().unwrap_or("-")
+                    );
+                }
+            })
+            .await
+        }
+        Command::History { id } => {
+            simple(&socket, "history", json!({"session": id}), print_history).await
+        }
+        Command::Shutdown => {
+            simple(&socket, "shutdown", json!({}), |_| {
+                println!("ryvosd is stopping")
+            })
+            .await
+        }
+    }
+}
+
+/// Sends one request and prints its result.
+async fn simple(
+    socket: &std::path::Path,
+    method: &str,
+    params: Value,
+    print: impl FnOnce(&Value),
+) -> u8 {
+    let mut client = match Client::connect(socket).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ryvos: {e}; start one with `ryvosd`");
+            return EXIT_DAEMON;
+        }
+    };
+    match client.call(method, params).await {
+        Ok(Ok(result)) => {
+            print(&result);
+            0
+        }
+        Ok(Err(error)) => {
+            eprintln!("ryvos: {}", error.message);
+            EXIT_RUN_FAILED
+        }
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            EXIT_DAEMON
+        }
+    }
+}
+
+fn print_history(v: &Value) {
+    for m in v["messages"].as_array().into_iter().flatten() {
+        let message = &m["message"];
+        let role = message["role"].as_str().unwrap_or("?");
+        let text = message["content"].as_str().unwrap_or_default();
+        println!("[{}] {role}: {text}", m["seq"]);
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            println!(
+                "      call {} {} {}",
+                call["id"].as_str().unwrap_or("?"),
+                call["name"].as_str().unwrap_or("?"),
+                call["arguments"].as_str().unwrap_or("")
+            );
+        }
+    }
+    for r in v["runs"].as_array().into_iter().flatten() {
+        println!(
+            "run {}: {} ({} turns)",
+            r["run_id"].as_str().unwrap_or("?"),
+            r["status"].as_str().unwrap_or("in flight"),
+            r["turns"]
+        );
+    }
+}
+
+fn exit_for(status: RunStatus) -> u8 {
+    if status == RunStatus::Completed {
+        0
+    } else {
+        EXIT_RUN_FAILED
+    }
+}
+
+async fn run_remote(
+    mut client: Client,
+    json_out: bool,
+    workspace: PathBuf,
+    session: Option<String>,
+    resume: Option<String>,
+    prompt: String,
+) -> u8 {
+    let params =
+        json!({"prompt": prompt, "workspace": workspace, "session": session, "resume": resume});
+    let mut renderer = Renderer::new(json_out);
+    let mut session_seen: Option<String> = None;
+    if let Err(e) = client.send("run", params).await {
+        eprintln!("ryvos: {e}");
+        return EXIT_DAEMON;
+    }
+    loop {
+        match client.next().await {
+            Ok(Reply::Event { event, .. }) => {
+                session_seen.get_or_insert_with(|| event.session_id.to_string());
+                renderer.show(&event);
+            }
+            Ok(Reply::Result { result, .. }) => {
+                let status: RunStatus =
+                    serde_json::from_value(result["status"].clone()).unwrap_or(RunStatus::Failed);
+                renderer.finish(
+                    status,
+                    result["reason"].as_str(),
+                    result["session_id"].as_str().unwrap_or("?"),
+                );
+                return exit_for(status);
+            }
+            Ok(Reply::Error { error, .. }) => {
+                eprintln!("ryvos: {}", error.message);
+                return EXIT_RUN_FAILED;
+            }
+            Err(e) => {
+                let resume = session_seen
+                    .map(|s| format!("; its completed turns are stored: `ryvos run --resume {s} ...` continues it"))
+                    .unwrap_or_default();
+                eprintln!("ryvos: lost ryvosd mid-run ({e}){resume}");
+                return EXIT_DAEMON;
+            }
+        }
+    }
+}
+
+async fn run_local(
+    config: Config,
+    json_out: bool,
+    workspace: PathBuf,
+    session: Option<String>,
+    prompt: String,
+) -> u8 {
+    let runtime = match Runtime::start(config).await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            return EXIT_RUN_FAILED;
+        }
+    };
+    let mut request = RunRequest::new(prompt).workspace(workspace);
+    if let Some(s) = session {
+        request = request.session(SessionId::new(s));
+    }
+    let mut renderer = Renderer::new(json_out);
+    let code = match runtime.run(request).await {
+        Ok(mut handle) => {
+            let mut code = EXIT_RUN_FAILED;
+            while let Some(event) = handle.next_event().await {
+                renderer.show(&event);
+                if let Some(o) = ryvos::RunOutcome::from_event(&event) {
+                    renderer.finish(o.status, o.reason.as_deref(), o.session_id.as_str());
+                    code = exit_for(o.status);
+                }
+            }
+            code
+        }
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            EXIT_RUN_FAILED
+        }
+    };
+    if let Err(e) = runtime.shutdown().await {
+        eprintln!("ryvos: stopping the runtime: {e}");
+        return EXIT_RUN_FAILED;
+    }
+    code
+}

@@ -1,0 +1,84 @@
+//! Showing a run's events to a person (or, with `--json`, to a script).
+
+use ryvos::{Event, EventKind, RunStatus};
+use std::io::Write;
+
+/// How events are shown.
+pub struct Renderer {
+    json: bool,
+    /// Whether the answer so far ends mid-line on stdout.
+    open_line: bool,
+}
+
+impl Renderer {
+    /// `json`: one event per line on stdout; otherwise the answer on stdout, the rest on stderr.
+    pub fn new(json: bool) -> Self {
+        Self {
+            json,
+            open_line: false,
+        }
+    }
+
+    /// Shows one event.
+    pub fn show(&mut self, event: &Event) {
+        if self.json {
+            let mut out = std::io::stdout().lock();
+            if let Ok(line) = serde_json::to_string(event) {
+                writeln!(out, "{line}").and_then(|_| out.flush()).ok();
+            }
+            return;
+        }
+        match &event.kind {
+            EventKind::TextDelta { text } => {
+                let mut out = std::io::stdout().lock();
+                write!(out, "{text}").and_then(|_| out.flush()).ok();
+                self.open_line = !text.ends_with('\n');
+            }
+            EventKind::ToolStart { name, input, .. } => {
+                self.end_line();
+                eprintln!("  [{name}] {}", clip(&input.to_string(), 100));
+            }
+            EventKind::ToolEnd {
+                name,
+                is_error,
+                output,
+                ..
+            } => {
+                let first = output.lines().next().unwrap_or_default();
+                let mark = if *is_error { "failed" } else { "done" };
+                eprintln!("  [{name}] {mark}: {}", clip(first, 100));
+            }
+            EventKind::Error { message } => {
+                self.end_line();
+                eprintln!("ryvos: error: {message}");
+            }
+            EventKind::RunComplete { .. } => self.end_line(),
+            _ => {}
+        }
+    }
+
+    /// Reports how the run ended on stderr when it did not complete.
+    pub fn finish(&mut self, status: RunStatus, reason: Option<&str>, session: &str) {
+        self.end_line();
+        if status != RunStatus::Completed {
+            eprintln!(
+                "ryvos: the run ended with status {status}{}; session {session}",
+                reason.map(|r| format!(": {r}")).unwrap_or_default()
+            );
+        }
+    }
+
+    fn end_line(&mut self) {
+        if self.open_line {
+            println!();
+            self.open_line = false;
+        }
+    }
+}
+
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}

@@ -1,0 +1,286 @@
+//! One client connection: read request lines, answer each with events and a final line.
+
+use super::Shared;
+use crate::protocol::{
+    ErrorBody, ErrorCode, Method, Reply, Request, RunParams, MAX_FRAME_BYTES, PROTOCOL_VERSION,
+};
+use crate::runtime::{RunOutcome, RunRequest, RuntimeError};
+use futures_util::StreamExt;
+use ryvos_actors::ids::SessionId;
+use ryvos_actors::session::StartRunError;
+use ryvos_actors::EngineError;
+use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::net::UnixStream;
+use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+
+/// Serves one connection until the client leaves, sends a bad frame, or the daemon stops.
+pub(super) async fn serve(stream: UnixStream, shared: &Shared) {
+    let peer_ok = stream
+        .peer_cred()
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        .map(|cred| cred.uid() == unsafe { libc::geteuid() })
+        .unwrap_or(false);
+    let (read, mut write) = stream.into_split();
+    if !peer_ok {
+        tracing::warn!("refused a connection from another user");
+        let refusal = ErrorBody::new(
+            ErrorCode::PermissionDenied,
+            "ryvosd serves only the user it runs as",
+        );
+        send(
+            &mut write,
+            &Reply::Error {
+                id: 0,
+                error: refusal,
+            },
+        )
+        .await
+        .ok();
+        return;
+    }
+    let mut frames = FramedRead::new(read, LinesCodec::new_with_max_length(MAX_FRAME_BYTES));
+    loop {
+        let frame = tokio::select! {
+            f = frames.next() => f,
+            _ = shared.shutdown.cancelled() => return,
+        };
+        let line = match frame {
+            None => return,
+            Some(Ok(line)) => line,
+            Some(Err(e)) => {
+                let message = match e {
+                    LinesCodecError::MaxLineLengthExceeded => {
+                        format!("the frame is longer than {MAX_FRAME_BYTES} bytes; the connection is closed")
+                    }
+                    LinesCodecError::Io(e) => {
+                        format!("the frame could not be read ({e}); the connection is closed")
+                    }
+                };
+                tracing::warn!("bad frame: {message}");
+                send(
+                    &mut write,
+                    &Reply::Error {
+                        id: 0,
+                        error: ErrorBody::new(ErrorCode::BadFrame, message),
+                    },
+                )
+                .await
+                .ok();
+                return;
+            }
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let request: Request = match serde_json::from_str(&line) {
+            Ok(r) => r,
+            Err(e) => {
+                let id = serde_json::from_str::<Value>(&line)
+                    .ok()
+                    .and_then(|v| v["id"].as_u64())
+                    .unwrap_or(0);
+                let message = format!(
+                    "not a request ({e}); send one JSON object per line: {{\"id\": N, \"method\": \"...\", \"params\": {{...}}}}; the connection is closed"
+                );
+                tracing::warn!("bad frame: {message}");
+                send(
+                    &mut write,
+                    &Reply::Error {
+                        id,
+                        error: ErrorBody::new(ErrorCode::BadFrame, message),
+                    },
+                )
+                .await
+                .ok();
+                return;
+            }
+        };
+        if answer(request, &mut write, shared).await.is_err() {
+            return; // the client left
+        }
+    }
+}
+
+async fn send(write: &mut OwnedWriteHalf, reply: &Reply) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(reply).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    write.write_all(&line).await
+}
+
+async fn answer(
+    request: Request,
+    write: &mut OwnedWriteHalf,
+    shared: &Shared,
+) -> std::io::Result<()> {
+    let id = request.id;
+    let result = match request.method() {
+        Err(error) => Err(error),
+        Ok(Method::Run(params)) => return run(id, params, write, shared).await,
+        Ok(Method::Status) => Ok(json!({
+            "pid": std::process::id(),
+            "version": env!("CARGO_PKG_VERSION"),
+            "protocol": PROTOCOL_VERSION,
+            "home": shared.config.home,
+            "socket": shared.socket,
+            "uptime_secs": shared.started.elapsed().as_secs(),
+        })),
+        Ok(Method::Sessions) => {
+            read_store(shared, |store| {
+                let mut sessions = store.sessions()?;
+                sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_at_ms));
+                Ok(json!(sessions))
+            })
+            .await
+        }
+        Ok(Method::History { session_id }) => {
+            let id = SessionId::new(session_id);
+            read_store(shared, move |store| {
+                let history = store.load_session(&id)?;
+                if history.record.is_none() {
+                    return Ok(Value::Null);
+                }
+                let messages: Vec<Value> = history
+                    .messages
+                    .iter()
+                    .map(|m| json!({"seq": m.seq, "tokens": m.tokens, "message": &*m.message}))
+                    .collect();
+                Ok(json!({"session": history.record, "messages": messages, "runs": store.session_runs(&id)?}))
+            })
+            .await
+            .and_then(|v| if v.is_null() { Err(ErrorBody::new(ErrorCode::NotFound, "no such session")) } else { Ok(v) })
+        }
+        Ok(Method::Shutdown) => {
+            shared.shutdown.cancel();
+            Ok(json!({"stopping": true}))
+        }
+    };
+    let reply = match result {
+        Ok(result) => Reply::Result { id, result },
+        Err(error) => Reply::Error { id, error },
+    };
+    send(write, &reply).await
+}
+
+async fn read_store(
+    shared: &Shared,
+    read: impl FnOnce(&ryvos_actors::store::Store) -> Result<Value, ryvos_actors::store::StoreError>
+        + Send
+        + 'static,
+) -> Result<Value, ErrorBody> {
+    let store = shared.runtime.store().clone();
+    match tokio::task::spawn_blocking(move || read(&store)).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
+        Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
+    }
+}
+
+async fn run(
+    id: u64,
+    params: RunParams,
+    write: &mut OwnedWriteHalf,
+    shared: &Shared,
+) -> std::io::Result<()> {
+    let mut request = RunRequest::new(params.prompt).workspace(params.workspace);
+    if let Some(resume) = params.resume {
+        let session = SessionId::new(resume);
+        let known = read_store(shared, {
+            let session = session.clone();
+            move |store| Ok(json!(store.load_session(&session)?.record.is_some()))
+        })
+        .await;
+        match known {
+            Ok(Value::Bool(true)) => request = request.session(session),
+            Ok(_) => {
+                let error = ErrorBody::new(
+                    ErrorCode::NotFound,
+                    format!("there is no session {session} to resume; `ryvos sessions` lists them"),
+                );
+                return send(write, &Reply::Error { id, error }).await;
+            }
+            Err(error) => return send(write, &Reply::Error { id, error }).await,
+        }
+    } else if let Some(session) = params.session {
+        request = request.session(SessionId::new(session));
+    }
+    let mut handle = match shared.runtime.run(request).await {
+        Ok(handle) => handle,
+        Err(e) => {
+            return send(
+                write,
+                &Reply::Error {
+                    id,
+                    error: run_error(e),
+                },
+            )
+            .await
+        }
+    };
+    let mut outcome = None;
+    let mut client_gone = false;
+    while let Some(event) = handle.next_event().await {
+        outcome = RunOutcome::from_event(&event).or(outcome);
+        // A client that leaves does not stop the run: it goes on, and is stored.
+        if !client_gone
+            && send(
+                write,
+                &Reply::Event {
+                    id,
+                    event: (*event).clone(),
+                },
+            )
+            .await
+            .is_err()
+        {
+            client_gone = true;
+        }
+    }
+    if client_gone {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::BrokenPipe,
+            "the client left",
+        ));
+    }
+    let reply = match outcome {
+        Some(o) => Reply::Result {
+            id,
+            result: outcome_json(&o),
+        },
+        None => Reply::Error {
+            id,
+            error: ErrorBody::new(
+                ErrorCode::Internal,
+                "the run's events ended without its outcome",
+            ),
+        },
+    };
+    send(write, &reply).await
+}
+
+fn run_error(e: RuntimeError) -> ErrorBody {
+    match e {
+        RuntimeError::Engine(EngineError::StartRun(e)) => {
+            let code = match e {
+                StartRunError::Busy { .. }
+                | StartRunError::SessionBusy(_)
+                | StartRunError::Recovering(_) => ErrorCode::Busy,
+                StartRunError::ShuttingDown => ErrorCode::ShuttingDown,
+                StartRunError::Spawn(_) => ErrorCode::Internal,
+            };
+            ErrorBody::new(code, e.to_string())
+        }
+        RuntimeError::Workspace(e) => ErrorBody::new(ErrorCode::BadRequest, e.to_string()),
+        other => ErrorBody::new(ErrorCode::Internal, other.to_string()),
+    }
+}
+
+/// The final result of a run, as the `run` method returns it.
+pub fn outcome_json(o: &RunOutcome) -> Value {
+    json!({
+        "session_id": o.session_id, "run_id": o.run_id, "status": o.status, "output": o.output,
+        "reason": o.reason, "turns": o.turns, "input_tokens": o.input_tokens,
+        "output_tokens": o.output_tokens, "cost_cents": o.cost_cents, "duration_ms": o.duration_ms,
+    })
+}

@@ -1,0 +1,139 @@
+//! `ryvosd`: the runtime behind a private unix socket.
+//!
+//! One daemon per `RYVOS_HOME`, guarded by a lock file, so a second one refuses to start
+//! instead of fighting over the database. The socket is mode 0600 inside the home directory,
+//! which is made 0700, and every peer's uid is checked. Connections are bounded; runs in flight
+//! are bounded by the engine ("busy" past it). SIGTERM, SIGINT and the `shutdown` request stop
+//! it gracefully: runs in flight end with status `cancelled` once their turns are durable.
+
+mod connection;
+mod lock;
+
+use crate::config::Config;
+use crate::runtime::{Runtime, RuntimeError};
+use lock::HomeLock;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::net::UnixListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// Connections served at once; the next waits to be accepted.
+const MAX_CONNECTIONS: usize = 256;
+
+/// Why the daemon could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("{0}")]
+    Setup(String),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+}
+
+/// What every connection handler shares.
+pub(crate) struct Shared {
+    pub runtime: Runtime,
+    pub config: Config,
+    pub socket: PathBuf,
+    pub started: Instant,
+    /// Cancelled to stop the daemon.
+    pub shutdown: CancellationToken,
+}
+
+/// Runs the daemon until it is told to stop. `ready` is called once the socket answers.
+pub async fn serve(
+    config: Config,
+    ready: impl FnOnce(&std::path::Path),
+) -> Result<(), DaemonError> {
+    let setup = |what: &str, e: std::io::Error| DaemonError::Setup(format!("{what}: {e}"));
+    std::fs::create_dir_all(&config.home)
+        .map_err(|e| setup(&format!("creating {}", config.home.display()), e))?;
+    // Only the owner may enter the home, so only the owner can reach the socket.
+    std::fs::set_permissions(&config.home, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| setup(&format!("making {} private", config.home.display()), e))?;
+    let _lock = HomeLock::acquire(&config.home).map_err(DaemonError::Setup)?;
+    let socket = config.socket_path()?;
+    // Holding the lock, any socket file left here is from a daemon that died.
+    if socket.exists() {
+        tracing::warn!(
+            "removing the stale socket {} left by a daemon that stopped",
+            socket.display()
+        );
+        std::fs::remove_file(&socket).map_err(|e| {
+            setup(
+                &format!("removing the stale socket {}", socket.display()),
+                e,
+            )
+        })?;
+    }
+    let runtime = Runtime::start(config.clone()).await?;
+    let listener = UnixListener::bind(&socket)
+        .map_err(|e| setup(&format!("listening on {}", socket.display()), e))?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| setup(&format!("restricting {}", socket.display()), e))?;
+    let shared = Arc::new(Shared {
+        runtime,
+        config,
+        socket: socket.clone(),
+        started: Instant::now(),
+        shutdown: CancellationToken::new(),
+    });
+    tracing::info!(socket = %socket.display(), pid = std::process::id(), "ryvosd is ready");
+    ready(&socket);
+
+    let accepted = accept_until_stopped(&listener, &shared).await;
+    tracing::info!("ryvosd is stopping: ending runs in flight and committing their turns");
+    drop(listener);
+    if let Err(e) = std::fs::remove_file(&socket) {
+        tracing::warn!("removing the socket {}: {e}", socket.display());
+    }
+    let stopped = shared.runtime.shutdown().await;
+    tracing::info!("ryvosd stopped");
+    accepted?;
+    Ok(stopped?)
+}
+
+async fn accept_until_stopped(
+    listener: &UnixListener,
+    shared: &Arc<Shared>,
+) -> Result<(), DaemonError> {
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| DaemonError::Setup(format!("installing the SIGTERM handler: {e}")))?;
+    let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut backoff = std::time::Duration::from_millis(10);
+    loop {
+        let permit = tokio::select! {
+            p = connections.clone().acquire_owned() => p.map_err(|e| DaemonError::Setup(e.to_string()))?,
+            _ = shared.shutdown.cancelled() => return Ok(()),
+        };
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    backoff = std::time::Duration::from_millis(10);
+                    let shared = shared.clone();
+                    tokio::spawn(async move {
+                        connection::serve(stream, &shared).await;
+                        drop(permit);
+                    });
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: wait a little, never spin.
+                    tracing::error!("accepting a connection failed: {e}; retrying in {backoff:?}");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(std::time::Duration::from_secs(1));
+                }
+            },
+            _ = shared.shutdown.cancelled() => return Ok(()),
+            _ = terminate.recv() => { shared.shutdown.cancel(); return Ok(()) }
+            _ = tokio::signal::ctrl_c() => { shared.shutdown.cancel(); return Ok(()) }
+            _ = shared.runtime.stopped() => {
+                return Err(DaemonError::Setup("the runtime stopped after an actor failed too often; see the log above".into()));
+            }
+        }
+    }
+}

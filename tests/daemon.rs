@@ -1,0 +1,365 @@
+//! ryvosd and ryvos end to end: the real binaries, a real socket, real redb, real HTTP to a
+//! scripted model server.
+
+use ryvos_testkit::{Reply, ScriptedModelServer};
+use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+struct Home {
+    dir: tempfile::TempDir,
+    workspace: tempfile::TempDir,
+}
+
+impl Home {
+    fn new(server: &ScriptedModelServer, extra: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config = format!(
+            "[model]\nbase_url = \"{}\"\nmodel = \"scripted\"\napi_key = \"\"\n\n[supervision]\nbackoff_initial_ms = 20\n{extra}",
+            server.base_url()
+        );
+        std::fs::write(dir.path().join("config.toml"), config).unwrap();
+        Self {
+            dir,
+            workspace: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.path().join("ryvosd.sock")
+    }
+
+    fn command(&self, binary: &str) -> Command {
+        let mut c = Command::new(binary);
+        c.env("RYVOS_HOME", self.path())
+            .env("RUST_LOG", "warn")
+            .current_dir(self.workspace.path())
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        c
+    }
+
+    /// Starts ryvosd and waits until it says it is listening.
+    async fn daemon(&self) -> Child {
+        let mut child = self
+            .command(env!("CARGO_BIN_EXE_ryvosd"))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let ready = async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if line.contains("listening on") {
+                    return;
+                }
+            }
+            panic!("ryvosd exited before listening");
+        };
+        tokio::time::timeout(WAIT, ready)
+            .await
+            .expect("ryvosd became ready");
+        // Keep reading its log so that it never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        child
+    }
+
+    /// Runs `ryvos ARGS` to its end: (exit code, stdout, stderr).
+    async fn ryvos(&self, args: &[&str]) -> (i32, String, String) {
+        let out = tokio::time::timeout(
+            WAIT,
+            self.command(env!("CARGO_BIN_EXE_ryvos"))
+                .args(args)
+                .output(),
+        )
+        .await
+        .expect("ryvos finished in time")
+        .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+fn events(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_streams_its_events_as_json_through_the_daemon() {
+    let server = ScriptedModelServer::start([
+        Reply::tool_calls(&[("c1", "write", r#"{"path": "out.txt", "content": "hello"}"#)]),
+        Reply::text(&["Wrote ", "it."]),
+    ])
+    .await;
+    let home = Home::new(&server, "");
+    let mut daemon = home.daemon().await;
+    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "write", "a", "file"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        !stderr.contains("in-process"),
+        "it used the daemon: {stderr}"
+    );
+    let events = events(&stdout);
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"RunStarted"));
+    assert_eq!(types.last(), Some(&"RunComplete"));
+    for t in ["ToolStart", "ToolEnd", "TextDelta", "CheckpointSaved"] {
+        assert!(types.contains(&t), "{t} in {types:?}");
+    }
+    let last = events.last().unwrap();
+    assert_eq!(last["status"], "completed");
+    assert_eq!(last["output"], "Wrote it.");
+    assert!(events
+        .iter()
+        .all(|e| e["session_id"] == last["session_id"] && e["run_id"] == last["run_id"]));
+    assert_eq!(
+        std::fs::read_to_string(home.workspace.path().join("out.txt")).unwrap(),
+        "hello"
+    );
+    server.assert_no_orphans();
+
+    let (code, out, _) = home.ryvos(&["status"]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("ryvosd is running"));
+    let (code, out, _) = home
+        .ryvos(&["history", last["session_id"].as_str().unwrap()])
+        .await;
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("user: write a file") && out.contains("completed"),
+        "{out}"
+    );
+    let (code, _, _) = home.ryvos(&["shutdown"]).await;
+    assert_eq!(code, 0);
+    let status = tokio::time::timeout(WAIT, daemon.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+    assert!(
+        !home.socket().exists(),
+        "the socket is removed on a clean stop"
+    );
+    let (code, _, _) = home.ryvos(&["status"]).await;
+    assert_ne!(code, 0, "no daemon, status fails");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn forty_concurrent_runs_through_one_daemon_all_complete_in_their_own_sessions() {
+    let server = ScriptedModelServer::start((0..40).map(|_| Reply::text(&["done"]))).await;
+    let home = Home::new(&server, "");
+    let _daemon = home.daemon().await;
+    let runs = (0..40).map(|i| {
+        let prompt = format!("task {i}");
+        let home = &home;
+        async move { home.ryvos(&["run", "--json", &prompt]).await }
+    });
+    let results = futures_util::future::join_all(runs).await;
+    let mut sessions = std::collections::HashSet::new();
+    for (code, stdout, stderr) in results {
+        assert_eq!(code, 0, "{stderr}");
+        let last = events(&stdout).pop().unwrap();
+        assert_eq!(last["status"], "completed");
+        sessions.insert(last["session_id"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(sessions.len(), 40);
+    server.assert_no_orphans();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_socket_is_private_and_bad_frames_do_not_stop_the_daemon() {
+    let server = ScriptedModelServer::start([]).await;
+    let home = Home::new(&server, "");
+    let _daemon = home.daemon().await;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&home.socket()), 0o600);
+    assert_eq!(mode(home.path()), 0o700);
+
+    async fn exchange(socket: &Path, bytes: &[u8], close_write: bool) -> String {
+        let mut s = tokio::net::UnixStream::connect(socket).await.unwrap();
+        s.write_all(bytes).await.ok();
+        if close_write {
+            s.shutdown().await.ok();
+        }
+        let mut answer = String::new();
+        tokio::time::timeout(WAIT, s.read_to_string(&mut answer))
+            .await
+            .expect("answered")
+            .ok();
+        answer
+    }
+    let garbage = exchange(&home.socket(), b"\x00\xffnot json at all\n", false).await;
+    assert!(garbage.contains("bad_frame"), "{garbage}");
+    let mut huge = vec![b'a'; 10 * 1024 * 1024];
+    huge.push(b'\n');
+    let too_long = exchange(&home.socket(), &huge, false).await;
+    assert!(
+        too_long.contains("bad_frame") && too_long.contains("longer than"),
+        "{too_long}"
+    );
+    let half = exchange(&home.socket(), br#"{"id": 7, "method": "sta"#, true).await;
+    assert!(half.contains("bad_frame"), "{half}");
+    let unknown = exchange(
+        &home.socket(),
+        b"{\"id\": 8, \"method\": \"dance\"}\n",
+        true,
+    )
+    .await;
+    assert!(
+        unknown.contains(r#""id":8"#) && unknown.contains("unknown_method"),
+        "{unknown}"
+    );
+
+    let (code, out, _) = home.ryvos(&["status"]).await;
+    assert_eq!(code, 0, "the daemon still answers");
+    assert!(out.contains("ryvosd is running"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_config_with_a_wrong_type_is_refused_naming_the_key() {
+    let server = ScriptedModelServer::start([]).await;
+    let home = Home::new(&server, "\n[agent]\nmax_turns = \"lots\"\n");
+    let out = home
+        .command(env!("CARGO_BIN_EXE_ryvosd"))
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("agent.max_turns") && stderr.contains("config.toml:10"),
+        "{stderr}"
+    );
+    assert!(!home.socket().exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_daemon_on_the_same_home_refuses_to_start() {
+    let server = ScriptedModelServer::start([]).await;
+    let home = Home::new(&server, "");
+    let _first = home.daemon().await;
+    let out = home
+        .command(env!("CARGO_BIN_EXE_ryvosd"))
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("another ryvosd is already running"),
+        "{stderr}"
+    );
+    let (code, _, _) = home.ryvos(&["status"]).await;
+    assert_eq!(code, 0, "the first one is unharmed");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn after_kill_9_mid_run_the_client_fails_and_a_resume_sees_every_completed_turn_once() {
+    let server = ScriptedModelServer::start([
+        Reply::tool_calls(&[("t1", "write", r#"{"path": "a.txt", "content": "1"}"#)]),
+        Reply::text(&["never arrives"]).delay(Duration::from_secs(120)),
+        Reply::text(&["continuing"]),
+    ])
+    .await;
+    let home = Home::new(&server, "");
+    let mut daemon = home.daemon().await;
+    let mut client = home
+        .command(env!("CARGO_BIN_EXE_ryvos"))
+        .args(["run", "--json", "first"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(client.stdout.take().unwrap()).lines();
+    let session = tokio::time::timeout(WAIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let event: Value = serde_json::from_str(&line).unwrap();
+            if event["type"] == "CheckpointSaved" && event["turn"] == 1 {
+                return event["session_id"].as_str().unwrap().to_owned();
+            }
+        }
+        panic!("the run ended before its first checkpoint");
+    })
+    .await
+    .unwrap();
+    daemon.start_kill().unwrap(); // SIGKILL
+    daemon.wait().await.unwrap();
+
+    let client_exit = tokio::time::timeout(WAIT, client.wait())
+        .await
+        .expect("the client never hangs")
+        .unwrap();
+    assert_eq!(client_exit.code(), Some(3));
+    let mut stderr = String::new();
+    client
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .await
+        .unwrap();
+    assert!(
+        stderr.contains("lost ryvosd") && stderr.contains(&session),
+        "{stderr}"
+    );
+
+    let _daemon = home.daemon().await; // replaces the stale socket
+    let (code, stdout, stderr) = home
+        .ryvos(&["run", "--json", "--resume", &session, "continue"])
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(events(&stdout).pop().unwrap()["output"], "continuing");
+    let resumed = server.requests().pop().unwrap();
+    let messages = resumed["messages"].as_array().unwrap();
+    let summary: Vec<String> = messages
+        .iter()
+        .map(|m| {
+            format!(
+                "{}:{}",
+                m["role"].as_str().unwrap(),
+                m["content"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        &summary[1..],
+        [
+            "user:first",
+            "assistant:",
+            "tool:wrote 1 bytes to a.txt",
+            "user:continue"
+        ],
+        "{summary:?}"
+    );
+    server.assert_no_orphans();
+    let (_, history, _) = home.ryvos(&["history", &session]).await;
+    assert!(
+        history.contains("failed"),
+        "the killed run is recorded as failed: {history}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_daemon_run_hosts_the_runtime_in_process_and_says_so() {
+    let server = ScriptedModelServer::start([Reply::text(&["local answer"])]).await;
+    let home = Home::new(&server, "");
+    let (code, stdout, stderr) = home.ryvos(&["run", "hello"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("running in-process"), "{stderr}");
+    assert_eq!(stdout.trim(), "local answer");
+}
