@@ -122,7 +122,7 @@ impl Runtime {
     }
 
     /// Ends the runs in flight (status `cancelled`), waits until everything they wrote is
-    /// durable, and stops.
+    /// durable, and stops. The database file stays open until the `Runtime` is dropped.
     pub async fn shutdown(&self) -> Result<(), RuntimeError> {
         Ok(self.engine.shutdown().await?)
     }

@@ -80,6 +80,8 @@ impl Harness {
             workspace,
         } = self;
         runtime.shutdown().await.expect("clean shutdown");
+        // The database is released when the runtime is dropped.
+        drop(runtime);
         let runtime = Runtime::start(config.clone())
             .await
             .expect("runtime restarts");
