@@ -296,3 +296,17 @@ mod tests {
             .contains("RYVOS_TEST_NEVER_SET_9"));
     }
 }
+
+#[cfg(test)]
+mod documented {
+    use super::*;
+
+    /// config/ryvos.toml documents every key with its default: it must parse, to the defaults.
+    #[test]
+    fn the_documented_config_is_the_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ryvos.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let parsed = Config::parse(&text, &path).unwrap();
+        assert_eq!(parsed, Config::with_home(parsed.home.clone()));
+    }
+}
