@@ -66,8 +66,12 @@ impl Provider for InstantModel {
             .count() as u32;
         let deltas = if since_user / 2 + 1 >= TURNS_PER_RUN {
             vec![
-                StreamDelta::Text("done".into()),
-                StreamDelta::Finish(FinishReason::Stop),
+                StreamDelta::Text {
+                    text: "done".into(),
+                },
+                StreamDelta::Finish {
+                    reason: FinishReason::Stop,
+                },
             ]
         } else {
             vec![
@@ -77,13 +81,17 @@ impl Provider for InstantModel {
                     name: Some(self.tool.into()),
                     arguments: Some(r#"{"note":"x"}"#.into()),
                 },
-                StreamDelta::Finish(FinishReason::ToolCalls),
+                StreamDelta::Finish {
+                    reason: FinishReason::ToolCalls,
+                },
             ]
         };
-        let usage = StreamDelta::Usage(Usage {
-            input_tokens: 10,
-            output_tokens: 3,
-        });
+        let usage = StreamDelta::Usage {
+            usage: Usage {
+                input_tokens: 10,
+                output_tokens: 3,
+            },
+        };
         let marks = self.marks.clone();
         let done = futures_util::stream::poll_fn(move |_| {
             marks

@@ -146,7 +146,15 @@ impl Config {
                     path: path.clone(),
                     cause: e.to_string(),
                 })?;
-                Self::parse(&text, &path)?
+                let mut config = Self::parse(&text, &path)?;
+                // A recording named in a config file is found next to it.
+                let replay = Path::new(&config.model.replay_file);
+                if replay.is_relative() && !config.model.replay_file.is_empty() {
+                    if let Some(dir) = path.parent() {
+                        config.model.replay_file = dir.join(replay).to_string_lossy().into_owned();
+                    }
+                }
+                config
             }
             None => Config::default(),
         };

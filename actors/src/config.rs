@@ -20,6 +20,8 @@ pub struct ModelConfig {
     pub api_keys: Vec<String>,
     /// Models tried in order once the primary one is exhausted.
     pub fallbacks: Vec<String>,
+    /// For `provider = "replay"`: the recording to answer from.
+    pub replay_file: String,
     /// Seconds a model stream may stay silent before it is cut.
     pub stream_idle_timeout_secs: u64,
     /// Seconds to wait for the TCP/TLS connection to the model server.
@@ -35,6 +37,7 @@ impl Default for ModelConfig {
             api_key: "${OPENAI_API_KEY}".into(),
             api_keys: Vec::new(),
             fallbacks: Vec::new(),
+            replay_file: String::new(),
             stream_idle_timeout_secs: 120,
             connect_timeout_secs: 10,
         }

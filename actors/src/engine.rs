@@ -3,7 +3,6 @@
 use crate::config::{AgentConfig, ModelConfig, SupervisionConfig};
 use crate::event::{Event, GlobalEvents};
 use crate::ids::SessionId;
-use crate::provider::openai::OpenAiProvider;
 use crate::provider::{Provider, ProviderError};
 use crate::root::{RootArgs, RootMsg, RootSupervisor, Slots, SupervisorNotice};
 use crate::session::{
@@ -45,8 +44,6 @@ pub enum EngineError {
     Tools(#[from] RegistryError),
     #[error("the model provider: {0}")]
     Provider(#[from] ProviderError),
-    #[error("unknown model provider '{0}'; use \"openai\" (any OpenAI-compatible endpoint)")]
-    UnknownProvider(String),
     #[error("the actor system: {0}")]
     Actors(String),
     #[error(transparent)]
@@ -70,10 +67,7 @@ impl Engine {
         config: EngineConfig,
         tools: Vec<Arc<dyn Tool>>,
     ) -> Result<Self, EngineError> {
-        let provider: Arc<dyn Provider> = match config.model.provider.as_str() {
-            "openai" => Arc::new(OpenAiProvider::new(&config.model)?),
-            other => return Err(EngineError::UnknownProvider(other.to_owned())),
-        };
+        let provider = crate::provider::from_config(&config.model)?;
         Self::start_with_provider(config, provider, tools).await
     }
 

@@ -102,7 +102,7 @@ async fn stream_answer(
     let mut answer = ResponseAssembler::new();
     while let Some(delta) = stream.next().await {
         let delta = delta?;
-        if let StreamDelta::Text(text) = &delta {
+        if let StreamDelta::Text { text } = &delta {
             events.emit(EventKind::TextDelta { text: text.clone() });
         }
         answer.push(delta);

@@ -10,8 +10,9 @@ use ryvos_actors::ids::SessionId;
 use ryvos_actors::session::StartRunError;
 use ryvos_actors::EngineError;
 use serde_json::{json, Value};
-use tokio::io::AsyncWriteExt;
-use tokio::net::unix::OwnedWriteHalf;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
@@ -59,16 +60,8 @@ pub(super) async fn serve(stream: UnixStream, shared: &Shared) {
                     }
                 };
                 tracing::warn!("bad frame: {message}");
-                send(
-                    &mut write,
-                    &Reply::Error {
-                        id: 0,
-                        error: ErrorBody::new(ErrorCode::BadFrame, message),
-                    },
-                )
-                .await
-                .ok();
-                return;
+                let error = ErrorBody::new(ErrorCode::BadFrame, message);
+                return close_with(Reply::Error { id: 0, error }, frames, write).await;
             }
         };
         if line.trim().is_empty() {
@@ -85,21 +78,38 @@ pub(super) async fn serve(stream: UnixStream, shared: &Shared) {
                     "not a request ({e}); send one JSON object per line: {{\"id\": N, \"method\": \"...\", \"params\": {{...}}}}; the connection is closed"
                 );
                 tracing::warn!("bad frame: {message}");
-                send(
-                    &mut write,
-                    &Reply::Error {
-                        id,
-                        error: ErrorBody::new(ErrorCode::BadFrame, message),
-                    },
-                )
-                .await
-                .ok();
-                return;
+                let error = ErrorBody::new(ErrorCode::BadFrame, message);
+                return close_with(Reply::Error { id, error }, frames, write).await;
             }
         };
         if answer(request, &mut write, shared).await.is_err() {
             return; // the client left
         }
+    }
+}
+
+/// How long a connection closed for a bad frame keeps swallowing what the client still sends.
+const DRAIN_BEFORE_CLOSE: Duration = Duration::from_secs(2);
+
+/// Sends a last error and closes. Unread input at close would make the kernel reset the
+/// connection and lose the answer, so what the client is still sending is read and dropped
+/// (for a bounded time) after the answer is out.
+async fn close_with(
+    reply: Reply,
+    frames: FramedRead<OwnedReadHalf, LinesCodec>,
+    mut write: OwnedWriteHalf,
+) {
+    if send(&mut write, &reply).await.is_err() || write.shutdown().await.is_err() {
+        return;
+    }
+    let mut read = frames.into_inner();
+    let mut sink = vec![0u8; 64 * 1024];
+    let drain = async { while matches!(read.read(&mut sink).await, Ok(n) if n > 0) {} };
+    if tokio::time::timeout(DRAIN_BEFORE_CLOSE, drain)
+        .await
+        .is_err()
+    {
+        tracing::debug!("closing a connection that kept sending after a bad frame");
     }
 }
 

@@ -40,7 +40,7 @@ impl ResponseAssembler {
     /// Adds one delta.
     pub fn push(&mut self, delta: StreamDelta) {
         match delta {
-            StreamDelta::Text(t) => self.text.push_str(&t),
+            StreamDelta::Text { text: t } => self.text.push_str(&t),
             StreamDelta::ToolCall {
                 index,
                 id,
@@ -58,8 +58,8 @@ impl ResponseAssembler {
                     call.arguments.push_str(&args);
                 }
             }
-            StreamDelta::Usage(u) => self.usage = Some(u),
-            StreamDelta::Finish(f) => self.finish = Some(f),
+            StreamDelta::Usage { usage: u } => self.usage = Some(u),
+            StreamDelta::Finish { reason: f } => self.finish = Some(f),
         }
     }
 
@@ -143,12 +143,16 @@ mod tests {
     #[test]
     fn interleaved_fragments_make_whole_calls_in_index_order() {
         let mut a = ResponseAssembler::new();
-        a.push(StreamDelta::Text("Look".into()));
+        a.push(StreamDelta::Text {
+            text: "Look".into(),
+        });
         a.push(frag(1, Some("c2"), Some("glob"), Some("")));
         a.push(frag(0, Some("c1"), Some("read"), Some("{\"pa")));
         a.push(frag(1, None, None, Some("{\"pattern\":\"*.rs\"}")));
         a.push(frag(0, None, None, Some("th\":\"a.txt\"}")));
-        a.push(StreamDelta::Finish(FinishReason::ToolCalls));
+        a.push(StreamDelta::Finish {
+            reason: FinishReason::ToolCalls,
+        });
         let r = a.finish(true).unwrap();
         assert_eq!(r.text, "Look");
         assert_eq!(r.tool_calls.len(), 2);
@@ -170,7 +174,9 @@ mod tests {
     #[test]
     fn a_stream_without_end_or_finish_is_cut() {
         let mut a = ResponseAssembler::new();
-        a.push(StreamDelta::Text("half".into()));
+        a.push(StreamDelta::Text {
+            text: "half".into(),
+        });
         assert!(matches!(a.finish(false), Err(ProviderError::StreamCut(_))));
     }
 

@@ -4,6 +4,7 @@
 
 mod assembler;
 pub mod openai;
+pub mod recording;
 
 pub use assembler::{AssistantResponse, ResponseAssembler};
 
@@ -40,7 +41,8 @@ pub struct Usage {
 }
 
 /// Why the model stopped.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum FinishReason {
     Stop,
     ToolCalls,
@@ -63,10 +65,11 @@ impl FinishReason {
 }
 
 /// One piece of a streamed answer.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StreamDelta {
     /// Text to append to the answer.
-    Text(String),
+    Text { text: String },
     /// Part of the tool call at `index`: whichever of its id, name and argument text this chunk
     /// carries. Servers split calls differently; the assembler merges them.
     ToolCall {
@@ -76,9 +79,9 @@ pub enum StreamDelta {
         arguments: Option<String>,
     },
     /// The call's usage, as the server reports it.
-    Usage(Usage),
+    Usage { usage: Usage },
     /// The model stopped.
-    Finish(FinishReason),
+    Finish { reason: FinishReason },
 }
 
 /// A streamed answer.
@@ -92,6 +95,24 @@ pub trait Provider: Send + Sync + 'static {
 
     /// Starts a streamed answer to `request`.
     async fn stream(&self, request: &ChatRequest) -> Result<DeltaStream, ProviderError>;
+}
+
+/// The provider `[model]` describes: `"openai"` (any OpenAI-compatible endpoint) or
+/// `"replay"` (answers from a recording made with `ryvos run --record`).
+pub fn from_config(
+    config: &crate::config::ModelConfig,
+) -> Result<Arc<dyn Provider>, ProviderError> {
+    match config.provider.as_str() {
+        "openai" => Ok(Arc::new(openai::OpenAiProvider::new(config)?)),
+        "replay" => Ok(Arc::new(recording::ReplayProvider::open(
+            std::path::Path::new(&config.replay_file),
+            &config.model,
+        )?)),
+        other => Err(ProviderError::Config(format!(
+            "unknown model provider '{other}' in [model] provider; use \"openai\" (any \
+             OpenAI-compatible endpoint) or \"replay\""
+        ))),
+    }
 }
 
 /// Why a model call failed.

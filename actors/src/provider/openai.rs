@@ -188,8 +188,9 @@ fn sse_deltas(
                     } else if !data.is_empty() {
                         match parse_chunk(data) {
                             Ok(deltas) => {
-                                st.saw_finish |=
-                                    deltas.iter().any(|d| matches!(d, StreamDelta::Finish(_)));
+                                st.saw_finish |= deltas
+                                    .iter()
+                                    .any(|d| matches!(d, StreamDelta::Finish { .. }));
                                 st.pending.extend(deltas);
                             }
                             Err(e) => {
@@ -235,7 +236,7 @@ fn parse_chunk(data: &str) -> Result<Vec<StreamDelta>, ProviderError> {
     for choice in chunk.choices {
         if let Some(delta) = choice.delta {
             if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
-                deltas.push(StreamDelta::Text(text));
+                deltas.push(StreamDelta::Text { text });
             }
             for (position, call) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
                 let function = call.function.unwrap_or_default();
@@ -248,14 +249,18 @@ fn parse_chunk(data: &str) -> Result<Vec<StreamDelta>, ProviderError> {
             }
         }
         if let Some(reason) = choice.finish_reason {
-            deltas.push(StreamDelta::Finish(FinishReason::parse(&reason)));
+            deltas.push(StreamDelta::Finish {
+                reason: FinishReason::parse(&reason),
+            });
         }
     }
     if let Some(u) = chunk.usage {
-        deltas.push(StreamDelta::Usage(Usage {
-            input_tokens: u.prompt_tokens,
-            output_tokens: u.completion_tokens,
-        }));
+        deltas.push(StreamDelta::Usage {
+            usage: Usage {
+                input_tokens: u.prompt_tokens,
+                output_tokens: u.completion_tokens,
+            },
+        });
     }
     Ok(deltas)
 }
@@ -455,15 +460,17 @@ mod tests {
     #[test]
     fn chunks_with_missing_optional_fields_parse() {
         let d = parse_chunk(r#"{"choices":[{"delta":{"content":"Hi"}}]}"#).unwrap();
-        assert_eq!(d, vec![StreamDelta::Text("Hi".into())]);
+        assert_eq!(d, vec![StreamDelta::Text { text: "Hi".into() }]);
         let d = parse_chunk(r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#)
             .unwrap();
         assert_eq!(
             d,
-            vec![StreamDelta::Usage(Usage {
-                input_tokens: 3,
-                output_tokens: 2
-            })]
+            vec![StreamDelta::Usage {
+                usage: Usage {
+                    input_tokens: 3,
+                    output_tokens: 2
+                }
+            }]
         );
         let d = parse_chunk(
             r#"{"choices":[{"delta":{"tool_calls":[{"id":"c","function":{"name":"read","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}"#,

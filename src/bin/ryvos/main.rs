@@ -43,6 +43,10 @@ enum Command {
         /// Continue an existing session.
         #[arg(long, value_name = "ID")]
         resume: Option<String>,
+        /// Save the run's model traffic to FILE (JSON lines), for `provider = "replay"`.
+        /// Runs in-process.
+        #[arg(long, value_name = "FILE")]
+        record: Option<PathBuf>,
         /// What to do.
         #[arg(required = true, num_args = 1..)]
         prompt: Vec<String>,
@@ -97,6 +101,7 @@ async fn dispatch(command: Command, config: Config) -> u8 {
             workspace,
             session,
             resume,
+            record,
             prompt,
         } => {
             let workspace = match workspace
@@ -111,13 +116,28 @@ async fn dispatch(command: Command, config: Config) -> u8 {
             };
             let prompt = prompt.join(" ");
             match Client::connect(&socket).await {
+                Ok(_) if record.is_some() => {
+                    eprintln!(
+                        "ryvos: --record runs in-process, but ryvosd holds this RYVOS_HOME ({}); \
+                         stop it with `ryvos shutdown` or use another RYVOS_HOME",
+                        config.home.display()
+                    );
+                    EXIT_USAGE
+                }
                 Ok(client) => run_remote(client, json, workspace, session, resume, prompt).await,
                 Err(ClientError::NoDaemon { .. }) => {
                     eprintln!(
                         "ryvos: no daemon answering at {}; running in-process",
                         socket.display()
                     );
-                    run_local(config, json, workspace, session.or(resume), prompt).await
+                    let local = Local {
+                        json,
+                        workspace,
+                        session: session.or(resume),
+                        record,
+                        prompt,
+                    };
+                    run_local(config, local).await
                 }
                 Err(e) => {
                     eprintln!("ryvos: {e}");
@@ -276,14 +296,38 @@ async fn run_remote(
     }
 }
 
-async fn run_local(
-    config: Config,
-    json_out: bool,
+/// A run hosted in this process.
+struct Local {
+    json: bool,
     workspace: PathBuf,
     session: Option<String>,
+    record: Option<PathBuf>,
     prompt: String,
-) -> u8 {
-    let runtime = match Runtime::start(config).await {
+}
+
+async fn run_local(config: Config, local: Local) -> u8 {
+    let Local {
+        json: json_out,
+        workspace,
+        session,
+        record,
+        prompt,
+    } = local;
+    let mut builder = Runtime::builder(config.clone());
+    if let Some(path) = &record {
+        let recorder = ryvos::engine::provider::from_config(&config.model).and_then(|inner| {
+            ryvos::engine::provider::recording::RecordingProvider::create(inner, path)
+        });
+        match recorder {
+            Ok(r) => builder = builder.provider(std::sync::Arc::new(r)),
+            Err(e) => {
+                eprintln!("ryvos: {e}");
+                return EXIT_USAGE;
+            }
+        }
+        eprintln!("ryvos: recording the model traffic to {}", path.display());
+    }
+    let runtime = match builder.start().await {
         Ok(r) => r,
         Err(e) => {
             eprintln!("ryvos: {e}");

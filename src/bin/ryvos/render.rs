@@ -48,6 +48,10 @@ impl Renderer {
                 let mark = if *is_error { "failed" } else { "done" };
                 eprintln!("  [{name}] {mark}: {}", clip(first, 100));
             }
+            EventKind::CheckpointSaved { turn } => {
+                self.end_line();
+                eprintln!("  [checkpoint] turn {turn} saved");
+            }
             EventKind::Error { message } => {
                 self.end_line();
                 eprintln!("ryvos: error: {message}");
