@@ -22,6 +22,7 @@ pub mod client;
 pub mod config;
 pub mod daemon;
 pub mod protocol;
+pub mod run_log;
 mod runtime;
 
 pub use config::Config;

@@ -21,12 +21,18 @@ pub enum RuntimeError {
     Workspace(#[from] ryvos_actors::tools::WorkspaceError),
     #[error("the run's event stream closed before the run reported its end")]
     RunLost,
+    #[error("starting the run logger: {0}")]
+    RunLog(std::io::Error),
 }
 
 /// A running Ryvos runtime: the actor system, its store and its tools.
 pub struct Runtime {
     engine: Engine,
+    run_log: std::thread::JoinHandle<()>,
 }
+
+/// How long `close` waits for the run logger to write what it has.
+const RUN_LOG_DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Sets up a [`Runtime`] before it starts.
 pub struct RuntimeBuilder {
@@ -48,8 +54,9 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Starts the runtime.
+    /// Starts the runtime. Run logs go to `$RYVOS_HOME/logs/`.
     pub async fn start(self) -> Result<Runtime, RuntimeError> {
+        let logs = self.config.logs_dir();
         let config = EngineConfig {
             database: self.config.database_path(),
             model: self.config.model,
@@ -61,7 +68,9 @@ impl RuntimeBuilder {
             Some(provider) => Engine::start_with_provider(config, provider, self.tools).await?,
             None => Engine::start(config, self.tools).await?,
         };
-        Ok(Runtime { engine })
+        let run_log =
+            crate::run_log::spawn(logs, engine.subscribe()).map_err(RuntimeError::RunLog)?;
+        Ok(Runtime { engine, run_log })
     }
 }
 
@@ -125,6 +134,20 @@ impl Runtime {
     /// durable, and stops. The database file stays open until the `Runtime` is dropped.
     pub async fn shutdown(&self) -> Result<(), RuntimeError> {
         Ok(self.engine.shutdown().await?)
+    }
+
+    /// Shuts down, then releases everything: the database is closed and the run logs are
+    /// written out before this returns.
+    pub async fn close(self) -> Result<(), RuntimeError> {
+        let stopped = self.shutdown().await;
+        let Runtime { engine, run_log } = self;
+        // Dropping the engine closes the event stream, which ends the logger.
+        drop(engine);
+        let joined = tokio::task::spawn_blocking(move || run_log.join());
+        if tokio::time::timeout(RUN_LOG_DRAIN, joined).await.is_err() {
+            tracing::warn!("the run logger did not finish within {RUN_LOG_DRAIN:?}");
+        }
+        stopped
     }
 
     /// The engine, for test hooks.

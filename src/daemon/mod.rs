@@ -85,30 +85,51 @@ pub async fn serve(
     tracing::info!(socket = %socket.display(), pid = std::process::id(), "ryvosd is ready");
     ready(&socket);
 
-    let accepted = accept_until_stopped(&listener, &shared).await;
+    let mut connections = tokio::task::JoinSet::new();
+    let accepted = accept_until_stopped(&listener, &shared, &mut connections).await;
     tracing::info!("ryvosd is stopping: ending runs in flight and committing their turns");
     drop(listener);
     if let Err(e) = std::fs::remove_file(&socket) {
         tracing::warn!("removing the socket {}: {e}", socket.display());
     }
     let stopped = shared.runtime.shutdown().await;
+    // The runs have ended, so their connections finish; then the runtime can be closed, which
+    // writes out the run logs.
+    let finished = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(CONNECTIONS_DRAIN, finished)
+        .await
+        .is_err()
+    {
+        tracing::warn!("some connections were still open at shutdown");
+        connections.abort_all();
+    }
+    match Arc::try_unwrap(shared) {
+        Ok(shared) => shared.runtime.close().await?,
+        Err(_) => tracing::warn!(
+            "the runtime was still shared at shutdown; run logs may miss their last lines"
+        ),
+    }
     tracing::info!("ryvosd stopped");
     accepted?;
     Ok(stopped?)
 }
 
+/// How long shutdown waits for open connections to finish.
+const CONNECTIONS_DRAIN: std::time::Duration = std::time::Duration::from_secs(10);
+
 async fn accept_until_stopped(
     listener: &UnixListener,
     shared: &Arc<Shared>,
+    connections: &mut tokio::task::JoinSet<()>,
 ) -> Result<(), DaemonError> {
     let mut terminate =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .map_err(|e| DaemonError::Setup(format!("installing the SIGTERM handler: {e}")))?;
-    let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut backoff = std::time::Duration::from_millis(10);
     loop {
         let permit = tokio::select! {
-            p = connections.clone().acquire_owned() => p.map_err(|e| DaemonError::Setup(e.to_string()))?,
+            p = slots.clone().acquire_owned() => p.map_err(|e| DaemonError::Setup(e.to_string()))?,
             _ = shared.shutdown.cancelled() => return Ok(()),
         };
         tokio::select! {
@@ -116,7 +137,9 @@ async fn accept_until_stopped(
                 Ok((stream, _)) => {
                     backoff = std::time::Duration::from_millis(10);
                     let shared = shared.clone();
-                    tokio::spawn(async move {
+                    // Finished connections are reaped as new ones come, so the set stays small.
+                    while connections.try_join_next().is_some() {}
+                    connections.spawn(async move {
                         connection::serve(stream, &shared).await;
                         drop(permit);
                     });

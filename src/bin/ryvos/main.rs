@@ -60,6 +60,11 @@ enum Command {
         /// The session id.
         id: String,
     },
+    /// Print a session's run logs (runs, turns, tool calls) as JSON lines, oldest first.
+    Logs {
+        /// The session id.
+        id: String,
+    },
     /// Stop the daemon gracefully (runs in flight are checkpointed and end `cancelled`).
     Shutdown,
 }
@@ -177,6 +182,18 @@ async fn dispatch(command: Command, config: Config) -> u8 {
         Command::History { id } => {
             simple(&socket, "history", json!({"session": id}), print_history).await
         }
+        Command::Logs { id } => match ryvos::run_log::read(&config.logs_dir(), &id) {
+            Ok(lines) => {
+                for line in lines {
+                    println!("{line}");
+                }
+                0
+            }
+            Err(e) => {
+                eprintln!("ryvos: {e}");
+                EXIT_RUN_FAILED
+            }
+        },
         Command::Shutdown => {
             simple(&socket, "shutdown", json!({}), |_| {
                 println!("ryvosd is stopping")
@@ -356,7 +373,7 @@ async fn run_local(config: Config, local: Local) -> u8 {
             EXIT_RUN_FAILED
         }
     };
-    if let Err(e) = runtime.shutdown().await {
+    if let Err(e) = runtime.close().await {
         eprintln!("ryvos: stopping the runtime: {e}");
         return EXIT_RUN_FAILED;
     }

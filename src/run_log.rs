@@ -1,0 +1,179 @@
+//! Run logs: JSON lines under `$RYVOS_HOME/logs/<session_id>/`, at three levels.
+//!
+//! - `runs.jsonl`  (L1): one line per run when it ends — status, output, turns, tokens, duration.
+//! - `turns.jsonl` (L2): one line per turn when it is durable — model, tokens, tools called.
+//! - `tools.jsonl` (L3): one line per tool call — input, outcome, output, duration.
+//!
+//! The logger follows the runtime's global event stream on a thread of its own, so file I/O never
+//! runs on the async workers. Every line is written and flushed at once, so a crash keeps what
+//! was logged. A logger that falls behind says how many events it missed, in the log itself.
+
+use ryvos_actors::event::{Event, EventKind};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::broadcast;
+
+/// The log files of one session.
+pub const LEVELS: [&str; 3] = ["runs.jsonl", "turns.jsonl", "tools.jsonl"];
+
+/// Starts the logger thread on `events`; it ends when the stream closes.
+pub fn spawn(
+    dir: PathBuf,
+    events: broadcast::Receiver<Arc<Event>>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("ryvos-run-log".into())
+        .spawn(move || RunLogger::new(dir).follow(events))
+}
+
+#[derive(Default)]
+struct TurnSoFar {
+    model: String,
+    input_tokens: u64,
+    output_tokens: u64,
+    estimated: bool,
+    tools: Vec<String>,
+}
+
+struct RunLogger {
+    dir: PathBuf,
+    /// Per run: the turn being assembled, and tool calls started (input, when).
+    turns: HashMap<String, TurnSoFar>,
+    calls: HashMap<String, (Value, Instant)>,
+}
+
+impl RunLogger {
+    fn new(dir: PathBuf) -> Self {
+        Self {
+            dir,
+            turns: HashMap::new(),
+            calls: HashMap::new(),
+        }
+    }
+
+    fn follow(mut self, mut events: broadcast::Receiver<Arc<Event>>) {
+        loop {
+            match events.blocking_recv() {
+                Ok(event) => self.record(&event),
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::warn!("the run logger fell behind and missed {missed} events");
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+
+    fn record(&mut self, event: &Event) {
+        let run = event.run_id.as_str();
+        let base = |extra: Value| {
+            let mut line = json!({"ts_ms": ryvos_actors::store::now_ms(), "session_id": event.session_id, "run_id": event.run_id});
+            if let (Some(line), Some(extra)) = (line.as_object_mut(), extra.as_object()) {
+                line.extend(extra.clone());
+            }
+            line
+        };
+        match &event.kind {
+            EventKind::ModelUsage {
+                model,
+                input_tokens,
+                output_tokens,
+                estimated,
+                ..
+            } => {
+                let turn = self.turns.entry(run.to_owned()).or_default();
+                turn.model = model.clone();
+                turn.input_tokens = *input_tokens;
+                turn.output_tokens = *output_tokens;
+                turn.estimated = *estimated;
+            }
+            EventKind::ToolStart { call_id, input, .. } => {
+                self.calls
+                    .insert(call_id.to_string(), (input.clone(), Instant::now()));
+            }
+            EventKind::ToolEnd {
+                call_id,
+                name,
+                is_error,
+                output,
+            } => {
+                let (input, started) = self
+                    .calls
+                    .remove(call_id.as_str())
+                    .unwrap_or((Value::Null, Instant::now()));
+                self.turns
+                    .entry(run.to_owned())
+                    .or_default()
+                    .tools
+                    .push(name.clone());
+                let line = base(
+                    json!({"level": 3, "call_id": call_id, "tool": name, "input": input,
+                    "is_error": is_error, "output": output, "duration_ms": started.elapsed().as_millis() as u64}),
+                );
+                self.append(&event.session_id.to_string(), "tools.jsonl", &line);
+            }
+            EventKind::CheckpointSaved { turn } => {
+                let t = self.turns.remove(run).unwrap_or_default();
+                let line = base(
+                    json!({"level": 2, "turn": turn, "model": t.model, "input_tokens": t.input_tokens,
+                    "output_tokens": t.output_tokens, "usage_estimated": t.estimated, "tools": t.tools}),
+                );
+                self.append(&event.session_id.to_string(), "turns.jsonl", &line);
+            }
+            EventKind::RunComplete { .. } => {
+                self.turns.remove(run);
+                let mut line = base(json!({"level": 1}));
+                if let (Some(line), Ok(Value::Object(fields))) =
+                    (line.as_object_mut(), serde_json::to_value(&event.kind))
+                {
+                    line.extend(fields);
+                }
+                self.append(&event.session_id.to_string(), "runs.jsonl", &line);
+            }
+            _ => {}
+        }
+    }
+
+    fn append(&self, session: &str, file: &str, line: &Value) {
+        let dir = self.dir.join(session);
+        let written = std::fs::create_dir_all(&dir).and_then(|_| {
+            let mut f: File = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join(file))?;
+            writeln!(f, "{line}")?;
+            f.flush()
+        });
+        if let Err(e) = written {
+            tracing::error!("writing the run log {}: {e}", dir.join(file).display());
+        }
+    }
+}
+
+/// A session's log lines, all levels, in the order they were written.
+pub fn read(logs_dir: &Path, session: &str) -> std::io::Result<Vec<Value>> {
+    let dir = logs_dir.join(session);
+    if !dir.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("no logs for session {session} in {}", logs_dir.display()),
+        ));
+    }
+    let mut lines = Vec::new();
+    for file in LEVELS {
+        let Ok(text) = std::fs::read_to_string(dir.join(file)) else {
+            continue;
+        };
+        // A crash may leave a last line half-written; it is skipped.
+        lines.extend(
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok()),
+        );
+    }
+    lines.sort_by_key(|l| l["ts_ms"].as_u64().unwrap_or(0));
+    Ok(lines)
+}
