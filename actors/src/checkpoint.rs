@@ -41,7 +41,8 @@ pub struct CheckpointActor;
 /// Its state: the queue to the writer thread. Dropping it lets the thread finish what it has
 /// and exit.
 pub struct CheckpointState {
-    jobs: mpsc::Sender<Job>,
+    jobs: Option<mpsc::Sender<Job>>,
+    writer: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Actor for CheckpointActor {
@@ -55,10 +56,30 @@ impl Actor for CheckpointActor {
         store: Store,
     ) -> Result<Self::State, ActorProcessingErr> {
         let (jobs, queue) = mpsc::channel();
-        std::thread::Builder::new()
+        let writer = std::thread::Builder::new()
             .name("ryvos-writer".into())
             .spawn(move || write_loop(&store, &queue))?;
-        Ok(CheckpointState { jobs })
+        Ok(CheckpointState {
+            jobs: Some(jobs),
+            writer: Some(writer),
+        })
+    }
+
+    /// A clean stop lets the writer commit what it holds and waits for it, so the database is
+    /// released when the actor is gone. (After a panic the writer finishes on its own.)
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        state.jobs = None;
+        if let Some(writer) = state.writer.take() {
+            let joined = tokio::task::spawn_blocking(move || writer.join()).await;
+            if !matches!(joined, Ok(Ok(()))) {
+                tracing::error!("the store's writer thread ended abnormally");
+            }
+        }
+        Ok(())
     }
 
     async fn handle(
@@ -83,7 +104,11 @@ impl Actor for CheckpointActor {
             #[cfg(feature = "fault-injection")]
             CheckpointMsg::Panic => panic!("injected fault in the checkpoint actor"),
         };
-        if let Err(mpsc::SendError(job)) = state.jobs.send(job) {
+        let Some(jobs) = &state.jobs else {
+            (job.notify)(Err(writer_gone()));
+            return Ok(());
+        };
+        if let Err(mpsc::SendError(job)) = jobs.send(job) {
             // The writer thread is gone (it panicked): fail the job, and this actor, so that the
             // supervisor restarts both.
             (job.notify)(Err(writer_gone()));

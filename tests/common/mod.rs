@@ -79,9 +79,7 @@ impl Harness {
             home,
             workspace,
         } = self;
-        runtime.shutdown().await.expect("clean shutdown");
-        // The database is released when the runtime is dropped.
-        drop(runtime);
+        runtime.close().await.expect("clean shutdown");
         let runtime = Runtime::start(config.clone())
             .await
             .expect("runtime restarts");

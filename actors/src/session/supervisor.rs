@@ -215,7 +215,13 @@ impl Actor for SessionSupervisor {
         myself: ActorRef<Self::Msg>,
         _state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        myself.stop_children(Some("the session supervisor stopped".into()));
+        // Waiting means no session still holds the store once this supervisor is gone.
+        myself
+            .stop_children_and_wait(
+                Some("the session supervisor stopped".into()),
+                Some(STOP_ALL_TIMEOUT),
+            )
+            .await;
         Ok(())
     }
 
