@@ -207,6 +207,27 @@ struct Figures {
     samples: usize,
 }
 
+/// Runs `prompt` on `session` and checks it completed.
+async fn run_to_end(
+    runtime: &Runtime,
+    prompt: &str,
+    session: &SessionId,
+    workspace: &std::path::Path,
+) {
+    let outcome = runtime
+        .run(
+            RunRequest::new(prompt)
+                .session(session.clone())
+                .workspace(workspace),
+        )
+        .await
+        .unwrap()
+        .outcome()
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+}
+
 async fn measure(history: u64, tool: &'static str, tier: SafetyTier) -> Figures {
     let home = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
@@ -242,31 +263,9 @@ async fn measure(history: u64, tool: &'static str, tier: SafetyTier) -> Figures 
     let mut all = Vec::new();
     for session in sessions {
         // Load the session (as a resumed session is) before measuring.
-        let warm = runtime
-            .run(
-                RunRequest::new("warm up")
-                    .session(session.clone())
-                    .workspace(workspace.path()),
-            )
-            .await
-            .unwrap()
-            .outcome()
-            .await
-            .unwrap();
-        assert_eq!(warm.status, RunStatus::Completed, "{:?}", warm.reason);
+        run_to_end(&runtime, "warm up", &session, workspace.path()).await;
         marks.lock().unwrap().clear();
-        let outcome = runtime
-            .run(
-                RunRequest::new("measure")
-                    .session(session)
-                    .workspace(workspace.path()),
-            )
-            .await
-            .unwrap()
-            .outcome()
-            .await
-            .unwrap();
-        assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+        run_to_end(&runtime, "measure", &session, workspace.path()).await;
         all.extend(overheads(&marks.lock().unwrap()));
     }
     runtime.shutdown().await.unwrap();

@@ -1,6 +1,9 @@
 //! ryvosd and ryvos end to end: the real binaries, a real socket, real redb, real HTTP to a
 //! scripted model server.
 
+mod common;
+
+use common::cli::{self, json_lines as events};
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
@@ -75,28 +78,8 @@ impl Home {
 
     /// Runs `ryvos ARGS` to its end: (exit code, stdout, stderr).
     async fn ryvos(&self, args: &[&str]) -> (i32, String, String) {
-        let out = tokio::time::timeout(
-            WAIT,
-            self.command(env!("CARGO_BIN_EXE_ryvos"))
-                .args(args)
-                .output(),
-        )
-        .await
-        .expect("ryvos finished in time")
-        .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        cli::output(self.command(env!("CARGO_BIN_EXE_ryvos")).args(args)).await
     }
-}
-
-fn events(stdout: &str) -> Vec<Value> {
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,29 +1,15 @@
 //! `ryvos run --record` and `provider = "replay"`, through the real binary.
 
+mod common;
+
+use common::cli::{self, json_lines as events};
 use ryvos_testkit::{Reply, ScriptedModelServer};
-use serde_json::Value;
 use std::path::Path;
 use tokio::process::Command;
 
 async fn ryvos(home: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ryvos"))
-        .env("RYVOS_HOME", home)
-        .args(args)
-        .output()
-        .await
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn events(stdout: &str) -> Vec<Value> {
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ryvos"));
+    cli::output(command.env("RYVOS_HOME", home).args(args)).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

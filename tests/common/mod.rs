@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod cli;
+
 use ryvos::{Config, Event, EventKind, RunOutcome, RunRequest, Runtime};
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use std::sync::Arc;
