@@ -1,13 +1,21 @@
 //! Showing a run's events to a person (or, with `--json`, to a script).
 
 use ryvos::{Event, EventKind, RunStatus};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
 /// How events are shown.
 pub struct Renderer {
     json: bool,
     /// Whether the answer so far ends mid-line on stdout.
     open_line: bool,
+    /// A spinner is drawn only for a person: stderr is a terminal and this is not `--json`.
+    spin: bool,
+    /// The run is waiting on the model (nothing streaming, no tool running).
+    waiting: bool,
+    frame: usize,
+    spinner_drawn: bool,
 }
 
 impl Renderer {
@@ -16,11 +24,37 @@ impl Renderer {
         Self {
             json,
             open_line: false,
+            spin: !json && std::io::stderr().is_terminal(),
+            waiting: false,
+            frame: 0,
+            spinner_drawn: false,
+        }
+    }
+
+    /// Advances the spinner, when the run is waiting on the model.
+    pub fn tick(&mut self) {
+        if !self.spin || !self.waiting || self.open_line {
+            return;
+        }
+        self.frame = (self.frame + 1) % SPINNER.len();
+        eprint!("\r{} waiting for the model", SPINNER[self.frame]);
+        self.spinner_drawn = true;
+    }
+
+    fn clear_spinner(&mut self) {
+        if self.spinner_drawn {
+            eprint!("\r\x1b[2K");
+            self.spinner_drawn = false;
         }
     }
 
     /// Shows one event.
     pub fn show(&mut self, event: &Event) {
+        self.clear_spinner();
+        self.waiting = matches!(
+            event.kind,
+            EventKind::RunStarted | EventKind::ToolEnd { .. } | EventKind::CheckpointSaved { .. }
+        );
         if self.json {
             let mut out = std::io::stdout().lock();
             if let Ok(line) = serde_json::to_string(event) {
@@ -63,6 +97,8 @@ impl Renderer {
 
     /// Reports how the run ended on stderr when it did not complete.
     pub fn finish(&mut self, status: RunStatus, reason: Option<&str>, session: &str) {
+        self.clear_spinner();
+        self.waiting = false;
         self.end_line();
         if status != RunStatus::Completed {
             eprintln!(
