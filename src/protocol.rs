@@ -34,6 +34,7 @@ pub enum Method {
     Status,
     Sessions,
     History { session_id: String },
+    Cost,
     Shutdown,
 }
 
@@ -81,11 +82,12 @@ impl Request {
             "history" => Method::History {
                 session_id: serde_json::from_value::<SessionParam>(params()).map_err(bad)?.session,
             },
+            "cost" => Method::Cost,
             "shutdown" => Method::Shutdown,
             other => {
                 return Err(ErrorBody::new(
                     ErrorCode::UnknownMethod,
-                    format!("unknown method '{other}'; the methods are run, status, sessions, history, shutdown"),
+                    format!("unknown method '{other}'; the methods are run, status, sessions, history, cost, shutdown"),
                 ))
             }
         })

@@ -127,6 +127,12 @@ async fn a_run_streams_its_events_as_json_through_the_daemon() {
         out.contains("user: write a file") && out.contains("completed"),
         "{out}"
     );
+    let (code, cost, _) = home.ryvos(&["cost"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        cost.contains("last 24 hours: 1 runs, 24 input + 10 output tokens"),
+        "{cost}"
+    );
     let (code, _, _) = home.ryvos(&["shutdown"]).await;
     assert_eq!(code, 0);
     let status = tokio::time::timeout(WAIT, daemon.wait())

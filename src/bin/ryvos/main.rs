@@ -60,6 +60,8 @@ enum Command {
         /// The session id.
         id: String,
     },
+    /// Token usage of recent runs (prices are not applied yet).
+    Cost,
     /// Print a session's run logs (runs, turns, tool calls) as JSON lines, oldest first.
     Logs {
         /// The session id.
@@ -181,6 +183,19 @@ async fn dispatch(command: Command, config: Config) -> u8 {
         }
         Command::History { id } => {
             simple(&socket, "history", json!({"session": id}), print_history).await
+        }
+        Command::Cost => {
+            simple(&socket, "cost", json!({}), |v| {
+                for (label, key) in [("last 24 hours", "last_24h"), ("last 30 days", "last_30_days"), ("all time", "all_time")] {
+                    let t = &v[key];
+                    println!(
+                        "{label:>14}: {} runs, {} input + {} output tokens",
+                        t["runs"], t["input_tokens"], t["output_tokens"]
+                    );
+                }
+                println!("prices: not applied yet (no cost ledger); token counts are the providers' own, or estimated where a server sent none");
+            })
+            .await
         }
         Command::Logs { id } => match ryvos::run_log::read(&config.logs_dir(), &id) {
             Ok(lines) => {
