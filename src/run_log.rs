@@ -139,6 +139,10 @@ impl RunLogger {
     }
 
     fn append(&self, session: &str, file: &str, line: &Value) {
+        if !ryvos_actors::ids::SessionId::is_well_formed(session) {
+            tracing::error!("not logging for the malformed session id {session:?}");
+            return;
+        }
         let dir = self.dir.join(session);
         let written = std::fs::create_dir_all(&dir).and_then(|_| {
             let mut f: File = OpenOptions::new()
@@ -156,6 +160,12 @@ impl RunLogger {
 
 /// A session's log lines, all levels, in the order they were written.
 pub fn read(logs_dir: &Path, session: &str) -> std::io::Result<Vec<Value>> {
+    if !ryvos_actors::ids::SessionId::is_well_formed(session) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("'{session}' is not a session id"),
+        ));
+    }
     let dir = logs_dir.join(session);
     if !dir.is_dir() {
         return Err(std::io::Error::new(

@@ -19,6 +19,8 @@ pub enum RuntimeError {
     Engine(#[from] EngineError),
     #[error("the workspace: {0}")]
     Workspace(#[from] ryvos_actors::tools::WorkspaceError),
+    #[error("'{0}' is not a usable session id: use letters, digits, '_' and '-' (at most 128)")]
+    BadSessionId(String),
     #[error("the run's event stream closed before the run reported its end")]
     RunLost,
     #[error("starting the run logger: {0}")]
@@ -91,6 +93,11 @@ impl Runtime {
 
     /// Starts a run. Its events are followed from the first one through the handle.
     pub async fn run(&self, request: RunRequest) -> Result<RunHandle, RuntimeError> {
+        if let Some(id) = &request.session {
+            if !SessionId::is_well_formed(id.as_str()) {
+                return Err(RuntimeError::BadSessionId(id.to_string()));
+            }
+        }
         let workspace = match request.workspace {
             Some(dir) => Workspace::new(&dir)?,
             None => Workspace::new(&std::env::current_dir().unwrap_or_else(|_| ".".into()))?,

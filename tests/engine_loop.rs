@@ -406,3 +406,19 @@ async fn a_session_takes_its_next_run_as_soon_as_the_last_one_reports_its_end() 
     assert_eq!(last["messages"].as_array().unwrap().len(), 1 + 2 * 20 - 1);
     h.server.assert_no_orphans();
 }
+
+#[tokio::test]
+async fn a_session_id_that_could_leave_the_logs_directory_is_refused() {
+    let h = Harness::start(vec![], |_| {}).await;
+    for bad in ["../escape", "/abs", "a b", ""] {
+        let refused = h
+            .runtime
+            .run(h.request("x").session(ryvos::SessionId::new(bad)))
+            .await;
+        assert!(
+            matches!(refused, Err(ryvos::RuntimeError::BadSessionId(_))),
+            "{bad:?} was accepted"
+        );
+    }
+    assert!(h.server.requests().is_empty());
+}

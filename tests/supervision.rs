@@ -72,9 +72,12 @@ async fn a_session_that_panics_mid_run_ends_its_run_with_a_reason_and_serves_the
     .await;
     let mut handle = h.runtime.run(h.request("first")).await.unwrap();
     let session = handle.session_id.clone();
-    // Wait until the run is under way (its user message is recorded), then break its actor.
+    // Wait until the run's model request is in flight, then break its actor.
     let started = handle.next_event().await.unwrap();
     assert!(matches!(started.kind, EventKind::RunStarted));
+    tokio::time::timeout(Duration::from_secs(10), h.server.wait_for_requests(1))
+        .await
+        .expect("the model request left");
     assert!(
         h.runtime
             .engine()

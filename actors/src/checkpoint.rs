@@ -6,12 +6,14 @@
 //! the async workers, and a session never waits for one unless it is about to do something
 //! with side effects or to report a run finished.
 
+use crate::callback::Callback;
 use crate::store::{Store, StoreError, WriteBatch};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::mpsc;
 
-/// Called once a batch is durable, or with the error that stopped it.
-pub type CommitNotify = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+/// Answered once a batch is durable, or with the error that stopped it (also when the batch is
+/// lost with a failed actor or writer).
+pub type CommitNotify = Callback<Result<(), StoreError>>;
 
 /// The most batches put in one transaction.
 const MAX_GROUP: usize = 1024;
@@ -95,30 +97,34 @@ impl Actor for CheckpointActor {
             },
             CheckpointMsg::Flush(reply) => Job {
                 batch: None,
-                notify: Box::new(move |result| {
-                    if reply.send(result).is_err() {
-                        tracing::debug!("a flush's caller left before it finished");
-                    }
-                }),
+                notify: Callback::new(
+                    move |result| {
+                        if reply.send(result).is_err() {
+                            tracing::debug!("a flush's caller left before it finished");
+                        }
+                    },
+                    || Err(writer_gone()),
+                ),
             },
             #[cfg(feature = "fault-injection")]
             CheckpointMsg::Panic => panic!("injected fault in the checkpoint actor"),
         };
         let Some(jobs) = &state.jobs else {
-            (job.notify)(Err(writer_gone()));
+            job.notify.answer(Err(writer_gone()));
             return Ok(());
         };
         if let Err(mpsc::SendError(job)) = jobs.send(job) {
             // The writer thread is gone (it panicked): fail the job, and this actor, so that the
             // supervisor restarts both.
-            (job.notify)(Err(writer_gone()));
+            job.notify.answer(Err(writer_gone()));
             return Err("the store's writer thread stopped".into());
         }
         Ok(())
     }
 }
 
-fn writer_gone() -> StoreError {
+/// The error a batch gets when the writer is gone before committing it.
+pub fn writer_gone() -> StoreError {
     StoreError::from_cause(
         "handing a batch to the store's writer",
         "the writer thread has stopped",
@@ -148,7 +154,7 @@ fn write_loop(store: &Store, queue: &mpsc::Receiver<Job>) {
             tracing::error!("group commit of {} batch(es) failed: {e}", batches.len());
         }
         for job in group {
-            (job.notify)(result.clone());
+            job.notify.answer(result.clone());
         }
     }
 }

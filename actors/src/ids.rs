@@ -21,6 +21,14 @@ macro_rules! string_id {
                 Self(id.into())
             }
 
+            /// True for an id made only of ASCII letters, digits, `_` and `-` (at most 128): safe as
+            /// a file name, which session ids become in the run logs.
+            pub fn is_well_formed(id: &str) -> bool {
+                !id.is_empty()
+                    && id.len() <= 128
+                    && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            }
+
             /// The id as text.
             pub fn as_str(&self) -> &str {
                 &self.0

@@ -21,6 +21,7 @@
 //! by everyone at once. The [`store`] is append-only and repairs a turn cut off by a crash when
 //! the session is next loaded.
 
+pub mod callback;
 pub mod checkpoint;
 pub mod config;
 pub mod cost_ledger;

@@ -5,6 +5,7 @@
 //! back to the session. A server that reports no usage gets it estimated with the tokenizer, and
 //! the estimate is marked as such.
 
+use crate::callback::Callback;
 use crate::event::{EventKind, RunEvents};
 use crate::provider::{
     AssistantResponse, ChatRequest, Provider, ProviderError, ResponseAssembler, StreamDelta, Usage,
@@ -34,8 +35,8 @@ pub struct StreamJob {
     /// The request's size in tokens as the session counted it, used when the server reports no
     /// usage.
     pub input_tokens: u64,
-    /// Receives the answer; not called when the job is cancelled.
-    pub on_done: Box<dyn FnOnce(Result<ModelReply, ProviderError>) + Send>,
+    /// Receives the answer (a cancelled job answers with its fallback, which the run ignores).
+    pub on_done: Callback<Result<ModelReply, ProviderError>>,
 }
 
 /// Messages of the [`LlmStreamActor`].
@@ -79,9 +80,15 @@ impl Actor for LlmStreamActor {
                         input_tokens,
                         on_done,
                     } = job;
-                    tokio::select! {
-                        result = stream_answer(provider.as_ref(), &request, &events, input_tokens) => on_done(result),
-                        _ = cancel.cancelled() => {}
+                    let result = tokio::select! {
+                        result = stream_answer(provider.as_ref(), &request, &events, input_tokens) => Some(result),
+                        _ = cancel.cancelled() => None,
+                    };
+                    // Release the history snapshot before answering, so the session can append
+                    // without copying it.
+                    drop(request);
+                    if let Some(result) = result {
+                        on_done.answer(result);
                     }
                 });
             }

@@ -113,10 +113,18 @@ async fn close_with(
     }
 }
 
+/// How long one line may take to reach a client; a client that stops reading is dropped
+/// (its runs go on) rather than holding a connection slot forever.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
 async fn send(write: &mut OwnedWriteHalf, reply: &Reply) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(reply).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    write.write_all(&line).await
+    tokio::time::timeout(WRITE_TIMEOUT, write.write_all(&line))
+        .await
+        .map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::TimedOut, "the client stopped reading")
+        })?
 }
 
 async fn answer(
@@ -288,6 +296,7 @@ fn run_error(e: RuntimeError) -> ErrorBody {
             ErrorBody::new(code, e.to_string())
         }
         RuntimeError::Workspace(e) => ErrorBody::new(ErrorCode::BadRequest, e.to_string()),
+        e @ RuntimeError::BadSessionId(_) => ErrorBody::new(ErrorCode::BadRequest, e.to_string()),
         other => ErrorBody::new(ErrorCode::Internal, other.to_string()),
     }
 }

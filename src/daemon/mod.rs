@@ -117,20 +117,39 @@ pub async fn serve(
 /// How long shutdown waits for open connections to finish.
 const CONNECTIONS_DRAIN: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Cancels `shared.shutdown` on SIGTERM, SIGINT, or the runtime stopping by itself (an actor
+/// failed past the restart intensity); answers whether it was the latter.
+fn watch_for_stop(shared: Arc<Shared>) -> Result<tokio::task::JoinHandle<bool>, DaemonError> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let install = |kind, name: &str| {
+        signal(kind).map_err(|e| DaemonError::Setup(format!("installing the {name} handler: {e}")))
+    };
+    let mut terminate = install(SignalKind::terminate(), "SIGTERM")?;
+    let mut interrupt = install(SignalKind::interrupt(), "SIGINT")?;
+    Ok(tokio::spawn(async move {
+        let runtime_died = tokio::select! {
+            _ = terminate.recv() => false,
+            _ = interrupt.recv() => false,
+            _ = shared.shutdown.cancelled() => false,
+            _ = shared.runtime.stopped() => true,
+        };
+        shared.shutdown.cancel();
+        runtime_died
+    }))
+}
+
 async fn accept_until_stopped(
     listener: &UnixListener,
     shared: &Arc<Shared>,
     connections: &mut tokio::task::JoinSet<()>,
 ) -> Result<(), DaemonError> {
-    let mut terminate =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .map_err(|e| DaemonError::Setup(format!("installing the SIGTERM handler: {e}")))?;
+    let stop = watch_for_stop(shared.clone())?;
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut backoff = std::time::Duration::from_millis(10);
     loop {
         let permit = tokio::select! {
             p = slots.clone().acquire_owned() => p.map_err(|e| DaemonError::Setup(e.to_string()))?,
-            _ = shared.shutdown.cancelled() => return Ok(()),
+            _ = shared.shutdown.cancelled() => break,
         };
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -151,12 +170,13 @@ async fn accept_until_stopped(
                     backoff = (backoff * 2).min(std::time::Duration::from_secs(1));
                 }
             },
-            _ = shared.shutdown.cancelled() => return Ok(()),
-            _ = terminate.recv() => { shared.shutdown.cancel(); return Ok(()) }
-            _ = tokio::signal::ctrl_c() => { shared.shutdown.cancel(); return Ok(()) }
-            _ = shared.runtime.stopped() => {
-                return Err(DaemonError::Setup("the runtime stopped after an actor failed too often; see the log above".into()));
-            }
+            _ = shared.shutdown.cancelled() => break,
         }
     }
+    if stop.await.unwrap_or(false) {
+        return Err(DaemonError::Setup(
+            "the runtime stopped after an actor failed too often; see the log above".into(),
+        ));
+    }
+    Ok(())
 }

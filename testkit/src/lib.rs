@@ -31,6 +31,8 @@ type Body = BoxBody<Bytes, std::io::Error>;
 struct Shared {
     script: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<Value>>,
+    /// Woken at every request received.
+    arrived: tokio::sync::Notify,
 }
 
 /// The server. It stops when dropped.
@@ -93,6 +95,17 @@ impl ScriptedModelServer {
         self.shared.requests.lock().expect("requests lock").clone()
     }
 
+    /// Waits until `n` requests have been received in all.
+    pub async fn wait_for_requests(&self, n: usize) {
+        loop {
+            let arrived = self.shared.arrived.notified();
+            if self.shared.requests.lock().expect("requests lock").len() >= n {
+                return;
+            }
+            arrived.await;
+        }
+    }
+
     /// Replies not yet used.
     pub fn remaining(&self) -> usize {
         self.shared.script.lock().expect("script lock").len()
@@ -125,6 +138,7 @@ async fn answer(shared: &Shared, req: Request<hyper::body::Incoming>) -> Respons
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
     let streamed = json.get("stream").and_then(Value::as_bool).unwrap_or(false);
     shared.requests.lock().expect("requests lock").push(json);
+    shared.arrived.notify_waiters();
     let next = shared.script.lock().expect("script lock").pop_front();
     let Some(reply) = next else {
         return plain(

@@ -14,6 +14,7 @@ use super::recovery::{self, Reloaded};
 use super::run::{ActiveRun, Ending, Phase};
 use super::supervisor::SessionSupervisorMsg;
 use super::{RunSpec, Services};
+use crate::callback::Callback;
 use crate::checkpoint::CheckpointMsg;
 use crate::event::{EventKind, RunEvents, RunStatus, SessionEvents};
 use crate::ids::{RunId, SessionId};
@@ -21,12 +22,21 @@ use crate::llm_stream::{LlmMsg, ModelReply, StreamJob};
 use crate::message::{Message, ToolCall};
 use crate::provider::{ChatRequest, ProviderError};
 use crate::store::{now_ms, RunRecord, SessionRecord, StoreError, TurnCheckpoint, WriteBatch};
-use crate::tools::executor::{ToolBatch, ToolMsg, ToolOutcome};
+use crate::tools::executor::{lost_outcomes, ToolBatch, ToolMsg, ToolOutcome};
 use crate::tools::ToolContext;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
+
+/// A step number never used before in this process. Every dispatch (model request, tool batch,
+/// final commit) takes one, and a reply is accepted only if it carries the step of the run in
+/// flight, so a late reply from an earlier run (or an earlier phase) can never be mistaken for
+/// a current one.
+fn next_step() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 
 /// How long a finished run may wait for its last commit before it is reported failed.
 const FINAL_COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -198,18 +208,33 @@ impl SessionState {
     /// were cut off: the one being recovered from a failure is reported to its subscribers.
     async fn reload(&mut self, myself: &ActorRef<SessionMsg>) {
         let recover = self.recover.take();
-        let loaded = recovery::load(
-            &self.services.store,
-            &self.id,
-            recover.as_ref().map(|(run, _)| run),
-        )
-        .await;
+        let loaded = match self.flush_store().await {
+            Ok(()) => {
+                recovery::load(
+                    &self.services.store,
+                    &self.id,
+                    recover.as_ref().map(|(run, _)| run),
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        };
         let Reloaded {
             history: loaded,
             recovered_turns,
         } = match loaded {
             Ok(loaded) => loaded,
-            Err(e) => return self.load_error = Some(e),
+            Err(e) => {
+                if let Some((run_id, why)) = &recover {
+                    self.report_recovered(
+                        run_id,
+                        &format!("{why}; reloading the session failed: {e}"),
+                        &[],
+                        now_ms(),
+                    );
+                }
+                return self.load_error = Some(e);
+            }
         };
         self.load_error = None;
         self.needs_reload = false;
@@ -225,15 +250,7 @@ impl SessionState {
                 .iter()
                 .find(|r| r.run_id == *run_id)
                 .map_or_else(now_ms, |r| r.started_at_ms);
-            let events = self.events.for_run(self.id.clone(), run_id.clone());
-            events.emit(EventKind::Error {
-                message: why.clone(),
-            });
-            events.emit(recovery::recovered_end(
-                &recovered_turns,
-                why,
-                started_at_ms,
-            ));
+            self.report_recovered(run_id, why, &recovered_turns, started_at_ms);
         }
         let mut ended = recovery::end_unfinished(loaded.unfinished_runs, recover.as_ref());
         // The repaired messages, and one run record per batch.
@@ -250,6 +267,43 @@ impl SessionState {
         }
     }
 
+    /// Waits until every batch handed to the store before now is committed, so a reload reads
+    /// everything this session (or its failed predecessor) wrote.
+    async fn flush_store(&self) -> Result<(), String> {
+        let checkpoint = self.services.checkpoint.get().map_err(|e| e.to_string())?;
+        match ractor::call_t!(
+            checkpoint,
+            CheckpointMsg::Flush,
+            FINAL_COMMIT_TIMEOUT.as_millis() as u64
+        ) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(e) => Err(format!("the store's writer did not answer: {e}")),
+        }
+    }
+
+    /// Ends a run that failed with its actor: tells its subscribers, then the supervisor.
+    fn report_recovered(
+        &self,
+        run_id: &RunId,
+        why: &str,
+        turns: &[TurnCheckpoint],
+        started_at_ms: u64,
+    ) {
+        let events = self.events.for_run(self.id.clone(), run_id.clone());
+        events.emit(EventKind::Error {
+            message: why.to_owned(),
+        });
+        events.emit(recovery::recovered_end(turns, why, started_at_ms));
+        let done = SessionSupervisorMsg::RunFinished {
+            session_id: self.id.clone(),
+            run_id: run_id.clone(),
+        };
+        if self.supervisor.cast(done).is_err() {
+            tracing::warn!(session = %self.id, "the session supervisor is gone");
+        }
+    }
+
     async fn start_run(&mut self, myself: &ActorRef<SessionMsg>, run_id: RunId, spec: RunSpec) {
         self.idle_epoch += 1;
         if self.needs_reload {
@@ -257,17 +311,24 @@ impl SessionState {
         }
         let events = self.events.for_run(self.id.clone(), run_id.clone());
         let system: Arc<str> = system_prompt(&spec.workspace).into();
+        let cancel = CancellationToken::new();
+        // A commit failure left from between runs belongs to no run; the reload that follows
+        // it (needs_reload) has dealt with the store.
+        if let Some(stale) = self.commits.take_error() {
+            tracing::warn!(session = %self.id, "a commit failed between runs: {stale}");
+        }
         let mut run = ActiveRun {
             id: run_id.clone(),
             prompt: spec.prompt.clone(),
             events: events.clone(),
             workspace: spec.workspace,
             system,
-            cancel: CancellationToken::new(),
+            cancel: cancel.clone(),
+            _cancel_on_drop: cancel.drop_guard(),
             started: Instant::now(),
             started_at_ms: now_ms(),
             turns: 0,
-            step: 0,
+            step: next_step(),
             phase: Phase::AwaitingModel,
             usage: Default::default(),
             usage_estimated: false,
@@ -302,7 +363,7 @@ impl SessionState {
     /// Sends the conversation to the model.
     fn begin_turn(&mut self, myself: &ActorRef<SessionMsg>) {
         let Some(run) = self.run.as_mut() else { return };
-        run.step += 1;
+        run.step = next_step();
         run.phase = Phase::AwaitingModel;
         run.turn_first_seq = self.history.next_seq();
         let step = run.step;
@@ -316,11 +377,18 @@ impl SessionState {
             events: run.events.clone(),
             cancel: run.cancel.clone(),
             input_tokens: self.history.total_tokens(),
-            on_done: Box::new(move |result| {
-                if me.cast(SessionMsg::ModelDone { step, result }).is_err() {
-                    tracing::debug!("a model answer arrived for a session that has stopped");
-                }
-            }),
+            on_done: Callback::new(
+                move |result| {
+                    if me.cast(SessionMsg::ModelDone { step, result }).is_err() {
+                        tracing::debug!("a model answer arrived for a session that has stopped");
+                    }
+                },
+                || {
+                    Err(ProviderError::StreamCut(
+                        "the model call was lost (its actor or task failed)".into(),
+                    ))
+                },
+            ),
         };
         if let Err(e) = self.services.llm.cast(LlmMsg::Stream(job)) {
             self.fail(myself, e.to_string());
@@ -389,12 +457,13 @@ impl SessionState {
 
     fn dispatch_tools(&mut self, myself: &ActorRef<SessionMsg>, calls: Vec<ToolCall>) {
         let Some(run) = self.run.as_mut() else { return };
-        run.step += 1;
+        run.step = next_step();
         let step = run.step;
         run.phase = Phase::RunningTools {
             calls: calls.clone(),
         };
         let me = myself.clone();
+        let lost = calls.clone();
         let batch = ToolBatch {
             calls,
             ctx: ToolContext {
@@ -404,11 +473,14 @@ impl SessionState {
                 cancel: run.cancel.clone(),
             },
             events: run.events.clone(),
-            on_done: Box::new(move |outcomes| {
-                if me.cast(SessionMsg::ToolsDone { step, outcomes }).is_err() {
-                    tracing::debug!("tool results arrived for a session that has stopped");
-                }
-            }),
+            on_done: Callback::new(
+                move |outcomes| {
+                    if me.cast(SessionMsg::ToolsDone { step, outcomes }).is_err() {
+                        tracing::debug!("tool results arrived for a session that has stopped");
+                    }
+                },
+                move || lost_outcomes(&lost),
+            ),
         };
         if let Err(e) = self.services.tools.cast(ToolMsg::Execute(batch)) {
             self.fail(myself, e.to_string());
@@ -491,7 +563,7 @@ impl SessionState {
             return;
         }
         run.cancel.cancel();
-        run.step += 1;
+        run.step = next_step();
         let step = run.step;
         let phase = std::mem::replace(&mut run.phase, Phase::Finishing(ending.clone()));
         if let Phase::AwaitingDurability { calls } | Phase::RunningTools { calls } = phase {
@@ -541,24 +613,20 @@ impl SessionState {
         self.commits
             .submitted(batch.checkpoint.as_ref().map(|c| c.turn));
         let me = myself.clone();
-        let notify = Box::new(move |result| {
-            if me.cast(SessionMsg::Committed { result }).is_err() {
-                tracing::debug!("a commit was confirmed to a session that has stopped");
-            }
-        });
+        let notify = Callback::new(
+            move |result| {
+                if me.cast(SessionMsg::Committed { result }).is_err() {
+                    tracing::debug!("a commit was confirmed to a session that has stopped");
+                }
+            },
+            || Err(crate::checkpoint::writer_gone()),
+        );
         if let Err(e) = self.services.checkpoint.cast(CheckpointMsg::Append {
             batch: Box::new(batch),
             notify,
         }) {
-            let failed = StoreError::from_cause("handing a turn to the store", e);
-            if myself
-                .cast(SessionMsg::Committed {
-                    result: Err(failed),
-                })
-                .is_err()
-            {
-                tracing::error!(session = %self.id, "a session could not report a failed commit to itself");
-            }
+            // The undelivered message dropped its callback, which reports the failure.
+            tracing::error!(session = %self.id, "handing a turn to the store failed: {e}");
         }
     }
 
@@ -569,9 +637,10 @@ impl SessionState {
                 run.events.emit(EventKind::CheckpointSaved { turn });
             }
         }
-        if let Some(e) = confirmation.first_failure {
+        if let Some(e) = confirmation.failure {
             tracing::error!(session = %self.id, "commit failed: {e}");
             self.needs_reload = true;
+            // Ending an already-ending run is a no-op; any failure ends a run going on.
             self.fail(myself, format!("the turn could not be stored: {e}"));
         }
         self.advance(myself);
@@ -595,6 +664,12 @@ impl SessionState {
 
     /// Reports the run's end: everything it wrote is durable (or could not be).
     fn complete(&mut self, myself: &ActorRef<SessionMsg>) {
+        if !matches!(
+            self.run.as_ref().map(|r| &r.phase),
+            Some(Phase::Finishing(_))
+        ) {
+            return;
+        }
         let Some(run) = self.run.take() else { return };
         let Phase::Finishing(ending) = &run.phase else {
             return;

@@ -21,8 +21,8 @@ pub struct Commits {
 pub struct Confirmation {
     /// Turns now durable, in order.
     pub durable_turns: Vec<u32>,
-    /// The error, when this is the first commit of the run to fail.
-    pub first_failure: Option<StoreError>,
+    /// The error, when this batch failed.
+    pub failure: Option<StoreError>,
 }
 
 impl Commits {
@@ -41,10 +41,8 @@ impl Commits {
         if let Err(e) = result {
             // Nothing after a failure can be trusted to be on disk.
             self.pending_turns.clear();
-            if self.error.is_none() {
-                self.error = Some(e.clone());
-                confirmation.first_failure = Some(e);
-            }
+            self.error.get_or_insert(e.clone());
+            confirmation.failure = Some(e);
         }
         while let Some(&(batch, turn)) = self.pending_turns.front() {
             if batch > self.durable {
@@ -77,7 +75,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn turns_become_durable_in_order_and_a_failure_is_reported_once() {
+    fn turns_become_durable_in_order_and_failures_are_kept_until_taken() {
         let mut c = Commits::default();
         c.submitted(None);
         c.submitted(Some(1));
@@ -91,10 +89,10 @@ mod tests {
             first.durable_turns.is_empty(),
             "a failed batch's turn is not durable"
         );
-        assert!(first.first_failure.is_some());
+        assert!(first.failure.is_some());
         assert!(c.all_confirmed());
         c.submitted(Some(3));
-        assert!(c.confirmed(Err(broken)).first_failure.is_none());
+        assert!(c.confirmed(Err(broken)).failure.is_some());
         assert!(c.take_error().is_some());
         assert!(c.take_error().is_none());
     }

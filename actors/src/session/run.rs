@@ -39,11 +39,15 @@ pub struct ActiveRun {
     pub workspace: Workspace,
     pub system: Arc<str>,
     pub cancel: CancellationToken,
+    /// Cancels `cancel` when the run is dropped, however that happens (a panicking actor too),
+    /// so no stream or tool outlives its run.
+    pub _cancel_on_drop: tokio_util::sync::DropGuard,
     pub started: Instant,
     pub started_at_ms: u64,
     /// Model calls answered so far.
     pub turns: u32,
-    /// Bumped at every dispatch; a reply carrying an older step is stale and ignored.
+    /// The step of the latest dispatch (unique in the process); a reply carrying another step is
+    /// stale and ignored.
     pub step: u64,
     pub phase: Phase,
     pub usage: Usage,

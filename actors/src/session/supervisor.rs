@@ -149,6 +149,10 @@ impl Actor for SessionSupervisor {
                         entry.active_run = None;
                         state.in_flight -= 1;
                     }
+                    // A recovered run has been reported by the restarted actor.
+                    if entry.recover.as_ref().is_some_and(|(r, _)| *r == run_id) {
+                        entry.recover = None;
+                    }
                 }
                 state.answer_stop_all_if_done();
             }
@@ -341,6 +345,8 @@ impl SessionSupervisorState {
         if run.is_some() {
             self.in_flight -= 1;
         }
+        // A run still waiting to be reported by an actor that failed in its turn stays owed.
+        let run = run.or_else(|| entry.recover.take().map(|(r, _)| r));
         tracing::error!(session = %session_id, "session actor went down: {why}");
         let reason = format!(
             "the session's actor failed ({why}); the run was stopped at its last checkpoint"
@@ -377,7 +383,8 @@ impl SessionSupervisorState {
             return;
         };
         let events = entry.events.clone();
-        let recover = entry.recover.take();
+        // Kept until the new actor reports the run (RunFinished), in case it fails first.
+        let recover = entry.recover.clone();
         match self
             .spawn_session(myself, &session_id, events.clone(), recover.clone())
             .await

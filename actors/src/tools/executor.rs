@@ -7,6 +7,7 @@
 //! a slow tool never holds up another session's calls.
 
 use super::{compact_output, ToolContext, ToolRegistry};
+use crate::callback::Callback;
 use crate::event::{EventKind, RunEvents};
 use crate::ids::CallId;
 use crate::message::ToolCall;
@@ -26,6 +27,21 @@ pub struct ToolOutcome {
     pub is_error: bool,
 }
 
+/// The outcomes of calls that were lost before they could report (the executor failed).
+pub fn lost_outcomes(calls: &[ToolCall]) -> Vec<ToolOutcome> {
+    calls
+        .iter()
+        .map(|c| ToolOutcome {
+            call_id: c.id.clone(),
+            name: c.name.clone(),
+            content: "execution_error: the tool executor failed before this call reported; it \
+                      may or may not have run"
+                .into(),
+            is_error: true,
+        })
+        .collect()
+}
+
 /// How calls are run.
 #[derive(Clone, Debug)]
 pub struct ExecutionSettings {
@@ -41,7 +57,7 @@ pub struct ToolBatch {
     pub ctx: ToolContext,
     pub events: RunEvents,
     /// Receives the outcomes, in call order.
-    pub on_done: Box<dyn FnOnce(Vec<ToolOutcome>) + Send>,
+    pub on_done: Callback<Vec<ToolOutcome>>,
 }
 
 /// Messages of the [`ToolExecutorActor`].
@@ -89,7 +105,7 @@ impl Actor for ToolExecutorActor {
                     let outcomes =
                         run_batch(&registry, batch.calls, &batch.ctx, &batch.events, &settings)
                             .await;
-                    (batch.on_done)(outcomes);
+                    batch.on_done.answer(outcomes);
                 });
             }
             #[cfg(feature = "fault-injection")]

@@ -81,16 +81,27 @@ impl Tool for Bash {
         if !matches!(ended, Ended::Exited(_)) {
             kill_group(group);
         }
-        // The shell is gone; give its pipes a moment, then kill whatever still holds them.
+        // The shell is gone; give its pipes a moment, then kill whatever still holds them; a
+        // process that left the group (setsid) and keeps them open is not waited for.
         let grace = tokio::time::sleep(PIPE_GRACE);
         tokio::pin!(grace);
         let (mut out, mut err) = (None, None);
         let (mut stdout, mut stderr) = (stdout, stderr);
+        let mut graces_left = 2;
         while out.is_none() || err.is_none() {
             tokio::select! {
                 r = &mut stdout, if out.is_none() => out = Some(r.unwrap_or_default()),
                 r = &mut stderr, if err.is_none() => err = Some(r.unwrap_or_default()),
-                _ = &mut grace => { kill_group(group); grace.as_mut().reset(tokio::time::Instant::now() + PIPE_GRACE * 4); }
+                _ = &mut grace => {
+                    graces_left -= 1;
+                    if graces_left == 0 {
+                        stdout.abort();
+                        stderr.abort();
+                        break;
+                    }
+                    kill_group(group);
+                    grace.as_mut().reset(tokio::time::Instant::now() + PIPE_GRACE * 4);
+                }
             }
         }
         let text = render(out.unwrap_or_default(), err.unwrap_or_default());
