@@ -291,10 +291,7 @@ impl SessionState {
         started_at_ms: u64,
     ) {
         let events = self.events.for_run(self.id.clone(), run_id.clone());
-        events.emit(EventKind::Error {
-            message: why.to_owned(),
-        });
-        events.emit(recovery::recovered_end(turns, why, started_at_ms));
+        recovery::report_failed_run(&events, why, turns, started_at_ms);
         let done = SessionSupervisorMsg::RunFinished {
             session_id: self.id.clone(),
             run_id: run_id.clone(),

@@ -1,7 +1,7 @@
 //! Bringing a session back: its history from the store, and an end for every run that a
 //! crash or a failed actor cut off.
 
-use crate::event::{EventKind, RunStatus};
+use crate::event::{EventKind, RunEvents, RunStatus};
 use crate::ids::{RunId, SessionId};
 use crate::store::{now_ms, RunRecord, SessionHistory, Store, TurnCheckpoint};
 
@@ -65,9 +65,18 @@ pub fn end_unfinished(
         .collect()
 }
 
-/// The `RunComplete` of a run that failed with its actor, from what the store has of its turns.
-pub fn recovered_end(turns: &[TurnCheckpoint], reason: &str, started_at_ms: u64) -> EventKind {
-    EventKind::RunComplete {
+/// Ends a run that failed with its actor (or could not be brought back): an `Error`, then its
+/// `RunComplete` with what the store has of its turns (none, when nothing reached it).
+pub fn report_failed_run(
+    events: &RunEvents,
+    reason: &str,
+    turns: &[TurnCheckpoint],
+    started_at_ms: u64,
+) {
+    events.emit(EventKind::Error {
+        message: reason.to_owned(),
+    });
+    events.emit(EventKind::RunComplete {
         status: RunStatus::Failed,
         output: String::new(),
         turns: turns.iter().map(|c| c.turn).max().unwrap_or(0),
@@ -76,5 +85,5 @@ pub fn recovered_end(turns: &[TurnCheckpoint], reason: &str, started_at_ms: u64)
         cost_cents: None,
         duration_ms: now_ms().saturating_sub(started_at_ms),
         reason: Some(reason.to_owned()),
-    }
+    });
 }

@@ -9,7 +9,7 @@
 
 use super::actor::{SessionActor, SessionArgs, SessionMsg};
 use super::{RunSpec, Services};
-use crate::event::{Event, EventKind, RunStatus, SessionEvents};
+use crate::event::{Event, RunStatus, SessionEvents};
 use crate::ids::{RunId, SessionId};
 use crate::supervision::{RestartDecision, RestartHistory, RestartPolicy};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
@@ -423,17 +423,5 @@ impl SessionSupervisorState {
 /// Ends a run whose session could not be brought back: the caller is told, never left waiting.
 fn report_lost_run(events: &SessionEvents, session_id: &SessionId, run_id: RunId, reason: String) {
     let run = events.for_run(session_id.clone(), run_id);
-    run.emit(EventKind::Error {
-        message: reason.clone(),
-    });
-    run.emit(EventKind::RunComplete {
-        status: RunStatus::Failed,
-        output: String::new(),
-        turns: 0,
-        input_tokens: 0,
-        output_tokens: 0,
-        cost_cents: None,
-        duration_ms: 0,
-        reason: Some(reason),
-    });
+    super::recovery::report_failed_run(&run, &reason, &[], crate::store::now_ms());
 }
