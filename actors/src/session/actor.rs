@@ -661,17 +661,12 @@ impl SessionState {
 
     /// Reports the run's end: everything it wrote is durable (or could not be).
     fn complete(&mut self, myself: &ActorRef<SessionMsg>) {
-        if !matches!(
-            self.run.as_ref().map(|r| &r.phase),
-            Some(Phase::Finishing(_))
-        ) {
-            return;
-        }
-        let Some(run) = self.run.take() else { return };
-        let Phase::Finishing(ending) = &run.phase else {
+        // Only a run that is finishing completes; it is taken out only then.
+        let Some(Phase::Finishing(ending)) = self.run.as_ref().map(|r| &r.phase) else {
             return;
         };
         let mut ending = ending.clone();
+        let Some(run) = self.run.take() else { return };
         if let Some(e) = self.commits.take_error() {
             ending.status = RunStatus::Failed;
             ending.reason = Some(format!("the run's turns could not be stored: {e}"));

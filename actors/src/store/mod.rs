@@ -30,10 +30,6 @@ pub struct StoreError {
 impl StoreError {
     /// An error from `doing` caused by `cause`.
     pub fn from_cause(doing: impl Into<String>, cause: impl std::fmt::Display) -> Self {
-        Self::new(doing, cause)
-    }
-
-    fn new(doing: impl Into<String>, cause: impl std::fmt::Display) -> Self {
         Self {
             doing: doing.into(),
             cause: cause.to_string().into(),
@@ -47,7 +43,7 @@ trait Context<T> {
 
 impl<T, E: std::fmt::Display> Context<T> for Result<T, E> {
     fn doing(self, what: impl FnOnce() -> String) -> Result<T, StoreError> {
-        self.map_err(|e| StoreError::new(what(), e))
+        self.map_err(|e| StoreError::from_cause(what(), e))
     }
 }
 
