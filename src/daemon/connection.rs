@@ -156,18 +156,23 @@ async fn answer(
             let id = SessionId::new(session_id);
             read_store(shared, move |store| {
                 let history = store.load_session(&id)?;
-                if history.record.is_none() {
-                    return Ok(Value::Null);
-                }
+                let Some(record) = history.record else {
+                    return Ok(None);
+                };
                 let messages: Vec<Value> = history
                     .messages
                     .iter()
                     .map(|m| json!({"seq": m.seq, "tokens": m.tokens, "message": &*m.message}))
                     .collect();
-                Ok(json!({"session": history.record, "messages": messages, "runs": store.session_runs(&id)?}))
+                let runs = store.session_runs(&id)?;
+                Ok(Some(
+                    json!({"session": record, "messages": messages, "runs": runs}),
+                ))
             })
             .await
-            .and_then(|v| if v.is_null() { Err(ErrorBody::new(ErrorCode::NotFound, "no such session")) } else { Ok(v) })
+            .and_then(|found| {
+                found.ok_or_else(|| ErrorBody::new(ErrorCode::NotFound, "no such session"))
+            })
         }
         Ok(Method::Cost) => {
             read_store(shared, |store| {
@@ -187,12 +192,13 @@ async fn answer(
     send(write, &reply).await
 }
 
-async fn read_store(
+/// Reads the store off the async workers.
+async fn read_store<T: Send + 'static>(
     shared: &Shared,
-    read: impl FnOnce(&ryvos_actors::store::Store) -> Result<Value, ryvos_actors::store::StoreError>
+    read: impl FnOnce(&ryvos_actors::store::Store) -> Result<T, ryvos_actors::store::StoreError>
         + Send
         + 'static,
-) -> Result<Value, ErrorBody> {
+) -> Result<T, ErrorBody> {
     let store = shared.runtime.store().clone();
     match tokio::task::spawn_blocking(move || read(&store)).await {
         Ok(Ok(v)) => Ok(v),
@@ -212,12 +218,12 @@ async fn run(
         let session = SessionId::new(resume);
         let known = read_store(shared, {
             let session = session.clone();
-            move |store| Ok(json!(store.load_session(&session)?.record.is_some()))
+            move |store| Ok(store.session_record(&session)?.is_some())
         })
         .await;
         match known {
-            Ok(Value::Bool(true)) => request = request.session(session),
-            Ok(_) => {
+            Ok(true) => request = request.session(session),
+            Ok(false) => {
                 let error = ErrorBody::new(
                     ErrorCode::NotFound,
                     format!("there is no session {session} to resume; `ryvos sessions` lists them"),

@@ -197,19 +197,36 @@ impl Store {
                 message: Arc::new(row.message),
             });
         }
-        let sessions = txn.open_table(SESSIONS).doing(doing)?;
-        if let Some(v) = sessions.get(id.as_str()).doing(doing)? {
-            history.record = Some(
-                serde_json::from_slice(v.value())
-                    .doing(|| format!("decoding the record of session {id}"))?,
-            );
-        }
+        history.record = self.session_record_in(&txn, id)?;
         history.unfinished_runs = self
             .session_runs_in(&txn, id)?
             .into_iter()
             .filter(|r| r.status.is_none())
             .collect();
         Ok(history)
+    }
+
+    /// A session's record, if the session exists (without reading its history).
+    pub fn session_record(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
+        let txn = self
+            .db
+            .begin_read()
+            .doing(|| format!("reading the record of session {id}"))?;
+        self.session_record_in(&txn, id)
+    }
+
+    fn session_record_in(
+        &self,
+        txn: &redb::ReadTransaction,
+        id: &SessionId,
+    ) -> Result<Option<SessionRecord>, StoreError> {
+        let doing = || format!("reading the record of session {id}");
+        let sessions = txn.open_table(SESSIONS).doing(doing)?;
+        sessions
+            .get(id.as_str())
+            .doing(doing)?
+            .map(|v| serde_json::from_slice(v.value()).doing(doing))
+            .transpose()
     }
 
     /// A session's runs, oldest first.
