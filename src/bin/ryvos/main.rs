@@ -273,13 +273,6 @@ fn print_history(v: &Value) {
     }
 }
 
-/// The spinner's pace.
-fn spinner_ticks() -> tokio::time::Interval {
-    let mut ticks = tokio::time::interval(std::time::Duration::from_millis(100));
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    ticks
-}
-
 fn exit_for(status: RunStatus) -> u8 {
     if status == RunStatus::Completed {
         0
@@ -304,16 +297,8 @@ async fn run_remote(
         eprintln!("ryvos: {e}");
         return EXIT_DAEMON;
     }
-    let mut ticks = spinner_ticks();
     loop {
-        let reply = tokio::select! {
-            reply = client.next() => reply,
-            _ = ticks.tick() => {
-                renderer.tick();
-                continue;
-            }
-        };
-        match reply {
+        match renderer.wait(client.next()).await {
             Ok(Reply::Event { event, .. }) => {
                 session_seen.get_or_insert_with(|| event.session_id.to_string());
                 renderer.show(&event);
@@ -389,16 +374,7 @@ async fn run_local(config: Config, local: Local) -> u8 {
     let code = match runtime.run(request).await {
         Ok(mut handle) => {
             let mut code = EXIT_RUN_FAILED;
-            let mut ticks = spinner_ticks();
-            loop {
-                let event = tokio::select! {
-                    event = handle.next_event() => event,
-                    _ = ticks.tick() => {
-                        renderer.tick();
-                        continue;
-                    }
-                };
-                let Some(event) = event else { break };
+            while let Some(event) = renderer.wait(handle.next_event()).await {
                 renderer.show(&event);
                 if let Some(o) = ryvos::RunOutcome::from_event(&event) {
                     renderer.finish(o.status, o.reason.as_deref(), o.session_id.as_str());

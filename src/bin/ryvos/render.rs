@@ -16,6 +16,10 @@ pub struct Renderer {
     waiting: bool,
     frame: usize,
     spinner_drawn: bool,
+    /// The spinner's pace.
+    ticks: tokio::time::Interval,
+    /// Notes for stderr that arrived while the answer's line was open.
+    held_notes: Vec<String>,
 }
 
 impl Renderer {
@@ -28,11 +32,28 @@ impl Renderer {
             waiting: false,
             frame: 0,
             spinner_drawn: false,
+            ticks: {
+                let mut ticks = tokio::time::interval(std::time::Duration::from_millis(100));
+                ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+                ticks
+            },
+            held_notes: Vec::new(),
+        }
+    }
+
+    /// Awaits `next` (the run's next event or reply) while the spinner turns.
+    pub async fn wait<T>(&mut self, next: impl std::future::Future<Output = T>) -> T {
+        tokio::pin!(next);
+        loop {
+            tokio::select! {
+                value = &mut next => return value,
+                _ = self.ticks.tick() => self.tick(),
+            }
         }
     }
 
     /// Advances the spinner, when the run is waiting on the model.
-    pub fn tick(&mut self) {
+    fn tick(&mut self) {
         if !self.spin || !self.waiting || self.open_line {
             return;
         }
@@ -83,8 +104,14 @@ impl Renderer {
                 eprintln!("  [{name}] {mark}: {}", clip(first, 100));
             }
             EventKind::CheckpointSaved { turn } => {
-                self.end_line();
-                eprintln!("  [checkpoint] turn {turn} saved");
+                // A turn's commit overlaps the next model call, so this can arrive mid-answer;
+                // the answer on stdout is never broken for it.
+                let note = format!("  [checkpoint] turn {turn} saved");
+                if self.open_line {
+                    self.held_notes.push(note);
+                } else {
+                    eprintln!("{note}");
+                }
             }
             EventKind::Error { message } => {
                 self.end_line();
@@ -112,6 +139,9 @@ impl Renderer {
         if self.open_line {
             println!();
             self.open_line = false;
+        }
+        for note in self.held_notes.drain(..) {
+            eprintln!("{note}");
         }
     }
 }
