@@ -45,6 +45,8 @@ struct RunLogger {
     /// Per run: the turn being assembled, and tool calls started (input, when).
     turns: HashMap<String, TurnSoFar>,
     calls: HashMap<String, (Value, Instant)>,
+    /// Open log files by (session, level file), kept while the session's run goes on.
+    files: HashMap<(String, &'static str), File>,
 }
 
 impl RunLogger {
@@ -53,6 +55,7 @@ impl RunLogger {
             dir,
             turns: HashMap::new(),
             calls: HashMap::new(),
+            files: HashMap::new(),
         }
     }
 
@@ -132,28 +135,35 @@ impl RunLogger {
                 {
                     line.extend(fields);
                 }
-                self.append(&event.session_id.to_string(), "runs.jsonl", &line);
+                let session = event.session_id.to_string();
+                self.append(&session, "runs.jsonl", &line);
+                // The run is over: its session's files are closed until it runs again.
+                self.files.retain(|(s, _), _| *s != session);
             }
             _ => {}
         }
     }
 
-    fn append(&self, session: &str, file: &str, line: &Value) {
+    fn append(&mut self, session: &str, file: &'static str, line: &Value) {
         if !ryvos_actors::ids::SessionId::is_well_formed(session) {
             tracing::error!("not logging for the malformed session id {session:?}");
             return;
         }
-        let dir = self.dir.join(session);
-        let written = std::fs::create_dir_all(&dir).and_then(|_| {
-            let mut f: File = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(dir.join(file))?;
-            writeln!(f, "{line}")?;
-            f.flush()
-        });
+        let path = self.dir.join(session).join(file);
+        let written = match self.files.entry((session.to_owned(), file)) {
+            std::collections::hash_map::Entry::Occupied(open) => {
+                writeln!(open.into_mut(), "{line}")
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => path
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|_| OpenOptions::new().create(true).append(true).open(&path))
+                .and_then(|f| writeln!(slot.insert(f), "{line}")),
+        };
+        // A File is unbuffered: each line is in the file once written, so a crash keeps it.
         if let Err(e) = written {
-            tracing::error!("writing the run log {}: {e}", dir.join(file).display());
+            tracing::error!("writing the run log {}: {e}", path.display());
+            self.files.remove(&(session.to_owned(), file));
         }
     }
 }
