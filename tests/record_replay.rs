@@ -7,9 +7,25 @@ use ryvos_testkit::{Reply, ScriptedModelServer};
 use std::path::Path;
 use tokio::process::Command;
 
-async fn ryvos(home: &Path, args: &[&str]) -> (i32, String, String) {
+/// `ryvos --config CONFIG run FLAGS --workspace WORKSPACE PROMPT`, with `home` as RYVOS_HOME.
+async fn run(
+    home: &Path,
+    config: &Path,
+    flags: &[&str],
+    workspace: &Path,
+    prompt: &str,
+) -> (i32, String, String) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ryvos"));
-    cli::output(command.env("RYVOS_HOME", home).args(args)).await
+    command
+        .env("RYVOS_HOME", home)
+        .arg("--config")
+        .arg(config)
+        .arg("run")
+        .args(flags)
+        .arg("--workspace")
+        .arg(workspace)
+        .arg(prompt);
+    cli::output(&mut command).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -18,17 +34,12 @@ async fn the_shipped_tour_replays_a_full_run_offline() {
     let tour = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tour");
     let config = tour.join("config.toml");
     let workspace = tour.join("workspace");
-    let (code, stdout, stderr) = ryvos(
+    let (code, stdout, stderr) = run(
         home.path(),
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "run",
-            "--json",
-            "--workspace",
-            workspace.to_str().unwrap(),
-            "What changed in the latest release?",
-        ],
+        &config,
+        &["--json"],
+        &workspace,
+        "What changed in the latest release?",
     )
     .await;
     assert_eq!(code, 0, "{stderr}");
@@ -72,19 +83,13 @@ async fn a_recorded_run_replays_without_the_model_server() {
     )
     .unwrap();
     let recording = home.path().join("run.jsonl");
-    let ws = workspace.path().to_str().unwrap();
-    let (code, recorded, stderr) = ryvos(
+    let ws = workspace.path();
+    let (code, recorded, stderr) = run(
         home.path(),
-        &[
-            "--config",
-            live.to_str().unwrap(),
-            "run",
-            "--record",
-            recording.to_str().unwrap(),
-            "--workspace",
-            ws,
-            "count the files",
-        ],
+        &live,
+        &["--record", recording.to_str().unwrap()],
+        ws,
+        "count the files",
     )
     .await;
     assert_eq!(code, 0, "{stderr}");
@@ -100,18 +105,7 @@ async fn a_recorded_run_replays_without_the_model_server() {
         "[model]\nprovider = \"replay\"\nreplay_file = \"run.jsonl\"\n",
     )
     .unwrap();
-    let (code, replayed, stderr) = ryvos(
-        home.path(),
-        &[
-            "--config",
-            replay.to_str().unwrap(),
-            "run",
-            "--workspace",
-            ws,
-            "count the files",
-        ],
-    )
-    .await;
+    let (code, replayed, stderr) = run(home.path(), &replay, &[], ws, "count the files").await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(replayed, recorded);
     assert_eq!(replayed.trim(), "There is one file.");
@@ -129,18 +123,7 @@ async fn a_recorded_run_replays_without_the_model_server() {
         .unwrap()
         .to_owned();
     std::fs::write(&recording, first_only + "\n").unwrap();
-    let (code, _, stderr) = ryvos(
-        home.path(),
-        &[
-            "--config",
-            replay.to_str().unwrap(),
-            "run",
-            "--workspace",
-            ws,
-            "again",
-        ],
-    )
-    .await;
+    let (code, _, stderr) = run(home.path(), &replay, &[], ws, "again").await;
     assert_ne!(code, 0);
     assert!(
         stderr.contains("holds 1 answer(s); request 2 of this run has none"),
