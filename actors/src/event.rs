@@ -187,11 +187,6 @@ impl RunEvents {
         self.stream.session.send(event).ok();
     }
 
-    /// The run these events belong to.
-    pub fn run_id(&self) -> &RunId {
-        &self.run_id
-    }
-
     /// The session these events belong to.
     pub fn session_id(&self) -> &SessionId {
         &self.session_id

@@ -81,15 +81,6 @@ impl ScriptedModelServer {
         format!("http://{}/v1", self.addr)
     }
 
-    /// Adds replies to the end of the script.
-    pub fn push(&self, replies: impl IntoIterator<Item = Reply>) {
-        self.shared
-            .script
-            .lock()
-            .expect("script lock")
-            .extend(replies);
-    }
-
     /// Every request body received so far, in order.
     pub fn requests(&self) -> Vec<Value> {
         self.shared.requests.lock().expect("requests lock").clone()
@@ -104,11 +95,6 @@ impl ScriptedModelServer {
             }
             arrived.await;
         }
-    }
-
-    /// Replies not yet used.
-    pub fn remaining(&self) -> usize {
-        self.shared.script.lock().expect("script lock").len()
     }
 
     /// Panics if any request received held an orphaned tool call or result.

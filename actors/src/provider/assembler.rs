@@ -86,16 +86,6 @@ impl ResponseAssembler {
         &mut self.calls[position]
     }
 
-    /// True once the model said why it stopped.
-    pub fn is_finished(&self) -> bool {
-        self.finish.is_some()
-    }
-
-    /// The answer so far, for estimating output tokens.
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
     /// The complete answer. `saw_end` tells whether the stream ended properly (`[DONE]` or its
     /// provider's equivalent); without it and without a finish reason the stream was cut.
     pub fn finish(mut self, saw_end: bool) -> Result<AssistantResponse, ProviderError> {

@@ -32,11 +32,6 @@ impl<M: ractor::Message> ChildSlot<M> {
         }
     }
 
-    /// The actor's name, for messages.
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
-
     /// Puts a (re)started incarnation in the slot.
     pub fn set(&self, actor: ActorRef<M>) {
         self.current.store(Some(Arc::new(actor)));
