@@ -79,7 +79,8 @@ impl Provider for InstantModel {
                     index: 0,
                     id: Some(format!("c{since_user}")),
                     name: Some(self.tool.into()),
-                    arguments: Some(r#"{"note":"x"}"#.into()),
+                    // A new input every turn: an agent making progress, not a doom loop.
+                    arguments: Some(format!(r#"{{"note":"x{since_user}"}}"#)),
                 },
                 StreamDelta::Finish {
                     reason: FinishReason::ToolCalls,

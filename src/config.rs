@@ -4,9 +4,8 @@
 //! section rejects keys it does not know and values of the wrong type, with an error that names
 //! the file, the line and the key, so a typo never turns into a silently ignored setting.
 
-use ryvos_actors::config::{expand_env, AgentConfig, ModelConfig, SupervisionConfig};
+use ryvos_actors::config::{expand_env, AgentConfig, BudgetConfig, ModelConfig, SupervisionConfig};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Everything a [`crate::Runtime`] and `ryvosd` are started with.
@@ -22,36 +21,6 @@ pub struct Config {
     pub security: SecurityConfig,
     pub daemon: DaemonConfig,
     pub supervision: SupervisionConfig,
-}
-
-/// `[budget]`: read by the cost ledger.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct BudgetConfig {
-    pub monthly_limit_cents: u64,
-    pub warning_threshold_cents: u64,
-    pub per_run_limit_cents: u64,
-    /// Model name -> price in cents per million tokens.
-    pub pricing_overrides: BTreeMap<String, Pricing>,
-}
-
-impl Default for BudgetConfig {
-    fn default() -> Self {
-        Self {
-            monthly_limit_cents: 5000,
-            warning_threshold_cents: 4000,
-            per_run_limit_cents: 100,
-            pricing_overrides: BTreeMap::new(),
-        }
-    }
-}
-
-/// A model's price, in cents per million tokens.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Pricing {
-    pub input_per_1m: f64,
-    pub output_per_1m: f64,
 }
 
 /// `[security]`: read by the security gate.

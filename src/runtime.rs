@@ -1,6 +1,7 @@
 //! The embedding API: start a runtime, run prompts, follow their events, stop.
 
 use crate::config::Config;
+use ryvos_actors::cost_ledger::CostReport;
 use ryvos_actors::event::{Event, EventKind, RunStatus};
 use ryvos_actors::ids::{RunId, SessionId};
 use ryvos_actors::provider::Provider;
@@ -63,6 +64,7 @@ impl RuntimeBuilder {
             database: self.config.database_path(),
             model: self.config.model,
             agent: self.config.agent,
+            budget: self.config.budget,
             supervision: self.config.supervision,
             max_in_flight_runs: self.config.daemon.max_in_flight_runs,
         };
@@ -124,6 +126,11 @@ impl Runtime {
     /// The store, to read sessions, runs and history.
     pub fn store(&self) -> &Store {
         self.engine.store()
+    }
+
+    /// Spending this month against the budget's limits, per day and per session.
+    pub async fn cost_report(&self) -> Result<CostReport, RuntimeError> {
+        Ok(self.engine.cost_report().await?)
     }
 
     /// True while the actor system is up.

@@ -73,6 +73,7 @@ async fn a_turn_cut_off_by_a_crash_is_repaired_on_resume() {
             turns: 1,
             input_tokens: 0,
             output_tokens: 0,
+            cost_microcents: 0,
             started_at_ms: 1,
             ended_at_ms: None,
         });

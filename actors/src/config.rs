@@ -1,9 +1,10 @@
-//! The engine's settings: the `[model]`, `[agent]` and `[supervision]` sections of `config.toml`.
+//! The engine's settings: the `[model]`, `[agent]`, `[budget]` and `[supervision]` sections of `config.toml`.
 //!
 //! Every section has the defaults of the public contract, and rejects keys it does not know, so a
 //! typo is an error instead of a silently ignored setting.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Which model answers, and how to reach it.
@@ -134,6 +135,36 @@ impl Default for GuardianConfig {
             token_budget_hard: 95,
         }
     }
+}
+
+/// `[budget]`: read by the cost ledger. A limit of 0 turns that check off.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BudgetConfig {
+    pub monthly_limit_cents: u64,
+    pub warning_threshold_cents: u64,
+    pub per_run_limit_cents: u64,
+    /// Model name -> price in cents per million tokens.
+    pub pricing_overrides: BTreeMap<String, Pricing>,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        Self {
+            monthly_limit_cents: 5000,
+            warning_threshold_cents: 4000,
+            per_run_limit_cents: 100,
+            pricing_overrides: BTreeMap::new(),
+        }
+    }
+}
+
+/// A model's price, in cents per million tokens.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pricing {
+    pub input_per_1m: f64,
+    pub output_per_1m: f64,
 }
 
 /// `[supervision]`: how failed actors are restarted.

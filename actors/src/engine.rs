@@ -1,7 +1,9 @@
 //! The engine: the actor tree started, addressed, and stopped as one.
 
-use crate::config::{AgentConfig, ModelConfig, SupervisionConfig};
+use crate::config::{AgentConfig, BudgetConfig, ModelConfig, SupervisionConfig};
+use crate::cost_ledger::{CostLedgerArgs, CostReport};
 use crate::event::{Event, GlobalEvents};
+use crate::guardian::{GuardianArgs, Thresholds};
 use crate::ids::SessionId;
 use crate::provider::{Provider, ProviderError};
 use crate::root::{RootArgs, RootMsg, RootSupervisor, Slots, SupervisorNotice};
@@ -30,6 +32,7 @@ pub struct EngineConfig {
     pub database: PathBuf,
     pub model: ModelConfig,
     pub agent: AgentConfig,
+    pub budget: BudgetConfig,
     pub supervision: SupervisionConfig,
     /// Runs in flight past this are refused as busy.
     pub max_in_flight_runs: usize,
@@ -59,6 +62,7 @@ pub struct Engine {
     global_events: GlobalEvents,
     notices: broadcast::Sender<SupervisorNotice>,
     store: Store,
+    budget: BudgetConfig,
 }
 
 impl Engine {
@@ -93,6 +97,8 @@ impl Engine {
         let services = Services {
             store: store.clone(),
             checkpoint: slots.checkpoint.clone(),
+            ledger: slots.ledger.clone(),
+            guardian: slots.guardian.clone(),
             llm: slots.llm.clone(),
             tools: slots.tools.clone(),
             registry: registry.clone(),
@@ -101,6 +107,16 @@ impl Engine {
         };
         let args = RootArgs {
             store: store.clone(),
+            ledger: CostLedgerArgs {
+                store: store.clone(),
+                checkpoint: slots.checkpoint.clone(),
+                budget: config.budget.clone(),
+            },
+            guardian: GuardianArgs {
+                store: store.clone(),
+                checkpoint: slots.checkpoint.clone(),
+                thresholds: Thresholds::new(&agent.guardian, agent.max_context_tokens),
+            },
             provider,
             tools: ToolExecutorArgs {
                 registry,
@@ -137,6 +153,7 @@ impl Engine {
             global_events,
             notices,
             store,
+            budget: config.budget,
         })
     }
 
@@ -178,6 +195,17 @@ impl Engine {
     /// The store, for reading sessions and runs.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// Spending this month against the limits, per day and per session, as stored.
+    pub async fn cost_report(&self) -> Result<CostReport, EngineError> {
+        let store = self.store.clone();
+        let budget = self.budget.clone();
+        let now = crate::store::now_ms();
+        tokio::task::spawn_blocking(move || crate::cost_ledger::cost_report(&store, &budget, now))
+            .await
+            .map_err(|e| EngineError::Actors(format!("reading the cost report: {e}")))?
+            .map_err(EngineError::Store)
     }
 
     /// True while the actor tree is up (it stops for good only when a child failed more often

@@ -48,6 +48,47 @@ pub enum EventKind {
         output_tokens: u64,
         /// True when the server reported no usage and the tokenizer estimated it.
         estimated: bool,
+        /// What the call cost, as the cost ledger priced it.
+        cost_cents: f64,
+    },
+    /// The Guardian put a corrective note into the conversation; the next request carries it.
+    GuardianHint {
+        message: String,
+        /// 1 for a first hint, 2 for the stronger one that follows when it went unheeded.
+        level: u8,
+    },
+    /// The same tool call, with the same input and the same result, came `repeats` times in a
+    /// row.
+    GuardianDoomLoop {
+        message: String,
+        tool: String,
+        repeats: u32,
+        /// True when every one of the repeated calls failed.
+        failed: bool,
+        action: GuardianAction,
+    },
+    /// No progress (a model answer completed, a tool call finished) for `silent_secs`.
+    GuardianStall {
+        message: String,
+        phase: StallPhase,
+        silent_secs: u64,
+        action: GuardianAction,
+    },
+    /// A problem with how spending is measured, e.g. a model with no known price.
+    GuardianBudgetAlert { message: String, model: String },
+    /// Spending (cents) or context size (tokens) passed a warning threshold.
+    BudgetWarning {
+        scope: BudgetScope,
+        spent: serde_json::Number,
+        limit: serde_json::Number,
+        message: String,
+    },
+    /// A limit was reached: the run stops (or, for `month`, no new run starts).
+    BudgetExceeded {
+        scope: BudgetScope,
+        spent: serde_json::Number,
+        limit: serde_json::Number,
+        message: String,
     },
     /// A turn is durably stored: a crash from now on cannot lose it.
     CheckpointSaved { turn: u32 },
@@ -60,13 +101,60 @@ pub enum EventKind {
         turns: u32,
         input_tokens: u64,
         output_tokens: u64,
-        /// The run's price; `null` while no pricing is configured for the model.
+        /// What the run's model calls cost, as the cost ledger priced them; `null` only when
+        /// it could not be known (a run cut off by a failure before its cost was read back).
         cost_cents: Option<f64>,
         duration_ms: u64,
         /// Why the run ended, when it did not complete.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+}
+
+/// What the Guardian did about a problem it found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuardianAction {
+    /// A corrective hint goes into the conversation.
+    Hint,
+    /// The problem persisted after a hint: a stronger one goes in.
+    StrongerHint,
+    /// The silent model call was cut and is being made again.
+    Retry,
+    /// The problem persisted after every hint: the run is stopped.
+    Stop,
+}
+
+/// Where a run was when it stalled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StallPhase {
+    /// Waiting for the model, whose stream went silent.
+    Model,
+    /// Waiting for tool calls to finish.
+    Tools,
+}
+
+/// What a budget event measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetScope {
+    /// This run's spending against `per_run_limit_cents` (cents).
+    Run,
+    /// This calendar month's spending (UTC) against `monthly_limit_cents` (cents).
+    Month,
+    /// The conversation's size against `max_context_tokens` (tokens).
+    Tokens,
+}
+
+impl std::fmt::Display for BudgetScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BudgetScope::Run => "run",
+            BudgetScope::Month => "month",
+            BudgetScope::Tokens => "tokens",
+        })
+    }
 }
 
 /// How a run ended.

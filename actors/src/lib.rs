@@ -3,6 +3,8 @@
 //! ```text
 //! RootSupervisor                 restarts a failed child with backoff; escalates past the intensity
 //!  ├── CheckpointActor           the only store writer: append-only history, grouped commits
+//!  ├── CostLedgerActor           prices usage; run / session / day / month totals; budgets
+//!  ├── GuardianActor             doom loops, stalls, the token budget -> hints, retries, stops
 //!  ├── LlmStreamActor            asks the model, streams text deltas, assembles tool calls
 //!  ├── ToolExecutorActor         validates arguments, runs tools (bounded, in call order)
 //!  └── SessionSupervisor         one SessionActor per active session; bounds runs in flight
@@ -15,6 +17,8 @@
 //! (once the turn is durable, when any call has side effects), the results are appended paired
 //! with their calls, and the turn's batch goes to the [`checkpoint`] actor while the next request
 //! leaves at once: commits overlap model calls, and commits of concurrent sessions are grouped.
+//! Around every turn the [`cost_ledger`] prices the call and checks the budgets before the next
+//! one, and the [`guardian`] reviews the turn (and any stall) and answers with hints or a stop.
 //! Everything a run does is an [`event::Event`].
 //!
 //! Actors reach each other through [`supervision::ChildSlot`]s, so a restarted actor is found

@@ -13,8 +13,40 @@ use crate::provider::{
 use crate::tokens;
 use futures_util::StreamExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
+
+/// When a model call last showed life (a delta arrived), for the Guardian's stall detection.
+/// Shared between the streaming task, which beats it, and the session, which reads it.
+#[derive(Clone, Debug, Default)]
+pub struct Heartbeat(Arc<AtomicU64>);
+
+impl Heartbeat {
+    /// A heartbeat that beats now.
+    pub fn new() -> Self {
+        let heartbeat = Self::default();
+        heartbeat.beat();
+        heartbeat
+    }
+
+    /// Records a sign of life now.
+    pub fn beat(&self) {
+        self.0.store(Self::now_ms(), Ordering::Relaxed);
+    }
+
+    /// How long since the last sign of life.
+    pub fn silent_for(&self) -> Duration {
+        Duration::from_millis(Self::now_ms().saturating_sub(self.0.load(Ordering::Relaxed)))
+    }
+
+    /// Milliseconds on a monotonic clock started with the process.
+    fn now_ms() -> u64 {
+        static START: OnceLock<Instant> = OnceLock::new();
+        START.get_or_init(Instant::now).elapsed().as_millis() as u64
+    }
+}
 
 /// The model's answer to one request.
 #[derive(Clone, Debug)]
@@ -32,6 +64,8 @@ pub struct StreamJob {
     pub request: ChatRequest,
     pub events: RunEvents,
     pub cancel: CancellationToken,
+    /// Beaten on every delta.
+    pub heartbeat: Heartbeat,
     /// The request's size in tokens as the session counted it, used when the server reports no
     /// usage.
     pub input_tokens: u64,
@@ -77,11 +111,19 @@ impl Actor for LlmStreamActor {
                         request,
                         events,
                         cancel,
+                        heartbeat,
                         input_tokens,
                         on_done,
                     } = job;
+                    let streaming = stream_answer(
+                        provider.as_ref(),
+                        &request,
+                        &events,
+                        &heartbeat,
+                        input_tokens,
+                    );
                     let result = tokio::select! {
-                        result = stream_answer(provider.as_ref(), &request, &events, input_tokens) => Some(result),
+                        result = streaming => Some(result),
                         _ = cancel.cancelled() => None,
                     };
                     // Release the history snapshot before answering, so the session can append
@@ -103,12 +145,14 @@ async fn stream_answer(
     provider: &dyn Provider,
     request: &ChatRequest,
     events: &RunEvents,
+    heartbeat: &Heartbeat,
     input_tokens: u64,
 ) -> Result<ModelReply, ProviderError> {
     let mut stream = provider.stream(request).await?;
     let mut answer = ResponseAssembler::new();
     while let Some(delta) = stream.next().await {
         let delta = delta?;
+        heartbeat.beat();
         if let StreamDelta::Text { text } = &delta {
             events.emit(EventKind::TextDelta { text: text.clone() });
         }

@@ -1,15 +1,16 @@
 //! RootSupervisor: the top of the actor tree.
 //!
-//! It starts the CheckpointActor, the LlmStreamActor, the ToolExecutorActor and the
-//! SessionSupervisor, restarts any of them that fails (exponential backoff with jitter; each
+//! It starts the CheckpointActor, the CostLedgerActor, the GuardianActor, the LlmStreamActor,
+//! the ToolExecutorActor and the SessionSupervisor, restarts any of them that fails (exponential backoff with jitter; each
 //! restarted actor rebuilds its state from its arguments and the store), and escalates when one
 //! fails more than `max_restarts` times within the window: it stops, and the runtime reports
 //! that it is down. Siblings reach a restarted child through its [`ChildSlot`].
 //!
-//! The Guardian, Judge and CostLedger actors take their place here as they are built; their
-//! message types are in [`crate::guardian`], [`crate::judge`] and [`crate::cost_ledger`].
+//! The Judge takes its place here when it is built; its message types are in [`crate::judge`].
 
 use crate::checkpoint::{CheckpointActor, CheckpointMsg};
+use crate::cost_ledger::{CostLedgerActor, CostLedgerArgs, CostLedgerMsg};
+use crate::guardian::{GuardianActor, GuardianArgs, GuardianMsg};
 use crate::llm_stream::{LlmMsg, LlmStreamActor};
 use crate::provider::Provider;
 use crate::session::{SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg};
@@ -31,14 +32,18 @@ use tokio::sync::broadcast;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ChildKind {
     Checkpoint,
+    CostLedger,
+    Guardian,
     LlmStream,
     ToolExecutor,
     Sessions,
 }
 
 impl ChildKind {
-    const ALL: [ChildKind; 4] = [
+    const ALL: [ChildKind; 6] = [
         ChildKind::Checkpoint,
+        ChildKind::CostLedger,
+        ChildKind::Guardian,
         ChildKind::LlmStream,
         ChildKind::ToolExecutor,
         ChildKind::Sessions,
@@ -95,6 +100,8 @@ where
 /// Everything the root starts its children with.
 pub struct RootArgs {
     pub store: Store,
+    pub ledger: CostLedgerArgs,
+    pub guardian: GuardianArgs,
     pub provider: Arc<dyn Provider>,
     pub tools: ToolExecutorArgs,
     pub sessions: SessionSupervisorArgs,
@@ -107,6 +114,8 @@ pub struct RootArgs {
 #[derive(Clone)]
 pub struct Slots {
     pub checkpoint: ChildSlot<CheckpointMsg>,
+    pub ledger: ChildSlot<CostLedgerMsg>,
+    pub guardian: ChildSlot<GuardianMsg>,
     pub llm: ChildSlot<LlmMsg>,
     pub tools: ChildSlot<ToolMsg>,
     pub sessions: ChildSlot<SessionSupervisorMsg>,
@@ -117,6 +126,8 @@ impl Slots {
     pub fn new() -> Self {
         Self {
             checkpoint: ChildSlot::new("checkpoint"),
+            ledger: ChildSlot::new("cost ledger"),
+            guardian: ChildSlot::new("Guardian"),
             llm: ChildSlot::new("LLM stream"),
             tools: ChildSlot::new("tool executor"),
             sessions: ChildSlot::new("session supervisor"),
@@ -126,6 +137,8 @@ impl Slots {
     fn clear(&self, kind: ChildKind) {
         match kind {
             ChildKind::Checkpoint => self.checkpoint.clear(),
+            ChildKind::CostLedger => self.ledger.clear(),
+            ChildKind::Guardian => self.guardian.clear(),
             ChildKind::LlmStream => self.llm.clear(),
             ChildKind::ToolExecutor => self.tools.clear(),
             ChildKind::Sessions => self.sessions.clear(),
@@ -171,6 +184,14 @@ impl Actor for RootSupervisor {
         spawners.insert(
             ChildKind::Checkpoint,
             spawner(|| CheckpointActor, args.store, slots.checkpoint.clone()),
+        );
+        spawners.insert(
+            ChildKind::CostLedger,
+            spawner(|| CostLedgerActor, args.ledger, slots.ledger.clone()),
+        );
+        spawners.insert(
+            ChildKind::Guardian,
+            spawner(|| GuardianActor, args.guardian, slots.guardian.clone()),
         );
         spawners.insert(
             ChildKind::LlmStream,
@@ -359,6 +380,8 @@ impl RootState {
     fn inject_panic(&self, kind: ChildKind) {
         let sent = match kind {
             ChildKind::Checkpoint => self.slots.checkpoint.cast(CheckpointMsg::Panic),
+            ChildKind::CostLedger => self.slots.ledger.cast(CostLedgerMsg::Panic),
+            ChildKind::Guardian => self.slots.guardian.cast(GuardianMsg::Panic),
             ChildKind::LlmStream => self.slots.llm.cast(LlmMsg::Panic),
             ChildKind::ToolExecutor => self.slots.tools.cast(ToolMsg::Panic),
             ChildKind::Sessions => Err(crate::supervision::Unavailable(

@@ -174,12 +174,11 @@ async fn answer(
                 found.ok_or_else(|| ErrorBody::new(ErrorCode::NotFound, "no such session"))
             })
         }
-        Ok(Method::Cost) => {
-            read_store(shared, |store| {
-                usage_totals(store, ryvos_actors::store::now_ms())
-            })
-            .await
-        }
+        Ok(Method::Cost) => match shared.runtime.cost_report().await {
+            Ok(report) => serde_json::to_value(report)
+                .map_err(|e| ErrorBody::new(ErrorCode::Internal, e.to_string())),
+            Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
+        },
         Ok(Method::Shutdown) => {
             shared.shutdown.cancel();
             Ok(json!({"stopping": true}))
@@ -314,39 +313,4 @@ pub fn outcome_json(o: &RunOutcome) -> Value {
         "reason": o.reason, "turns": o.turns, "input_tokens": o.input_tokens,
         "output_tokens": o.output_tokens, "cost_cents": o.cost_cents, "duration_ms": o.duration_ms,
     })
-}
-
-/// Token usage of the runs that started in the last day, the last 30 days, and ever. Prices
-/// are not known yet (no pricing is applied), so `cost_cents` is `null`.
-fn usage_totals(
-    store: &ryvos_actors::store::Store,
-    now_ms: u64,
-) -> Result<Value, ryvos_actors::store::StoreError> {
-    const DAY_MS: u64 = 86_400_000;
-    let windows = [
-        ("last_24h", DAY_MS),
-        ("last_30_days", 30 * DAY_MS),
-        ("all_time", u64::MAX),
-    ];
-    let mut totals = [(0u64, 0u64, 0u64); 3];
-    for session in store.sessions()? {
-        for run in store.session_runs(&session.session_id)? {
-            let age = now_ms.saturating_sub(run.started_at_ms);
-            for (i, (_, span)) in windows.iter().enumerate() {
-                if age <= *span {
-                    totals[i].0 += 1;
-                    totals[i].1 += run.input_tokens;
-                    totals[i].2 += run.output_tokens;
-                }
-            }
-        }
-    }
-    let mut out = serde_json::Map::new();
-    for ((name, _), (runs, input, output)) in windows.iter().zip(totals) {
-        out.insert(
-            (*name).into(),
-            json!({"runs": runs, "input_tokens": input, "output_tokens": output, "cost_cents": null}),
-        );
-    }
-    Ok(Value::Object(out))
 }

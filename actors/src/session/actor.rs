@@ -6,9 +6,14 @@
 //! is checkpointed, and the next request goes out at once while the commit proceeds. A run ends
 //! by answer, `max_turns`, `max_duration_secs`, a stop, or an error; its end is reported only
 //! once everything it wrote is durable.
+//!
+//! Around each model call the cost ledger is asked first (is the budget left?) and told after
+//! (what the call used); after each turn the Guardian reviews it, and a timer reports a stall
+//! to it. Their answers (hints, a retry, a stop) are applied here.
 
 use super::commits::Commits;
 use super::history::History;
+use super::oversight::{self, Refusal};
 use super::prompt::system_prompt;
 use super::recovery::{self, Reloaded};
 use super::run::{ActiveRun, Ending, Phase};
@@ -16,9 +21,11 @@ use super::supervisor::SessionSupervisorMsg;
 use super::{RunSpec, Services};
 use crate::callback::Callback;
 use crate::checkpoint::CheckpointMsg;
-use crate::event::{EventKind, RunEvents, RunStatus, SessionEvents};
+use crate::cost_ledger::{PriceSource, UsageReport};
+use crate::event::{EventKind, RunEvents, RunStatus, SessionEvents, StallPhase};
+use crate::guardian::{CallReport, GuardianMsg, Review, TurnReport};
 use crate::ids::{RunId, SessionId};
-use crate::llm_stream::{LlmMsg, ModelReply, StreamJob};
+use crate::llm_stream::{Heartbeat, LlmMsg, ModelReply, StreamJob};
 use crate::message::{Message, ToolCall};
 use crate::provider::{ChatRequest, ProviderError};
 use crate::store::{now_ms, RunRecord, SessionRecord, StoreError, TurnCheckpoint, WriteBatch};
@@ -57,6 +64,8 @@ pub enum SessionMsg {
     },
     /// The oldest batch not yet confirmed was committed (or failed).
     Committed { result: Result<(), StoreError> },
+    /// Time to look for a stall of the dispatch made at `step`.
+    StallCheck { step: u64 },
     /// The run `run_id` reached `max_duration_secs`.
     Deadline { run_id: RunId },
     /// The final commit of the run ending at `step` took too long.
@@ -151,12 +160,17 @@ impl Actor for SessionActor {
             SessionMsg::StartRun { run_id, spec } => state.start_run(&myself, run_id, spec).await,
             SessionMsg::ModelDone { step, result } => {
                 if state.is_current(step) {
-                    state.on_model_done(&myself, result);
+                    state.on_model_done(&myself, result).await;
                 }
             }
             SessionMsg::ToolsDone { step, outcomes } => {
                 if state.is_current(step) {
-                    state.on_tools_done(&myself, outcomes);
+                    state.on_tools_done(&myself, outcomes).await;
+                }
+            }
+            SessionMsg::StallCheck { step } => {
+                if state.is_current(step) {
+                    state.check_stall(&myself, step).await;
                 }
             }
             SessionMsg::Committed { result } => state.on_committed(&myself, result),
@@ -291,7 +305,18 @@ impl SessionState {
         started_at_ms: u64,
     ) {
         let events = self.events.for_run(self.id.clone(), run_id.clone());
-        recovery::report_failed_run(&events, why, turns, started_at_ms);
+        let cost = match self
+            .services
+            .store
+            .cost_totals(&crate::cost_ledger::run_key(run_id))
+        {
+            Ok(totals) => Some(totals.unwrap_or_default().cents()),
+            Err(e) => {
+                tracing::warn!(session = %self.id, "the cost of a failed run is unknown: {e}");
+                None
+            }
+        };
+        recovery::report_failed_run(&events, why, turns, cost, started_at_ms);
         let done = SessionSupervisorMsg::RunFinished {
             session_id: self.id.clone(),
             run_id: run_id.clone(),
@@ -319,7 +344,10 @@ impl SessionState {
             prompt: spec.prompt.clone(),
             events: events.clone(),
             workspace: spec.workspace,
+            system_tokens: crate::tokens::count_text(&system) as u64,
             system,
+            call_cancel: cancel.child_token(),
+            heartbeat: Heartbeat::new(),
             cancel: cancel.clone(),
             _cancel_on_drop: cancel.drop_guard(),
             started: Instant::now(),
@@ -329,7 +357,10 @@ impl SessionState {
             phase: Phase::AwaitingModel,
             usage: Default::default(),
             usage_estimated: false,
-            turn_first_seq: 0,
+            cost_microcents: 0,
+            unpriced_alerted: false,
+            pending_hints: Vec::new(),
+            turn_first_seq: self.history.next_seq(),
             turn_input_tokens: 0,
             turn_output_tokens: 0,
             last_text: String::new(),
@@ -345,24 +376,49 @@ impl SessionState {
             self.run = Some(run);
             return self.complete(myself);
         }
+        // A run over budget is refused before its prompt enters the conversation.
+        let admitted = oversight::authorize(&self.services, &self.id, &run_id).await;
+        self.last_run = Some(run_id.clone());
+        if let Err(refusal) = admitted {
+            self.run = Some(run);
+            events.emit(EventKind::RunStarted);
+            return self.refuse(myself, refusal);
+        }
         self.history.push(Message::user(spec.prompt));
         run.turn_first_seq = self.history.next_seq();
         let record = run.record(None);
-        self.last_run = Some(run_id.clone());
         let deadline = self.services.agent.max_duration();
         self.run = Some(run);
         self.submit(myself, None, Some(record));
         events.emit(EventKind::RunStarted);
         myself.send_after(deadline, move || SessionMsg::Deadline { run_id });
-        self.begin_turn(myself);
+        self.begin_turn(myself).await;
     }
 
-    /// Sends the conversation to the model.
-    fn begin_turn(&mut self, myself: &ActorRef<SessionMsg>) {
+    /// Sends the conversation to the model, once the budget allows another call.
+    async fn begin_turn(&mut self, myself: &ActorRef<SessionMsg>) {
+        let Some(run) = self.run.as_ref() else { return };
+        if run.turns > 0 {
+            let run_id = run.id.clone();
+            if let Err(refusal) = oversight::authorize(&self.services, &self.id, &run_id).await {
+                return self.refuse(myself, refusal);
+            }
+        }
         let Some(run) = self.run.as_mut() else { return };
         run.step = next_step();
         run.phase = Phase::AwaitingModel;
         run.turn_first_seq = self.history.next_seq();
+        for hint in std::mem::take(&mut run.pending_hints) {
+            run.events.emit(EventKind::GuardianHint {
+                message: hint.message.clone(),
+                level: hint.level,
+            });
+            self.history.push(Message::System {
+                content: hint.message,
+            });
+        }
+        run.call_cancel = run.cancel.child_token();
+        run.heartbeat = Heartbeat::new();
         let step = run.step;
         let me = myself.clone();
         let job = StreamJob {
@@ -372,7 +428,8 @@ impl SessionState {
                 tools: self.services.registry.specs(),
             },
             events: run.events.clone(),
-            cancel: run.cancel.clone(),
+            cancel: run.call_cancel.clone(),
+            heartbeat: run.heartbeat.clone(),
             input_tokens: self.history.total_tokens(),
             on_done: Callback::new(
                 move |result| {
@@ -388,11 +445,26 @@ impl SessionState {
             ),
         };
         if let Err(e) = self.services.llm.cast(LlmMsg::Stream(job)) {
-            self.fail(myself, e.to_string());
+            return self.fail(myself, e.to_string());
         }
+        self.schedule_stall_check(myself, step, None);
     }
 
-    fn on_model_done(
+    /// Ends the run because the ledger refused its next model call.
+    fn refuse(&mut self, myself: &ActorRef<SessionMsg>, refusal: Refusal) {
+        if let Some(run) = &self.run {
+            if let Some(event) = refusal.event {
+                run.events.emit(event);
+            } else {
+                run.events.emit(EventKind::Error {
+                    message: refusal.reason.clone(),
+                });
+            }
+        }
+        self.finish(myself, refusal.status, Some(refusal.reason));
+    }
+
+    async fn on_model_done(
         &mut self,
         myself: &ActorRef<SessionMsg>,
         result: Result<ModelReply, ProviderError>,
@@ -408,13 +480,47 @@ impl SessionState {
         run.usage_estimated |= reply.usage_estimated;
         run.turn_input_tokens = reply.usage.input_tokens;
         run.turn_output_tokens = reply.usage.output_tokens;
+        let report = UsageReport {
+            session_id: self.id.clone(),
+            run_id: run.id.clone(),
+            call: run.turns,
+            model: reply.model.clone(),
+            usage: reply.usage,
+            estimated: reply.usage_estimated,
+        };
+        let receipt = match oversight::record_usage(&self.services, report).await {
+            Ok(receipt) => receipt,
+            Err(reason) => return self.fail(myself, reason),
+        };
+        let Some(run) = self.run.as_mut() else { return };
+        run.cost_microcents = receipt.run.cost_microcents;
         run.events.emit(EventKind::ModelUsage {
             turn: run.turns,
-            model: reply.model,
+            model: reply.model.clone(),
             input_tokens: reply.usage.input_tokens,
             output_tokens: reply.usage.output_tokens,
             estimated: reply.usage_estimated,
+            cost_cents: receipt.call_microcents as f64 / 1_000_000.0,
         });
+        if receipt.price_source == PriceSource::Unknown && !run.unpriced_alerted {
+            run.unpriced_alerted = true;
+            run.events.emit(EventKind::GuardianBudgetAlert {
+                message: format!(
+                    "no price is known for model '{}'; budgets count it at {} / {} cents per \
+                     million input / output tokens. Set its price in [budget.pricing_overrides].",
+                    reply.model, receipt.price.input_per_1m, receipt.price.output_per_1m
+                ),
+                model: reply.model,
+            });
+        }
+        for warning in &receipt.warnings {
+            run.events.emit(warning.warning());
+        }
+        if let Some(e) = receipt.store_error {
+            run.events.emit(EventKind::Error {
+                message: format!("the cost ledger's totals could not be stored: {e}"),
+            });
+        }
         let text = reply.response.text;
         let calls = reply.response.tool_calls;
         if !text.is_empty() {
@@ -459,6 +565,8 @@ impl SessionState {
         run.phase = Phase::RunningTools {
             calls: calls.clone(),
         };
+        // A completed model answer is progress: the stall clock starts again.
+        run.heartbeat.beat();
         let me = myself.clone();
         let lost = calls.clone();
         let batch = ToolBatch {
@@ -480,13 +588,24 @@ impl SessionState {
             ),
         };
         if let Err(e) = self.services.tools.cast(ToolMsg::Execute(batch)) {
-            self.fail(myself, e.to_string());
+            return self.fail(myself, e.to_string());
         }
+        self.schedule_stall_check(myself, step, None);
     }
 
-    fn on_tools_done(&mut self, myself: &ActorRef<SessionMsg>, outcomes: Vec<ToolOutcome>) {
+    async fn on_tools_done(&mut self, myself: &ActorRef<SessionMsg>, outcomes: Vec<ToolOutcome>) {
+        let calls = match self.run.as_ref().map(|r| &r.phase) {
+            Some(Phase::RunningTools { calls }) => calls.clone(),
+            _ => Vec::new(),
+        };
+        let mut reports = Vec::with_capacity(outcomes.len());
         let tools_called = outcomes.iter().map(|o| o.name.clone()).collect();
         for o in outcomes {
+            let arguments = calls
+                .iter()
+                .find(|c| c.id == o.call_id)
+                .map_or("", |c| c.arguments.as_str());
+            reports.push(CallReport::new(&o.name, arguments, &o.content, o.is_error));
             self.history.push(Message::ToolResult {
                 call_id: o.call_id,
                 name: o.name,
@@ -498,6 +617,18 @@ impl SessionState {
         self.submit(myself, checkpoint, None);
         let Some(run) = self.run.as_mut() else { return };
         run.turn_first_seq = self.history.next_seq();
+        let run_id = run.id.clone();
+        if self.services.agent.guardian.enabled {
+            let report = TurnReport {
+                calls: reports,
+                context_tokens: self.context_tokens(),
+            };
+            let review = oversight::review_turn(&self.services, &self.id, &run_id, report).await;
+            if let Some((status, reason)) = self.apply_review(review) {
+                return self.stop_by_guardian(myself, status, reason);
+            }
+        }
+        let Some(run) = self.run.as_ref() else { return };
         let max_turns = self.services.agent.max_turns;
         if run.turns >= max_turns {
             self.finish(
@@ -506,8 +637,116 @@ impl SessionState {
                 Some(format!("the run reached max_turns ({max_turns})")),
             );
         } else {
-            self.begin_turn(myself);
+            self.begin_turn(myself).await;
         }
+    }
+
+    /// Publishes a review's events and keeps its hint for the next request; returns its stop.
+    fn apply_review(&mut self, review: Review) -> Option<(RunStatus, String)> {
+        let run = self.run.as_mut()?;
+        for event in review.events {
+            run.events.emit(event);
+        }
+        if let Some(hint) = review.hint {
+            run.pending_hints.push(hint);
+        }
+        review.stop
+    }
+
+    /// Ends the run as the Guardian decided, with a summary of where it stood as its output.
+    fn stop_by_guardian(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        status: RunStatus,
+        reason: String,
+    ) {
+        let Some(run) = self.run.as_ref() else { return };
+        let mut output = format!("The run was stopped after {} turn(s): {reason}.", run.turns);
+        if !run.last_text.is_empty() {
+            output.push_str("\n\nThe model's last message:\n");
+            output.push_str(&run.last_text);
+        }
+        if status == RunStatus::Failed {
+            run.events.emit(EventKind::Error {
+                message: reason.clone(),
+            });
+        }
+        self.finish_with(
+            myself,
+            Ending {
+                status,
+                output,
+                reason: Some(reason),
+            },
+        );
+    }
+
+    /// The conversation's size as the next request would carry it.
+    fn context_tokens(&self) -> u64 {
+        let system = self.run.as_ref().map_or(0, |r| r.system_tokens);
+        self.history.total_tokens() + system
+    }
+
+    /// Looks for a stall of the dispatch made at `step` after the stall timeout, or after
+    /// `after`.
+    fn schedule_stall_check(
+        &self,
+        myself: &ActorRef<SessionMsg>,
+        step: u64,
+        after: Option<Duration>,
+    ) {
+        let guardian = &self.services.agent.guardian;
+        if guardian.enabled {
+            let after = after.unwrap_or(Duration::from_secs(guardian.stall_timeout_secs.max(1)));
+            myself.send_after(after, move || SessionMsg::StallCheck { step });
+        }
+    }
+
+    /// The stall timer fired for the dispatch in flight: if nothing moved for the stall
+    /// timeout, the Guardian decides (cut and retry a silent model call, hint, or stop).
+    async fn check_stall(&mut self, myself: &ActorRef<SessionMsg>, step: u64) {
+        let timeout = Duration::from_secs(self.services.agent.guardian.stall_timeout_secs.max(1));
+        let Some(run) = self.run.as_ref() else { return };
+        let (phase, tools) = match &run.phase {
+            Phase::AwaitingModel => (StallPhase::Model, Vec::new()),
+            Phase::RunningTools { calls } => (
+                StallPhase::Tools,
+                calls.iter().map(|c| c.name.clone()).collect(),
+            ),
+            // Waiting for the store has its own deadline.
+            Phase::AwaitingDurability { .. } => {
+                return self.schedule_stall_check(myself, step, None)
+            }
+            Phase::Finishing(_) => return,
+        };
+        let silent = run.heartbeat.silent_for();
+        if silent < timeout {
+            return self.schedule_stall_check(myself, step, Some(timeout - silent));
+        }
+        let run_id = run.id.clone();
+        let review =
+            oversight::report_stall(&self.services, &self.id, &run_id, phase, silent, tools).await;
+        // The run may have moved on while the Guardian was asked.
+        if !self.is_current(step) {
+            return;
+        }
+        let Some(review) = review else {
+            return self.schedule_stall_check(myself, step, None);
+        };
+        let retry = review.retry_model_call;
+        if let Some((status, reason)) = self.apply_review(review) {
+            return self.stop_by_guardian(myself, status, reason);
+        }
+        if retry {
+            if let Some(run) = &self.run {
+                run.call_cancel.cancel();
+            }
+            return self.begin_turn(myself).await;
+        }
+        if let Some(run) = &self.run {
+            run.heartbeat.beat();
+        }
+        self.schedule_stall_check(myself, step, None);
     }
 
     /// The checkpoint of the turn in progress, if it appended anything.
@@ -522,7 +761,7 @@ impl SessionState {
             tools_called,
             input_tokens: run.turn_input_tokens,
             output_tokens: run.turn_output_tokens,
-            context_tokens: self.history.total_tokens(),
+            context_tokens: self.context_tokens(),
             at_ms: now_ms(),
         })
     }
@@ -683,6 +922,23 @@ impl SessionState {
         {
             tracing::warn!(session = %self.id, "the session supervisor is gone; a finished run was not reported to it");
         }
+        if self
+            .services
+            .guardian
+            .cast(GuardianMsg::RunEnded {
+                run_id: run.id.clone(),
+            })
+            .is_err()
+        {
+            tracing::debug!("the Guardian is down; it forgets the run when it restarts");
+        }
+        let ended = crate::cost_ledger::CostLedgerMsg::RunEnded {
+            session_id: self.id.clone(),
+            run_id: run.id.clone(),
+        };
+        if self.services.ledger.cast(ended).is_err() {
+            tracing::debug!("the cost ledger is down; it forgets the run when it restarts");
+        }
         report_end(&run.events, &ending, &run);
         self.schedule_hibernation(myself);
     }
@@ -702,7 +958,7 @@ fn report_end(events: &RunEvents, ending: &Ending, run: &ActiveRun) {
         turns: run.turns,
         input_tokens: run.usage.input_tokens,
         output_tokens: run.usage.output_tokens,
-        cost_cents: None,
+        cost_cents: Some(run.cost_microcents as f64 / 1_000_000.0),
         duration_ms: run.started.elapsed().as_millis() as u64,
         reason: ending.reason.clone(),
     });

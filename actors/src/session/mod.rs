@@ -9,6 +9,7 @@
 mod actor;
 mod commits;
 mod history;
+mod oversight;
 mod prompt;
 mod recovery;
 mod run;
@@ -22,7 +23,9 @@ pub use supervisor::{
 
 use crate::checkpoint::CheckpointMsg;
 use crate::config::AgentConfig;
+use crate::cost_ledger::CostLedgerMsg;
 use crate::event::GlobalEvents;
+use crate::guardian::GuardianMsg;
 use crate::llm_stream::LlmMsg;
 use crate::store::Store;
 use crate::supervision::ChildSlot;
@@ -35,6 +38,8 @@ use std::sync::Arc;
 pub struct Services {
     pub store: Store,
     pub checkpoint: ChildSlot<CheckpointMsg>,
+    pub ledger: ChildSlot<CostLedgerMsg>,
+    pub guardian: ChildSlot<GuardianMsg>,
     pub llm: ChildSlot<LlmMsg>,
     pub tools: ChildSlot<ToolMsg>,
     pub registry: ToolRegistry,

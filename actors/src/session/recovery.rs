@@ -71,6 +71,7 @@ pub fn report_failed_run(
     events: &RunEvents,
     reason: &str,
     turns: &[TurnCheckpoint],
+    cost_cents: Option<f64>,
     started_at_ms: u64,
 ) {
     events.emit(EventKind::Error {
@@ -82,7 +83,7 @@ pub fn report_failed_run(
         turns: turns.iter().map(|c| c.turn).max().unwrap_or(0),
         input_tokens: turns.iter().map(|c| c.input_tokens).sum(),
         output_tokens: turns.iter().map(|c| c.output_tokens).sum(),
-        cost_cents: None,
+        cost_cents,
         duration_ms: now_ms().saturating_sub(started_at_ms),
         reason: Some(reason.to_owned()),
     });

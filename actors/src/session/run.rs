@@ -1,7 +1,9 @@
 //! The state of the run a session is driving.
 
 use crate::event::{RunEvents, RunStatus};
+use crate::guardian::Hint;
 use crate::ids::RunId;
+use crate::llm_stream::Heartbeat;
 use crate::message::ToolCall;
 use crate::provider::Usage;
 use crate::store::{now_ms, RunRecord};
@@ -39,6 +41,10 @@ pub struct ActiveRun {
     pub workspace: Workspace,
     pub system: Arc<str>,
     pub cancel: CancellationToken,
+    /// The model call in flight: a child of `cancel`, so a stalled call can be cut alone.
+    pub call_cancel: CancellationToken,
+    /// When the model call in flight last streamed, or the tools in flight were dispatched.
+    pub heartbeat: Heartbeat,
     /// Cancels `cancel` when the run is dropped, however that happens (a panicking actor too),
     /// so no stream or tool outlives its run.
     pub _cancel_on_drop: tokio_util::sync::DropGuard,
@@ -52,6 +58,14 @@ pub struct ActiveRun {
     pub phase: Phase,
     pub usage: Usage,
     pub usage_estimated: bool,
+    /// What the run's calls cost so far, in millionths of a cent, as the ledger priced them.
+    pub cost_microcents: u64,
+    /// The run has been told its model has no known price.
+    pub unpriced_alerted: bool,
+    /// The Guardian's hints, put into the conversation before the next model call.
+    pub pending_hints: Vec<Hint>,
+    /// The system prompt's size, part of the context the token budget measures.
+    pub system_tokens: u64,
     /// The seq of the first message of the turn in progress.
     pub turn_first_seq: u64,
     pub turn_input_tokens: u64,
@@ -74,6 +88,7 @@ impl ActiveRun {
             turns: self.turns,
             input_tokens: self.usage.input_tokens,
             output_tokens: self.usage.output_tokens,
+            cost_microcents: self.cost_microcents,
             started_at_ms: self.started_at_ms,
             ended_at_ms: ending.map(|_| now_ms()),
         }

@@ -423,5 +423,5 @@ impl SessionSupervisorState {
 /// Ends a run whose session could not be brought back: the caller is told, never left waiting.
 fn report_lost_run(events: &SessionEvents, session_id: &SessionId, run_id: RunId, reason: String) {
     let run = events.for_run(session_id.clone(), run_id);
-    super::recovery::report_failed_run(&run, &reason, &[], crate::store::now_ms());
+    super::recovery::report_failed_run(&run, &reason, &[], None, crate::store::now_ms());
 }

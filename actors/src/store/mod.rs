@@ -8,15 +8,16 @@ mod records;
 pub mod repair;
 mod tables;
 
-pub use records::{now_ms, RunRecord, SessionRecord, TurnCheckpoint};
+pub use records::{now_ms, CostTotals, RunRecord, SessionRecord, TurnCheckpoint};
 
-use crate::ids::SessionId;
+use crate::guardian::RunWatch;
+use crate::ids::{RunId, SessionId};
 use crate::message::Message;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
-use tables::{CHECKPOINTS, MESSAGES, RUNS, SESSIONS};
+use tables::{CHECKPOINTS, COSTS, GUARDIAN, MESSAGES, RUNS, SESSIONS};
 
 /// A storage failure, saying what was being done. Cloneable so that one failed group commit
 /// can be reported to every session that was waiting on it.
@@ -75,6 +76,10 @@ pub struct WriteBatch {
     pub checkpoint: Option<TurnCheckpoint>,
     pub run: Option<RunRecord>,
     pub session: Option<SessionRecord>,
+    /// Ledger totals, as they now stand (the ledger is their only writer).
+    pub costs: Vec<(String, CostTotals)>,
+    /// The Guardian's view of a run, as it now stands.
+    pub guardian: Option<(RunId, RunWatch)>,
 }
 
 impl WriteBatch {
@@ -86,6 +91,8 @@ impl WriteBatch {
             checkpoint: None,
             run: None,
             session: None,
+            costs: Vec::new(),
+            guardian: None,
         }
     }
 }
@@ -134,6 +141,8 @@ impl Store {
         txn.open_table(CHECKPOINTS).doing(doing)?;
         txn.open_table(RUNS).doing(doing)?;
         txn.open_table(SESSIONS).doing(doing)?;
+        txn.open_table(COSTS).doing(doing)?;
+        txn.open_table(GUARDIAN).doing(doing)?;
         txn.commit().doing(doing)
     }
 
@@ -147,6 +156,8 @@ impl Store {
             let mut checkpoints = txn.open_table(CHECKPOINTS).doing(doing)?;
             let mut runs = txn.open_table(RUNS).doing(doing)?;
             let mut sessions = txn.open_table(SESSIONS).doing(doing)?;
+            let mut costs = txn.open_table(COSTS).doing(doing)?;
+            let mut guardian = txn.open_table(GUARDIAN).doing(doing)?;
             for batch in batches {
                 let sid = batch.session_id.as_str();
                 for m in &batch.messages {
@@ -171,6 +182,16 @@ impl Store {
                 if let Some(s) = &batch.session {
                     let row = serde_json::to_vec(s).doing(doing)?;
                     sessions.insert(sid, row.as_slice()).doing(doing)?;
+                }
+                for (key, totals) in &batch.costs {
+                    let row = serde_json::to_vec(totals).doing(doing)?;
+                    costs.insert(key.as_str(), row.as_slice()).doing(doing)?;
+                }
+                if let Some((run_id, watch)) = &batch.guardian {
+                    let row = serde_json::to_vec(watch).doing(doing)?;
+                    guardian
+                        .insert(run_id.as_str(), row.as_slice())
+                        .doing(doing)?;
                 }
             }
         }
@@ -273,6 +294,48 @@ impl Store {
         Ok(out)
     }
 
+    /// The ledger's totals under `key`, if any were recorded.
+    pub fn cost_totals(&self, key: &str) -> Result<Option<CostTotals>, StoreError> {
+        let doing = || format!("reading the cost totals of {key}");
+        let txn = self.db.begin_read().doing(doing)?;
+        let table = txn.open_table(COSTS).doing(doing)?;
+        table
+            .get(key)
+            .doing(doing)?
+            .map(|v| serde_json::from_slice(v.value()).doing(doing))
+            .transpose()
+    }
+
+    /// Every ledger key starting with `prefix`, with its totals, in key order.
+    pub fn cost_totals_with_prefix(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, CostTotals)>, StoreError> {
+        let doing = || format!("listing the cost totals under {prefix}");
+        let txn = self.db.begin_read().doing(doing)?;
+        let table = txn.open_table(COSTS).doing(doing)?;
+        let end = format!("{prefix}\u{10FFFF}");
+        let mut out = Vec::new();
+        for row in table.range(prefix..end.as_str()).doing(doing)? {
+            let (key, value) = row.doing(doing)?;
+            let totals = serde_json::from_slice(value.value()).doing(doing)?;
+            out.push((key.value().to_owned(), totals));
+        }
+        Ok(out)
+    }
+
+    /// What the Guardian recorded of run `run_id`, if anything.
+    pub fn guardian_watch(&self, run_id: &RunId) -> Result<Option<RunWatch>, StoreError> {
+        let doing = || format!("reading the Guardian's record of run {run_id}");
+        let txn = self.db.begin_read().doing(doing)?;
+        let table = txn.open_table(GUARDIAN).doing(doing)?;
+        table
+            .get(run_id.as_str())
+            .doing(doing)?
+            .map(|v| serde_json::from_slice(v.value()).doing(doing))
+            .transpose()
+    }
+
     /// Every session's record.
     pub fn sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
         let doing = || "listing sessions".to_string();
@@ -290,7 +353,6 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::RunId;
 
     #[test]
     fn batches_round_trip_and_sessions_stay_apart() {
@@ -316,6 +378,7 @@ mod tests {
             turns: 0,
             input_tokens: 0,
             output_tokens: 0,
+            cost_microcents: 0,
             started_at_ms: 1,
             ended_at_ms: None,
         });

@@ -14,3 +14,11 @@ pub const RUNS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("run
 
 /// `session_id -> SessionRecord`: the summary `ryvos sessions` lists.
 pub const SESSIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("sessions");
+
+/// `key -> CostTotals`: spending per `run:<id>`, `session:<id>`, `day:YYYY-MM-DD` and
+/// `month:YYYY-MM` (UTC), kept by the cost ledger.
+pub const COSTS: TableDefinition<&str, &[u8]> = TableDefinition::new("costs");
+
+/// `run_id -> RunWatch`: what the Guardian knows of a run in flight, so that a restarted
+/// Guardian goes on where it stood.
+pub const GUARDIAN: TableDefinition<&str, &[u8]> = TableDefinition::new("guardian");

@@ -5,13 +5,19 @@
 //! it on the next send. Reading the slot is one atomic load, no lock.
 
 use arc_swap::ArcSwapOption;
-use ractor::ActorRef;
+use ractor::rpc::CallResult;
+use ractor::{ActorRef, RpcReplyPort};
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::time::Instant;
 
 /// The current incarnation of a supervised actor, if it is up.
 pub struct ChildSlot<M: ractor::Message> {
     name: &'static str,
     current: Arc<ArcSwapOption<ActorRef<M>>>,
+    /// Woken whenever a new incarnation is put in the slot.
+    filled: Arc<Notify>,
 }
 
 impl<M: ractor::Message> Clone for ChildSlot<M> {
@@ -19,6 +25,7 @@ impl<M: ractor::Message> Clone for ChildSlot<M> {
         Self {
             name: self.name,
             current: self.current.clone(),
+            filled: self.filled.clone(),
         }
     }
 }
@@ -29,12 +36,14 @@ impl<M: ractor::Message> ChildSlot<M> {
         Self {
             name,
             current: Arc::new(ArcSwapOption::empty()),
+            filled: Arc::new(Notify::new()),
         }
     }
 
     /// Puts a (re)started incarnation in the slot.
     pub fn set(&self, actor: ActorRef<M>) {
         self.current.store(Some(Arc::new(actor)));
+        self.filled.notify_waiters();
     }
 
     /// Empties the slot: the actor is down.
@@ -54,6 +63,38 @@ impl<M: ractor::Message> ChildSlot<M> {
     /// Sends `msg` to the current incarnation.
     pub fn cast(&self, msg: M) -> Result<(), Unavailable> {
         self.get()?.cast(msg).map_err(|_| Unavailable(self.name))
+    }
+
+    /// Asks the actor and waits for its answer, riding out a restart: while the actor is down
+    /// (or dies before answering) the request is made again to its next incarnation, until
+    /// `patience` has passed. Only for requests that are safe to repeat.
+    pub async fn call<R: Send + 'static>(
+        &self,
+        request: impl Fn(RpcReplyPort<R>) -> M,
+        patience: Duration,
+    ) -> Result<R, Unavailable> {
+        let deadline = Instant::now() + patience;
+        loop {
+            let waiting = self.filled.notified();
+            tokio::pin!(waiting);
+            // Registered before the slot is read, so a restart in between is not missed.
+            waiting.as_mut().enable();
+            if let Ok(actor) = self.get() {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match actor.call(&request, Some(left)).await {
+                    Ok(CallResult::Success(answer)) => return Ok(answer),
+                    Ok(CallResult::Timeout) => return Err(Unavailable(self.name)),
+                    // The incarnation died with the request; its successor will be asked.
+                    Ok(CallResult::SenderError) | Err(_) => {}
+                }
+                if self.get().is_ok_and(|now| now.get_id() != actor.get_id()) {
+                    continue;
+                }
+            }
+            if tokio::time::timeout_at(deadline, waiting).await.is_err() {
+                return Err(Unavailable(self.name));
+            }
+        }
     }
 }
 

@@ -184,19 +184,7 @@ async fn dispatch(command: Command, config: Config) -> u8 {
         Command::History { id } => {
             simple(&socket, "history", json!({"session": id}), print_history).await
         }
-        Command::Cost => {
-            simple(&socket, "cost", json!({}), |v| {
-                for (label, key) in [("last 24 hours", "last_24h"), ("last 30 days", "last_30_days"), ("all time", "all_time")] {
-                    let t = &v[key];
-                    println!(
-                        "{label:>14}: {} runs, {} input + {} output tokens",
-                        t["runs"], t["input_tokens"], t["output_tokens"]
-                    );
-                }
-                println!("prices: not applied yet (no cost ledger); token counts are the providers' own, or estimated where a server sent none");
-            })
-            .await
-        }
+        Command::Cost => simple(&socket, "cost", json!({}), print_cost).await,
         Command::Logs { id } => match ryvos::run_log::read(&config.logs_dir(), &id) {
             Ok(lines) => {
                 for line in lines {
@@ -269,6 +257,66 @@ fn print_history(v: &Value) {
             r["run_id"].as_str().unwrap_or("?"),
             r["status"].as_str().unwrap_or("in flight"),
             r["turns"]
+        );
+    }
+}
+
+/// `ryvos cost`: this month against the limits, then each day and each session.
+fn print_cost(v: &Value) {
+    let cents = |c: &Value| c.as_f64().unwrap_or(0.0);
+    let money = |c: f64| {
+        if c >= 1.0 || c == 0.0 {
+            format!("${:.2}", c / 100.0)
+        } else {
+            format!("${:.4}", c / 100.0)
+        }
+    };
+    let limit = |key: &str| match v[key].as_u64() {
+        Some(0) | None => "no limit".to_owned(),
+        Some(c) => money(c as f64),
+    };
+    let line = |s: &Value| {
+        format!(
+            "{:>10}  {:>5} calls  {} in / {} out tokens",
+            money(cents(&s["cost_cents"])),
+            s["calls"],
+            s["input_tokens"],
+            s["output_tokens"]
+        )
+    };
+    let month = &v["month"];
+    println!(
+        "this month ({}, UTC): {} spent; monthly limit {}, warning at {}; per-run limit {}",
+        month["key"].as_str().unwrap_or("?"),
+        money(cents(&month["cost_cents"])),
+        limit("monthly_limit_cents"),
+        limit("warning_threshold_cents"),
+        limit("per_run_limit_cents"),
+    );
+    if let Some(until) = v["refused_until"].as_str() {
+        println!("  the monthly limit is reached: new runs are refused until {until} (UTC)");
+    }
+    println!("by day:");
+    for day in v["days"].as_array().into_iter().flatten() {
+        println!("  {}  {}", day["key"].as_str().unwrap_or("?"), line(day));
+    }
+    println!("by session (all time, most spent first):");
+    for session in v["sessions"].as_array().into_iter().flatten() {
+        println!(
+            "  {:<28}  {}",
+            session["key"].as_str().unwrap_or("?"),
+            line(session)
+        );
+    }
+    let listed = v["sessions"].as_array().map_or(0, Vec::len) as u64;
+    let total = v["session_count"].as_u64().unwrap_or(0);
+    if total > listed {
+        println!("  … and {} more", total - listed);
+    }
+    if month["estimated_calls"].as_u64().unwrap_or(0) > 0 {
+        println!(
+            "{} call(s) this month had no usage from the server; their tokens were estimated",
+            month["estimated_calls"]
         );
     }
 }

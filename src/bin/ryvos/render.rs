@@ -1,5 +1,6 @@
 //! Showing a run's events to a person (or, with `--json`, to a script).
 
+use ryvos::engine::event::GuardianAction;
 use ryvos::{Event, EventKind, RunStatus};
 use std::io::{IsTerminal, Write};
 
@@ -116,6 +117,45 @@ impl Renderer {
             EventKind::Error { message } => {
                 self.end_line();
                 eprintln!("ryvos: error: {message}");
+            }
+            EventKind::GuardianStall {
+                message, action, ..
+            } => {
+                // A retried call streams its answer again: the cut text ends here, marked.
+                self.end_line();
+                if *action == GuardianAction::Retry {
+                    eprintln!("  [guardian] {message}; the answer starts again below");
+                } else {
+                    eprintln!("  [guardian] {message}");
+                }
+            }
+            EventKind::GuardianHint { message, .. } => {
+                self.end_line();
+                eprintln!(
+                    "  [guardian hint] {}",
+                    message.trim_start_matches("[Guardian] ")
+                );
+            }
+            EventKind::GuardianDoomLoop {
+                tool,
+                repeats,
+                action,
+                ..
+            } => {
+                self.end_line();
+                eprintln!("  [guardian] '{tool}' repeated {repeats} times with the same input and result ({action:?})");
+            }
+            EventKind::GuardianBudgetAlert { message, .. } => {
+                self.end_line();
+                eprintln!("  [budget] {message}");
+            }
+            EventKind::BudgetWarning { message, .. } => {
+                self.end_line();
+                eprintln!("  [budget] warning: {message}");
+            }
+            EventKind::BudgetExceeded { message, .. } => {
+                self.end_line();
+                eprintln!("  [budget] limit reached: {message}");
             }
             EventKind::RunComplete { .. } => self.end_line(),
             _ => {}

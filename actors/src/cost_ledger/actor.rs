@@ -1,0 +1,240 @@
+//! CostLedgerActor: the owner of the spending totals.
+
+use super::budget::{self, Limits};
+use super::period::Period;
+use super::pricing::{cost_microcents, PriceBook};
+use super::{Authorization, CostLedgerMsg, Receipt, UsageReport};
+use crate::callback::Callback;
+use crate::checkpoint::CheckpointMsg;
+use crate::config::BudgetConfig;
+use crate::ids::{RunId, SessionId};
+use crate::store::{now_ms, CostTotals, Store, StoreError, WriteBatch};
+use crate::supervision::ChildSlot;
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// How long a starting ledger waits for the store's writer to finish what the previous
+/// incarnation handed it.
+const FLUSH_PATIENCE: Duration = Duration::from_secs(30);
+
+/// What the ledger is started with.
+#[derive(Clone)]
+pub struct CostLedgerArgs {
+    pub store: Store,
+    pub checkpoint: ChildSlot<CheckpointMsg>,
+    pub budget: BudgetConfig,
+}
+
+/// The actor; see the module documentation of [`crate::cost_ledger`].
+pub struct CostLedgerActor;
+
+/// Its state: prices, limits, and the totals read or written so far.
+pub struct LedgerState {
+    store: Store,
+    checkpoint: ChildSlot<CheckpointMsg>,
+    prices: PriceBook,
+    limits: Limits,
+    /// Totals by ledger key; a key not here is read from the store when first needed.
+    totals: HashMap<String, CostTotals>,
+    commit_error: Option<StoreError>,
+}
+
+impl Actor for CostLedgerActor {
+    type Msg = CostLedgerMsg;
+    type State = LedgerState;
+    type Arguments = CostLedgerArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: CostLedgerArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(LedgerState {
+            store: args.store,
+            checkpoint: args.checkpoint,
+            prices: PriceBook::new(&args.budget.pricing_overrides),
+            limits: Limits::new(&args.budget),
+            totals: HashMap::new(),
+            commit_error: None,
+        })
+    }
+
+    /// A restarted ledger reads totals from the store; first it lets every write its
+    /// predecessor handed over land, so none is read stale.
+    async fn post_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        state
+            .checkpoint
+            .call(CheckpointMsg::Flush, FLUSH_PATIENCE)
+            .await??;
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            CostLedgerMsg::Authorize {
+                session_id: _,
+                run_id,
+                reply,
+            } => {
+                if reply.send(state.authorize(&run_id)).is_err() {
+                    tracing::debug!(run = %run_id, "a budget check's caller left");
+                }
+            }
+            CostLedgerMsg::Record { report, reply } => {
+                let receipt = state.record(&myself, &report);
+                if reply.send(receipt).is_err() {
+                    tracing::debug!(run = %report.run_id, "a usage record's caller left");
+                }
+            }
+            CostLedgerMsg::RunEnded { session_id, run_id } => {
+                state.totals.remove(&run_key(&run_id));
+                state.totals.remove(&session_key(&session_id));
+            }
+            CostLedgerMsg::CommitFailed(e) => {
+                tracing::error!("the cost ledger's totals could not be stored: {e}");
+                state.commit_error = Some(e);
+            }
+            #[cfg(feature = "fault-injection")]
+            CostLedgerMsg::Panic => panic!("injected fault in the cost ledger"),
+        }
+        Ok(())
+    }
+}
+
+/// The ledger key of a run's totals.
+pub fn run_key(run: &RunId) -> String {
+    format!("run:{run}")
+}
+
+fn session_key(session: &SessionId) -> String {
+    format!("session:{session}")
+}
+
+impl LedgerState {
+    fn totals(&mut self, key: &str) -> Result<CostTotals, StoreError> {
+        if let Some(t) = self.totals.get(key) {
+            return Ok(*t);
+        }
+        let t = self.store.cost_totals(key)?.unwrap_or_default();
+        self.totals.insert(key.to_owned(), t);
+        Ok(t)
+    }
+
+    fn authorize(&mut self, run_id: &RunId) -> Authorization {
+        let period = Period::of(now_ms());
+        let spent = self.totals(&run_key(run_id)).and_then(|run| {
+            let month = self.totals(&format!("month:{}", period.month))?;
+            Ok((run, month))
+        });
+        match spent {
+            Ok((run, month)) => match budget::check(
+                &self.limits,
+                run.cost_microcents,
+                month.cost_microcents,
+                &period,
+            ) {
+                Ok(()) => Authorization::Allowed,
+                Err(notice) => Authorization::Refused(notice),
+            },
+            Err(e) => Authorization::Unverifiable(e),
+        }
+    }
+
+    fn record(
+        &mut self,
+        myself: &ActorRef<CostLedgerMsg>,
+        report: &UsageReport,
+    ) -> Result<Receipt, StoreError> {
+        let period = Period::of(now_ms());
+        let keys = [
+            run_key(&report.run_id),
+            session_key(&report.session_id),
+            format!("day:{}", period.day),
+            format!("month:{}", period.month),
+        ];
+        let (price, price_source) = self.prices.price_of(&report.model);
+        let before: Vec<CostTotals> = keys
+            .iter()
+            .map(|k| self.totals(k))
+            .collect::<Result<_, _>>()?;
+        let run_before = before[0];
+        if u64::from(report.call) <= run_before.calls {
+            // Already counted: this is a report repeated after a restart of the ledger.
+            return Ok(Receipt {
+                call_microcents: 0,
+                run: run_before,
+                price,
+                price_source,
+                warnings: Vec::new(),
+                store_error: self.commit_error.take(),
+            });
+        }
+        let call = CostTotals {
+            calls: 1,
+            input_tokens: report.usage.input_tokens,
+            output_tokens: report.usage.output_tokens,
+            cost_microcents: cost_microcents(
+                &price,
+                report.usage.input_tokens,
+                report.usage.output_tokens,
+            ),
+            estimated_calls: u64::from(report.estimated),
+        };
+        let mut batch = WriteBatch::new(report.session_id.clone());
+        for (key, mut totals) in keys.iter().cloned().zip(before.iter().copied()) {
+            totals.add(&call);
+            self.totals.insert(key.clone(), totals);
+            batch.costs.push((key, totals));
+        }
+        let run_after = batch.costs[0].1;
+        let month_after = batch.costs[3].1;
+        let warnings = budget::warnings_crossed(
+            &self.limits,
+            (run_before.cost_microcents, run_after.cost_microcents),
+            (before[3].cost_microcents, month_after.cost_microcents),
+            &period,
+        );
+        self.persist(myself, batch);
+        Ok(Receipt {
+            call_microcents: call.cost_microcents,
+            run: run_after,
+            price,
+            price_source,
+            warnings,
+            store_error: self.commit_error.take(),
+        })
+    }
+
+    /// Hands the new totals to the store's writer; a failure comes back as `CommitFailed`.
+    fn persist(&self, myself: &ActorRef<CostLedgerMsg>, batch: WriteBatch) {
+        let me = myself.clone();
+        let notify = Callback::new(
+            move |result: Result<(), StoreError>| {
+                if let Err(e) = result {
+                    if me.cast(CostLedgerMsg::CommitFailed(e)).is_err() {
+                        tracing::error!("a failed write of the cost totals found no ledger");
+                    }
+                }
+            },
+            || Err(crate::checkpoint::writer_gone()),
+        );
+        let append = CheckpointMsg::Append {
+            batch: Box::new(batch),
+            notify,
+        };
+        if let Err(e) = self.checkpoint.cast(append) {
+            // The dropped message answered its callback with the failure.
+            tracing::error!("handing the cost totals to the store failed: {e}");
+        }
+    }
+}

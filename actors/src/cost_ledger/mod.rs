@@ -1,0 +1,91 @@
+//! The cost ledger: what every model call cost, totalled per run, session, day and month, and
+//! the budgets checked against those totals.
+//!
+//! Each call's usage (the provider's, or the tokenizer's estimate, marked as such) is priced
+//! from a [`PriceBook`] and added to four totals (`run:`, `session:`, `day:`, `month:` keys),
+//! which the [`CostLedgerActor`] keeps in memory and writes to redb through the
+//! CheckpointActor. Before every model call the session asks the ledger whether the run and
+//! the month are within their limits; a restarted ledger reads its totals back from the store.
+
+mod actor;
+mod budget;
+mod period;
+mod pricing;
+mod report;
+
+pub use actor::{run_key, CostLedgerActor, CostLedgerArgs};
+pub use budget::{dollars, BudgetNotice, Limits};
+pub use period::Period;
+pub use pricing::{cost_microcents, PriceBook, PriceSource, UNKNOWN_MODEL_PRICE};
+pub use report::{cost_report, CostReport, Spend};
+
+use crate::config::Pricing;
+use crate::ids::{RunId, SessionId};
+use crate::provider::Usage;
+use crate::store::{CostTotals, StoreError};
+use ractor::RpcReplyPort;
+
+/// One model call's usage, as the session reports it.
+#[derive(Clone, Debug)]
+pub struct UsageReport {
+    pub session_id: SessionId,
+    pub run_id: RunId,
+    /// The call's number within its run, from 1: a report repeated after a ledger restart is
+    /// recognised and not counted twice.
+    pub call: u32,
+    pub model: String,
+    pub usage: Usage,
+    /// True when the usage is the tokenizer's estimate.
+    pub estimated: bool,
+}
+
+/// What recording a call found.
+#[derive(Clone, Debug)]
+pub struct Receipt {
+    /// The call's cost, in millionths of a cent.
+    pub call_microcents: u64,
+    /// The run's totals with this call.
+    pub run: CostTotals,
+    /// The price applied, and where it came from.
+    pub price: Pricing,
+    pub price_source: PriceSource,
+    /// Warning thresholds this call crossed.
+    pub warnings: Vec<BudgetNotice>,
+    /// An earlier write of the ledger's totals failed (they are written again with this one).
+    pub store_error: Option<StoreError>,
+}
+
+/// Whether a run may make its next model call.
+#[derive(Clone, Debug)]
+pub enum Authorization {
+    Allowed,
+    /// A limit is reached.
+    Refused(BudgetNotice),
+    /// The totals could not be read: refused, since spending cannot be checked.
+    Unverifiable(StoreError),
+}
+
+/// Messages of the [`CostLedgerActor`].
+pub enum CostLedgerMsg {
+    /// May this run make another model call?
+    Authorize {
+        session_id: SessionId,
+        run_id: RunId,
+        reply: RpcReplyPort<Authorization>,
+    },
+    /// Price and record one call's usage.
+    Record {
+        report: UsageReport,
+        reply: RpcReplyPort<Result<Receipt, StoreError>>,
+    },
+    /// The run ended: its totals need not stay in memory.
+    RunEnded {
+        session_id: SessionId,
+        run_id: RunId,
+    },
+    /// A write of the totals failed.
+    CommitFailed(StoreError),
+    /// Test hook: panic inside the handler.
+    #[cfg(feature = "fault-injection")]
+    Panic,
+}

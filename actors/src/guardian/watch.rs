@@ -1,0 +1,346 @@
+//! What the Guardian knows of one run, and how it answers each turn and each stall.
+//!
+//! Every problem goes up the same ladder: detect → hint → observe → a stronger hint → stop the
+//! run with a status and a reason. Each step is an event. The state is small and bounded (a
+//! streak, not a window of calls), stored after every change, so a restarted Guardian goes on
+//! where it stood.
+
+use super::doom_loop::{CallReport, Streak};
+use crate::config::GuardianConfig;
+use crate::event::{BudgetScope, EventKind, GuardianAction, RunStatus, StallPhase};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// The Guardian's settings, from `[agent.guardian]` and `max_context_tokens`.
+#[derive(Clone, Debug)]
+pub struct Thresholds {
+    pub doom_loop: u32,
+    pub soft_tokens: u64,
+    pub hard_tokens: u64,
+    pub max_context_tokens: u64,
+}
+
+impl Thresholds {
+    pub fn new(config: &GuardianConfig, max_context_tokens: u64) -> Self {
+        let percent = |p: u8| max_context_tokens.saturating_mul(u64::from(p)) / 100;
+        Self {
+            doom_loop: config.doom_loop_threshold.max(1),
+            soft_tokens: percent(config.token_budget_soft),
+            hard_tokens: percent(config.token_budget_hard),
+            max_context_tokens,
+        }
+    }
+}
+
+/// A finished turn, as the session reports it.
+#[derive(Clone, Debug, Default)]
+pub struct TurnReport {
+    /// The turn's tool calls, in call order.
+    pub calls: Vec<CallReport>,
+    /// The conversation's size after the turn (system prompt included).
+    pub context_tokens: u64,
+}
+
+/// A corrective note for the conversation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hint {
+    pub message: String,
+    /// 1 for a first hint, 2 for a stronger one.
+    pub level: u8,
+}
+
+/// What the session should do.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Review {
+    /// Events to publish now, in order.
+    pub events: Vec<EventKind>,
+    /// A hint to put into the conversation before the next model call.
+    pub hint: Option<Hint>,
+    /// Cut the silent model call and make it again.
+    pub retry_model_call: bool,
+    /// Stop the run once the current turn is done.
+    pub stop: Option<(RunStatus, String)>,
+}
+
+/// The Guardian's view of a run in flight.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunWatch {
+    pub streak: Option<Streak>,
+    /// Steps taken against the current streak: 1 hinted, 2 hinted strongly.
+    pub doom_steps: u8,
+    /// Steps taken against stalled tools since the last progress.
+    pub stall_steps: u8,
+    /// Model calls cut for silence since the last answered one.
+    pub model_stalls: u8,
+    pub tokens_warned: bool,
+}
+
+impl RunWatch {
+    /// Looks at a finished turn: its calls feed doom-loop detection, its size the token budget.
+    pub fn review(&mut self, limits: &Thresholds, turn: &TurnReport) -> Review {
+        let mut review = Review::default();
+        // A finished turn is progress.
+        self.stall_steps = 0;
+        self.model_stalls = 0;
+        for call in &turn.calls {
+            if !Streak::observe(&mut self.streak, call) {
+                self.doom_steps = 0;
+            }
+        }
+        if let Some(streak) = self.streak.clone().filter(|s| s.count >= limits.doom_loop) {
+            self.escalate_doom_loop(&streak, &mut review);
+        }
+        self.check_tokens(limits, turn.context_tokens, &mut review);
+        review
+    }
+
+    fn escalate_doom_loop(&mut self, streak: &Streak, review: &mut Review) {
+        self.doom_steps = self.doom_steps.saturating_add(1);
+        let (tool, n) = (&streak.tool, streak.count);
+        let outcome = if streak.failed {
+            "and each attempt failed"
+        } else {
+            "and got the same result each time"
+        };
+        let (action, message) = match self.doom_steps {
+            1 => (
+                GuardianAction::Hint,
+                format!(
+                    "[Guardian] You have called '{tool}' with the same input {n} times in a row, \
+                     {outcome}. Try a different approach: read the output, fix the underlying \
+                     issue, or use a different tool."
+                ),
+            ),
+            2 => (
+                GuardianAction::StrongerHint,
+                format!(
+                    "[Guardian] You have now called '{tool}' with the same input {n} times in a \
+                     row, {outcome}, after being told. Repeating it will not change the result. \
+                     Change the input, take another approach, or give your final answer and say \
+                     what blocks you. If the call is repeated once more, the run will be stopped."
+                ),
+            ),
+            _ => (
+                GuardianAction::Stop,
+                format!(
+                    "the Guardian stopped the run: '{tool}' was called with the same input {n} \
+                     times in a row, {outcome}, and two hints did not change that"
+                ),
+            ),
+        };
+        review.events.push(EventKind::GuardianDoomLoop {
+            message: message.clone(),
+            tool: tool.clone(),
+            repeats: n,
+            failed: streak.failed,
+            action,
+        });
+        match action {
+            GuardianAction::Stop => review.stop = Some((RunStatus::Escalated, message)),
+            _ => {
+                review.hint = Some(Hint {
+                    message,
+                    level: self.doom_steps,
+                })
+            }
+        }
+    }
+
+    fn check_tokens(&mut self, limits: &Thresholds, context: u64, review: &mut Review) {
+        let max = limits.max_context_tokens;
+        let percent = context.saturating_mul(100) / max.max(1);
+        if context >= limits.hard_tokens {
+            let message = format!(
+                "the conversation is {context} tokens, {percent}% of max_context_tokens \
+                 ({max}), past the hard limit of {} tokens; the run stopped after this turn",
+                limits.hard_tokens
+            );
+            review.events.push(EventKind::BudgetExceeded {
+                scope: BudgetScope::Tokens,
+                spent: context.into(),
+                limit: limits.hard_tokens.into(),
+                message: message.clone(),
+            });
+            review.stop = Some((RunStatus::TokenBudgetExceeded, message));
+        } else if context >= limits.soft_tokens && !self.tokens_warned {
+            self.tokens_warned = true;
+            review.events.push(EventKind::BudgetWarning {
+                scope: BudgetScope::Tokens,
+                spent: context.into(),
+                limit: limits.hard_tokens.into(),
+                message: format!(
+                    "the conversation is {context} tokens, {percent}% of max_context_tokens \
+                     ({max}); the run stops at {} tokens",
+                    limits.hard_tokens
+                ),
+            });
+        }
+    }
+
+    /// No progress for `silent`: a silent model stream is cut and tried once more; tools that
+    /// do not finish get a hint, a stronger one, then the run is stopped.
+    pub fn stalled(&mut self, phase: StallPhase, silent: Duration, tools: &[String]) -> Review {
+        let secs = silent.as_secs();
+        let mut review = Review::default();
+        let (action, message) = match phase {
+            StallPhase::Model => {
+                self.model_stalls = self.model_stalls.saturating_add(1);
+                if self.model_stalls == 1 {
+                    review.retry_model_call = true;
+                    (
+                        GuardianAction::Retry,
+                        format!(
+                            "the model stream was silent for {secs} s; the call was cut and is \
+                             being made again (text shown from the cut call is discarded)"
+                        ),
+                    )
+                } else {
+                    (
+                        GuardianAction::Stop,
+                        format!(
+                            "the model stream went silent for {secs} s on {} calls in a row; \
+                             the run stopped rather than wait",
+                            self.model_stalls
+                        ),
+                    )
+                }
+            }
+            StallPhase::Tools => {
+                self.stall_steps = self.stall_steps.saturating_add(1);
+                let names = tools.join(", ");
+                match self.stall_steps {
+                    1 => (
+                        GuardianAction::Hint,
+                        format!(
+                            "[Guardian] No progress for {secs} s: the call(s) to {names} did not \
+                             finish. If a command waits for input or never ends, do not rely on \
+                             it: give it a timeout, run it another way, or ask the user."
+                        ),
+                    ),
+                    2 => (
+                        GuardianAction::StrongerHint,
+                        format!(
+                            "[Guardian] Still no progress after {secs} s more: the call(s) to \
+                             {names} are stuck. Avoid commands that can hang; if this happens \
+                             again the run will be stopped."
+                        ),
+                    ),
+                    _ => (
+                        GuardianAction::Stop,
+                        format!(
+                            "the Guardian stopped the run: the call(s) to {names} made no \
+                             progress through three stall timeouts"
+                        ),
+                    ),
+                }
+            }
+        };
+        review.events.push(EventKind::GuardianStall {
+            message: message.clone(),
+            phase,
+            silent_secs: secs,
+            action,
+        });
+        match (phase, action) {
+            (_, GuardianAction::Retry) => {}
+            (StallPhase::Model, GuardianAction::Stop) => {
+                review.stop = Some((RunStatus::Failed, message))
+            }
+            (StallPhase::Tools, GuardianAction::Stop) => {
+                review.stop = Some((RunStatus::Escalated, message))
+            }
+            _ => {
+                review.hint = Some(Hint {
+                    message,
+                    level: self.stall_steps,
+                })
+            }
+        }
+        review
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Thresholds {
+        Thresholds::new(&GuardianConfig::default(), 1000)
+    }
+
+    fn turn(calls: &[(&str, &str, &str, bool)], context_tokens: u64) -> TurnReport {
+        TurnReport {
+            calls: calls
+                .iter()
+                .map(|(t, a, o, f)| CallReport::new(t, a, o, *f))
+                .collect(),
+            context_tokens,
+        }
+    }
+
+    #[test]
+    fn the_same_failing_call_escalates_hint_stronger_hint_stop() {
+        let mut w = RunWatch::default();
+        let fail = [("bash", r#"{"command":"npm test"}"#, "exit 1", true)];
+        assert_eq!(w.review(&limits(), &turn(&fail, 10)), Review::default());
+        assert_eq!(w.review(&limits(), &turn(&fail, 10)), Review::default());
+        let third = w.review(&limits(), &turn(&fail, 10));
+        let hint = third.hint.expect("a hint at the threshold");
+        assert!(hint.message.contains("'bash'") && hint.message.contains("3 times"));
+        assert!(hint.message.contains("failed"));
+        assert_eq!(hint.level, 1);
+        assert_eq!(w.review(&limits(), &turn(&fail, 10)).hint.unwrap().level, 2);
+        let (status, reason) = w.review(&limits(), &turn(&fail, 10)).stop.unwrap();
+        assert_eq!(status, RunStatus::Escalated);
+        assert!(reason.contains("5 times"));
+    }
+
+    #[test]
+    fn edit_test_fix_with_changing_inputs_is_never_a_loop() {
+        let mut w = RunWatch::default();
+        for i in 0..20 {
+            let edit = format!(
+                r#"{{"path":"a.rs","old_string":"v{i}","new_string":"v{}"}}"#,
+                i + 1
+            );
+            let r = w.review(
+                &limits(),
+                &turn(
+                    &[
+                        ("edit", &edit, "ok", false),
+                        ("bash", r#"{"command":"cargo test"}"#, "1 failed", true),
+                    ],
+                    10,
+                ),
+            );
+            assert_eq!(r, Review::default(), "turn {i}");
+        }
+    }
+
+    #[test]
+    fn token_thresholds_warn_once_then_stop() {
+        let mut w = RunWatch::default();
+        assert!(w.review(&limits(), &turn(&[], 799)).events.is_empty());
+        let soft = w.review(&limits(), &turn(&[], 800));
+        assert!(matches!(soft.events[..], [EventKind::BudgetWarning { .. }]));
+        assert!(soft.stop.is_none());
+        assert!(w.review(&limits(), &turn(&[], 900)).events.is_empty());
+        let hard = w.review(&limits(), &turn(&[], 950));
+        assert_eq!(hard.stop.unwrap().0, RunStatus::TokenBudgetExceeded);
+    }
+
+    #[test]
+    fn a_silent_model_is_retried_once_then_the_run_fails() {
+        let mut w = RunWatch::default();
+        let first = w.stalled(StallPhase::Model, Duration::from_secs(5), &[]);
+        assert!(first.retry_model_call && first.stop.is_none());
+        let second = w.stalled(StallPhase::Model, Duration::from_secs(5), &[]);
+        assert_eq!(second.stop.unwrap().0, RunStatus::Failed);
+        // An answered turn resets the count.
+        w.review(&limits(), &turn(&[], 10));
+        assert!(
+            w.stalled(StallPhase::Model, Duration::from_secs(5), &[])
+                .retry_model_call
+        );
+    }
+}

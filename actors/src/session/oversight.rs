@@ -1,0 +1,146 @@
+//! What a session asks the cost ledger and the Guardian, and how long it waits for them.
+//!
+//! Both are asked through their slots, so a call rides out a restart of either actor. The two
+//! fail differently: without the ledger no model call is made (spending must never go
+//! unchecked); without the Guardian the run goes on unreviewed, and says so.
+
+use super::Services;
+use crate::cost_ledger::{Authorization, CostLedgerMsg, Receipt, UsageReport};
+use crate::event::{EventKind, RunStatus, StallPhase};
+use crate::guardian::{GuardianMsg, Review, TurnReport};
+use crate::ids::{RunId, SessionId};
+use std::time::Duration;
+
+/// How long a session waits for the ledger (through a restart of it) before it gives up.
+const LEDGER_PATIENCE: Duration = Duration::from_secs(30);
+/// How long a session waits for the Guardian before it goes on without a review.
+const GUARDIAN_PATIENCE: Duration = Duration::from_secs(15);
+
+/// Why a run may not make its next model call.
+pub struct Refusal {
+    pub status: RunStatus,
+    /// The `BudgetExceeded` event to publish, when a limit was reached.
+    pub event: Option<EventKind>,
+    pub reason: String,
+}
+
+/// Asks the ledger whether the run may make another model call.
+pub async fn authorize(
+    services: &Services,
+    session_id: &SessionId,
+    run_id: &RunId,
+) -> Result<(), Refusal> {
+    let answer = services
+        .ledger
+        .call(
+            |reply| CostLedgerMsg::Authorize {
+                session_id: session_id.clone(),
+                run_id: run_id.clone(),
+                reply,
+            },
+            LEDGER_PATIENCE,
+        )
+        .await;
+    let unchecked = |why: String| Refusal {
+        status: RunStatus::Failed,
+        event: None,
+        reason: format!(
+            "spending could not be checked ({why}); no model call is made without a budget check"
+        ),
+    };
+    match answer {
+        Ok(Authorization::Allowed) => Ok(()),
+        Ok(Authorization::Refused(notice)) => Err(Refusal {
+            status: RunStatus::BudgetExceeded,
+            event: Some(notice.exceeded()),
+            reason: notice.message,
+        }),
+        Ok(Authorization::Unverifiable(e)) => Err(unchecked(e.to_string())),
+        Err(e) => Err(unchecked(e.to_string())),
+    }
+}
+
+/// Has the ledger price and record one call's usage.
+pub async fn record_usage(services: &Services, report: UsageReport) -> Result<Receipt, String> {
+    let answer = services
+        .ledger
+        .call(
+            |reply| CostLedgerMsg::Record {
+                report: report.clone(),
+                reply,
+            },
+            LEDGER_PATIENCE,
+        )
+        .await;
+    let why = match answer {
+        Ok(Ok(receipt)) => return Ok(receipt),
+        Ok(Err(e)) => e.to_string(),
+        Err(e) => e.to_string(),
+    };
+    Err(format!(
+        "the cost ledger could not record the usage of model call {} ({why}); the run stopped \
+         so that spending cannot go unchecked",
+        report.call
+    ))
+}
+
+/// Has the Guardian review a finished turn. Without an answer the run goes on, and an `Error`
+/// event says the turn went unreviewed.
+pub async fn review_turn(
+    services: &Services,
+    session_id: &SessionId,
+    run_id: &RunId,
+    report: TurnReport,
+) -> Review {
+    let answer = services
+        .guardian
+        .call(
+            |reply| GuardianMsg::ReviewTurn {
+                session_id: session_id.clone(),
+                run_id: run_id.clone(),
+                report: report.clone(),
+                reply,
+            },
+            GUARDIAN_PATIENCE,
+        )
+        .await;
+    answer.unwrap_or_else(|e| Review {
+        events: vec![EventKind::Error {
+            message: format!("this turn was not reviewed by the Guardian: {e}"),
+        }],
+        ..Review::default()
+    })
+}
+
+/// Tells the Guardian the run made no progress for `silent_for`; `None` if it did not answer
+/// (the stall is reported again at the next check).
+pub async fn report_stall(
+    services: &Services,
+    session_id: &SessionId,
+    run_id: &RunId,
+    phase: StallPhase,
+    silent_for: Duration,
+    tools: Vec<String>,
+) -> Option<Review> {
+    let answer = services
+        .guardian
+        .call(
+            |reply| GuardianMsg::Stalled {
+                session_id: session_id.clone(),
+                run_id: run_id.clone(),
+                phase,
+                silent_for,
+                tools: tools.clone(),
+                reply,
+            },
+            GUARDIAN_PATIENCE,
+        )
+        .await;
+    match answer {
+        Ok(review) => Some(review),
+        Err(e) => {
+            tracing::warn!(session = %session_id, "a stall went unreported: {e}");
+            None
+        }
+    }
+}
