@@ -12,7 +12,7 @@ mod pairing;
 mod reply;
 
 pub use pairing::pairing_faults;
-pub use reply::{Part, Reply};
+pub use reply::{Gate, Part, Reply};
 
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
@@ -132,6 +132,9 @@ async fn answer(shared: &Shared, req: Request<hyper::body::Incoming>) -> Respons
             "{\"error\":{\"message\":\"the scripted server has no reply left for this request\"}}",
         );
     };
+    if let Some(gate) = &reply.gate {
+        gate.passed().await;
+    }
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }

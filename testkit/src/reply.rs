@@ -4,6 +4,34 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 use std::time::Duration;
 
+/// A gate a held reply waits at, opened by the test.
+#[derive(Clone, Debug)]
+pub struct Gate(std::sync::Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Gate {
+    /// A closed gate.
+    pub fn new() -> Self {
+        Self(std::sync::Arc::new(tokio::sync::watch::channel(false).0))
+    }
+
+    /// Opens the gate: every reply held at it goes out.
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
+
+    pub(crate) async fn passed(&self) {
+        let mut open = self.0.subscribe();
+        // The sender lives in `self`, so waiting cannot fail.
+        open.wait_for(|o| *o).await.ok();
+    }
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// A piece of a response body.
 #[derive(Clone, Debug)]
 pub enum Part {
@@ -33,6 +61,8 @@ pub struct Reply {
     content: Content,
     headers: Vec<(String, String)>,
     pub(crate) delay: Duration,
+    /// Answer only once this gate is open.
+    pub(crate) gate: Option<Gate>,
     pause_between: Duration,
     /// Send only this many body parts, then break the connection.
     cut_after: Option<usize>,
@@ -44,6 +74,7 @@ impl Reply {
             content,
             headers: Vec::new(),
             delay: Duration::ZERO,
+            gate: None,
             pause_between: Duration::ZERO,
             cut_after: None,
         }
@@ -124,6 +155,12 @@ impl Reply {
     /// Waits this long before answering.
     pub fn delay(mut self, delay: Duration) -> Self {
         self.delay = delay;
+        self
+    }
+
+    /// Holds the answer until `gate` is opened: the test decides when the run may go on.
+    pub fn held(mut self, gate: &Gate) -> Self {
+        self.gate = Some(gate.clone());
         self
     }
 

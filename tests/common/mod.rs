@@ -4,7 +4,7 @@
 
 pub mod cli;
 
-use ryvos::{Config, Event, EventKind, RunOutcome, RunRequest, Runtime};
+use ryvos::{Config, Event, EventKind, RunHandle, RunOutcome, RunRequest, Runtime};
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use std::sync::Arc;
 use std::time::Duration;
@@ -98,7 +98,12 @@ impl Harness {
 /// Runs `request` on `runtime` to its end, failing the test if it takes longer than
 /// [`RUN_TIMEOUT`].
 pub async fn run_on(runtime: &Runtime, request: RunRequest) -> (Vec<Arc<Event>>, RunOutcome) {
-    let mut handle = runtime.run(request).await.expect("run accepted");
+    collect(runtime.run(request).await.expect("run accepted")).await
+}
+
+/// Follows a run to its end; returns every event and the outcome. Fails the test if the run
+/// takes longer than [`RUN_TIMEOUT`].
+pub async fn collect(mut handle: RunHandle) -> (Vec<Arc<Event>>, RunOutcome) {
     let collect = async {
         let mut events = Vec::new();
         while let Some(event) = handle.next_event().await {
