@@ -76,7 +76,7 @@ async fn a_run_over_its_limit_stops_before_the_next_model_call() {
     let h = Harness::start(
         vec![
             Reply::tool_calls(READ_ME).usage(Some((1000, 1000))),
-            Reply::text(&["never asked for"]),
+            Reply::text(&["A new run has a budget of its own."]).usage(Some((1, 1))),
         ],
         |c| {
             seventy_cents_a_call(c);
@@ -107,7 +107,8 @@ async fn a_run_over_its_limit_stops_before_the_next_model_call() {
         })
         .expect("BudgetExceeded");
     assert_eq!(exceeded, (BudgetScope::Run, "70".into(), "10".into()));
-    // The turn's tool call ran and was answered: the history stays whole.
+    // The turn's tool call ran and was answered once: the history stays whole, and the
+    // next run on the session (with a budget of its own) sends a valid conversation.
     assert!(events.iter().any(|e| matches!(
         e.kind,
         EventKind::ToolEnd {
@@ -115,6 +116,10 @@ async fn a_run_over_its_limit_stops_before_the_next_model_call() {
             ..
         }
     )));
+    let (_, next) = h
+        .run(h.request("go on").session(outcome.session_id.clone()))
+        .await;
+    assert_eq!(next.status, RunStatus::Completed, "{:?}", next.reason);
     h.server.assert_no_orphans();
 }
 

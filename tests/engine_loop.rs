@@ -250,7 +250,7 @@ async fn max_turns_stops_the_run_with_its_status() {
         vec![
             Reply::tool_calls(&[("1", "glob", r#"{"pattern": "*"}"#)]),
             Reply::tool_calls(&[("2", "glob", r#"{"pattern": "*"}"#)]),
-            Reply::text(&["never asked"]),
+            Reply::text(&["Resumed."]),
         ],
         |c| c.agent.max_turns = 2,
     )
@@ -260,6 +260,11 @@ async fn max_turns_stops_the_run_with_its_status() {
     assert_eq!(outcome.turns, 2);
     assert!(outcome.reason.unwrap().contains("max_turns (2)"));
     assert_eq!(h.server.requests().len(), 2);
+    // The stopped run's calls each have exactly one result: the next run's request is valid.
+    let (_, next) = h
+        .run(h.request("go on").session(outcome.session_id.clone()))
+        .await;
+    assert_eq!(next.status, RunStatus::Completed);
     h.server.assert_no_orphans();
 }
 

@@ -406,8 +406,11 @@ impl SessionState {
         }
         let Some(run) = self.run.as_mut() else { return };
         run.step = next_step();
+        // A retried call belongs to the turn its cut predecessor began.
+        if !matches!(run.phase, Phase::AwaitingModel) {
+            run.turn_first_seq = self.history.next_seq();
+        }
         run.phase = Phase::AwaitingModel;
-        run.turn_first_seq = self.history.next_seq();
         for hint in std::mem::take(&mut run.pending_hints) {
             run.events.emit(EventKind::GuardianHint {
                 message: hint.message.clone(),
@@ -616,6 +619,8 @@ impl SessionState {
         let checkpoint = self.turn_checkpoint(tools_called);
         self.submit(myself, checkpoint, None);
         let Some(run) = self.run.as_mut() else { return };
+        // Every call has its result: a stop from here on must not add another.
+        run.phase = Phase::BetweenTurns;
         run.turn_first_seq = self.history.next_seq();
         let run_id = run.id.clone();
         if self.services.agent.guardian.enabled {
@@ -717,7 +722,7 @@ impl SessionState {
             Phase::AwaitingDurability { .. } => {
                 return self.schedule_stall_check(myself, step, None)
             }
-            Phase::Finishing(_) => return,
+            Phase::BetweenTurns | Phase::Finishing(_) => return,
         };
         let silent = run.heartbeat.silent_for();
         if silent < timeout {

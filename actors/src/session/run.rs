@@ -21,6 +21,9 @@ pub enum Phase {
     AwaitingDurability { calls: Vec<ToolCall> },
     /// Tools are running.
     RunningTools { calls: Vec<ToolCall> },
+    /// The turn is complete (its results appended); the Guardian and the ledger are consulted
+    /// before the next model call.
+    BetweenTurns,
     /// The run has ended; its last records are being committed.
     Finishing(Ending),
 }
