@@ -176,6 +176,7 @@ impl LedgerState {
                 price,
                 price_source,
                 warnings: Vec::new(),
+                next_call: self.authorize(&report.run_id),
                 store_error: self.commit_error.take(),
             });
         }
@@ -211,6 +212,7 @@ impl LedgerState {
             price,
             price_source,
             warnings,
+            next_call: self.authorize(&report.run_id),
             store_error: self.commit_error.take(),
         })
     }

@@ -51,6 +51,9 @@ pub struct Receipt {
     pub price_source: PriceSource,
     /// Warning thresholds this call crossed.
     pub warnings: Vec<BudgetNotice>,
+    /// Whether the run may make its next call, judged with this call counted: the check
+    /// before the next call, without another round trip.
+    pub next_call: Authorization,
     /// An earlier write of the ledger's totals failed (they are written again with this one).
     pub store_error: Option<StoreError>,
 }

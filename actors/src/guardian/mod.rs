@@ -17,7 +17,7 @@ pub use doom_loop::CallReport;
 pub use watch::{Hint, Review, RunWatch, Thresholds, TurnReport};
 
 use crate::event::StallPhase;
-use crate::ids::{RunId, SessionId};
+use crate::ids::RunId;
 use ractor::RpcReplyPort;
 use std::time::Duration;
 
@@ -25,14 +25,12 @@ use std::time::Duration;
 pub enum GuardianMsg {
     /// A turn finished; what should happen before the next model call?
     ReviewTurn {
-        session_id: SessionId,
         run_id: RunId,
         report: TurnReport,
         reply: RpcReplyPort<Review>,
     },
     /// The run made no progress for `silent_for` while in `phase` (running `tools`).
     Stalled {
-        session_id: SessionId,
         run_id: RunId,
         phase: StallPhase,
         silent_for: Duration,
@@ -41,8 +39,6 @@ pub enum GuardianMsg {
     },
     /// The run ended: forget it.
     RunEnded { run_id: RunId },
-    /// A write of a run's watch failed.
-    CommitFailed(String),
     /// Test hook: panic inside the handler.
     #[cfg(feature = "fault-injection")]
     Panic,

@@ -2,8 +2,8 @@
 //!
 //! Every problem goes up the same ladder: detect → hint → observe → a stronger hint → stop the
 //! run with a status and a reason. Each step is an event. The state is small and bounded (a
-//! streak, not a window of calls), stored after every change, so a restarted Guardian goes on
-//! where it stood.
+//! streak, not a window of calls) and is stored with the turn that changed it, so a restarted
+//! Guardian goes on where it stood.
 
 use super::doom_loop::{CallReport, Streak};
 use crate::config::GuardianConfig;
@@ -60,6 +60,9 @@ pub struct Review {
     pub retry_model_call: bool,
     /// Stop the run once the current turn is done.
     pub stop: Option<(RunStatus, String)>,
+    /// The run's watch as it now stands, when this review changed it: the session stores it
+    /// with the turn, so the Guardian's view and the history are durable together.
+    pub watch: Option<RunWatch>,
 }
 
 /// The Guardian's view of a run in flight.

@@ -358,8 +358,10 @@ impl SessionState {
             usage: Default::default(),
             usage_estimated: false,
             cost_microcents: 0,
+            refusal: None,
             unpriced_alerted: false,
             pending_hints: Vec::new(),
+            guardian_watch: None,
             turn_first_seq: self.history.next_seq(),
             turn_input_tokens: 0,
             turn_output_tokens: 0,
@@ -392,19 +394,15 @@ impl SessionState {
         self.submit(myself, None, Some(record));
         events.emit(EventKind::RunStarted);
         myself.send_after(deadline, move || SessionMsg::Deadline { run_id });
-        self.begin_turn(myself).await;
+        self.begin_turn(myself);
     }
 
-    /// Sends the conversation to the model, once the budget allows another call.
-    async fn begin_turn(&mut self, myself: &ActorRef<SessionMsg>) {
-        let Some(run) = self.run.as_ref() else { return };
-        if run.turns > 0 {
-            let run_id = run.id.clone();
-            if let Err(refusal) = oversight::authorize(&self.services, &self.id, &run_id).await {
-                return self.refuse(myself, refusal);
-            }
-        }
+    /// Sends the conversation to the model, unless the last call's receipt refused another.
+    fn begin_turn(&mut self, myself: &ActorRef<SessionMsg>) {
         let Some(run) = self.run.as_mut() else { return };
+        if let Some(refusal) = run.refusal.take() {
+            return self.refuse(myself, refusal);
+        }
         run.step = next_step();
         // A retried call belongs to the turn its cut predecessor began.
         if !matches!(run.phase, Phase::AwaitingModel) {
@@ -456,8 +454,8 @@ impl SessionState {
     /// Ends the run because the ledger refused its next model call.
     fn refuse(&mut self, myself: &ActorRef<SessionMsg>, refusal: Refusal) {
         if let Some(run) = &self.run {
-            if let Some(event) = refusal.event {
-                run.events.emit(event);
+            if let Some(limit) = &refusal.limit {
+                run.events.emit(limit.exceeded());
             } else {
                 run.events.emit(EventKind::Error {
                     message: refusal.reason.clone(),
@@ -497,6 +495,7 @@ impl SessionState {
         };
         let Some(run) = self.run.as_mut() else { return };
         run.cost_microcents = receipt.run.cost_microcents;
+        run.refusal = oversight::admit(receipt.next_call).err();
         run.events.emit(EventKind::ModelUsage {
             turn: run.turns,
             model: reply.model.clone(),
@@ -616,22 +615,27 @@ impl SessionState {
                 is_error: o.is_error,
             });
         }
-        let checkpoint = self.turn_checkpoint(tools_called);
-        self.submit(myself, checkpoint, None);
         let Some(run) = self.run.as_mut() else { return };
         // Every call has its result: a stop from here on must not add another.
         run.phase = Phase::BetweenTurns;
-        run.turn_first_seq = self.history.next_seq();
         let run_id = run.id.clone();
+        let mut stop = None;
         if self.services.agent.guardian.enabled {
             let report = TurnReport {
                 calls: reports,
                 context_tokens: self.context_tokens(),
             };
-            let review = oversight::review_turn(&self.services, &self.id, &run_id, report).await;
-            if let Some((status, reason)) = self.apply_review(review) {
-                return self.stop_by_guardian(myself, status, reason);
-            }
+            let review = oversight::review_turn(&self.services, &run_id, report).await;
+            stop = self.apply_review(review);
+        }
+        // The turn and the Guardian's view of it are stored together.
+        let checkpoint = self.turn_checkpoint(tools_called);
+        self.submit(myself, checkpoint, None);
+        if let Some(run) = self.run.as_mut() {
+            run.turn_first_seq = self.history.next_seq();
+        }
+        if let Some((status, reason)) = stop {
+            return self.stop_by_guardian(myself, status, reason);
         }
         let Some(run) = self.run.as_ref() else { return };
         let max_turns = self.services.agent.max_turns;
@@ -642,7 +646,7 @@ impl SessionState {
                 Some(format!("the run reached max_turns ({max_turns})")),
             );
         } else {
-            self.begin_turn(myself).await;
+            self.begin_turn(myself);
         }
     }
 
@@ -654,6 +658,9 @@ impl SessionState {
         }
         if let Some(hint) = review.hint {
             run.pending_hints.push(hint);
+        }
+        if review.watch.is_some() {
+            run.guardian_watch = review.watch;
         }
         review.stop
     }
@@ -739,14 +746,22 @@ impl SessionState {
             return self.schedule_stall_check(myself, step, None);
         };
         let retry = review.retry_model_call;
-        if let Some((status, reason)) = self.apply_review(review) {
+        let stop = self.apply_review(review);
+        let changed = self
+            .run
+            .as_ref()
+            .is_some_and(|r| r.guardian_watch.is_some());
+        if stop.is_none() && changed {
+            self.submit(myself, None, None);
+        }
+        if let Some((status, reason)) = stop {
             return self.stop_by_guardian(myself, status, reason);
         }
         if retry {
             if let Some(run) = &self.run {
                 run.call_cancel.cancel();
             }
-            return self.begin_turn(myself).await;
+            return self.begin_turn(myself);
         }
         if let Some(run) = &self.run {
             run.heartbeat.beat();
@@ -840,6 +855,12 @@ impl SessionState {
         batch.messages = self.history.take_unsubmitted();
         batch.checkpoint = checkpoint;
         batch.run = run;
+        if let Some(active) = self.run.as_mut() {
+            batch.guardian = active
+                .guardian_watch
+                .take()
+                .map(|watch| (active.id.clone(), watch));
+        }
         self.submit_batch(myself, batch);
     }
 

@@ -5,7 +5,7 @@
 //! unchecked); without the Guardian the run goes on unreviewed, and says so.
 
 use super::Services;
-use crate::cost_ledger::{Authorization, CostLedgerMsg, Receipt, UsageReport};
+use crate::cost_ledger::{Authorization, BudgetNotice, CostLedgerMsg, Receipt, UsageReport};
 use crate::event::{EventKind, RunStatus, StallPhase};
 use crate::guardian::{GuardianMsg, Review, TurnReport};
 use crate::ids::{RunId, SessionId};
@@ -17,14 +17,17 @@ const LEDGER_PATIENCE: Duration = Duration::from_secs(30);
 const GUARDIAN_PATIENCE: Duration = Duration::from_secs(15);
 
 /// Why a run may not make its next model call.
+#[derive(Clone, Debug)]
 pub struct Refusal {
     pub status: RunStatus,
-    /// The `BudgetExceeded` event to publish, when a limit was reached.
-    pub event: Option<EventKind>,
+    /// The limit reached, published as `BudgetExceeded`; `None` when spending could not be
+    /// checked at all.
+    pub limit: Option<BudgetNotice>,
     pub reason: String,
 }
 
-/// Asks the ledger whether the run may make another model call.
+/// Asks the ledger whether the run may make another model call (at a run's start; later calls
+/// are judged by the receipt of the one before).
 pub async fn authorize(
     services: &Services,
     session_id: &SessionId,
@@ -41,22 +44,32 @@ pub async fn authorize(
             LEDGER_PATIENCE,
         )
         .await;
-    let unchecked = |why: String| Refusal {
+    match answer {
+        Ok(authorization) => admit(authorization),
+        Err(e) => Err(unchecked(e.to_string())),
+    }
+}
+
+/// The ledger's answer as the loop uses it.
+pub fn admit(authorization: Authorization) -> Result<(), Refusal> {
+    match authorization {
+        Authorization::Allowed => Ok(()),
+        Authorization::Refused(notice) => Err(Refusal {
+            status: RunStatus::BudgetExceeded,
+            reason: notice.message.clone(),
+            limit: Some(notice),
+        }),
+        Authorization::Unverifiable(e) => Err(unchecked(e.to_string())),
+    }
+}
+
+fn unchecked(why: String) -> Refusal {
+    Refusal {
         status: RunStatus::Failed,
-        event: None,
+        limit: None,
         reason: format!(
             "spending could not be checked ({why}); no model call is made without a budget check"
         ),
-    };
-    match answer {
-        Ok(Authorization::Allowed) => Ok(()),
-        Ok(Authorization::Refused(notice)) => Err(Refusal {
-            status: RunStatus::BudgetExceeded,
-            event: Some(notice.exceeded()),
-            reason: notice.message,
-        }),
-        Ok(Authorization::Unverifiable(e)) => Err(unchecked(e.to_string())),
-        Err(e) => Err(unchecked(e.to_string())),
     }
 }
 
@@ -86,17 +99,11 @@ pub async fn record_usage(services: &Services, report: UsageReport) -> Result<Re
 
 /// Has the Guardian review a finished turn. Without an answer the run goes on, and an `Error`
 /// event says the turn went unreviewed.
-pub async fn review_turn(
-    services: &Services,
-    session_id: &SessionId,
-    run_id: &RunId,
-    report: TurnReport,
-) -> Review {
+pub async fn review_turn(services: &Services, run_id: &RunId, report: TurnReport) -> Review {
     let answer = services
         .guardian
         .call(
             |reply| GuardianMsg::ReviewTurn {
-                session_id: session_id.clone(),
                 run_id: run_id.clone(),
                 report: report.clone(),
                 reply,
@@ -126,7 +133,6 @@ pub async fn report_stall(
         .guardian
         .call(
             |reply| GuardianMsg::Stalled {
-                session_id: session_id.clone(),
                 run_id: run_id.clone(),
                 phase,
                 silent_for,

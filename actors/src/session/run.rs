@@ -63,8 +63,12 @@ pub struct ActiveRun {
     pub usage_estimated: bool,
     /// What the run's calls cost so far, in millionths of a cent, as the ledger priced them.
     pub cost_microcents: u64,
+    /// Set when the ledger's receipt for the last call said no further call may be made.
+    pub refusal: Option<super::oversight::Refusal>,
     /// The run has been told its model has no known price.
     pub unpriced_alerted: bool,
+    /// The Guardian's view of the run as its last review left it, stored with the next batch.
+    pub guardian_watch: Option<crate::guardian::RunWatch>,
     /// The Guardian's hints, put into the conversation before the next model call.
     pub pending_hints: Vec<Hint>,
     /// The system prompt's size, part of the context the token budget measures.
