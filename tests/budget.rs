@@ -139,11 +139,18 @@ async fn a_month_over_its_limit_refuses_new_runs_and_says_until_when() {
     .await;
     let (first_events, first) = h.run(h.request("one")).await;
     assert_eq!(first.status, RunStatus::Completed, "{:?}", first.reason);
-    // The call that crossed the limit jumped past the warning threshold too: no warning, the
-    // next check refuses.
+    // The call that crossed the limit jumped past the warning threshold too: no warning; the
+    // limit reached is said at once, though that call's answer completed the run.
     assert!(!first_events
         .iter()
         .any(|e| matches!(e.kind, EventKind::BudgetWarning { .. })));
+    assert!(first_events.iter().any(|e| matches!(
+        e.kind,
+        EventKind::BudgetExceeded {
+            scope: BudgetScope::Month,
+            ..
+        }
+    )));
 
     let again = h.request("two").session(first.session_id.clone());
     let (events, refused) = h.run(again).await;

@@ -189,6 +189,17 @@ async fn a_stream_silent_past_the_stall_timeout_is_cut_retried_and_reported() {
         (StallPhase::Model, GuardianAction::Retry)
     );
     assert!(stall.2 >= 1 && stall.3.contains("silent"), "{stall:?}");
+    // The cut call is paid for too: its input, estimated, then the retried call as reported.
+    let usage: Vec<(u32, bool)> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::ModelUsage {
+                turn, estimated, ..
+            } => Some((turn, estimated)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(usage, [(1, true), (1, false)]);
 }
 
 #[tokio::test]

@@ -100,6 +100,7 @@ impl Engine {
             ledger: slots.ledger.clone(),
             guardian: slots.guardian.clone(),
             llm: slots.llm.clone(),
+            llm_model: provider.model().into(),
             tools: slots.tools.clone(),
             registry: registry.clone(),
             agent: agent.clone(),

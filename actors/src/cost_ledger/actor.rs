@@ -11,7 +11,7 @@ use crate::ids::{RunId, SessionId};
 use crate::store::{now_ms, CostTotals, Store, StoreError, WriteBatch};
 use crate::supervision::ChildSlot;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 /// How long a starting ledger waits for the store's writer to finish what the previous
@@ -37,6 +37,8 @@ pub struct LedgerState {
     limits: Limits,
     /// Totals by ledger key; a key not here is read from the store when first needed.
     totals: HashMap<String, CostTotals>,
+    /// Keys whose last write failed: kept in memory and written again with the next batch.
+    unwritten: HashSet<String>,
     commit_error: Option<StoreError>,
 }
 
@@ -56,6 +58,7 @@ impl Actor for CostLedgerActor {
             prices: PriceBook::new(&args.budget.pricing_overrides),
             limits: Limits::new(&args.budget),
             totals: HashMap::new(),
+            unwritten: HashSet::new(),
             commit_error: None,
         })
     }
@@ -97,12 +100,16 @@ impl Actor for CostLedgerActor {
                 }
             }
             CostLedgerMsg::RunEnded { session_id, run_id } => {
-                state.totals.remove(&run_key(&run_id));
-                state.totals.remove(&session_key(&session_id));
+                for key in [run_key(&run_id), session_key(&session_id)] {
+                    if !state.unwritten.contains(&key) {
+                        state.totals.remove(&key);
+                    }
+                }
             }
-            CostLedgerMsg::CommitFailed(e) => {
-                tracing::error!("the cost ledger's totals could not be stored: {e}");
-                state.commit_error = Some(e);
+            CostLedgerMsg::CommitFailed { keys, error } => {
+                tracing::error!("the cost ledger's totals could not be stored: {error}");
+                state.unwritten.extend(keys);
+                state.commit_error = Some(error);
             }
             #[cfg(feature = "fault-injection")]
             CostLedgerMsg::Panic => panic!("injected fault in the cost ledger"),
@@ -217,13 +224,25 @@ impl LedgerState {
         })
     }
 
-    /// Hands the new totals to the store's writer; a failure comes back as `CommitFailed`.
-    fn persist(&self, myself: &ActorRef<CostLedgerMsg>, batch: WriteBatch) {
+    /// Hands the new totals to the store's writer, with any whose last write failed; a failure
+    /// comes back as `CommitFailed`.
+    fn persist(&mut self, myself: &ActorRef<CostLedgerMsg>, mut batch: WriteBatch) {
+        for key in self.unwritten.drain() {
+            if let Some(totals) = self.totals.get(&key) {
+                if !batch.costs.iter().any(|(k, _)| *k == key) {
+                    batch.costs.push((key, *totals));
+                }
+            }
+        }
+        let keys: Vec<String> = batch.costs.iter().map(|(k, _)| k.clone()).collect();
         let me = myself.clone();
         let notify = Callback::new(
             move |result: Result<(), StoreError>| {
-                if let Err(e) = result {
-                    if me.cast(CostLedgerMsg::CommitFailed(e)).is_err() {
+                if let Err(error) = result {
+                    if me
+                        .cast(CostLedgerMsg::CommitFailed { keys, error })
+                        .is_err()
+                    {
                         tracing::error!("a failed write of the cost totals found no ledger");
                     }
                 }

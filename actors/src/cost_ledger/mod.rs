@@ -86,8 +86,11 @@ pub enum CostLedgerMsg {
         session_id: SessionId,
         run_id: RunId,
     },
-    /// A write of the totals failed.
-    CommitFailed(StoreError),
+    /// A write of these keys' totals failed; they are written again with the next one.
+    CommitFailed {
+        keys: Vec<String>,
+        error: StoreError,
+    },
     /// Test hook: panic inside the handler.
     #[cfg(feature = "fault-injection")]
     Panic,

@@ -1,8 +1,8 @@
 //! What a model call costs: a built-in table of published prices, overridable per model.
 //!
-//! Prices are in cents per million tokens. A model is matched by its longest known name that
-//! it starts with, at a `-` boundary, so a dated variant (`gpt-4o-mini-2024-07-18`) takes its
-//! family's price. A model with no known price is never free: budget checks price it at
+//! Prices are in cents per million tokens. A model is matched by name, or by the name it extends
+//! with a date or version, so a dated variant (`gpt-4o-mini-2024-07-18`) takes its family's
+//! price while `o1-pro` is not priced as `o1`. A model with no known price is never free: budget checks price it at
 //! [`UNKNOWN_MODEL_PRICE`] and the run is told so.
 
 use crate::config::Pricing;
@@ -80,8 +80,9 @@ impl PriceBook {
         Self { prices }
     }
 
-    /// The price of `model`: its own entry, else its longest listed prefix ending at a `-`,
-    /// else the unknown-model price.
+    /// The price of `model`: its own entry, else the entry it extends with a date or version
+    /// (`gpt-4o-2024-08-06`, `claude-opus-4-5-20251101`, `…-latest`), else the unknown-model
+    /// price. Any other suffix (`o1-pro`) is another model, with a price of its own.
     pub fn price_of(&self, model: &str) -> (Pricing, PriceSource) {
         let mut candidate = model;
         loop {
@@ -89,11 +90,16 @@ impl PriceBook {
                 return (price.clone(), *source);
             }
             match candidate.rfind('-') {
-                Some(cut) => candidate = &candidate[..cut],
-                None => return (UNKNOWN_MODEL_PRICE, PriceSource::Unknown),
+                Some(cut) if is_version(&candidate[cut + 1..]) => candidate = &candidate[..cut],
+                _ => return (UNKNOWN_MODEL_PRICE, PriceSource::Unknown),
             }
         }
     }
+}
+
+/// A segment naming a release of a model rather than another model: digits, or `latest`.
+fn is_version(segment: &str) -> bool {
+    segment == "latest" || (!segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The cost of a call, in millionths of a cent (exact for whole-cent prices).
@@ -124,6 +130,17 @@ mod tests {
         assert_eq!((big.input_per_1m, source), (1.0, PriceSource::Override));
         let (opus, _) = book.price_of("claude-opus-4-5-20251101");
         assert_eq!(opus.input_per_1m, 500.0);
+        assert_eq!(
+            book.price_of("claude-3-5-haiku-latest").0.input_per_1m,
+            80.0
+        );
+        for dearer in ["o1-pro", "gpt-5-pro", "o3-pro-2025-06-10"] {
+            assert_eq!(
+                book.price_of(dearer).1,
+                PriceSource::Unknown,
+                "{dearer} is not priced as its cheaper namesake"
+            );
+        }
         assert_eq!(
             book.price_of("my-local-model").1,
             PriceSource::Unknown,

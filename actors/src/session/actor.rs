@@ -27,7 +27,7 @@ use crate::guardian::{CallReport, GuardianMsg, Review, TurnReport};
 use crate::ids::{RunId, SessionId};
 use crate::llm_stream::{Heartbeat, LlmMsg, ModelReply, StreamJob};
 use crate::message::{Message, ToolCall};
-use crate::provider::{ChatRequest, ProviderError};
+use crate::provider::{ChatRequest, ProviderError, Usage};
 use crate::store::{now_ms, RunRecord, SessionRecord, StoreError, TurnCheckpoint, WriteBatch};
 use crate::tools::executor::{lost_outcomes, ToolBatch, ToolMsg, ToolOutcome};
 use crate::tools::ToolContext;
@@ -317,6 +317,7 @@ impl SessionState {
             }
         };
         recovery::report_failed_run(&events, why, turns, cost, started_at_ms);
+        self.forget_run(run_id);
         let done = SessionSupervisorMsg::RunFinished {
             session_id: self.id.clone(),
             run_id: run_id.clone(),
@@ -358,6 +359,7 @@ impl SessionState {
             usage: Default::default(),
             usage_estimated: false,
             cost_microcents: 0,
+            model_calls: 0,
             refusal: None,
             unpriced_alerted: false,
             pending_hints: Vec::new(),
@@ -384,7 +386,7 @@ impl SessionState {
         if let Err(refusal) = admitted {
             self.run = Some(run);
             events.emit(EventKind::RunStarted);
-            return self.refuse(myself, refusal);
+            return self.refuse(myself, refusal, false);
         }
         self.history.push(Message::user(spec.prompt));
         run.turn_first_seq = self.history.next_seq();
@@ -401,7 +403,7 @@ impl SessionState {
     fn begin_turn(&mut self, myself: &ActorRef<SessionMsg>) {
         let Some(run) = self.run.as_mut() else { return };
         if let Some(refusal) = run.refusal.take() {
-            return self.refuse(myself, refusal);
+            return self.refuse(myself, refusal, true);
         }
         run.step = next_step();
         // A retried call belongs to the turn its cut predecessor began.
@@ -451,18 +453,82 @@ impl SessionState {
         self.schedule_stall_check(myself, step, None);
     }
 
-    /// Ends the run because the ledger refused its next model call.
-    fn refuse(&mut self, myself: &ActorRef<SessionMsg>, refusal: Refusal) {
-        if let Some(run) = &self.run {
-            if let Some(limit) = &refusal.limit {
-                run.events.emit(limit.exceeded());
-            } else {
-                run.events.emit(EventKind::Error {
-                    message: refusal.reason.clone(),
-                });
-            }
+    /// Ends the run because the ledger refused its next model call; `announced` when the
+    /// refusal was already published (as the call that reached the limit was recorded).
+    fn refuse(&mut self, myself: &ActorRef<SessionMsg>, refusal: Refusal, announced: bool) {
+        if let (Some(run), false) = (&self.run, announced) {
+            announce(&run.events, &refusal);
         }
         self.finish(myself, refusal.status, Some(refusal.reason));
+    }
+
+    /// Has the ledger price and record a model call (`usage` as the server reported it, or
+    /// `estimated`), and publishes what it found: the call's cost, budget warnings, and a
+    /// limit reached (which stops the run before its next call).
+    async fn record_call(
+        &mut self,
+        turn: u32,
+        model: &str,
+        usage: Usage,
+        estimated: bool,
+    ) -> Result<(), String> {
+        let Some(run) = self.run.as_mut() else {
+            return Ok(());
+        };
+        run.model_calls += 1;
+        run.usage.input_tokens += usage.input_tokens;
+        run.usage.output_tokens += usage.output_tokens;
+        run.usage_estimated |= estimated;
+        let report = UsageReport {
+            session_id: self.id.clone(),
+            run_id: run.id.clone(),
+            call: run.model_calls,
+            model: model.to_owned(),
+            usage,
+            estimated,
+        };
+        let receipt = oversight::record_usage(&self.services, report).await?;
+        let Some(run) = self.run.as_mut() else {
+            return Ok(());
+        };
+        run.cost_microcents = receipt.run.cost_microcents;
+        run.events.emit(EventKind::ModelUsage {
+            turn,
+            model: model.to_owned(),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            estimated,
+            cost_cents: receipt.call_microcents as f64 / 1_000_000.0,
+        });
+        if receipt.price_source == PriceSource::Unknown && !run.unpriced_alerted {
+            run.unpriced_alerted = true;
+            run.events.emit(EventKind::GuardianBudgetAlert {
+                message: format!(
+                    "no price is known for model '{model}'; budgets count it at {} / {} cents \
+                     per million input / output tokens. Set its price in \
+                     [budget.pricing_overrides].",
+                    receipt.price.input_per_1m, receipt.price.output_per_1m
+                ),
+                model: model.to_owned(),
+            });
+        }
+        for warning in &receipt.warnings {
+            run.events.emit(warning.warning());
+        }
+        if let Some(e) = receipt.store_error {
+            run.events.emit(EventKind::Error {
+                message: format!(
+                    "the cost ledger's totals could not be stored ({e}); they are written again \
+                     with this call"
+                ),
+            });
+        }
+        run.refusal = oversight::admit(receipt.next_call).err();
+        if let Some(refusal) = &run.refusal {
+            // Said now, even if this call's answer ends the run.
+            announce(&run.events, refusal);
+        }
+        Ok(())
     }
 
     async fn on_model_done(
@@ -476,53 +542,16 @@ impl SessionState {
         };
         let Some(run) = self.run.as_mut() else { return };
         run.turns += 1;
-        run.usage.input_tokens += reply.usage.input_tokens;
-        run.usage.output_tokens += reply.usage.output_tokens;
-        run.usage_estimated |= reply.usage_estimated;
         run.turn_input_tokens = reply.usage.input_tokens;
         run.turn_output_tokens = reply.usage.output_tokens;
-        let report = UsageReport {
-            session_id: self.id.clone(),
-            run_id: run.id.clone(),
-            call: run.turns,
-            model: reply.model.clone(),
-            usage: reply.usage,
-            estimated: reply.usage_estimated,
-        };
-        let receipt = match oversight::record_usage(&self.services, report).await {
-            Ok(receipt) => receipt,
-            Err(reason) => return self.fail(myself, reason),
-        };
+        let turn = run.turns;
+        if let Err(reason) = self
+            .record_call(turn, &reply.model, reply.usage, reply.usage_estimated)
+            .await
+        {
+            return self.fail(myself, reason);
+        }
         let Some(run) = self.run.as_mut() else { return };
-        run.cost_microcents = receipt.run.cost_microcents;
-        run.refusal = oversight::admit(receipt.next_call).err();
-        run.events.emit(EventKind::ModelUsage {
-            turn: run.turns,
-            model: reply.model.clone(),
-            input_tokens: reply.usage.input_tokens,
-            output_tokens: reply.usage.output_tokens,
-            estimated: reply.usage_estimated,
-            cost_cents: receipt.call_microcents as f64 / 1_000_000.0,
-        });
-        if receipt.price_source == PriceSource::Unknown && !run.unpriced_alerted {
-            run.unpriced_alerted = true;
-            run.events.emit(EventKind::GuardianBudgetAlert {
-                message: format!(
-                    "no price is known for model '{}'; budgets count it at {} / {} cents per \
-                     million input / output tokens. Set its price in [budget.pricing_overrides].",
-                    reply.model, receipt.price.input_per_1m, receipt.price.output_per_1m
-                ),
-                model: reply.model,
-            });
-        }
-        for warning in &receipt.warnings {
-            run.events.emit(warning.warning());
-        }
-        if let Some(e) = receipt.store_error {
-            run.events.emit(EventKind::Error {
-                message: format!("the cost ledger's totals could not be stored: {e}"),
-            });
-        }
         let text = reply.response.text;
         let calls = reply.response.tool_calls;
         if !text.is_empty() {
@@ -745,6 +774,11 @@ impl SessionState {
         let Some(review) = review else {
             return self.schedule_stall_check(myself, step, None);
         };
+        // The stream may have spoken (or ended) while the Guardian was asked.
+        let silent = self.run.as_ref().map(|r| r.heartbeat.silent_for());
+        if phase == StallPhase::Model && silent.is_some_and(|s| s < timeout) {
+            return self.schedule_stall_check(myself, step, None);
+        }
         let retry = review.retry_model_call;
         let stop = self.apply_review(review);
         let changed = self
@@ -758,8 +792,18 @@ impl SessionState {
             return self.stop_by_guardian(myself, status, reason);
         }
         if retry {
-            if let Some(run) = &self.run {
-                run.call_cancel.cancel();
+            let Some(run) = &self.run else { return };
+            run.call_cancel.cancel();
+            // The cut call was paid for: its input at least, estimated.
+            let model = self.services.llm_model.clone();
+            let model: &str = &model;
+            let usage = Usage {
+                input_tokens: self.context_tokens(),
+                output_tokens: 0,
+            };
+            let turn = run.turns + 1;
+            if let Err(reason) = self.record_call(turn, model, usage, true).await {
+                return self.fail(myself, reason);
             }
             return self.begin_turn(myself);
         }
@@ -856,10 +900,16 @@ impl SessionState {
         batch.checkpoint = checkpoint;
         batch.run = run;
         if let Some(active) = self.run.as_mut() {
-            batch.guardian = active
-                .guardian_watch
-                .take()
-                .map(|watch| (active.id.clone(), watch));
+            let ended = batch.run.as_ref().is_some_and(|r| r.status.is_some());
+            batch.guardian = if ended {
+                // The Guardian's view of a finished run is not needed again.
+                Some((active.id.clone(), None))
+            } else {
+                active
+                    .guardian_watch
+                    .take()
+                    .map(|watch| (active.id.clone(), Some(watch)))
+            };
         }
         self.submit_batch(myself, batch);
     }
@@ -948,25 +998,26 @@ impl SessionState {
         {
             tracing::warn!(session = %self.id, "the session supervisor is gone; a finished run was not reported to it");
         }
-        if self
-            .services
-            .guardian
-            .cast(GuardianMsg::RunEnded {
-                run_id: run.id.clone(),
-            })
-            .is_err()
-        {
-            tracing::debug!("the Guardian is down; it forgets the run when it restarts");
+        self.forget_run(&run.id);
+        report_end(&run.events, &ending, &run);
+        self.schedule_hibernation(myself);
+    }
+
+    /// Tells the Guardian and the ledger a run is over, so they drop what they keep of it.
+    fn forget_run(&self, run_id: &RunId) {
+        let ended = GuardianMsg::RunEnded {
+            run_id: run_id.clone(),
+        };
+        if self.services.guardian.cast(ended).is_err() {
+            tracing::debug!("the Guardian is down; a restarted one holds nothing of the run");
         }
         let ended = crate::cost_ledger::CostLedgerMsg::RunEnded {
             session_id: self.id.clone(),
-            run_id: run.id.clone(),
+            run_id: run_id.clone(),
         };
         if self.services.ledger.cast(ended).is_err() {
-            tracing::debug!("the cost ledger is down; it forgets the run when it restarts");
+            tracing::debug!("the cost ledger is down; a restarted one holds nothing of the run");
         }
-        report_end(&run.events, &ending, &run);
-        self.schedule_hibernation(myself);
     }
 
     fn schedule_hibernation(&mut self, myself: &ActorRef<SessionMsg>) {
@@ -974,6 +1025,16 @@ impl SessionState {
         let epoch = self.idle_epoch;
         let idle = Duration::from_secs(self.services.agent.session_idle_secs);
         myself.send_after(idle, move || SessionMsg::Hibernate { epoch });
+    }
+}
+
+/// Publishes why the ledger refuses further calls.
+fn announce(events: &RunEvents, refusal: &Refusal) {
+    match &refusal.limit {
+        Some(limit) => events.emit(limit.exceeded()),
+        None => events.emit(EventKind::Error {
+            message: refusal.reason.clone(),
+        }),
     }
 }
 

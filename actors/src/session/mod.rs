@@ -41,6 +41,8 @@ pub struct Services {
     pub ledger: ChildSlot<CostLedgerMsg>,
     pub guardian: ChildSlot<GuardianMsg>,
     pub llm: ChildSlot<LlmMsg>,
+    /// The model the provider asks, for pricing calls that never answered.
+    pub llm_model: Arc<str>,
     pub tools: ChildSlot<ToolMsg>,
     pub registry: ToolRegistry,
     pub agent: Arc<AgentConfig>,

@@ -12,9 +12,10 @@ use crate::ids::{RunId, SessionId};
 use std::time::Duration;
 
 /// How long a session waits for the ledger (through a restart of it) before it gives up.
-const LEDGER_PATIENCE: Duration = Duration::from_secs(30);
+/// Kept well under the shutdown's wait for runs to end, which a handler waiting here delays.
+const LEDGER_PATIENCE: Duration = Duration::from_secs(12);
 /// How long a session waits for the Guardian before it goes on without a review.
-const GUARDIAN_PATIENCE: Duration = Duration::from_secs(15);
+const GUARDIAN_PATIENCE: Duration = Duration::from_secs(6);
 
 /// Why a run may not make its next model call.
 #[derive(Clone, Debug)]

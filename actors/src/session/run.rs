@@ -63,6 +63,8 @@ pub struct ActiveRun {
     pub usage_estimated: bool,
     /// What the run's calls cost so far, in millionths of a cent, as the ledger priced them.
     pub cost_microcents: u64,
+    /// Model calls recorded with the ledger (cut ones too): each report's number.
+    pub model_calls: u32,
     /// Set when the ledger's receipt for the last call said no further call may be made.
     pub refusal: Option<super::oversight::Refusal>,
     /// The run has been told its model has no known price.

@@ -78,8 +78,8 @@ pub struct WriteBatch {
     pub session: Option<SessionRecord>,
     /// Ledger totals, as they now stand (the ledger is their only writer).
     pub costs: Vec<(String, CostTotals)>,
-    /// The Guardian's view of a run, as it now stands.
-    pub guardian: Option<(RunId, RunWatch)>,
+    /// The Guardian's view of a run, as it now stands (`None`: the run ended, forget it).
+    pub guardian: Option<(RunId, Option<RunWatch>)>,
 }
 
 impl WriteBatch {
@@ -187,11 +187,17 @@ impl Store {
                     let row = serde_json::to_vec(totals).doing(doing)?;
                     costs.insert(key.as_str(), row.as_slice()).doing(doing)?;
                 }
-                if let Some((run_id, watch)) = &batch.guardian {
-                    let row = serde_json::to_vec(watch).doing(doing)?;
-                    guardian
-                        .insert(run_id.as_str(), row.as_slice())
-                        .doing(doing)?;
+                match &batch.guardian {
+                    Some((run_id, Some(watch))) => {
+                        let row = serde_json::to_vec(watch).doing(doing)?;
+                        guardian
+                            .insert(run_id.as_str(), row.as_slice())
+                            .doing(doing)?;
+                    }
+                    Some((run_id, None)) => {
+                        guardian.remove(run_id.as_str()).doing(doing)?;
+                    }
+                    None => {}
                 }
             }
         }
