@@ -8,8 +8,10 @@
 
 use crate::callback::Callback;
 use crate::store::{Store, StoreError, WriteBatch};
+use crate::supervision::ChildSlot;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::mpsc;
+use std::time::Duration;
 
 /// Answered once a batch is durable, or with the error that stopped it (also when the batch is
 /// lost with a failed actor or writer).
@@ -120,6 +122,19 @@ impl Actor for CheckpointActor {
             return Err("the store's writer thread stopped".into());
         }
         Ok(())
+    }
+}
+
+/// How long [`flush`] waits for the writer, through a restart of the CheckpointActor.
+const FLUSH_PATIENCE: Duration = Duration::from_secs(30);
+
+/// Waits until every batch handed to the store's writer before now is durable, so that what
+/// is read next is not stale: called by an actor that reads back what it (or the incarnation
+/// before it) wrote.
+pub async fn flush(checkpoint: &ChildSlot<CheckpointMsg>) -> Result<(), StoreError> {
+    match checkpoint.call(CheckpointMsg::Flush, FLUSH_PATIENCE).await {
+        Ok(flushed) => flushed,
+        Err(e) => Err(StoreError::from_cause("waiting for the store's writer", e)),
     }
 }
 

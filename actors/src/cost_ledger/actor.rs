@@ -12,11 +12,6 @@ use crate::store::{now_ms, CostTotals, Store, StoreError, WriteBatch};
 use crate::supervision::ChildSlot;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::collections::{HashMap, HashSet};
-use std::time::Duration;
-
-/// How long a starting ledger waits for the store's writer to finish what the previous
-/// incarnation handed it.
-const FLUSH_PATIENCE: Duration = Duration::from_secs(30);
 
 /// What the ledger is started with.
 #[derive(Clone)]
@@ -70,11 +65,7 @@ impl Actor for CostLedgerActor {
         _myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        state
-            .checkpoint
-            .call(CheckpointMsg::Flush, FLUSH_PATIENCE)
-            .await??;
-        Ok(())
+        Ok(crate::checkpoint::flush(&state.checkpoint).await?)
     }
 
     async fn handle(

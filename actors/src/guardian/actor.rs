@@ -11,11 +11,6 @@ use crate::store::Store;
 use crate::supervision::ChildSlot;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::collections::HashMap;
-use std::time::Duration;
-
-/// How long a starting Guardian waits for the store's writer to finish what its predecessor
-/// handed it.
-const FLUSH_PATIENCE: Duration = Duration::from_secs(30);
 
 /// What the Guardian is started with.
 #[derive(Clone)]
@@ -61,11 +56,7 @@ impl Actor for GuardianActor {
         _myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        state
-            .checkpoint
-            .call(CheckpointMsg::Flush, FLUSH_PATIENCE)
-            .await??;
-        Ok(())
+        Ok(crate::checkpoint::flush(&state.checkpoint).await?)
     }
 
     async fn handle(

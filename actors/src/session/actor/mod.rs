@@ -10,24 +10,30 @@
 //! Around each model call the cost ledger is asked first (is the budget left?) and told after
 //! (what the call used); after each turn the Guardian reviews it, and a timer reports a stall
 //! to it. Their answers (hints, a retry, a stop) are applied here.
+//!
+//! The loop's steps are in this file; [`spending`] holds the ledger's part, [`guardian`] the
+//! Guardian's, [`ending`] how a run ends and is reported, [`reload`] how a session comes back.
+
+mod ending;
+mod guardian;
+mod reload;
+mod spending;
 
 use super::commits::Commits;
 use super::history::History;
-use super::oversight::{self, Refusal};
+use super::oversight;
 use super::prompt::system_prompt;
-use super::recovery::{self, Reloaded};
 use super::run::{ActiveRun, Ending, Phase};
 use super::supervisor::SessionSupervisorMsg;
 use super::{RunSpec, Services};
 use crate::callback::Callback;
 use crate::checkpoint::CheckpointMsg;
-use crate::cost_ledger::{PriceSource, UsageReport};
-use crate::event::{EventKind, RunEvents, RunStatus, SessionEvents, StallPhase};
-use crate::guardian::{CallReport, GuardianMsg, Review, TurnReport};
+use crate::event::{EventKind, RunStatus, SessionEvents};
+use crate::guardian::{CallReport, TurnReport};
 use crate::ids::{RunId, SessionId};
 use crate::llm_stream::{Heartbeat, LlmMsg, ModelReply, StreamJob};
 use crate::message::{Message, ToolCall};
-use crate::provider::{ChatRequest, ProviderError, Usage};
+use crate::provider::{ChatRequest, ProviderError};
 use crate::store::{now_ms, RunRecord, SessionRecord, StoreError, TurnCheckpoint, WriteBatch};
 use crate::tools::executor::{lost_outcomes, ToolBatch, ToolMsg, ToolOutcome};
 use crate::tools::ToolContext;
@@ -218,115 +224,6 @@ impl SessionState {
         self.run.as_ref().is_some_and(|r| r.step == step)
     }
 
-    /// Reloads the session from the store, repairing what a crash left, and ends runs that
-    /// were cut off: the one being recovered from a failure is reported to its subscribers.
-    async fn reload(&mut self, myself: &ActorRef<SessionMsg>) {
-        let recover = self.recover.take();
-        let loaded = match self.flush_store().await {
-            Ok(()) => {
-                recovery::load(
-                    &self.services.store,
-                    &self.id,
-                    recover.as_ref().map(|(run, _)| run),
-                )
-                .await
-            }
-            Err(e) => Err(e),
-        };
-        let Reloaded {
-            history: loaded,
-            recovered_turns,
-        } = match loaded {
-            Ok(loaded) => loaded,
-            Err(e) => {
-                if let Some((run_id, why)) = &recover {
-                    self.report_recovered(
-                        run_id,
-                        &format!("{why}; reloading the session failed: {e}"),
-                        &[],
-                        now_ms(),
-                    );
-                }
-                return self.load_error = Some(e);
-            }
-        };
-        self.load_error = None;
-        self.needs_reload = false;
-        self.history = History::load(loaded.messages);
-        if let Some(record) = &loaded.record {
-            self.created_at_ms = record.created_at_ms;
-            self.last_run = record.last_run.clone();
-        }
-        if let Some((run_id, why)) = &recover {
-            // Reported even when the run never reached the store: its subscribers need an end.
-            let started_at_ms = loaded
-                .unfinished_runs
-                .iter()
-                .find(|r| r.run_id == *run_id)
-                .map_or_else(now_ms, |r| r.started_at_ms);
-            self.report_recovered(run_id, why, &recovered_turns, started_at_ms);
-        }
-        let mut ended = recovery::end_unfinished(loaded.unfinished_runs, recover.as_ref());
-        // The repaired messages, and one run record per batch.
-        let mut batch = WriteBatch::new(self.id.clone());
-        batch.messages = self.history.take_unsubmitted();
-        batch.run = ended.pop();
-        if !batch.messages.is_empty() || batch.run.is_some() {
-            self.submit_batch(myself, batch);
-        }
-        for run in ended {
-            let mut batch = WriteBatch::new(self.id.clone());
-            batch.run = Some(run);
-            self.submit_batch(myself, batch);
-        }
-    }
-
-    /// Waits until every batch handed to the store before now is committed, so a reload reads
-    /// everything this session (or its failed predecessor) wrote.
-    async fn flush_store(&self) -> Result<(), String> {
-        let checkpoint = self.services.checkpoint.get().map_err(|e| e.to_string())?;
-        match ractor::call_t!(
-            checkpoint,
-            CheckpointMsg::Flush,
-            FINAL_COMMIT_TIMEOUT.as_millis() as u64
-        ) {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(e) => Err(format!("the store's writer did not answer: {e}")),
-        }
-    }
-
-    /// Ends a run that failed with its actor: tells its subscribers, then the supervisor.
-    fn report_recovered(
-        &self,
-        run_id: &RunId,
-        why: &str,
-        turns: &[TurnCheckpoint],
-        started_at_ms: u64,
-    ) {
-        let events = self.events.for_run(self.id.clone(), run_id.clone());
-        let cost = match self
-            .services
-            .store
-            .cost_totals(&crate::cost_ledger::run_key(run_id))
-        {
-            Ok(totals) => Some(totals.unwrap_or_default().cents()),
-            Err(e) => {
-                tracing::warn!(session = %self.id, "the cost of a failed run is unknown: {e}");
-                None
-            }
-        };
-        recovery::report_failed_run(&events, why, turns, cost, started_at_ms);
-        self.forget_run(run_id);
-        let done = SessionSupervisorMsg::RunFinished {
-            session_id: self.id.clone(),
-            run_id: run_id.clone(),
-        };
-        if self.supervisor.cast(done).is_err() {
-            tracing::warn!(session = %self.id, "the session supervisor is gone");
-        }
-    }
-
     async fn start_run(&mut self, myself: &ActorRef<SessionMsg>, run_id: RunId, spec: RunSpec) {
         self.idle_epoch += 1;
         if self.needs_reload {
@@ -451,84 +348,6 @@ impl SessionState {
             return self.fail(myself, e.to_string());
         }
         self.schedule_stall_check(myself, step, None);
-    }
-
-    /// Ends the run because the ledger refused its next model call; `announced` when the
-    /// refusal was already published (as the call that reached the limit was recorded).
-    fn refuse(&mut self, myself: &ActorRef<SessionMsg>, refusal: Refusal, announced: bool) {
-        if let (Some(run), false) = (&self.run, announced) {
-            announce(&run.events, &refusal);
-        }
-        self.finish(myself, refusal.status, Some(refusal.reason));
-    }
-
-    /// Has the ledger price and record a model call (`usage` as the server reported it, or
-    /// `estimated`), and publishes what it found: the call's cost, budget warnings, and a
-    /// limit reached (which stops the run before its next call).
-    async fn record_call(
-        &mut self,
-        turn: u32,
-        model: &str,
-        usage: Usage,
-        estimated: bool,
-    ) -> Result<(), String> {
-        let Some(run) = self.run.as_mut() else {
-            return Ok(());
-        };
-        run.model_calls += 1;
-        run.usage.input_tokens += usage.input_tokens;
-        run.usage.output_tokens += usage.output_tokens;
-        run.usage_estimated |= estimated;
-        let report = UsageReport {
-            session_id: self.id.clone(),
-            run_id: run.id.clone(),
-            call: run.model_calls,
-            model: model.to_owned(),
-            usage,
-            estimated,
-        };
-        let receipt = oversight::record_usage(&self.services, report).await?;
-        let Some(run) = self.run.as_mut() else {
-            return Ok(());
-        };
-        run.cost_microcents = receipt.run.cost_microcents;
-        run.events.emit(EventKind::ModelUsage {
-            turn,
-            model: model.to_owned(),
-            input_tokens: usage.input_tokens,
-            output_tokens: usage.output_tokens,
-            estimated,
-            cost_cents: receipt.call_microcents as f64 / 1_000_000.0,
-        });
-        if receipt.price_source == PriceSource::Unknown && !run.unpriced_alerted {
-            run.unpriced_alerted = true;
-            run.events.emit(EventKind::GuardianBudgetAlert {
-                message: format!(
-                    "no price is known for model '{model}'; budgets count it at {} / {} cents \
-                     per million input / output tokens. Set its price in \
-                     [budget.pricing_overrides].",
-                    receipt.price.input_per_1m, receipt.price.output_per_1m
-                ),
-                model: model.to_owned(),
-            });
-        }
-        for warning in &receipt.warnings {
-            run.events.emit(warning.warning());
-        }
-        if let Some(e) = receipt.store_error {
-            run.events.emit(EventKind::Error {
-                message: format!(
-                    "the cost ledger's totals could not be stored ({e}); they are written again \
-                     with this call"
-                ),
-            });
-        }
-        run.refusal = oversight::admit(receipt.next_call).err();
-        if let Some(refusal) = &run.refusal {
-            // Said now, even if this call's answer ends the run.
-            announce(&run.events, refusal);
-        }
-        Ok(())
     }
 
     async fn on_model_done(
@@ -679,140 +498,6 @@ impl SessionState {
         }
     }
 
-    /// Publishes a review's events and keeps its hint for the next request; returns its stop.
-    fn apply_review(&mut self, review: Review) -> Option<(RunStatus, String)> {
-        let run = self.run.as_mut()?;
-        for event in review.events {
-            run.events.emit(event);
-        }
-        if let Some(hint) = review.hint {
-            run.pending_hints.push(hint);
-        }
-        if review.watch.is_some() {
-            run.guardian_watch = review.watch;
-        }
-        review.stop
-    }
-
-    /// Ends the run as the Guardian decided, with a summary of where it stood as its output.
-    fn stop_by_guardian(
-        &mut self,
-        myself: &ActorRef<SessionMsg>,
-        status: RunStatus,
-        reason: String,
-    ) {
-        let Some(run) = self.run.as_ref() else { return };
-        let mut output = format!("The run was stopped after {} turn(s): {reason}.", run.turns);
-        if !run.last_text.is_empty() {
-            output.push_str("\n\nThe model's last message:\n");
-            output.push_str(&run.last_text);
-        }
-        if status == RunStatus::Failed {
-            run.events.emit(EventKind::Error {
-                message: reason.clone(),
-            });
-        }
-        self.finish_with(
-            myself,
-            Ending {
-                status,
-                output,
-                reason: Some(reason),
-            },
-        );
-    }
-
-    /// The conversation's size as the next request would carry it.
-    fn context_tokens(&self) -> u64 {
-        let system = self.run.as_ref().map_or(0, |r| r.system_tokens);
-        self.history.total_tokens() + system
-    }
-
-    /// Looks for a stall of the dispatch made at `step` after the stall timeout, or after
-    /// `after`.
-    fn schedule_stall_check(
-        &self,
-        myself: &ActorRef<SessionMsg>,
-        step: u64,
-        after: Option<Duration>,
-    ) {
-        let guardian = &self.services.agent.guardian;
-        if guardian.enabled {
-            let after = after.unwrap_or(Duration::from_secs(guardian.stall_timeout_secs.max(1)));
-            myself.send_after(after, move || SessionMsg::StallCheck { step });
-        }
-    }
-
-    /// The stall timer fired for the dispatch in flight: if nothing moved for the stall
-    /// timeout, the Guardian decides (cut and retry a silent model call, hint, or stop).
-    async fn check_stall(&mut self, myself: &ActorRef<SessionMsg>, step: u64) {
-        let timeout = Duration::from_secs(self.services.agent.guardian.stall_timeout_secs.max(1));
-        let Some(run) = self.run.as_ref() else { return };
-        let (phase, tools) = match &run.phase {
-            Phase::AwaitingModel => (StallPhase::Model, Vec::new()),
-            Phase::RunningTools { calls } => (
-                StallPhase::Tools,
-                calls.iter().map(|c| c.name.clone()).collect(),
-            ),
-            // Waiting for the store has its own deadline.
-            Phase::AwaitingDurability { .. } => {
-                return self.schedule_stall_check(myself, step, None)
-            }
-            Phase::BetweenTurns | Phase::Finishing(_) => return,
-        };
-        let silent = run.heartbeat.silent_for();
-        if silent < timeout {
-            return self.schedule_stall_check(myself, step, Some(timeout - silent));
-        }
-        let run_id = run.id.clone();
-        let review =
-            oversight::report_stall(&self.services, &self.id, &run_id, phase, silent, tools).await;
-        // The run may have moved on while the Guardian was asked.
-        if !self.is_current(step) {
-            return;
-        }
-        let Some(review) = review else {
-            return self.schedule_stall_check(myself, step, None);
-        };
-        // The stream may have spoken (or ended) while the Guardian was asked.
-        let silent = self.run.as_ref().map(|r| r.heartbeat.silent_for());
-        if phase == StallPhase::Model && silent.is_some_and(|s| s < timeout) {
-            return self.schedule_stall_check(myself, step, None);
-        }
-        let retry = review.retry_model_call;
-        let stop = self.apply_review(review);
-        let changed = self
-            .run
-            .as_ref()
-            .is_some_and(|r| r.guardian_watch.is_some());
-        if stop.is_none() && changed {
-            self.submit(myself, None, None);
-        }
-        if let Some((status, reason)) = stop {
-            return self.stop_by_guardian(myself, status, reason);
-        }
-        if retry {
-            let Some(run) = &self.run else { return };
-            run.call_cancel.cancel();
-            // The cut call was paid for: its input at least, estimated.
-            let model = self.services.llm_model.clone();
-            let model: &str = &model;
-            let usage = Usage {
-                input_tokens: self.context_tokens(),
-                output_tokens: 0,
-            };
-            let turn = run.turns + 1;
-            if let Err(reason) = self.record_call(turn, model, usage, true).await {
-                return self.fail(myself, reason);
-            }
-            return self.begin_turn(myself);
-        }
-        if let Some(run) = &self.run {
-            run.heartbeat.beat();
-        }
-        self.schedule_stall_check(myself, step, None);
-    }
-
     /// The checkpoint of the turn in progress, if it appended anything.
     fn turn_checkpoint(&self, tools_called: Vec<String>) -> Option<TurnCheckpoint> {
         let run = self.run.as_ref()?;
@@ -828,64 +513,6 @@ impl SessionState {
             context_tokens: self.context_tokens(),
             at_ms: now_ms(),
         })
-    }
-
-    fn fail(&mut self, myself: &ActorRef<SessionMsg>, reason: String) {
-        if let Some(run) = &self.run {
-            run.events.emit(EventKind::Error {
-                message: reason.clone(),
-            });
-        }
-        self.finish(myself, RunStatus::Failed, Some(reason));
-    }
-
-    fn finish(&mut self, myself: &ActorRef<SessionMsg>, status: RunStatus, reason: Option<String>) {
-        let output = self
-            .run
-            .as_ref()
-            .map(|r| r.last_text.clone())
-            .unwrap_or_default();
-        self.finish_with(
-            myself,
-            Ending {
-                status,
-                output,
-                reason,
-            },
-        );
-    }
-
-    /// Ends the run: stops what is running, records results for calls that will never finish,
-    /// and commits the run's end. The run is reported once that commit is durable.
-    fn finish_with(&mut self, myself: &ActorRef<SessionMsg>, ending: Ending) {
-        let Some(run) = self.run.as_mut() else { return };
-        if matches!(run.phase, Phase::Finishing(_)) {
-            return;
-        }
-        run.cancel.cancel();
-        run.step = next_step();
-        let step = run.step;
-        let phase = std::mem::replace(&mut run.phase, Phase::Finishing(ending.clone()));
-        if let Phase::AwaitingDurability { calls } | Phase::RunningTools { calls } = phase {
-            for call in calls {
-                self.history.push(Message::ToolResult {
-                    call_id: call.id,
-                    name: call.name,
-                    content: format!(
-                        "execution_error: the call was stopped because the run ended ({})",
-                        ending.status
-                    ),
-                    is_error: true,
-                });
-            }
-        }
-        let checkpoint = self.turn_checkpoint(Vec::new());
-        let record = self.run.as_ref().map(|r| r.record(Some(&ending)));
-        self.submit(myself, checkpoint, record);
-        myself.send_after(FINAL_COMMIT_TIMEOUT, move || {
-            SessionMsg::FinalCommitTimeout { step }
-        });
-        self.advance(myself);
     }
 
     /// Hands what the session appended, and the given records, to the store.
@@ -974,79 +601,10 @@ impl SessionState {
         }
     }
 
-    /// Reports the run's end: everything it wrote is durable (or could not be).
-    fn complete(&mut self, myself: &ActorRef<SessionMsg>) {
-        // Only a run that is finishing completes; it is taken out only then.
-        let Some(Phase::Finishing(ending)) = self.run.as_ref().map(|r| &r.phase) else {
-            return;
-        };
-        let mut ending = ending.clone();
-        let Some(run) = self.run.take() else { return };
-        if let Some(e) = self.commits.take_error() {
-            ending.status = RunStatus::Failed;
-            ending.reason = Some(format!("the run's turns could not be stored: {e}"));
-        }
-        // The supervisor hears of the end before any subscriber does: a caller that starts the
-        // next run on this session as soon as it sees RunComplete is queued behind this notice.
-        if self
-            .supervisor
-            .cast(SessionSupervisorMsg::RunFinished {
-                session_id: self.id.clone(),
-                run_id: run.id.clone(),
-            })
-            .is_err()
-        {
-            tracing::warn!(session = %self.id, "the session supervisor is gone; a finished run was not reported to it");
-        }
-        self.forget_run(&run.id);
-        report_end(&run.events, &ending, &run);
-        self.schedule_hibernation(myself);
-    }
-
-    /// Tells the Guardian and the ledger a run is over, so they drop what they keep of it.
-    fn forget_run(&self, run_id: &RunId) {
-        let ended = GuardianMsg::RunEnded {
-            run_id: run_id.clone(),
-        };
-        if self.services.guardian.cast(ended).is_err() {
-            tracing::debug!("the Guardian is down; a restarted one holds nothing of the run");
-        }
-        let ended = crate::cost_ledger::CostLedgerMsg::RunEnded {
-            session_id: self.id.clone(),
-            run_id: run_id.clone(),
-        };
-        if self.services.ledger.cast(ended).is_err() {
-            tracing::debug!("the cost ledger is down; a restarted one holds nothing of the run");
-        }
-    }
-
     fn schedule_hibernation(&mut self, myself: &ActorRef<SessionMsg>) {
         self.idle_epoch += 1;
         let epoch = self.idle_epoch;
         let idle = Duration::from_secs(self.services.agent.session_idle_secs);
         myself.send_after(idle, move || SessionMsg::Hibernate { epoch });
     }
-}
-
-/// Publishes why the ledger refuses further calls.
-fn announce(events: &RunEvents, refusal: &Refusal) {
-    match &refusal.limit {
-        Some(limit) => events.emit(limit.exceeded()),
-        None => events.emit(EventKind::Error {
-            message: refusal.reason.clone(),
-        }),
-    }
-}
-
-fn report_end(events: &RunEvents, ending: &Ending, run: &ActiveRun) {
-    events.emit(EventKind::RunComplete {
-        status: ending.status,
-        output: ending.output.clone(),
-        turns: run.turns,
-        input_tokens: run.usage.input_tokens,
-        output_tokens: run.usage.output_tokens,
-        cost_cents: Some(run.cost_microcents as f64 / 1_000_000.0),
-        duration_ms: run.started.elapsed().as_millis() as u64,
-        reason: ending.reason.clone(),
-    });
 }

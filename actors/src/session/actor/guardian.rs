@@ -1,0 +1,165 @@
+//! How the loop is watched: the Guardian's reviews after each turn, the stall timer, and the
+//! hints and stops they lead to.
+
+use super::{SessionMsg, SessionState};
+use crate::event::{EventKind, RunStatus, StallPhase};
+use crate::guardian::{GuardianMsg, Review};
+use crate::ids::RunId;
+use crate::provider::Usage;
+use crate::session::oversight;
+use crate::session::run::{Ending, Phase};
+use ractor::ActorRef;
+use std::time::Duration;
+
+impl SessionState {
+    /// Publishes a review's events and keeps its hint for the next request; returns its stop.
+    pub(super) fn apply_review(&mut self, review: Review) -> Option<(RunStatus, String)> {
+        let run = self.run.as_mut()?;
+        for event in review.events {
+            run.events.emit(event);
+        }
+        if let Some(hint) = review.hint {
+            run.pending_hints.push(hint);
+        }
+        if review.watch.is_some() {
+            run.guardian_watch = review.watch;
+        }
+        review.stop
+    }
+
+    /// Ends the run as the Guardian decided, with a summary of where it stood as its output.
+    pub(super) fn stop_by_guardian(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        status: RunStatus,
+        reason: String,
+    ) {
+        let Some(run) = self.run.as_ref() else { return };
+        let mut output = format!("The run was stopped after {} turn(s): {reason}.", run.turns);
+        if !run.last_text.is_empty() {
+            output.push_str("\n\nThe model's last message:\n");
+            output.push_str(&run.last_text);
+        }
+        if status == RunStatus::Failed {
+            run.events.emit(EventKind::Error {
+                message: reason.clone(),
+            });
+        }
+        self.finish_with(
+            myself,
+            Ending {
+                status,
+                output,
+                reason: Some(reason),
+            },
+        );
+    }
+
+    /// The conversation's size as the next request would carry it.
+    pub(super) fn context_tokens(&self) -> u64 {
+        let system = self.run.as_ref().map_or(0, |r| r.system_tokens);
+        self.history.total_tokens() + system
+    }
+
+    /// Looks for a stall of the dispatch made at `step` after the stall timeout, or after
+    /// `after`.
+    pub(super) fn schedule_stall_check(
+        &self,
+        myself: &ActorRef<SessionMsg>,
+        step: u64,
+        after: Option<Duration>,
+    ) {
+        let guardian = &self.services.agent.guardian;
+        if guardian.enabled {
+            let after = after.unwrap_or(Duration::from_secs(guardian.stall_timeout_secs.max(1)));
+            myself.send_after(after, move || SessionMsg::StallCheck { step });
+        }
+    }
+
+    /// The stall timer fired for the dispatch in flight: if nothing moved for the stall
+    /// timeout, the Guardian decides (cut and retry a silent model call, hint, or stop).
+    pub(super) async fn check_stall(&mut self, myself: &ActorRef<SessionMsg>, step: u64) {
+        let timeout = Duration::from_secs(self.services.agent.guardian.stall_timeout_secs.max(1));
+        let Some(run) = self.run.as_ref() else { return };
+        let (phase, tools) = match &run.phase {
+            Phase::AwaitingModel => (StallPhase::Model, Vec::new()),
+            Phase::RunningTools { calls } => (
+                StallPhase::Tools,
+                calls.iter().map(|c| c.name.clone()).collect(),
+            ),
+            // Waiting for the store has its own deadline.
+            Phase::AwaitingDurability { .. } => {
+                return self.schedule_stall_check(myself, step, None)
+            }
+            Phase::BetweenTurns | Phase::Finishing(_) => return,
+        };
+        let silent = run.heartbeat.silent_for();
+        if silent < timeout {
+            return self.schedule_stall_check(myself, step, Some(timeout - silent));
+        }
+        let run_id = run.id.clone();
+        let review =
+            oversight::report_stall(&self.services, &self.id, &run_id, phase, silent, tools).await;
+        // The run may have moved on while the Guardian was asked.
+        if !self.is_current(step) {
+            return;
+        }
+        let Some(review) = review else {
+            return self.schedule_stall_check(myself, step, None);
+        };
+        // The stream may have spoken (or ended) while the Guardian was asked.
+        let silent = self.run.as_ref().map(|r| r.heartbeat.silent_for());
+        if phase == StallPhase::Model && silent.is_some_and(|s| s < timeout) {
+            return self.schedule_stall_check(myself, step, None);
+        }
+        let retry = review.retry_model_call;
+        let stop = self.apply_review(review);
+        let changed = self
+            .run
+            .as_ref()
+            .is_some_and(|r| r.guardian_watch.is_some());
+        if stop.is_none() && changed {
+            self.submit(myself, None, None);
+        }
+        if let Some((status, reason)) = stop {
+            return self.stop_by_guardian(myself, status, reason);
+        }
+        if retry {
+            let Some(run) = &self.run else { return };
+            run.call_cancel.cancel();
+            // The cut call was paid for: its input at least, estimated.
+            let model = self.services.llm_model.clone();
+            let model: &str = &model;
+            let usage = Usage {
+                input_tokens: self.context_tokens(),
+                output_tokens: 0,
+            };
+            let turn = run.turns + 1;
+            if let Err(reason) = self.record_call(turn, model, usage, true).await {
+                return self.fail(myself, reason);
+            }
+            return self.begin_turn(myself);
+        }
+        if let Some(run) = &self.run {
+            run.heartbeat.beat();
+        }
+        self.schedule_stall_check(myself, step, None);
+    }
+
+    /// Tells the Guardian and the ledger a run is over, so they drop what they keep of it.
+    pub(super) fn forget_run(&self, run_id: &RunId) {
+        let ended = GuardianMsg::RunEnded {
+            run_id: run_id.clone(),
+        };
+        if self.services.guardian.cast(ended).is_err() {
+            tracing::debug!("the Guardian is down; a restarted one holds nothing of the run");
+        }
+        let ended = crate::cost_ledger::CostLedgerMsg::RunEnded {
+            session_id: self.id.clone(),
+            run_id: run_id.clone(),
+        };
+        if self.services.ledger.cast(ended).is_err() {
+            tracing::debug!("the cost ledger is down; a restarted one holds nothing of the run");
+        }
+    }
+}

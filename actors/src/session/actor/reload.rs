@@ -1,0 +1,114 @@
+//! Bringing a session back: its history reloaded from the store (once the writer has caught
+//! up), what a crash left repaired, and a run that failed with its actor reported.
+
+use super::{SessionMsg, SessionState};
+use crate::ids::RunId;
+use crate::session::history::History;
+use crate::session::recovery::{self, Reloaded};
+use crate::session::supervisor::SessionSupervisorMsg;
+use crate::store::{now_ms, TurnCheckpoint, WriteBatch};
+use ractor::ActorRef;
+
+impl SessionState {
+    /// Reloads the session from the store, repairing what a crash left, and ends runs that
+    /// were cut off: the one being recovered from a failure is reported to its subscribers.
+    pub(super) async fn reload(&mut self, myself: &ActorRef<SessionMsg>) {
+        let recover = self.recover.take();
+        let loaded = match self.flush_store().await {
+            Ok(()) => {
+                recovery::load(
+                    &self.services.store,
+                    &self.id,
+                    recover.as_ref().map(|(run, _)| run),
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        let Reloaded {
+            history: loaded,
+            recovered_turns,
+        } = match loaded {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                if let Some((run_id, why)) = &recover {
+                    self.report_recovered(
+                        run_id,
+                        &format!("{why}; reloading the session failed: {e}"),
+                        &[],
+                        now_ms(),
+                    );
+                }
+                return self.load_error = Some(e);
+            }
+        };
+        self.load_error = None;
+        self.needs_reload = false;
+        self.history = History::load(loaded.messages);
+        if let Some(record) = &loaded.record {
+            self.created_at_ms = record.created_at_ms;
+            self.last_run = record.last_run.clone();
+        }
+        if let Some((run_id, why)) = &recover {
+            // Reported even when the run never reached the store: its subscribers need an end.
+            let started_at_ms = loaded
+                .unfinished_runs
+                .iter()
+                .find(|r| r.run_id == *run_id)
+                .map_or_else(now_ms, |r| r.started_at_ms);
+            self.report_recovered(run_id, why, &recovered_turns, started_at_ms);
+        }
+        let mut ended = recovery::end_unfinished(loaded.unfinished_runs, recover.as_ref());
+        // The repaired messages, and one run record per batch.
+        let mut batch = WriteBatch::new(self.id.clone());
+        batch.messages = self.history.take_unsubmitted();
+        batch.run = ended.pop();
+        if !batch.messages.is_empty() || batch.run.is_some() {
+            self.submit_batch(myself, batch);
+        }
+        for run in ended {
+            let mut batch = WriteBatch::new(self.id.clone());
+            batch.run = Some(run);
+            self.submit_batch(myself, batch);
+        }
+    }
+
+    /// Waits until every batch handed to the store before now is committed, so a reload reads
+    /// everything this session (or its failed predecessor) wrote.
+    pub(super) async fn flush_store(&self) -> Result<(), String> {
+        crate::checkpoint::flush(&self.services.checkpoint)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Ends a run that failed with its actor: tells its subscribers, then the supervisor.
+    pub(super) fn report_recovered(
+        &self,
+        run_id: &RunId,
+        why: &str,
+        turns: &[TurnCheckpoint],
+        started_at_ms: u64,
+    ) {
+        let events = self.events.for_run(self.id.clone(), run_id.clone());
+        let cost = match self
+            .services
+            .store
+            .cost_totals(&crate::cost_ledger::run_key(run_id))
+        {
+            Ok(totals) => Some(totals.unwrap_or_default().cents()),
+            Err(e) => {
+                tracing::warn!(session = %self.id, "the cost of a failed run is unknown: {e}");
+                None
+            }
+        };
+        recovery::report_failed_run(&events, why, turns, cost, started_at_ms);
+        self.forget_run(run_id);
+        let done = SessionSupervisorMsg::RunFinished {
+            session_id: self.id.clone(),
+            run_id: run_id.clone(),
+        };
+        if self.supervisor.cast(done).is_err() {
+            tracing::warn!(session = %self.id, "the session supervisor is gone");
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! How the loop spends: every model call is priced and recorded by the cost ledger, whose
+//! receipt says whether another call may be made.
+
+use super::{SessionMsg, SessionState};
+use crate::cost_ledger::{PriceSource, UsageReport};
+use crate::event::{EventKind, RunEvents};
+use crate::provider::Usage;
+use crate::session::oversight::{self, Refusal};
+use ractor::ActorRef;
+
+impl SessionState {
+    /// Ends the run because the ledger refused its next model call; `announced` when the
+    /// refusal was already published (as the call that reached the limit was recorded).
+    pub(super) fn refuse(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        refusal: Refusal,
+        announced: bool,
+    ) {
+        if let (Some(run), false) = (&self.run, announced) {
+            announce(&run.events, &refusal);
+        }
+        self.finish(myself, refusal.status, Some(refusal.reason));
+    }
+
+    /// Has the ledger price and record a model call (`usage` as the server reported it, or
+    /// `estimated`), and publishes what it found: the call's cost, budget warnings, and a
+    /// limit reached (which stops the run before its next call).
+    pub(super) async fn record_call(
+        &mut self,
+        turn: u32,
+        model: &str,
+        usage: Usage,
+        estimated: bool,
+    ) -> Result<(), String> {
+        let Some(run) = self.run.as_mut() else {
+            return Ok(());
+        };
+        run.model_calls += 1;
+        run.usage.input_tokens += usage.input_tokens;
+        run.usage.output_tokens += usage.output_tokens;
+        run.usage_estimated |= estimated;
+        let report = UsageReport {
+            session_id: self.id.clone(),
+            run_id: run.id.clone(),
+            call: run.model_calls,
+            model: model.to_owned(),
+            usage,
+            estimated,
+        };
+        let receipt = oversight::record_usage(&self.services, report).await?;
+        let Some(run) = self.run.as_mut() else {
+            return Ok(());
+        };
+        run.cost_microcents = receipt.run.cost_microcents;
+        run.events.emit(EventKind::ModelUsage {
+            turn,
+            model: model.to_owned(),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            estimated,
+            cost_cents: receipt.call_microcents as f64 / 1_000_000.0,
+        });
+        if receipt.price_source == PriceSource::Unknown && !run.unpriced_alerted {
+            run.unpriced_alerted = true;
+            run.events.emit(EventKind::GuardianBudgetAlert {
+                message: format!(
+                    "no price is known for model '{model}'; budgets count it at {} / {} cents \
+                     per million input / output tokens. Set its price in \
+                     [budget.pricing_overrides].",
+                    receipt.price.input_per_1m, receipt.price.output_per_1m
+                ),
+                model: model.to_owned(),
+            });
+        }
+        for warning in &receipt.warnings {
+            run.events.emit(warning.warning());
+        }
+        if let Some(e) = receipt.store_error {
+            run.events.emit(EventKind::Error {
+                message: format!(
+                    "the cost ledger's totals could not be stored ({e}); they are written again \
+                     with this call"
+                ),
+            });
+        }
+        run.refusal = oversight::admit(receipt.next_call).err();
+        if let Some(refusal) = &run.refusal {
+            // Said now, even if this call's answer ends the run.
+            announce(&run.events, refusal);
+        }
+        Ok(())
+    }
+}
+
+/// Publishes why the ledger refuses further calls.
+fn announce(events: &RunEvents, refusal: &Refusal) {
+    match &refusal.limit {
+        Some(limit) => events.emit(limit.exceeded()),
+        None => events.emit(EventKind::Error {
+            message: refusal.reason.clone(),
+        }),
+    }
+}
