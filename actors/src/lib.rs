@@ -28,6 +28,7 @@
 pub mod callback;
 pub mod checkpoint;
 pub mod config;
+pub mod context;
 pub mod cost_ledger;
 pub mod engine;
 pub mod event;
