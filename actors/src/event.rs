@@ -90,6 +90,14 @@ pub enum EventKind {
         limit: serde_json::Number,
         message: String,
     },
+    /// The conversation outgrew its budget: its oldest messages left the context (the store
+    /// keeps them), behind a summary of them when `summarized`.
+    ContextPruned {
+        dropped_messages: u64,
+        summarized: bool,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
     /// A turn is durably stored: a crash from now on cannot lose it.
     CheckpointSaved { turn: u32 },
     /// Something went wrong; the run may go on or end (see `RunComplete`).

@@ -63,6 +63,8 @@ pub struct ModelReply {
 pub struct StreamJob {
     pub request: ChatRequest,
     pub events: RunEvents,
+    /// Publish the answer's text as `TextDelta` events (not for a summary, which is no answer).
+    pub publish_text: bool,
     pub cancel: CancellationToken,
     /// Beaten on every delta.
     pub heartbeat: Heartbeat,
@@ -110,6 +112,7 @@ impl Actor for LlmStreamActor {
                     let StreamJob {
                         request,
                         events,
+                        publish_text,
                         cancel,
                         heartbeat,
                         input_tokens,
@@ -118,7 +121,7 @@ impl Actor for LlmStreamActor {
                     let streaming = stream_answer(
                         provider.as_ref(),
                         &request,
-                        &events,
+                        publish_text.then_some(&events),
                         &heartbeat,
                         input_tokens,
                     );
@@ -144,7 +147,7 @@ impl Actor for LlmStreamActor {
 async fn stream_answer(
     provider: &dyn Provider,
     request: &ChatRequest,
-    events: &RunEvents,
+    events: Option<&RunEvents>,
     heartbeat: &Heartbeat,
     input_tokens: u64,
 ) -> Result<ModelReply, ProviderError> {
@@ -153,7 +156,7 @@ async fn stream_answer(
     while let Some(delta) = stream.next().await {
         let delta = delta?;
         heartbeat.beat();
-        if let StreamDelta::Text { text } = &delta {
+        if let (StreamDelta::Text { text }, Some(events)) = (&delta, events) {
             events.emit(EventKind::TextDelta { text: text.clone() });
         }
         answer.push(delta);

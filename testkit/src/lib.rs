@@ -27,9 +27,13 @@ use tokio::net::TcpListener;
 
 type Body = BoxBody<Bytes, std::io::Error>;
 
+/// Answers some requests out of the script's order (say, every summary request).
+pub type Router = Arc<dyn Fn(&Value) -> Option<Reply> + Send + Sync>;
+
 #[derive(Default)]
 struct Shared {
     script: Mutex<VecDeque<Reply>>,
+    router: Option<Router>,
     requests: Mutex<Vec<Value>>,
     /// Woken at every request received.
     arrived: tokio::sync::Notify,
@@ -45,11 +49,23 @@ pub struct ScriptedModelServer {
 impl ScriptedModelServer {
     /// Starts a server on 127.0.0.1 with a free port, answering with `script` in order.
     pub async fn start(script: impl IntoIterator<Item = Reply>) -> Self {
+        Self::start_routed(script, None).await
+    }
+
+    /// As [`ScriptedModelServer::start`]; a request `router` answers is answered so, and the
+    /// others take the script's next reply.
+    pub async fn start_routed(
+        script: impl IntoIterator<Item = Reply>,
+        router: Option<Router>,
+    ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            router,
+            ..Shared::default()
+        });
         shared.script.lock().expect("script lock").extend(script);
         let serving = shared.clone();
         let accept_loop = tokio::spawn(async move {
@@ -123,9 +139,10 @@ async fn answer(shared: &Shared, req: Request<hyper::body::Incoming>) -> Respons
     let json: Value = serde_json::from_slice(&body)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
     let streamed = json.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let routed = shared.router.as_ref().and_then(|route| route(&json));
     shared.requests.lock().expect("requests lock").push(json);
     shared.arrived.notify_waiters();
-    let next = shared.script.lock().expect("script lock").pop_front();
+    let next = routed.or_else(|| shared.script.lock().expect("script lock").pop_front());
     let Some(reply) = next else {
         return plain(
             500,

@@ -44,7 +44,24 @@ impl Harness {
         tweak: impl FnOnce(&mut Config),
         build: impl FnOnce(ryvos::RuntimeBuilder) -> ryvos::RuntimeBuilder,
     ) -> Self {
-        let server = ScriptedModelServer::start(script).await;
+        Self::start_on(ScriptedModelServer::start(script).await, tweak, build).await
+    }
+
+    /// As [`Harness::start`], with requests `router` answers taken out of the script's order.
+    pub async fn start_routed(
+        script: Vec<Reply>,
+        router: ryvos_testkit::Router,
+        tweak: impl FnOnce(&mut Config),
+    ) -> Self {
+        let server = ScriptedModelServer::start_routed(script, Some(router)).await;
+        Self::start_on(server, tweak, |b| b).await
+    }
+
+    async fn start_on(
+        server: ScriptedModelServer,
+        tweak: impl FnOnce(&mut Config),
+        build: impl FnOnce(ryvos::RuntimeBuilder) -> ryvos::RuntimeBuilder,
+    ) -> Self {
         let home = tempfile::tempdir().expect("temp home");
         let workspace = tempfile::tempdir().expect("temp workspace");
         let mut config = config_for(&server, home.path());

@@ -4,10 +4,14 @@
 //! cloning one pointer, and appending copies nothing once that request is done with it. Every
 //! message's token count is computed once, when it enters, and the total is kept as it goes, so
 //! per-turn work does not grow with the length of the history.
+//!
+//! What the model sees is a window over the stored history: after a compaction the messages
+//! before it are left out (they stay in the store), and a summary, when there is one, stands
+//! first in their place.
 
 use crate::message::Message;
 use crate::store::repair::{self, interrupted_result};
-use crate::store::StoredMessage;
+use crate::store::{Compaction, StoredMessage};
 use crate::tokens;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -17,17 +21,26 @@ use std::sync::Arc;
 pub struct History {
     messages: Arc<Vec<Arc<Message>>>,
     tokens: Vec<u32>,
+    /// The stored seq of each message of the window; `None` for the summary and for results
+    /// supplied in memory by a repair.
+    seqs: Vec<Option<u64>>,
     total_tokens: u64,
     next_seq: u64,
     unsubmitted: Vec<StoredMessage>,
+    /// A compaction not yet handed to the store.
+    compaction: Option<Compaction>,
 }
 
 impl History {
     /// Rebuilds a session from its stored messages, repairing what a crash may have left: calls
     /// cut off at the end get results saying so (to be stored), faults elsewhere are mended in
     /// this view only.
-    pub fn load(stored: Vec<StoredMessage>) -> History {
+    /// With `compaction`, only the window it starts is loaded, behind its summary.
+    pub fn load(stored: Vec<StoredMessage>, compaction: Option<&Compaction>) -> History {
         let next_seq = stored.last().map_or(0, |m| m.seq + 1);
+        let first_kept = compaction.map_or(0, |c| c.first_kept_seq);
+        let stored: Vec<StoredMessage> =
+            stored.into_iter().filter(|m| m.seq >= first_kept).collect();
         let fault = repair::check(stored.iter().map(|m| m.message.as_ref()));
         let mut history = History {
             next_seq,
@@ -56,19 +69,16 @@ impl History {
                 "tool results without their call were found and left out"
             );
         }
-        let messages = Arc::make_mut(&mut history.messages);
+        if let Some(summary) = compaction.and_then(|c| c.summary.as_deref()) {
+            history.put(Arc::new(crate::context::summary::message(summary)), None);
+        }
         for (i, m) in stored.into_iter().enumerate() {
             if orphaned.contains(&i) {
                 continue;
             }
-            messages.push(m.message);
-            history.tokens.push(m.tokens);
-            history.total_tokens += m.tokens as u64;
+            history.insert_loaded(m.message, m.tokens, Some(m.seq));
             for extra in mended_here.remove(&i).unwrap_or_default() {
-                let t = tokens::count_message(&extra);
-                messages.push(Arc::new(extra));
-                history.tokens.push(t);
-                history.total_tokens += t as u64;
+                history.put(Arc::new(extra), None);
             }
         }
         for result in cut_off_at_end {
@@ -77,15 +87,26 @@ impl History {
         history
     }
 
+    /// Adds a message to the window only (not to be stored), counting its tokens.
+    fn put(&mut self, message: Arc<Message>, seq: Option<u64>) {
+        let tokens = tokens::count_message(&message);
+        self.insert_loaded(message, tokens, seq);
+    }
+
+    fn insert_loaded(&mut self, message: Arc<Message>, tokens: u32, seq: Option<u64>) {
+        Arc::make_mut(&mut self.messages).push(message);
+        self.tokens.push(tokens);
+        self.seqs.push(seq);
+        self.total_tokens += u64::from(tokens);
+    }
+
     /// Appends `message`, counting its tokens; returns its seq.
     pub fn push(&mut self, message: Message) -> u64 {
         let tokens = tokens::count_message(&message);
         let message = Arc::new(message);
         let seq = self.next_seq;
         self.next_seq += 1;
-        Arc::make_mut(&mut self.messages).push(message.clone());
-        self.tokens.push(tokens);
-        self.total_tokens += tokens as u64;
+        self.insert_loaded(message.clone(), tokens, Some(seq));
         self.unsubmitted.push(StoredMessage {
             seq,
             tokens,
@@ -117,6 +138,46 @@ impl History {
     /// The conversation's size in tokens.
     pub fn total_tokens(&self) -> u64 {
         self.total_tokens
+    }
+
+    /// Each message's token count, in order.
+    pub fn token_counts(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    /// Leaves the first `drop` messages out of the window and puts `summary`, if any, first in
+    /// their place. The compaction is handed to the store with the next batch.
+    pub fn compact(&mut self, drop: usize, summary: Option<String>) {
+        let drop = drop.min(self.messages.len());
+        // The window starts at the first kept message that is stored (never a repair's).
+        let first_kept_seq = self.seqs[drop..]
+            .iter()
+            .flatten()
+            .next()
+            .copied()
+            .unwrap_or(self.next_seq);
+        let kept_messages = self.messages[drop..].to_vec();
+        let kept_tokens = self.tokens[drop..].to_vec();
+        let kept_seqs = self.seqs[drop..].to_vec();
+        self.messages = Arc::new(Vec::with_capacity(kept_messages.len() + 1));
+        self.tokens.clear();
+        self.seqs.clear();
+        self.total_tokens = 0;
+        if let Some(text) = &summary {
+            self.put(Arc::new(crate::context::summary::message(text)), None);
+        }
+        for ((m, t), seq) in kept_messages.into_iter().zip(kept_tokens).zip(kept_seqs) {
+            self.insert_loaded(m, t, seq);
+        }
+        self.compaction = Some(Compaction {
+            first_kept_seq,
+            summary,
+        });
+    }
+
+    /// A compaction made since the last call, to be stored.
+    pub fn take_compaction(&mut self) -> Option<Compaction> {
+        self.compaction.take()
     }
 
     /// How many messages the conversation holds.
@@ -151,20 +212,49 @@ mod tests {
             name: "bash".into(),
             arguments: "{\"command\":\"make\"}".into(),
         };
-        let h = History::load(vec![
-            stored(0, Message::user("go")),
-            stored(
-                1,
-                Message::Assistant {
-                    content: String::new(),
-                    tool_calls: vec![call.clone()],
-                },
-            ),
-        ]);
+        let h = History::load(
+            vec![
+                stored(0, Message::user("go")),
+                stored(
+                    1,
+                    Message::Assistant {
+                        content: String::new(),
+                        tool_calls: vec![call.clone()],
+                    },
+                ),
+            ],
+            None,
+        );
         assert_eq!(h.len(), 3);
         assert_eq!(h.next_seq(), 3);
         assert!(h.has_unsubmitted());
         assert!(crate::store::repair::check(h.snapshot().iter().map(|m| m.as_ref())).is_clean());
+    }
+
+    #[test]
+    fn a_compaction_keeps_the_window_behind_its_summary_and_reloads_the_same() {
+        let mut h = History::default();
+        for i in 0..6 {
+            h.push(Message::user(format!("message {i}")));
+        }
+        let stored: Vec<StoredMessage> = h.take_unsubmitted();
+        h.compact(4, Some("the first four".into()));
+        let compaction = h.take_compaction().expect("a compaction to store");
+        assert_eq!(compaction.first_kept_seq, 4);
+        let view = h.snapshot();
+        assert_eq!(view.len(), 3);
+        assert!(
+            matches!(&*view[0], Message::System { content } if content.contains("the first four"))
+        );
+        let counted: u64 = view
+            .iter()
+            .map(|m| u64::from(tokens::count_message(m)))
+            .sum();
+        assert_eq!(h.total_tokens(), counted, "the total is the window's");
+        let reloaded = History::load(stored, Some(&compaction));
+        assert_eq!(*reloaded.snapshot(), *view);
+        assert_eq!(reloaded.total_tokens(), h.total_tokens());
+        assert_eq!(reloaded.next_seq(), 6);
     }
 
     #[test]
@@ -240,7 +330,7 @@ mod tests {
                     .enumerate()
                     .map(|(i, m)| stored(i as u64, m.clone()))
                     .collect();
-                let h = History::load(prefix);
+                let h = History::load(prefix, None);
                 let view = h.snapshot();
                 prop_assert!(crate::store::repair::check(view.iter().map(|m| m.as_ref())).is_clean());
                 prop_assert_eq!(&view[..keep].iter().map(|m| (**m).clone()).collect::<Vec<_>>(), &messages[..keep]);

@@ -1,7 +1,8 @@
 //! The state of the run a session is driving.
 
+use crate::context::Cut;
 use crate::event::{RunEvents, RunStatus};
-use crate::guardian::Hint;
+use crate::guardian::{CallReport, Hint};
 use crate::ids::RunId;
 use crate::llm_stream::Heartbeat;
 use crate::message::ToolCall;
@@ -24,8 +25,18 @@ pub enum Phase {
     /// The turn is complete (its results appended); the Guardian and the ledger are consulted
     /// before the next model call.
     BetweenTurns,
+    /// The conversation outgrew its budget: the model summarizes the first `cut.drop`
+    /// messages before they leave the window; then `turn` ends.
+    Summarizing { cut: Cut, turn: TurnEnd },
     /// The run has ended; its last records are being committed.
     Finishing(Ending),
+}
+
+/// What the end of a turn needs once the conversation is compacted.
+pub struct TurnEnd {
+    /// The turn's calls, for the Guardian.
+    pub reports: Vec<CallReport>,
+    pub tools_called: Vec<String>,
 }
 
 /// How a run ends.

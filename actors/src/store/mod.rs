@@ -8,7 +8,7 @@ mod records;
 pub mod repair;
 mod tables;
 
-pub use records::{now_ms, CostTotals, RunRecord, SessionRecord, TurnCheckpoint};
+pub use records::{now_ms, Compaction, CostTotals, RunRecord, SessionRecord, TurnCheckpoint};
 
 use crate::guardian::RunWatch;
 use crate::ids::{RunId, SessionId};
@@ -17,7 +17,7 @@ use redb::{Database, Durability, ReadableDatabase, ReadableTable};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
-use tables::{CHECKPOINTS, COSTS, GUARDIAN, MESSAGES, RUNS, SESSIONS};
+use tables::{CHECKPOINTS, COMPACTIONS, COSTS, GUARDIAN, MESSAGES, RUNS, SESSIONS};
 
 /// A storage failure, saying what was being done. Cloneable so that one failed group commit
 /// can be reported to every session that was waiting on it.
@@ -80,6 +80,8 @@ pub struct WriteBatch {
     pub costs: Vec<(String, CostTotals)>,
     /// The Guardian's view of a run, as it now stands (`None`: the run ended, forget it).
     pub guardian: Option<(RunId, Option<RunWatch>)>,
+    /// The session's context window, when it moved.
+    pub compaction: Option<Compaction>,
 }
 
 impl WriteBatch {
@@ -93,6 +95,7 @@ impl WriteBatch {
             session: None,
             costs: Vec::new(),
             guardian: None,
+            compaction: None,
         }
     }
 }
@@ -102,6 +105,8 @@ impl WriteBatch {
 pub struct SessionHistory {
     pub messages: Vec<StoredMessage>,
     pub record: Option<SessionRecord>,
+    /// Where the context window starts, if the session was ever pruned.
+    pub compaction: Option<Compaction>,
     /// Runs that never recorded an end: they were cut off by a crash.
     pub unfinished_runs: Vec<RunRecord>,
 }
@@ -143,6 +148,7 @@ impl Store {
         txn.open_table(SESSIONS).doing(doing)?;
         txn.open_table(COSTS).doing(doing)?;
         txn.open_table(GUARDIAN).doing(doing)?;
+        txn.open_table(COMPACTIONS).doing(doing)?;
         txn.commit().doing(doing)
     }
 
@@ -158,6 +164,7 @@ impl Store {
             let mut sessions = txn.open_table(SESSIONS).doing(doing)?;
             let mut costs = txn.open_table(COSTS).doing(doing)?;
             let mut guardian = txn.open_table(GUARDIAN).doing(doing)?;
+            let mut compactions = txn.open_table(COMPACTIONS).doing(doing)?;
             for batch in batches {
                 let sid = batch.session_id.as_str();
                 for m in &batch.messages {
@@ -199,6 +206,10 @@ impl Store {
                     }
                     None => {}
                 }
+                if let Some(c) = &batch.compaction {
+                    let row = serde_json::to_vec(c).doing(doing)?;
+                    compactions.insert(sid, row.as_slice()).doing(doing)?;
+                }
             }
         }
         txn.commit().doing(doing)
@@ -225,6 +236,12 @@ impl Store {
             });
         }
         history.record = self.session_record_in(&txn, id)?;
+        let compactions = txn.open_table(COMPACTIONS).doing(doing)?;
+        history.compaction = compactions
+            .get(id.as_str())
+            .doing(doing)?
+            .map(|v| serde_json::from_slice(v.value()).doing(doing))
+            .transpose()?;
         history.unfinished_runs = self
             .session_runs_in(&txn, id)?
             .into_iter()

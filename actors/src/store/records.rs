@@ -85,6 +85,15 @@ impl CostTotals {
     }
 }
 
+/// A session's context window: the messages before `first_kept_seq` were pruned from what the
+/// model sees (they stay in the store), and `summary`, when there is one, stands for them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compaction {
+    pub first_kept_seq: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()

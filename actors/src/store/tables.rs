@@ -22,3 +22,7 @@ pub const COSTS: TableDefinition<&str, &[u8]> = TableDefinition::new("costs");
 /// `run_id -> RunWatch`: what the Guardian knows of a run in flight, so that a restarted
 /// Guardian goes on where it stood.
 pub const GUARDIAN: TableDefinition<&str, &[u8]> = TableDefinition::new("guardian");
+
+/// `session_id -> Compaction`: where the session's context window starts, and the summary that
+/// stands for the messages before it. The messages themselves stay.
+pub const COMPACTIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("compactions");

@@ -145,6 +145,23 @@ impl Renderer {
                 self.end_line();
                 eprintln!("  [guardian] '{tool}' repeated {repeats} times with the same input and result ({action:?})");
             }
+            EventKind::ContextPruned {
+                dropped_messages,
+                summarized,
+                tokens_before,
+                tokens_after,
+            } => {
+                let how = if *summarized { "summarized and " } else { "" };
+                let note = format!(
+                    "  [context] the {dropped_messages} oldest messages were {how}left out: \
+                     {tokens_before} -> {tokens_after} tokens"
+                );
+                if self.open_line {
+                    self.held_notes.push(note);
+                } else {
+                    eprintln!("{note}");
+                }
+            }
             EventKind::GuardianBudgetAlert { message, .. } => {
                 self.end_line();
                 eprintln!("  [budget] {message}");

@@ -91,7 +91,7 @@ impl SessionState {
             Phase::AwaitingDurability { .. } => {
                 return self.schedule_stall_check(myself, step, None)
             }
-            Phase::BetweenTurns | Phase::Finishing(_) => return,
+            Phase::BetweenTurns | Phase::Summarizing { .. } | Phase::Finishing(_) => return,
         };
         let silent = run.heartbeat.silent_for();
         if silent < timeout {

@@ -14,6 +14,7 @@
 //! The loop's steps are in this file; [`spending`] holds the ledger's part, [`guardian`] the
 //! Guardian's, [`ending`] how a run ends and is reported, [`reload`] how a session comes back.
 
+mod context;
 mod ending;
 mod guardian;
 mod reload;
@@ -23,7 +24,7 @@ use super::commits::Commits;
 use super::history::History;
 use super::oversight;
 use super::prompt::system_prompt;
-use super::run::{ActiveRun, Ending, Phase};
+use super::run::{ActiveRun, Ending, Phase, TurnEnd};
 use super::supervisor::SessionSupervisorMsg;
 use super::{RunSpec, Services};
 use crate::callback::Callback;
@@ -70,6 +71,11 @@ pub enum SessionMsg {
     },
     /// The oldest batch not yet confirmed was committed (or failed).
     Committed { result: Result<(), StoreError> },
+    /// The summary asked for at `step` came back (or failed).
+    SummaryDone {
+        step: u64,
+        result: Result<ModelReply, ProviderError>,
+    },
     /// Time to look for a stall of the dispatch made at `step`.
     StallCheck { step: u64 },
     /// The run `run_id` reached `max_duration_secs`.
@@ -172,6 +178,11 @@ impl Actor for SessionActor {
             SessionMsg::ToolsDone { step, outcomes } => {
                 if state.is_current(step) {
                     state.on_tools_done(&myself, outcomes).await;
+                }
+            }
+            SessionMsg::SummaryDone { step, result } => {
+                if state.is_current(step) {
+                    state.on_summary_done(&myself, result).await;
                 }
             }
             SessionMsg::StallCheck { step } => {
@@ -328,6 +339,7 @@ impl SessionState {
                 tools: self.services.registry.specs(),
             },
             events: run.events.clone(),
+            publish_text: true,
             cancel: run.call_cancel.clone(),
             heartbeat: run.heartbeat.clone(),
             input_tokens: self.history.total_tokens(),
@@ -466,18 +478,41 @@ impl SessionState {
         let Some(run) = self.run.as_mut() else { return };
         // Every call has its result: a stop from here on must not add another.
         run.phase = Phase::BetweenTurns;
+        let turn = TurnEnd {
+            reports,
+            tools_called,
+        };
+        if let Some(cut) = self.cut_needed() {
+            // The turn is stored before the conversation is compacted.
+            let checkpoint = self.turn_checkpoint(turn.tools_called.clone());
+            self.submit(myself, checkpoint, None);
+            if let Some(run) = self.run.as_mut() {
+                run.turn_first_seq = self.history.next_seq();
+            }
+            if self.wants_summary() {
+                return self.summarize(myself, cut, turn);
+            }
+            self.compact(cut, None);
+        }
+        self.end_turn(myself, turn).await;
+    }
+
+    /// After a turn (and any compaction): the Guardian's review, the turn stored with it, then
+    /// the next model call or the run's end.
+    async fn end_turn(&mut self, myself: &ActorRef<SessionMsg>, turn: TurnEnd) {
+        let Some(run) = self.run.as_ref() else { return };
         let run_id = run.id.clone();
         let mut stop = None;
         if self.services.agent.guardian.enabled {
             let report = TurnReport {
-                calls: reports,
+                calls: turn.reports,
                 context_tokens: self.context_tokens(),
             };
             let review = oversight::review_turn(&self.services, &run_id, report).await;
             stop = self.apply_review(review);
         }
         // The turn and the Guardian's view of it are stored together.
-        let checkpoint = self.turn_checkpoint(tools_called);
+        let checkpoint = self.turn_checkpoint(turn.tools_called);
         self.submit(myself, checkpoint, None);
         if let Some(run) = self.run.as_mut() {
             run.turn_first_seq = self.history.next_seq();
@@ -526,6 +561,7 @@ impl SessionState {
         batch.messages = self.history.take_unsubmitted();
         batch.checkpoint = checkpoint;
         batch.run = run;
+        batch.compaction = self.history.take_compaction();
         if let Some(active) = self.run.as_mut() {
             let ended = batch.run.as_ref().is_some_and(|r| r.status.is_some());
             batch.guardian = if ended {

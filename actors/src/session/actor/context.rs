@@ -1,0 +1,163 @@
+//! Keeping the conversation within its budget: when the context would reach the Guardian's hard
+//! limit, the oldest messages leave the window (the store keeps them), summarized first by the
+//! model when `enable_summarization` is on. A summary that fails still lets the pruning happen:
+//! a session never becomes unusable because its history grew.
+
+use super::{next_step, SessionMsg, SessionState};
+use crate::callback::Callback;
+use crate::context::{prune_to_budget, summary, Cut};
+use crate::event::EventKind;
+use crate::llm_stream::{Heartbeat, LlmMsg, ModelReply, StreamJob};
+use crate::provider::ProviderError;
+use crate::session::run::{Phase, TurnEnd};
+use ractor::ActorRef;
+
+/// After pruning, the conversation is brought down to this share of `max_context_tokens`,
+/// leaving room to grow before the next pruning.
+const PRUNE_TARGET_PERCENT: u64 = 60;
+/// Room kept for the summary that replaces what is pruned, as a share of `max_context_tokens`.
+const SUMMARY_RESERVE_PERCENT: u64 = 5;
+
+impl SessionState {
+    /// The cut to make now, if the context has reached the point where the Guardian would stop
+    /// the run (`token_budget_hard` of `max_context_tokens`). The check is O(1).
+    pub(super) fn cut_needed(&self) -> Option<Cut> {
+        let agent = &self.services.agent;
+        let max = agent.max_context_tokens;
+        let trigger = max.saturating_mul(u64::from(agent.guardian.token_budget_hard)) / 100;
+        let context = self.context_tokens();
+        if context < trigger {
+            return None;
+        }
+        let system = self.run.as_ref().map_or(0, |r| r.system_tokens);
+        let target = (max.saturating_mul(PRUNE_TARGET_PERCENT) / 100).saturating_sub(system);
+        let reserve = if agent.enable_summarization {
+            max.saturating_mul(SUMMARY_RESERVE_PERCENT) / 100
+        } else {
+            0
+        };
+        prune_to_budget(
+            &self.history.snapshot(),
+            self.history.token_counts(),
+            self.history.total_tokens(),
+            target,
+            reserve,
+            agent.min_tail,
+        )
+    }
+
+    /// Whether pruned messages are summarized first: when configured, and when the budget
+    /// still allows a model call.
+    pub(super) fn wants_summary(&self) -> bool {
+        self.services.agent.enable_summarization
+            && self.run.as_ref().is_some_and(|r| r.refusal.is_none())
+    }
+
+    /// Asks the model for a summary of the messages `cut` drops; the turn ends when it is back.
+    pub(super) fn summarize(&mut self, myself: &ActorRef<SessionMsg>, cut: Cut, turn: TurnEnd) {
+        let dropped = self.history.snapshot();
+        let Some(run) = self.run.as_mut() else { return };
+        run.step = next_step();
+        run.phase = Phase::Summarizing { cut, turn };
+        run.call_cancel = run.cancel.child_token();
+        run.heartbeat = Heartbeat::new();
+        let step = run.step;
+        let me = myself.clone();
+        let job = StreamJob {
+            request: summary::request(&dropped[..cut.drop]),
+            events: run.events.clone(),
+            publish_text: false,
+            cancel: run.call_cancel.clone(),
+            heartbeat: run.heartbeat.clone(),
+            input_tokens: cut.tokens,
+            on_done: Callback::new(
+                move |result| {
+                    if me.cast(SessionMsg::SummaryDone { step, result }).is_err() {
+                        tracing::debug!("a summary arrived for a session that has stopped");
+                    }
+                },
+                || {
+                    Err(ProviderError::StreamCut(
+                        "the summary call was lost (its actor or task failed)".into(),
+                    ))
+                },
+            ),
+        };
+        if let Err(e) = self.services.llm.cast(LlmMsg::Stream(job)) {
+            // The dropped job answered its callback with the failure: pruning goes on without.
+            tracing::warn!(session = %self.id, "asking for a summary failed: {e}");
+        }
+    }
+
+    /// The summary is back, or failed: prune either way, then end the turn.
+    pub(super) async fn on_summary_done(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        result: Result<ModelReply, ProviderError>,
+    ) {
+        let Some(run) = self.run.as_mut() else { return };
+        let Phase::Summarizing { cut, turn } =
+            std::mem::replace(&mut run.phase, Phase::BetweenTurns)
+        else {
+            return;
+        };
+        let turn_number = run.turns;
+        let summary = match result {
+            Ok(reply) => {
+                // The summary was paid for like any call.
+                let recorded = self
+                    .record_call(
+                        turn_number,
+                        &reply.model,
+                        reply.usage,
+                        reply.usage_estimated,
+                    )
+                    .await;
+                if let Err(reason) = recorded {
+                    return self.fail(myself, reason);
+                }
+                let text = reply.response.text.trim().to_owned();
+                if text.is_empty() {
+                    self.summary_failed(cut, "the model answered with no text");
+                    None
+                } else {
+                    Some(text)
+                }
+            }
+            Err(e) => {
+                self.summary_failed(cut, &e.to_string());
+                None
+            }
+        };
+        self.compact(cut, summary);
+        self.end_turn(myself, turn).await;
+    }
+
+    fn summary_failed(&self, cut: Cut, why: &str) {
+        if let Some(run) = &self.run {
+            run.events.emit(EventKind::Error {
+                message: format!(
+                    "summarizing the {} oldest messages failed ({why}); they leave the context \
+                     without a summary",
+                    cut.drop
+                ),
+            });
+        }
+    }
+
+    /// Leaves the messages `cut` drops out of the window, behind `summary` if there is one.
+    pub(super) fn compact(&mut self, cut: Cut, summary: Option<String>) {
+        let before = self.context_tokens();
+        let summarized = summary.is_some();
+        self.history.compact(cut.drop, summary);
+        let after = self.context_tokens();
+        if let Some(run) = &self.run {
+            run.events.emit(EventKind::ContextPruned {
+                dropped_messages: cut.drop as u64,
+                summarized,
+                tokens_before: before,
+                tokens_after: after,
+            });
+        }
+    }
+}

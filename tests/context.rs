@@ -1,0 +1,151 @@
+//! Context management against a scripted model: a long conversation stays within a small
+//! budget through pruning with summaries, every request stays orphan-free, a failed summary
+//! still prunes, and a resumed session starts from its window.
+
+mod common;
+
+use common::Harness;
+use ryvos::{EventKind, RunStatus, SessionId};
+use ryvos_testkit::{Reply, Router};
+use serde_json::Value;
+use std::sync::Arc;
+
+const BUDGET: u64 = 3000;
+const TURNS: usize = 300;
+
+/// True for a request asking for a summary.
+fn is_summary_request(request: &Value) -> bool {
+    request["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("You summarize"))
+}
+
+/// Answers every summary request with `reply`.
+fn summaries(reply: impl Fn() -> Reply + Send + Sync + 'static) -> Router {
+    Arc::new(move |request: &Value| is_summary_request(request).then(&reply))
+}
+
+/// A script of `TURNS` reads of distinct pages, then an answer.
+fn long_script() -> Vec<Reply> {
+    (0..TURNS)
+        .map(|i| {
+            let args = format!(r#"{{"path": "page{i}.txt"}}"#);
+            Reply::tool_calls(&[(&format!("r{i}"), "read", &args)])
+        })
+        .chain([Reply::text(&["All pages read."])])
+        .collect()
+}
+
+fn small_budget(c: &mut ryvos::Config) {
+    c.agent.max_context_tokens = BUDGET;
+    c.agent.max_turns = TURNS as u32 + 10;
+}
+
+fn write_pages(h: &Harness) {
+    for i in 0..TURNS {
+        let text = format!("page {i}: {}", "the quick brown fox jumps ".repeat(20));
+        std::fs::write(h.workspace.path().join(format!("page{i}.txt")), text).unwrap();
+    }
+}
+
+/// The largest context any turn of the session reached, as its checkpoints recorded it.
+fn largest_context(h: &Harness, session: &SessionId) -> u64 {
+    let checkpoints = h.runtime.store().checkpoints(session).unwrap();
+    assert!(checkpoints.len() >= TURNS);
+    checkpoints.iter().map(|c| c.context_tokens).max().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_300_turn_conversation_stays_within_a_small_budget_with_summaries() {
+    let mut script = long_script();
+    script.push(Reply::text(&["Resumed from the summary."]));
+    let h = Harness::start_routed(
+        script,
+        summaries(|| Reply::text(&["Pages were read one by one; nothing failed."])),
+        small_budget,
+    )
+    .await;
+    write_pages(&h);
+    let (events, outcome) = h.run(h.request("read every page")).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    assert_eq!(outcome.turns as usize, TURNS + 1);
+
+    let pruned: Vec<(bool, u64, u64)> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::ContextPruned {
+                summarized,
+                tokens_before,
+                tokens_after,
+                ..
+            } => Some((summarized, tokens_before, tokens_after)),
+            _ => None,
+        })
+        .collect();
+    assert!(pruned.len() >= 3, "{pruned:?}");
+    assert!(pruned
+        .iter()
+        .all(|(summarized, before, after)| *summarized && after < before));
+    let session = SessionId::new(outcome.session_id.as_str());
+    assert!(largest_context(&h, &session) < BUDGET);
+    let requests = h.server.requests();
+    let summaries = requests.iter().filter(|r| is_summary_request(r)).count();
+    assert_eq!(summaries, pruned.len());
+    h.server.assert_no_orphans();
+    // The summary leads the window of every request after a pruning.
+    let last = requests
+        .iter()
+        .rev()
+        .find(|r| !is_summary_request(r))
+        .unwrap();
+    assert!(last["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("Pages were read one by one"));
+
+    // A restarted runtime resumes from the stored window, not the whole history.
+    let h = h.restart().await;
+    let (_, resumed) = h.run(h.request("and now?").session(session.clone())).await;
+    assert_eq!(resumed.status, RunStatus::Completed, "{:?}", resumed.reason);
+    let request = h.server.requests().last().unwrap().clone();
+    let messages = request["messages"].as_array().unwrap();
+    assert!(messages.len() < 60, "{} messages sent", messages.len());
+    assert!(messages[1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("[Summary of the earlier conversation]"));
+    h.server.assert_no_orphans();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_summary_still_prunes_and_the_run_goes_on() {
+    let h = Harness::start_routed(
+        long_script(),
+        summaries(|| Reply::error(500, "the summarizer is down")),
+        small_budget,
+    )
+    .await;
+    write_pages(&h);
+    let (events, outcome) = h.run(h.request("read every page")).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    let pruned = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::ContextPruned {
+                    summarized: false,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert!(pruned >= 3);
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::Error { message } if message.contains("summarizing")
+    )));
+    let session = SessionId::new(outcome.session_id.as_str());
+    assert!(largest_context(&h, &session) < BUDGET);
+    h.server.assert_no_orphans();
+}
