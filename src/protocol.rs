@@ -51,6 +51,9 @@ pub struct RunParams {
     pub resume: Option<String>,
     /// The directory the file tools work in (absolute, on the daemon's machine).
     pub workspace: String,
+    /// The client's current directory: context files found there come first.
+    #[serde(default)]
+    pub cwd: Option<String>,
 }
 
 #[derive(Deserialize)]

@@ -62,6 +62,7 @@ impl RuntimeBuilder {
         let logs = self.config.logs_dir();
         let config = EngineConfig {
             database: self.config.database_path(),
+            home: self.config.home.clone(),
             model: self.config.model,
             agent: self.config.agent,
             budget: self.config.budget,
@@ -107,6 +108,7 @@ impl Runtime {
         let spec = RunSpec {
             prompt: request.prompt,
             workspace,
+            caller_dir: request.caller_dir,
         };
         let ticket = self.engine.start_run(request.session, spec).await?;
         Ok(RunHandle {
@@ -179,6 +181,9 @@ pub struct RunRequest {
     pub session: Option<SessionId>,
     /// Where the file tools work; the current directory when `None`.
     pub workspace: Option<PathBuf>,
+    /// Where the caller is: context files (`SOUL.md`, …) found here come before the
+    /// workspace's and `$RYVOS_HOME`'s.
+    pub caller_dir: Option<PathBuf>,
 }
 
 impl RunRequest {
@@ -188,12 +193,19 @@ impl RunRequest {
             prompt: prompt.into(),
             session: None,
             workspace: None,
+            caller_dir: None,
         }
     }
 
     /// Continues `session`.
     pub fn session(mut self, session: SessionId) -> Self {
         self.session = Some(session);
+        self
+    }
+
+    /// Looks for context files in `dir` first.
+    pub fn caller_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.caller_dir = Some(dir.into());
         self
     }
 

@@ -149,3 +149,131 @@ async fn a_failed_summary_still_prunes_and_the_run_goes_on() {
     assert!(largest_context(&h, &session) < BUDGET);
     h.server.assert_no_orphans();
 }
+
+#[tokio::test]
+async fn the_onion_takes_each_file_from_the_first_place_that_has_it() {
+    let h = Harness::start(vec![Reply::text(&["Hello."])], |_| {}).await;
+    let caller = tempfile::tempdir().unwrap();
+    let (ws, home) = (h.workspace.path(), h.home.path());
+    std::fs::write(caller.path().join("SOUL.md"), "caller soul").unwrap();
+    std::fs::write(ws.join("SOUL.md"), "workspace soul").unwrap();
+    std::fs::write(ws.join("USER.md"), "workspace user").unwrap();
+    std::fs::write(ws.join("BOOT.md"), "x".repeat(70 * 1024)).unwrap();
+    std::fs::write(home.join("TOOLS.md"), "home tools").unwrap();
+    std::fs::write(home.join("MEMORY.md"), "home memory").unwrap();
+    let today = ryvos::engine::cost_ledger::Period::of(ryvos::engine::store::now_ms()).day;
+    std::fs::create_dir_all(home.join("logs/daily")).unwrap();
+    std::fs::write(home.join(format!("logs/daily/{today}.md")), "today's log").unwrap();
+
+    let (events, outcome) = h.run(h.request("hi").caller_dir(caller.path())).await;
+    assert_eq!(outcome.status, RunStatus::Completed);
+    let request = &h.server.requests()[0];
+    let system = request["messages"][0]["content"].as_str().unwrap();
+    let at = |s: &str| system.find(s).unwrap_or_else(|| panic!("{s} in {system}"));
+    let order = [
+        "You are Ryvos",
+        "caller soul",
+        "workspace user",
+        "home tools",
+        "home memory",
+        "today's log",
+    ];
+    assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "{system}");
+    assert!(
+        !system.contains("workspace soul"),
+        "the first SOUL.md found wins"
+    );
+    let warning = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::Warning { message } => Some(message.clone()),
+            _ => None,
+        })
+        .expect("a warning for the oversized BOOT.md");
+    assert!(
+        warning.contains("BOOT.md") && warning.contains("bytes"),
+        "{warning}"
+    );
+}
+
+/// Saves nothing; stands for the memory tool the flush prompt names.
+struct MemoryWrite;
+
+#[async_trait::async_trait]
+impl ryvos::Tool for MemoryWrite {
+    fn name(&self) -> &str {
+        "memory_write"
+    }
+    fn description(&self) -> &str {
+        "save a fact"
+    }
+    fn parameters(&self) -> Value {
+        serde_json::json!({"type": "object", "properties": {"content": {"type": "string"}}})
+    }
+    fn tier(&self) -> ryvos::SafetyTier {
+        ryvos::SafetyTier::T0
+    }
+    async fn execute(
+        &self,
+        _input: Value,
+        _ctx: &ryvos::ToolContext,
+    ) -> Result<String, ryvos::ToolError> {
+        Ok("saved".into())
+    }
+}
+
+#[tokio::test]
+async fn the_memory_flush_prompt_appears_once_at_85_percent() {
+    let script: Vec<Reply> = (0..12)
+        .map(|i| {
+            let args = format!(r#"{{"path": "page{i}.txt"}}"#);
+            Reply::tool_calls(&[(&format!("r{i}"), "read", &args)])
+        })
+        .chain([Reply::text(&["Done."])])
+        .collect();
+    let h = Harness::start_with(
+        script,
+        |c| {
+            c.agent.max_context_tokens = 4000;
+            // No pruning in this test: only the flush point is crossed.
+            c.agent.guardian.token_budget_hard = 100;
+        },
+        |b| b.tool(Arc::new(MemoryWrite)),
+    )
+    .await;
+    for i in 0..12 {
+        let text = format!("page {i}: {}", "the quick brown fox jumps ".repeat(50));
+        std::fs::write(h.workspace.path().join(format!("page{i}.txt")), text).unwrap();
+    }
+    let (events, outcome) = h.run(h.request("read every page")).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    let flushes: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::MemoryFlush { context_tokens, .. } => Some(context_tokens),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(flushes.len(), 1, "{flushes:?}");
+    assert!(flushes[0] >= 3400, "{flushes:?}");
+    // The request after the flush point carries the prompt, once, naming the tool.
+    let requests = h.server.requests();
+    let prompts = |r: &Value| {
+        r["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| {
+                m["content"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("[Memory]"))
+            })
+            .count()
+    };
+    assert_eq!(prompts(requests.last().unwrap()), 1);
+    assert_eq!(prompts(&requests[0]), 0);
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::ContextPruned { .. })));
+    h.server.assert_no_orphans();
+}

@@ -30,6 +30,8 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(90);
 pub struct EngineConfig {
     /// The redb file.
     pub database: PathBuf,
+    /// `$RYVOS_HOME`: the last place context files are looked for, and the daily logs.
+    pub home: PathBuf,
     pub model: ModelConfig,
     pub agent: AgentConfig,
     pub budget: BudgetConfig,
@@ -101,6 +103,7 @@ impl Engine {
             guardian: slots.guardian.clone(),
             llm: slots.llm.clone(),
             llm_model: provider.model().into(),
+            home: config.home.clone(),
             tools: slots.tools.clone(),
             registry: registry.clone(),
             agent: agent.clone(),

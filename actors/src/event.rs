@@ -90,6 +90,12 @@ pub enum EventKind {
         limit: serde_json::Number,
         message: String,
     },
+    /// The conversation reached the memory-flush point: the model was asked to save what must
+    /// outlive its oldest messages (with `memory_write`) before they leave the context.
+    MemoryFlush {
+        message: String,
+        context_tokens: u64,
+    },
     /// The conversation outgrew its budget: its oldest messages left the context (the store
     /// keeps them), behind a summary of them when `summarized`.
     ContextPruned {
@@ -100,6 +106,8 @@ pub enum EventKind {
     },
     /// A turn is durably stored: a crash from now on cannot lose it.
     CheckpointSaved { turn: u32 },
+    /// Something the user should know that did not stop anything (a context file left out).
+    Warning { message: String },
     /// Something went wrong; the run may go on or end (see `RunComplete`).
     Error { message: String },
     /// The run ended. Always the last event of a run.

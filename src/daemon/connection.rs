@@ -213,6 +213,9 @@ async fn run(
     shared: &Shared,
 ) -> std::io::Result<()> {
     let mut request = RunRequest::new(params.prompt).workspace(params.workspace);
+    if let Some(cwd) = params.cwd {
+        request = request.caller_dir(cwd);
+    }
     if let Some(resume) = params.resume {
         let session = SessionId::new(resume);
         let known = read_store(shared, {

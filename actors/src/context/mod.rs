@@ -5,6 +5,7 @@
 //! never rewritten: the session keeps a window over it, and the store records where the window
 //! starts and the summary that stands for what came before.
 
+pub mod layers;
 pub mod prune;
 pub mod summary;
 

@@ -43,6 +43,8 @@ pub struct Services {
     pub llm: ChildSlot<LlmMsg>,
     /// The model the provider asks, for pricing calls that never answered.
     pub llm_model: Arc<str>,
+    /// `$RYVOS_HOME`.
+    pub home: std::path::PathBuf,
     pub tools: ChildSlot<ToolMsg>,
     pub registry: ToolRegistry,
     pub agent: Arc<AgentConfig>,
@@ -54,4 +56,7 @@ pub struct Services {
 pub struct RunSpec {
     pub prompt: String,
     pub workspace: Workspace,
+    /// The caller's current directory, the first place context files (`SOUL.md`, …) are
+    /// looked for, before the workspace and `$RYVOS_HOME`.
+    pub caller_dir: Option<std::path::PathBuf>,
 }

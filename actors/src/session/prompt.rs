@@ -1,9 +1,31 @@
-//! The system prompt the engine gives every run.
+//! The system prompt the engine gives every run: the runtime's principles, then the context
+//! layers found in the caller's directory, the workspace and `$RYVOS_HOME`.
 
+use crate::context::layers::{self, Assembled};
 use crate::tools::Workspace;
+use std::path::{Path, PathBuf};
+
+/// Assembles a run's system prompt; reads files, so it runs off the async workers.
+pub async fn assemble(workspace: &Workspace, caller_dir: Option<&Path>, home: &Path) -> Assembled {
+    let principles = system_prompt(workspace);
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for dir in caller_dir.into_iter().chain([workspace.root(), home]) {
+        if !dirs.iter().any(|d| d == dir) {
+            dirs.push(dir.to_path_buf());
+        }
+    }
+    let today = crate::cost_ledger::Period::of(crate::store::now_ms()).day;
+    let daily_log = home.join("logs").join("daily").join(format!("{today}.md"));
+    let built =
+        tokio::task::spawn_blocking(move || layers::assemble(&principles, &dirs, &daily_log)).await;
+    built.unwrap_or_else(|e| Assembled {
+        prompt: String::new(),
+        warnings: vec![format!("the context files could not be read: {e}")],
+    })
+}
 
 /// The runtime's own instructions: who the agent is, where it works, how a run ends.
-pub fn system_prompt(workspace: &Workspace) -> String {
+fn system_prompt(workspace: &Workspace) -> String {
     format!(
         "You are Ryvos, an autonomous agent. You work in the directory {}; file paths are \
          relative to it. Use the tools to inspect files, change them and run commands; their \

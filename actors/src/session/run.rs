@@ -84,6 +84,8 @@ pub struct ActiveRun {
     pub guardian_watch: Option<crate::guardian::RunWatch>,
     /// The Guardian's hints, put into the conversation before the next model call.
     pub pending_hints: Vec<Hint>,
+    /// The model was asked to save memories since the last pruning.
+    pub flush_prompted: bool,
     /// The system prompt's size, part of the context the token budget measures.
     pub system_tokens: u64,
     /// The seq of the first message of the turn in progress.

@@ -337,8 +337,9 @@ async fn run_remote(
     resume: Option<String>,
     prompt: String,
 ) -> u8 {
-    let params =
-        json!({"prompt": prompt, "workspace": workspace, "session": session, "resume": resume});
+    let cwd = std::env::current_dir().ok();
+    let params = json!({"prompt": prompt, "workspace": workspace, "cwd": cwd,
+                        "session": session, "resume": resume});
     let mut renderer = Renderer::new(json_out);
     let mut session_seen: Option<String> = None;
     if let Err(e) = client.send("run", params).await {
@@ -415,6 +416,9 @@ async fn run_local(config: Config, local: Local) -> u8 {
         }
     };
     let mut request = RunRequest::new(prompt).workspace(workspace);
+    if let Ok(cwd) = std::env::current_dir() {
+        request = request.caller_dir(cwd);
+    }
     if let Some(s) = session {
         request = request.session(SessionId::new(s));
     }

@@ -15,6 +15,10 @@ use ractor::ActorRef;
 /// After pruning, the conversation is brought down to this share of `max_context_tokens`,
 /// leaving room to grow before the next pruning.
 const PRUNE_TARGET_PERCENT: u64 = 60;
+/// At this share of `max_context_tokens` the model is asked to save memories.
+const FLUSH_PERCENT: u64 = 85;
+/// The tool the memory flush asks the model to use.
+const MEMORY_WRITE: &str = "memory_write";
 /// Room kept for the summary that replaces what is pruned, as a share of `max_context_tokens`.
 const SUMMARY_RESERVE_PERCENT: u64 = 5;
 
@@ -44,6 +48,33 @@ impl SessionState {
             reserve,
             agent.min_tail,
         )
+    }
+
+    /// Once the context reaches [`FLUSH_PERCENT`] of its budget (and once more after each
+    /// pruning), asks the model to save what must outlive the oldest messages, when it has a
+    /// `memory_write` tool to do so.
+    pub(super) fn prompt_memory_flush(&mut self) {
+        let max = self.services.agent.max_context_tokens;
+        let context = self.context_tokens();
+        let has_tool = self.services.registry.get(MEMORY_WRITE).is_some();
+        let Some(run) = self.run.as_mut() else { return };
+        if run.flush_prompted || !has_tool || context < max.saturating_mul(FLUSH_PERCENT) / 100 {
+            return;
+        }
+        run.flush_prompted = true;
+        let percent = context.saturating_mul(100) / max.max(1);
+        let message = format!(
+            "[Memory] The conversation is at {percent}% of its context budget; its oldest \
+             messages will soon leave the context. If anything in them must be remembered \
+             beyond this conversation, save it now with {MEMORY_WRITE} (one fact per call), \
+             then go on with the task."
+        );
+        run.events.emit(EventKind::MemoryFlush {
+            message: message.clone(),
+            context_tokens: context,
+        });
+        self.history
+            .push(crate::message::Message::System { content: message });
     }
 
     /// Whether pruned messages are summarized first: when configured, and when the budget
@@ -151,7 +182,8 @@ impl SessionState {
         let summarized = summary.is_some();
         self.history.compact(cut.drop, summary);
         let after = self.context_tokens();
-        if let Some(run) = &self.run {
+        if let Some(run) = self.run.as_mut() {
+            run.flush_prompted = false;
             run.events.emit(EventKind::ContextPruned {
                 dropped_messages: cut.drop as u64,
                 summarized,

@@ -23,7 +23,7 @@ mod spending;
 use super::commits::Commits;
 use super::history::History;
 use super::oversight;
-use super::prompt::system_prompt;
+use super::prompt;
 use super::run::{ActiveRun, Ending, Phase, TurnEnd};
 use super::supervisor::SessionSupervisorMsg;
 use super::{RunSpec, Services};
@@ -241,7 +241,13 @@ impl SessionState {
             self.reload(myself).await;
         }
         let events = self.events.for_run(self.id.clone(), run_id.clone());
-        let system: Arc<str> = system_prompt(&spec.workspace).into();
+        let assembled = prompt::assemble(
+            &spec.workspace,
+            spec.caller_dir.as_deref(),
+            &self.services.home,
+        )
+        .await;
+        let system: Arc<str> = assembled.prompt.into();
         let cancel = CancellationToken::new();
         // A commit failure left from between runs belongs to no run; the reload that follows
         // it (needs_reload) has dealt with the store.
@@ -271,6 +277,7 @@ impl SessionState {
             refusal: None,
             unpriced_alerted: false,
             pending_hints: Vec::new(),
+            flush_prompted: false,
             guardian_watch: None,
             turn_first_seq: self.history.next_seq(),
             turn_input_tokens: 0,
@@ -303,6 +310,9 @@ impl SessionState {
         self.run = Some(run);
         self.submit(myself, None, Some(record));
         events.emit(EventKind::RunStarted);
+        for message in assembled.warnings {
+            events.emit(EventKind::Warning { message });
+        }
         myself.send_after(deadline, move || SessionMsg::Deadline { run_id });
         self.begin_turn(myself);
     }
@@ -500,6 +510,7 @@ impl SessionState {
     /// After a turn (and any compaction): the Guardian's review, the turn stored with it, then
     /// the next model call or the run's end.
     async fn end_turn(&mut self, myself: &ActorRef<SessionMsg>, turn: TurnEnd) {
+        self.prompt_memory_flush();
         let Some(run) = self.run.as_ref() else { return };
         let run_id = run.id.clone();
         let mut stop = None;
