@@ -196,32 +196,6 @@ async fn the_onion_takes_each_file_from_the_first_place_that_has_it() {
     );
 }
 
-/// Saves nothing; stands for the memory tool the flush prompt names.
-struct MemoryWrite;
-
-#[async_trait::async_trait]
-impl ryvos::Tool for MemoryWrite {
-    fn name(&self) -> &str {
-        "memory_write"
-    }
-    fn description(&self) -> &str {
-        "save a fact"
-    }
-    fn parameters(&self) -> Value {
-        serde_json::json!({"type": "object", "properties": {"content": {"type": "string"}}})
-    }
-    fn tier(&self) -> ryvos::SafetyTier {
-        ryvos::SafetyTier::T0
-    }
-    async fn execute(
-        &self,
-        _input: Value,
-        _ctx: &ryvos::ToolContext,
-    ) -> Result<String, ryvos::ToolError> {
-        Ok("saved".into())
-    }
-}
-
 #[tokio::test]
 async fn the_memory_flush_prompt_appears_once_at_85_percent() {
     let script: Vec<Reply> = (0..12)
@@ -231,15 +205,11 @@ async fn the_memory_flush_prompt_appears_once_at_85_percent() {
         })
         .chain([Reply::text(&["Done."])])
         .collect();
-    let h = Harness::start_with(
-        script,
-        |c| {
-            c.agent.max_context_tokens = 4000;
-            // No pruning in this test: only the flush point is crossed.
-            c.agent.guardian.token_budget_hard = 100;
-        },
-        |b| b.tool(Arc::new(MemoryWrite)),
-    )
+    let h = Harness::start(script, |c| {
+        c.agent.max_context_tokens = 4000;
+        // No pruning in this test: only the flush point is crossed.
+        c.agent.guardian.token_budget_hard = 100;
+    })
     .await;
     for i in 0..12 {
         let text = format!("page {i}: {}", "the quick brown fox jumps ".repeat(50));

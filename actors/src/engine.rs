@@ -5,6 +5,7 @@ use crate::cost_ledger::{CostLedgerArgs, CostReport};
 use crate::event::{Event, GlobalEvents};
 use crate::guardian::{GuardianArgs, Thresholds};
 use crate::ids::SessionId;
+use crate::memory::{Memory, MemorySearch, MemoryWrite};
 use crate::provider::{Provider, ProviderError};
 use crate::root::{RootArgs, RootMsg, RootSupervisor, Slots, SupervisorNotice};
 use crate::session::{
@@ -55,6 +56,20 @@ pub enum EngineError {
     StartRun(#[from] StartRunError),
 }
 
+/// `tools` with the memory tools, unless the host brought its own of the same name.
+fn with_memory_tools(mut tools: Vec<Arc<dyn Tool>>, memory: &Memory) -> Vec<Arc<dyn Tool>> {
+    let builtin: [Arc<dyn Tool>; 2] = [
+        Arc::new(MemoryWrite(memory.clone())),
+        Arc::new(MemorySearch(memory.clone())),
+    ];
+    for tool in builtin {
+        if !tools.iter().any(|t| t.name() == tool.name()) {
+            tools.push(tool);
+        }
+    }
+    tools
+}
+
 /// A running engine.
 pub struct Engine {
     root: ActorRef<RootMsg>,
@@ -90,10 +105,11 @@ impl Engine {
         let store = tokio::task::spawn_blocking(move || Store::open(&database, durable))
             .await
             .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))??;
-        let registry = ToolRegistry::new(tools)?;
+        let slots = Slots::new();
+        let memory = Memory::new(store.clone(), slots.checkpoint.clone());
+        let registry = ToolRegistry::new(with_memory_tools(tools, &memory))?;
         let agent = Arc::new(config.agent.clone());
         let global_events = GlobalEvents::new();
-        let slots = Slots::new();
         let policy = RestartPolicy::from(&config.supervision);
         let notices = broadcast::channel(64).0;
         let services = Services {
@@ -104,6 +120,7 @@ impl Engine {
             llm: slots.llm.clone(),
             llm_model: provider.model().into(),
             home: config.home.clone(),
+            memory: memory.clone(),
             tools: slots.tools.clone(),
             registry: registry.clone(),
             agent: agent.clone(),

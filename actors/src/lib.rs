@@ -36,6 +36,7 @@ pub mod guardian;
 pub mod ids;
 pub mod judge;
 pub mod llm_stream;
+pub mod memory;
 pub mod message;
 pub mod provider;
 pub mod root;

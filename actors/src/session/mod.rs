@@ -45,6 +45,8 @@ pub struct Services {
     pub llm_model: Arc<str>,
     /// `$RYVOS_HOME`.
     pub home: std::path::PathBuf,
+    /// What agents remembered, recalled into each run's prompt.
+    pub memory: crate::memory::Memory,
     pub tools: ChildSlot<ToolMsg>,
     pub registry: ToolRegistry,
     pub agent: Arc<AgentConfig>,

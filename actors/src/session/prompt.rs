@@ -2,11 +2,17 @@
 //! layers found in the caller's directory, the workspace and `$RYVOS_HOME`.
 
 use crate::context::layers::{self, Assembled};
+use crate::memory::{Hit, Memory};
 use crate::tools::Workspace;
 use std::path::{Path, PathBuf};
 
 /// Assembles a run's system prompt; reads files, so it runs off the async workers.
-pub async fn assemble(workspace: &Workspace, caller_dir: Option<&Path>, home: &Path) -> Assembled {
+pub async fn assemble(
+    workspace: &Workspace,
+    caller_dir: Option<&Path>,
+    home: &Path,
+    recalled: &[Hit],
+) -> Assembled {
     let principles = system_prompt(workspace);
     let mut dirs: Vec<PathBuf> = Vec::new();
     for dir in caller_dir.into_iter().chain([workspace.root(), home]) {
@@ -18,10 +24,42 @@ pub async fn assemble(workspace: &Workspace, caller_dir: Option<&Path>, home: &P
     let daily_log = home.join("logs").join("daily").join(format!("{today}.md"));
     let built =
         tokio::task::spawn_blocking(move || layers::assemble(&principles, &dirs, &daily_log)).await;
-    built.unwrap_or_else(|e| Assembled {
+    let mut built = built.unwrap_or_else(|e| Assembled {
         prompt: String::new(),
         warnings: vec![format!("the context files could not be read: {e}")],
-    })
+    });
+    // Layer 2.5: what the memory holds about this message.
+    if !recalled.is_empty() {
+        built
+            .prompt
+            .push_str("\n\n## Recalled memories (saved in earlier sessions)\n");
+        for hit in recalled {
+            built
+                .prompt
+                .push_str(&format!("\n- {}", hit.entry.content.trim()));
+        }
+    }
+    built
+}
+
+/// How many memories are recalled into a run's prompt, at most.
+const RECALL_K: usize = 3;
+/// The least relevance a recalled memory has (BM25, normalized).
+const RECALL_FLOOR: f64 = 0.4;
+
+/// The memories relevant to `message`, never the message itself; a failed search is a warning.
+pub async fn recall(memory: &Memory, message: &str, warnings: &mut Vec<String>) -> Vec<Hit> {
+    match memory.search(message, RECALL_K + 1, RECALL_FLOOR).await {
+        Ok(hits) => hits
+            .into_iter()
+            .filter(|h| !h.entry.content.trim().eq_ignore_ascii_case(message.trim()))
+            .take(RECALL_K)
+            .collect(),
+        Err(e) => {
+            warnings.push(format!("memories could not be recalled: {e}"));
+            Vec::new()
+        }
+    }
 }
 
 /// The runtime's own instructions: who the agent is, where it works, how a run ends.

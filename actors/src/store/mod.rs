@@ -4,11 +4,14 @@
 //! from the CheckpointActor's writer thread, through [`Store::write`], which puts any number of
 //! sessions' batches in one transaction and one commit.
 
+mod memory;
 mod records;
 pub mod repair;
 mod tables;
 
-pub use records::{now_ms, Compaction, CostTotals, RunRecord, SessionRecord, TurnCheckpoint};
+pub use records::{
+    now_ms, Compaction, CostTotals, MemoryEntry, RunRecord, SessionRecord, TurnCheckpoint,
+};
 
 use crate::guardian::RunWatch;
 use crate::ids::{RunId, SessionId};
@@ -17,7 +20,10 @@ use redb::{Database, Durability, ReadableDatabase, ReadableTable};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
-use tables::{CHECKPOINTS, COMPACTIONS, COSTS, GUARDIAN, MESSAGES, RUNS, SESSIONS};
+use tables::{
+    CHECKPOINTS, COMPACTIONS, COSTS, GUARDIAN, MEMORIES, MEMORY_STATS, MEMORY_TERMS, MESSAGES,
+    RUNS, SESSIONS,
+};
 
 /// A storage failure, saying what was being done. Cloneable so that one failed group commit
 /// can be reported to every session that was waiting on it.
@@ -82,6 +88,8 @@ pub struct WriteBatch {
     pub guardian: Option<(RunId, Option<RunWatch>)>,
     /// The session's context window, when it moved.
     pub compaction: Option<Compaction>,
+    /// New memories, indexed as they are stored.
+    pub memories: Vec<MemoryEntry>,
 }
 
 impl WriteBatch {
@@ -96,6 +104,7 @@ impl WriteBatch {
             costs: Vec::new(),
             guardian: None,
             compaction: None,
+            memories: Vec::new(),
         }
     }
 }
@@ -149,6 +158,9 @@ impl Store {
         txn.open_table(COSTS).doing(doing)?;
         txn.open_table(GUARDIAN).doing(doing)?;
         txn.open_table(COMPACTIONS).doing(doing)?;
+        txn.open_table(MEMORIES).doing(doing)?;
+        txn.open_table(MEMORY_TERMS).doing(doing)?;
+        txn.open_table(MEMORY_STATS).doing(doing)?;
         txn.commit().doing(doing)
     }
 
@@ -211,6 +223,9 @@ impl Store {
                     compactions.insert(sid, row.as_slice()).doing(doing)?;
                 }
             }
+        }
+        if batches.iter().any(|b| !b.memories.is_empty()) {
+            memory::index(&txn, batches.iter().flat_map(|b| &b.memories)).doing(doing)?;
         }
         txn.commit().doing(doing)
     }

@@ -94,6 +94,18 @@ pub struct Compaction {
     pub summary: Option<String>,
 }
 
+/// Something an agent chose to remember (`memory_write`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryEntry {
+    pub id: String,
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// The session that wrote it.
+    pub session_id: SessionId,
+    pub created_at_ms: u64,
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()

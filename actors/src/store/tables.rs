@@ -26,3 +26,13 @@ pub const GUARDIAN: TableDefinition<&str, &[u8]> = TableDefinition::new("guardia
 /// `session_id -> Compaction`: where the session's context window starts, and the summary that
 /// stands for the messages before it. The messages themselves stay.
 pub const COMPACTIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("compactions");
+
+/// `memory_id -> MemoryEntry`: what agents chose to remember, across sessions.
+pub const MEMORIES: TableDefinition<&str, &[u8]> = TableDefinition::new("memories");
+
+/// `(term, memory_id) -> tf << 32 | length`: the keyword index over memories, one posting per
+/// term a memory holds (its count there, and the memory's length in terms, for BM25).
+pub const MEMORY_TERMS: TableDefinition<(&str, &str), u64> = TableDefinition::new("memory_terms");
+
+/// `"totals" -> [memories, terms]`: the collection's size, for BM25.
+pub const MEMORY_STATS: TableDefinition<&str, &[u8]> = TableDefinition::new("memory_stats");

@@ -241,12 +241,17 @@ impl SessionState {
             self.reload(myself).await;
         }
         let events = self.events.for_run(self.id.clone(), run_id.clone());
-        let assembled = prompt::assemble(
+        let mut recall_warnings = Vec::new();
+        let recalled =
+            prompt::recall(&self.services.memory, &spec.prompt, &mut recall_warnings).await;
+        let mut assembled = prompt::assemble(
             &spec.workspace,
             spec.caller_dir.as_deref(),
             &self.services.home,
+            &recalled,
         )
         .await;
+        assembled.warnings.extend(recall_warnings);
         let system: Arc<str> = assembled.prompt.into();
         let cancel = CancellationToken::new();
         // A commit failure left from between runs belongs to no run; the reload that follows

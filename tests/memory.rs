@@ -1,0 +1,77 @@
+//! Memory through the real loop: entries written with memory_write are found by keyword with
+//! memory_search (exact matches first) and recalled into a later session's prompt.
+
+mod common;
+
+use common::Harness;
+use ryvos::{EventKind, RunStatus};
+use ryvos_testkit::Reply;
+
+fn write(id: &str, content: &str) -> Reply {
+    let args = serde_json::json!({ "content": content }).to_string();
+    Reply::tool_calls(&[(id, "memory_write", &args)])
+}
+
+#[tokio::test]
+async fn an_exact_term_match_ranks_above_a_partial_one() {
+    let h = Harness::start(
+        vec![
+            write("w1", "The deploy script is bin/release.sh"),
+            write("w2", "The deploy key lives in vault seven"),
+            write("w3", "Lunch is at noon on Fridays"),
+            Reply::tool_calls(&[(
+                "s1",
+                "memory_search",
+                r#"{"query": "where is the deploy key?"}"#,
+            )]),
+            Reply::text(&["Found it."]),
+        ],
+        |_| {},
+    )
+    .await;
+    let (events, outcome) = h.run(h.request("remember and find")).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    let found = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolEnd { name, output, .. } if name == "memory_search" => {
+                Some(output.clone())
+            }
+            _ => None,
+        })
+        .expect("the search's result");
+    let lines: Vec<&str> = found.lines().collect();
+    assert_eq!(lines.len(), 2, "{found}");
+    assert!(lines[0].contains("vault seven"), "{found}");
+    assert!(lines[1].contains("bin/release.sh"), "{found}");
+    h.server.assert_no_orphans();
+}
+
+#[tokio::test]
+async fn a_memory_written_in_one_session_is_recalled_in_another() {
+    let h = Harness::start(
+        vec![
+            write("w1", "The staging database password rotates every Monday"),
+            Reply::text(&["Saved."]),
+            Reply::text(&["It rotates on Mondays."]),
+        ],
+        |_| {},
+    )
+    .await;
+    let (_, first) = h.run(h.request("remember the rotation")).await;
+    assert_eq!(first.status, RunStatus::Completed);
+    // A new session: no history in common, only the memory.
+    let (_, second) = h
+        .run(h.request("when does the staging database password rotate?"))
+        .await;
+    assert_eq!(second.status, RunStatus::Completed);
+    assert_ne!(first.session_id, second.session_id);
+    let request = h.server.requests().last().unwrap().clone();
+    let system = request["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("Recalled") && system.contains("rotates every Monday"),
+        "{system}"
+    );
+    // The question itself is not recalled as a memory of itself.
+    assert_eq!(system.matches("when does the staging").count(), 0);
+}
