@@ -4,7 +4,9 @@
 //! section rejects keys it does not know and values of the wrong type, with an error that names
 //! the file, the line and the key, so a typo never turns into a silently ignored setting.
 
-use ryvos_actors::config::{expand_env, AgentConfig, BudgetConfig, ModelConfig, SupervisionConfig};
+use ryvos_actors::config::{
+    expand_env, AgentConfig, BudgetConfig, EmbeddingConfig, ModelConfig, SupervisionConfig,
+};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -18,6 +20,7 @@ pub struct Config {
     pub model: ModelConfig,
     pub agent: AgentConfig,
     pub budget: BudgetConfig,
+    pub embedding: EmbeddingConfig,
     pub security: SecurityConfig,
     pub daemon: DaemonConfig,
     pub supervision: SupervisionConfig,
@@ -70,6 +73,7 @@ impl Default for Config {
             model: ModelConfig::default(),
             agent: AgentConfig::default(),
             budget: BudgetConfig::default(),
+            embedding: EmbeddingConfig::default(),
             security: SecurityConfig::default(),
             daemon: DaemonConfig::default(),
             supervision: SupervisionConfig::default(),

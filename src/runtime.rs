@@ -66,6 +66,7 @@ impl RuntimeBuilder {
             model: self.config.model,
             agent: self.config.agent,
             budget: self.config.budget,
+            embedding: self.config.embedding,
             supervision: self.config.supervision,
             max_in_flight_runs: self.config.daemon.max_in_flight_runs,
         };

@@ -75,3 +75,95 @@ async fn a_memory_written_in_one_session_is_recalled_in_another() {
     // The question itself is not recalled as a memory of itself.
     assert_eq!(system.matches("when does the staging").count(), 0);
 }
+
+/// Answers `/embeddings` requests with `vector_of` each input (or with a failure).
+fn embeddings(failing: bool) -> ryvos_testkit::Router {
+    std::sync::Arc::new(move |request: &serde_json::Value| {
+        let inputs = request.get("input")?.as_array()?;
+        if failing {
+            return Some(Reply::error(503, "embeddings are down"));
+        }
+        let data: Vec<serde_json::Value> = inputs
+            .iter()
+            .enumerate()
+            .map(|(index, text)| {
+                serde_json::json!({"index": index, "embedding": vector_of(text.as_str().unwrap_or(""))})
+            })
+            .collect();
+        Some(Reply::json(serde_json::json!({ "data": data })))
+    })
+}
+
+/// A stand-in embedding: "where" questions point the way "vault" facts do, "release" facts
+/// elsewhere.
+fn vector_of(text: &str) -> [f32; 2] {
+    let text = text.to_lowercase();
+    if text.contains("vault") || text.contains("where") {
+        [1.0, 0.0]
+    } else {
+        [0.0, 1.0]
+    }
+}
+
+async fn search_with(weights: (f64, f64), failing: bool) -> String {
+    let h = Harness::start_routed(
+        vec![
+            write("w1", "The deploy key is in the release notes"),
+            write("w2", "Vault seven holds it"),
+            Reply::tool_calls(&[(
+                "s1",
+                "memory_search",
+                r#"{"query": "where is the deploy key"}"#,
+            )]),
+            Reply::text(&["Done."]),
+        ],
+        embeddings(failing),
+        |c| {
+            c.embedding.provider = "openai".into();
+            c.embedding.api_key = String::new();
+            c.embedding.keyword_weight = weights.0;
+            c.embedding.vector_weight = weights.1;
+        },
+    )
+    .await;
+    let (events, outcome) = h.run(h.request("remember and find")).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    h.server.assert_no_orphans();
+    events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolEnd { name, output, .. } if name == "memory_search" => {
+                Some(output.clone())
+            }
+            _ => None,
+        })
+        .expect("the search's result")
+}
+
+#[tokio::test]
+async fn hybrid_ranking_follows_the_weights() {
+    let keyword = search_with((1.0, 0.0), false).await;
+    assert!(
+        keyword.lines().next().unwrap().contains("release notes"),
+        "{keyword}"
+    );
+    let vector = search_with((0.0, 1.0), false).await;
+    assert!(
+        vector.lines().next().unwrap().contains("Vault seven"),
+        "{vector}"
+    );
+    assert!(!vector.contains("note:"), "{vector}");
+}
+
+#[tokio::test]
+async fn failing_embeddings_are_said_not_silently_dropped() {
+    let out = search_with((0.3, 0.7), true).await;
+    assert!(
+        out.lines().next().unwrap().contains("release notes"),
+        "{out}"
+    );
+    assert!(
+        out.contains("note: embeddings are configured but failed") && out.contains("keyword-only"),
+        "{out}"
+    );
+}

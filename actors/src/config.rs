@@ -167,6 +167,43 @@ pub struct Pricing {
     pub output_per_1m: f64,
 }
 
+/// `[embedding]`: vectors for memory search, from an OpenAI-compatible `/embeddings` endpoint.
+/// Off until `provider` is set; then search is hybrid: keyword (BM25) and vector similarity,
+/// weighed and held to a floor.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmbeddingConfig {
+    /// `""` (off) or `"openai"` (any OpenAI-compatible endpoint).
+    pub provider: String,
+    pub model: String,
+    pub base_url: String,
+    /// May hold `${VAR}`; resolved only when a request is made.
+    pub api_key: String,
+    /// The keyword score's weight in a hybrid score.
+    pub keyword_weight: f64,
+    /// The vector similarity's weight in a hybrid score.
+    pub vector_weight: f64,
+    /// Memories scoring under this are never recalled.
+    pub relevance_floor: f64,
+    /// Seconds an embeddings request may take.
+    pub timeout_secs: u64,
+}
+
+impl Default for EmbeddingConfig {
+    fn default() -> Self {
+        Self {
+            provider: String::new(),
+            model: "text-embedding-3-small".into(),
+            base_url: "https://api.openai.com/v1".into(),
+            api_key: "${OPENAI_API_KEY}".into(),
+            keyword_weight: 0.3,
+            vector_weight: 0.7,
+            relevance_floor: 0.4,
+            timeout_secs: 30,
+        }
+    }
+}
+
 /// `[supervision]`: how failed actors are restarted.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -1,6 +1,6 @@
 //! The engine: the actor tree started, addressed, and stopped as one.
 
-use crate::config::{AgentConfig, BudgetConfig, ModelConfig, SupervisionConfig};
+use crate::config::{AgentConfig, BudgetConfig, EmbeddingConfig, ModelConfig, SupervisionConfig};
 use crate::cost_ledger::{CostLedgerArgs, CostReport};
 use crate::event::{Event, GlobalEvents};
 use crate::guardian::{GuardianArgs, Thresholds};
@@ -36,6 +36,7 @@ pub struct EngineConfig {
     pub model: ModelConfig,
     pub agent: AgentConfig,
     pub budget: BudgetConfig,
+    pub embedding: EmbeddingConfig,
     pub supervision: SupervisionConfig,
     /// Runs in flight past this are refused as busy.
     pub max_in_flight_runs: usize,
@@ -50,6 +51,8 @@ pub enum EngineError {
     Tools(#[from] RegistryError),
     #[error("the model provider: {0}")]
     Provider(#[from] ProviderError),
+    #[error("the memory: {0}")]
+    Memory(String),
     #[error("the actor system: {0}")]
     Actors(String),
     #[error(transparent)]
@@ -106,7 +109,8 @@ impl Engine {
             .await
             .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))??;
         let slots = Slots::new();
-        let memory = Memory::new(store.clone(), slots.checkpoint.clone());
+        let memory = Memory::new(store.clone(), slots.checkpoint.clone(), &config.embedding)
+            .map_err(|e| EngineError::Memory(e.to_string()))?;
         let registry = ToolRegistry::new(with_memory_tools(tools, &memory))?;
         let agent = Arc::new(config.agent.clone());
         let global_events = GlobalEvents::new();

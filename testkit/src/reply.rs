@@ -123,6 +123,15 @@ impl Reply {
         Self::new(Content::Raw { status: 200, parts })
     }
 
+    /// A JSON body with status 200 (an `/embeddings` answer, say).
+    pub fn json(body: Value) -> Self {
+        Self::new(Content::Raw {
+            status: 200,
+            parts: vec![Part::Bytes(Bytes::from(body.to_string()))],
+        })
+        .header("content-type", "application/json")
+    }
+
     /// An error answer in OpenAI's shape.
     pub fn error(status: u16, message: &str) -> Self {
         let body = json!({"error": {"message": message, "type": "scripted_error"}}).to_string();

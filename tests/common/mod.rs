@@ -25,6 +25,8 @@ pub struct Harness {
 pub fn config_for(server: &ScriptedModelServer, home: &std::path::Path) -> Config {
     let mut config = Config::with_home(home);
     config.model.base_url = server.base_url();
+    // Used only by tests that turn embeddings on.
+    config.embedding.base_url = server.base_url();
     config.model.api_key = String::new();
     config.model.model = "scripted".into();
     config.supervision.backoff_initial_ms = 20;

@@ -2,27 +2,40 @@
 //!
 //! `memory_write` stores an entry (through the CheckpointActor, durable before the tool
 //! answers); `memory_search` and the recall layer find entries by keyword, scored with
-//! [`bm25`] over an inverted index in redb.
+//! [`bm25`] over an inverted index in redb, merged with vector similarity when `[embedding]`
+//! is configured. Vector search is a brute-force scan of the stored vectors.
 
 pub mod bm25;
+pub mod embeddings;
 pub mod terms;
 mod tools;
 
+pub use embeddings::{EmbedError, Embedder};
 pub use tools::{MemorySearch, MemoryWrite};
 
 use crate::callback::Callback;
 use crate::checkpoint::CheckpointMsg;
+use crate::config::EmbeddingConfig;
 use crate::ids::SessionId;
 use crate::store::{now_ms, MemoryEntry, Store, StoreError, WriteBatch};
 use crate::supervision::ChildSlot;
-use std::collections::HashSet;
+use embeddings::similarity;
+use std::collections::{HashMap, HashSet};
 
 /// A memory found by a search.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hit {
     pub entry: MemoryEntry,
-    /// Relevance in [0, 1).
+    /// Relevance in [0, 1].
     pub score: f64,
+}
+
+/// What a search found, and whether it had to do without vectors.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub hits: Vec<Hit>,
+    /// Set when embeddings are configured but failed: the search was keyword-only.
+    pub degraded: Option<String>,
 }
 
 /// The memory, as tools and the session reach it.
@@ -30,26 +43,62 @@ pub struct Hit {
 pub struct Memory {
     store: Store,
     checkpoint: ChildSlot<CheckpointMsg>,
+    embedder: Option<Embedder>,
+    keyword_weight: f64,
+    vector_weight: f64,
+    floor: f64,
 }
 
 impl Memory {
-    pub fn new(store: Store, checkpoint: ChildSlot<CheckpointMsg>) -> Self {
-        Self { store, checkpoint }
+    /// The memory in `store`, written through `checkpoint`, with vectors from `config` when it
+    /// names a provider.
+    pub fn new(
+        store: Store,
+        checkpoint: ChildSlot<CheckpointMsg>,
+        config: &EmbeddingConfig,
+    ) -> Result<Self, EmbedError> {
+        Ok(Self {
+            store,
+            checkpoint,
+            embedder: Embedder::from_config(config)?,
+            keyword_weight: config.keyword_weight,
+            vector_weight: config.vector_weight,
+            floor: config.relevance_floor,
+        })
     }
 
-    /// Stores a memory; answers once it is durable.
+    /// The least relevance a recalled memory has.
+    pub fn relevance_floor(&self) -> f64 {
+        self.floor
+    }
+
+    /// Stores a memory (with its vector, when embeddings answer); answers once it is durable,
+    /// with a note when the vector could not be had.
     pub async fn write(
         &self,
         session_id: &SessionId,
         content: &str,
         tags: Vec<String>,
-    ) -> Result<MemoryEntry, StoreError> {
+    ) -> Result<(MemoryEntry, Option<String>), StoreError> {
+        let (embedding, degraded) = match &self.embedder {
+            None => (None, None),
+            Some(embedder) => match embedder.embed(&[content]).await {
+                Ok(mut vectors) => (vectors.pop(), None),
+                Err(e) => (
+                    None,
+                    Some(format!(
+                        "stored without a vector ({e}); it is found by keyword only"
+                    )),
+                ),
+            },
+        };
         let entry = MemoryEntry {
             id: format!("m_{}", ulid::Ulid::new().to_string().to_lowercase()),
             content: content.to_owned(),
             tags,
             session_id: session_id.clone(),
             created_at_ms: now_ms(),
+            embedding,
         };
         let mut batch = WriteBatch::new(session_id.clone());
         batch.memories.push(entry.clone());
@@ -68,26 +117,46 @@ impl Memory {
             })
             .map_err(|e| StoreError::from_cause("storing a memory", e))?;
         match durable.await {
-            Ok(result) => result.map(|()| entry),
+            Ok(result) => result.map(|()| (entry, degraded)),
             Err(_) => Err(crate::checkpoint::writer_gone()),
         }
     }
 
-    /// The `k` memories that match `query` best, by keyword, most relevant first, none scoring
-    /// under `floor`.
-    pub async fn search(&self, query: &str, k: usize, floor: f64) -> Result<Vec<Hit>, StoreError> {
+    /// The `k` memories most relevant to `query`, best first, none under `floor`: by keyword
+    /// (BM25), and when embeddings are configured, by `keyword_weight × keyword +
+    /// vector_weight × similarity`. If the embeddings fail, the search is keyword-only and
+    /// says so in [`Found::degraded`].
+    pub async fn search(&self, query: &str, k: usize, floor: f64) -> Result<Found, StoreError> {
+        let (query_vector, degraded) = match &self.embedder {
+            None => (None, None),
+            Some(embedder) => match embedder.embed(&[query]).await {
+                Ok(mut vectors) => (vectors.pop(), None),
+                Err(e) => (
+                    None,
+                    Some(format!(
+                        "embeddings are configured but failed ({e}); this search was keyword-only"
+                    )),
+                ),
+            },
+        };
         let store = self.store.clone();
         let query = query.to_owned();
-        tokio::task::spawn_blocking(move || keyword_search(&store, &query, k, floor))
-            .await
-            .map_err(|e| StoreError::from_cause("searching the memory", e))?
+        let weights = (self.keyword_weight, self.vector_weight);
+        let hits = tokio::task::spawn_blocking(move || {
+            hybrid_search(&store, &query, query_vector.as_deref(), weights, k, floor)
+        })
+        .await
+        .map_err(|e| StoreError::from_cause("searching the memory", e))??;
+        Ok(Found { hits, degraded })
     }
 }
 
-/// BM25 over the stored index.
-fn keyword_search(
+/// BM25 over the stored index, merged with vector similarity when there is a query vector.
+fn hybrid_search(
     store: &Store,
     query: &str,
+    query_vector: Option<&[f32]>,
+    (keyword_weight, vector_weight): (f64, f64),
     k: usize,
     floor: f64,
 ) -> Result<Vec<Hit>, StoreError> {
@@ -96,9 +165,6 @@ fn keyword_search(
         .into_iter()
         .filter(|t| seen.insert(t.clone()))
         .collect();
-    if query_terms.is_empty() {
-        return Ok(Vec::new());
-    }
     let (docs, total_length) = store.memory_totals()?;
     if docs == 0 {
         return Ok(Vec::new());
@@ -107,17 +173,43 @@ fn keyword_search(
         .iter()
         .map(|t| store.memory_postings(t))
         .collect::<Result<Vec<_>, _>>()?;
-    let scores = bm25::score(&postings, docs, total_length as f64 / docs as f64);
-    let mut ranked: Vec<(String, f64)> = scores
+    let keyword: HashMap<String, f64> =
+        bm25::score(&postings, docs, total_length as f64 / docs as f64)
+            .into_iter()
+            .map(|(id, s)| (id, bm25::normalized(s)))
+            .collect();
+    let mut scored: HashMap<String, (f64, Option<MemoryEntry>)> = HashMap::new();
+    match query_vector {
+        None => {
+            for (id, s) in keyword {
+                scored.insert(id, (s, None));
+            }
+        }
+        Some(q) => {
+            for entry in store.memories_with_vectors()? {
+                let vector = entry.embedding.as_deref().unwrap_or_default();
+                let s = vector_weight * similarity(q, vector)
+                    + keyword_weight * keyword.get(&entry.id).copied().unwrap_or(0.0);
+                scored.insert(entry.id.clone(), (s, Some(entry)));
+            }
+            for (id, s) in keyword {
+                scored.entry(id).or_insert((keyword_weight * s, None));
+            }
+        }
+    }
+    let mut ranked: Vec<(String, (f64, Option<MemoryEntry>))> = scored
         .into_iter()
-        .map(|(id, s)| (id, bm25::normalized(s)))
-        .filter(|(_, s)| *s >= floor)
+        .filter(|(_, (s, _))| *s >= floor)
         .collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    ranked.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0).then_with(|| a.0.cmp(&b.0)));
     ranked.truncate(k);
     let mut hits = Vec::with_capacity(ranked.len());
-    for (id, score) in ranked {
-        if let Some(entry) = store.memory(&id)? {
+    for (id, (score, entry)) in ranked {
+        let entry = match entry {
+            Some(e) => Some(e),
+            None => store.memory(&id)?,
+        };
+        if let Some(entry) = entry {
             hits.push(Hit { entry, score });
         }
     }

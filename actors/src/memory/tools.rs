@@ -49,12 +49,15 @@ impl Tool for MemoryWrite {
                     .collect()
             })
             .unwrap_or_default();
-        let entry = self
+        let (entry, degraded) = self
             .0
             .write(&ctx.session_id, content, tags)
             .await
             .map_err(|e| ToolError::Execution(format!("the memory could not be stored: {e}")))?;
-        Ok(format!("saved as {}", entry.id))
+        Ok(match degraded {
+            Some(note) => format!("saved as {}; {note}", entry.id),
+            None => format!("saved as {}", entry.id),
+        })
     }
 }
 
@@ -91,17 +94,22 @@ impl Tool for MemorySearch {
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<String, ToolError> {
         let query = input["query"].as_str().unwrap_or_default();
         let k = input["k"].as_u64().unwrap_or(DEFAULT_K).min(MAX_K) as usize;
-        let hits =
-            self.0.search(query, k, 0.0).await.map_err(|e| {
-                ToolError::Execution(format!("the memory could not be searched: {e}"))
-            })?;
-        if hits.is_empty() {
-            return Ok(format!("no saved fact matches '{query}'"));
-        }
-        Ok(hits
+        let found = self
+            .0
+            .search(query, k, f64::MIN_POSITIVE)
+            .await
+            .map_err(|e| ToolError::Execution(format!("the memory could not be searched: {e}")))?;
+        let mut out: Vec<String> = found
+            .hits
             .iter()
             .map(|h| format!("[{:.2}] {} ({})", h.score, h.entry.content, h.entry.id))
-            .collect::<Vec<_>>()
-            .join("\n"))
+            .collect();
+        if out.is_empty() {
+            out.push(format!("no saved fact matches '{query}'"));
+        }
+        if let Some(note) = found.degraded {
+            out.push(format!("note: {note}"));
+        }
+        Ok(out.join("\n"))
     }
 }

@@ -44,17 +44,22 @@ pub async fn assemble(
 
 /// How many memories are recalled into a run's prompt, at most.
 const RECALL_K: usize = 3;
-/// The least relevance a recalled memory has (BM25, normalized).
-const RECALL_FLOOR: f64 = 0.4;
 
 /// The memories relevant to `message`, never the message itself; a failed search is a warning.
 pub async fn recall(memory: &Memory, message: &str, warnings: &mut Vec<String>) -> Vec<Hit> {
-    match memory.search(message, RECALL_K + 1, RECALL_FLOOR).await {
-        Ok(hits) => hits
-            .into_iter()
-            .filter(|h| !h.entry.content.trim().eq_ignore_ascii_case(message.trim()))
-            .take(RECALL_K)
-            .collect(),
+    match memory
+        .search(message, RECALL_K + 1, memory.relevance_floor())
+        .await
+    {
+        Ok(found) => {
+            warnings.extend(found.degraded);
+            found
+                .hits
+                .into_iter()
+                .filter(|h| !h.entry.content.trim().eq_ignore_ascii_case(message.trim()))
+                .take(RECALL_K)
+                .collect()
+        }
         Err(e) => {
             warnings.push(format!("memories could not be recalled: {e}"));
             Vec::new()

@@ -90,6 +90,22 @@ impl Store {
         Ok(out)
     }
 
+    /// Every memory that has a vector (a full scan: vector search is brute force).
+    pub fn memories_with_vectors(&self) -> Result<Vec<MemoryEntry>, StoreError> {
+        let doing = || "reading the memories' vectors".to_string();
+        let txn = self.db.begin_read().doing(doing)?;
+        let table = txn.open_table(MEMORIES).doing(doing)?;
+        let mut out = Vec::new();
+        for row in table.iter().doing(doing)? {
+            let (_, value) = row.doing(doing)?;
+            let entry: MemoryEntry = serde_json::from_slice(value.value()).doing(doing)?;
+            if entry.embedding.is_some() {
+                out.push(entry);
+            }
+        }
+        Ok(out)
+    }
+
     /// The memory `id`, if it exists.
     pub fn memory(&self, id: &str) -> Result<Option<MemoryEntry>, StoreError> {
         let doing = || format!("reading memory {id}");

@@ -95,7 +95,7 @@ pub struct Compaction {
 }
 
 /// Something an agent chose to remember (`memory_write`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MemoryEntry {
     pub id: String,
     pub content: String,
@@ -104,6 +104,9 @@ pub struct MemoryEntry {
     /// The session that wrote it.
     pub session_id: SessionId,
     pub created_at_ms: u64,
+    /// The content's vector, when embeddings are configured and answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<Vec<f32>>,
 }
 
 /// Milliseconds since the Unix epoch.
