@@ -105,7 +105,8 @@ fn vector_of(text: &str) -> [f32; 2] {
     }
 }
 
-async fn search_with(weights: (f64, f64), failing: bool) -> String {
+/// The search's result, and the run's warnings.
+async fn search_with(weights: (f64, f64), failing: bool) -> (String, Vec<String>) {
     let h = Harness::start_routed(
         vec![
             write("w1", "The deploy key is in the release notes"),
@@ -129,7 +130,7 @@ async fn search_with(weights: (f64, f64), failing: bool) -> String {
     let (events, outcome) = h.run(h.request("remember and find")).await;
     assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
     h.server.assert_no_orphans();
-    events
+    let found = events
         .iter()
         .find_map(|e| match &e.kind {
             EventKind::ToolEnd { name, output, .. } if name == "memory_search" => {
@@ -137,17 +138,26 @@ async fn search_with(weights: (f64, f64), failing: bool) -> String {
             }
             _ => None,
         })
-        .expect("the search's result")
+        .expect("the search's result");
+    let warnings = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Warning { message } => Some(message.clone()),
+            _ => None,
+        })
+        .collect();
+    (found, warnings)
 }
 
 #[tokio::test]
 async fn hybrid_ranking_follows_the_weights() {
-    let keyword = search_with((1.0, 0.0), false).await;
+    let (keyword, _) = search_with((1.0, 0.0), false).await;
     assert!(
         keyword.lines().next().unwrap().contains("release notes"),
         "{keyword}"
     );
-    let vector = search_with((0.0, 1.0), false).await;
+    let (vector, warnings) = search_with((0.0, 1.0), false).await;
+    assert!(warnings.is_empty(), "{warnings:?}");
     assert!(
         vector.lines().next().unwrap().contains("Vault seven"),
         "{vector}"
@@ -157,7 +167,14 @@ async fn hybrid_ranking_follows_the_weights() {
 
 #[tokio::test]
 async fn failing_embeddings_are_said_not_silently_dropped() {
-    let out = search_with((0.3, 0.7), true).await;
+    let (out, warnings) = search_with((0.3, 0.7), true).await;
+    // The recall at the run's start said so too, as an event.
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("embeddings are configured but failed")),
+        "{warnings:?}"
+    );
     assert!(
         out.lines().next().unwrap().contains("release notes"),
         "{out}"
