@@ -27,7 +27,12 @@ fn summaries(reply: impl Fn() -> Reply + Send + Sync + 'static) -> Router {
 
 /// A script of `TURNS` reads of distinct pages, then an answer.
 fn long_script() -> Vec<Reply> {
-    (0..TURNS)
+    script_of(TURNS)
+}
+
+/// A script of `turns` reads of distinct pages, then an answer.
+fn script_of(turns: usize) -> Vec<Reply> {
+    (0..turns)
         .map(|i| {
             let args = format!(r#"{{"path": "page{i}.txt"}}"#);
             Reply::tool_calls(&[(&format!("r{i}"), "read", &args)])
@@ -147,6 +152,36 @@ async fn a_failed_summary_still_prunes_and_the_run_goes_on() {
     )));
     let session = SessionId::new(outcome.session_id.as_str());
     assert!(largest_context(&h, &session) < BUDGET);
+    h.server.assert_no_orphans();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hung_summary_is_cut_at_the_stall_timeout_and_pruning_goes_on() {
+    // The summarizer accepts the request and never answers.
+    let never = ryvos_testkit::Gate::new();
+    let h = Harness::start_routed(
+        script_of(40),
+        summaries(move || Reply::text(&["never sent"]).held(&never)),
+        |c| {
+            small_budget(c);
+            c.agent.guardian.stall_timeout_secs = 1;
+        },
+    )
+    .await;
+    write_pages(&h);
+    let (events, outcome) = h.run(h.request("read every page")).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    assert!(events.iter().any(|e| matches!(
+        e.kind,
+        EventKind::ContextPruned {
+            summarized: false,
+            ..
+        }
+    )));
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::Error { message } if message.contains("silent for")
+    )));
     h.server.assert_no_orphans();
 }
 

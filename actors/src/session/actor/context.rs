@@ -118,6 +118,7 @@ impl SessionState {
             // The dropped job answered its callback with the failure: pruning goes on without.
             tracing::warn!(session = %self.id, "asking for a summary failed: {e}");
         }
+        self.schedule_stall_check(myself, step, None);
     }
 
     /// The summary is back, or failed: prune either way, then end the turn.

@@ -5,7 +5,7 @@ use super::{SessionMsg, SessionState};
 use crate::event::{EventKind, RunStatus, StallPhase};
 use crate::guardian::{GuardianMsg, Review};
 use crate::ids::RunId;
-use crate::provider::Usage;
+use crate::provider::{ProviderError, Usage};
 use crate::session::oversight;
 use crate::session::run::{Ending, Phase};
 use ractor::ActorRef;
@@ -91,7 +91,8 @@ impl SessionState {
             Phase::AwaitingDurability { .. } => {
                 return self.schedule_stall_check(myself, step, None)
             }
-            Phase::BetweenTurns | Phase::Summarizing { .. } | Phase::Finishing(_) => return,
+            Phase::Summarizing { .. } => return self.check_summary_stall(myself, step).await,
+            Phase::BetweenTurns | Phase::Finishing(_) => return,
         };
         let silent = run.heartbeat.silent_for();
         if silent < timeout {
@@ -144,6 +145,31 @@ impl SessionState {
             run.heartbeat.beat();
         }
         self.schedule_stall_check(myself, step, None);
+    }
+
+    /// A summary call silent for the stall timeout is cut: the pruning goes on without its
+    /// summary, so a hung summarizer can never hold the run.
+    async fn check_summary_stall(&mut self, myself: &ActorRef<SessionMsg>, step: u64) {
+        let timeout = Duration::from_secs(self.services.agent.guardian.stall_timeout_secs.max(1));
+        let Some(run) = self.run.as_ref() else { return };
+        let silent = run.heartbeat.silent_for();
+        if silent < timeout {
+            return self.schedule_stall_check(myself, step, Some(timeout - silent));
+        }
+        run.call_cancel.cancel();
+        // The cut call was paid for: its input at least, estimated.
+        if let Phase::Summarizing { cut, .. } = &run.phase {
+            let usage = Usage {
+                input_tokens: cut.tokens,
+                output_tokens: 0,
+            };
+            let (turn, model) = (run.turns, self.services.llm_model.clone());
+            if let Err(reason) = self.record_call(turn, &model, usage, true).await {
+                return self.fail(myself, reason);
+            }
+        }
+        let cut = ProviderError::StreamCut(format!("silent for {} s", silent.as_secs()));
+        self.on_summary_done(myself, Err(cut)).await;
     }
 
     /// Tells the Guardian and the ledger a run is over, so they drop what they keep of it.
