@@ -282,3 +282,92 @@ async fn the_memory_flush_prompt_appears_once_at_85_percent() {
         .any(|e| matches!(e.kind, EventKind::ContextPruned { .. })));
     h.server.assert_no_orphans();
 }
+
+/// Writes `name` with about `tokens` tokens of text.
+fn write_page(h: &Harness, name: &str, tokens: usize) {
+    // Short lines: the read tool cuts long ones.
+    let text = "the quick brown fox jumps\n".repeat(tokens / 5);
+    std::fs::write(h.workspace.path().join(name), text).unwrap();
+}
+
+/// The kinds of `events` that matter to compaction, in order.
+fn compaction_steps(events: &[Arc<ryvos::Event>]) -> Vec<&'static str> {
+    events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::MemoryFlush { .. } => Some("flush"),
+            EventKind::ContextPruned { .. } => Some("pruned"),
+            EventKind::TextDelta { .. } => Some("text"),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_turn_that_jumps_past_both_thresholds_is_flushed_before_it_is_pruned() {
+    // Eight small pages bring the context to about 70%; the ninth jumps it past 95%.
+    let script: Vec<Reply> = (0..9)
+        .map(|i| {
+            let args = format!(r#"{{"path": "page{i}.txt"}}"#);
+            Reply::tool_calls(&[(&format!("r{i}"), "read", &args)])
+        })
+        .chain([Reply::text(&["Done."])])
+        .collect();
+    let h = Harness::start(script, |c| {
+        c.agent.max_context_tokens = 4000;
+        c.agent.enable_summarization = false;
+        c.agent.min_tail = 2;
+    })
+    .await;
+    for i in 0..8 {
+        write_page(&h, &format!("page{i}.txt"), 180);
+    }
+    write_page(&h, "page8.txt", 650);
+    let (events, outcome) = h.run(h.request("read every page")).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    let flushed_at = events
+        .iter()
+        .find_map(|e| match e.kind {
+            EventKind::MemoryFlush { context_tokens, .. } => Some(context_tokens),
+            _ => None,
+        })
+        .expect("a memory flush");
+    assert!(flushed_at >= 3800, "flushed at {flushed_at}");
+    assert_eq!(compaction_steps(&events), ["flush", "pruned", "text"]);
+    h.server.assert_no_orphans();
+}
+
+#[tokio::test]
+async fn a_prompt_that_brings_the_session_past_its_budget_is_made_room_for_first() {
+    let mut script: Vec<Reply> = (0..8)
+        .map(|i| {
+            let args = format!(r#"{{"path": "page{i}.txt"}}"#);
+            Reply::tool_calls(&[(&format!("r{i}"), "read", &args)])
+        })
+        .chain([Reply::text(&["Read."])])
+        .collect();
+    script.push(Reply::text(&["Answered."]));
+    let h = Harness::start(script, |c| {
+        c.agent.max_context_tokens = 4000;
+        c.agent.enable_summarization = false;
+        c.agent.min_tail = 2;
+    })
+    .await;
+    for i in 0..8 {
+        write_page(&h, &format!("page{i}.txt"), 300);
+    }
+    let (_, first) = h.run(h.request("read every page")).await;
+    assert_eq!(first.status, RunStatus::Completed, "{:?}", first.reason);
+    let long_prompt = format!("Now this: {}", "the quick brown fox jumps ".repeat(220));
+    let second = h.request(&long_prompt).session(first.session_id.clone());
+    let (events, outcome) = h.run(second).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    // The room is made before the model is asked: the only request of the second run is small.
+    assert_eq!(compaction_steps(&events), ["flush", "pruned", "text"]);
+    let last = h.server.requests().pop().unwrap();
+    assert!(
+        !last.to_string().contains("page0.txt"),
+        "the oldest turn was pruned"
+    );
+    h.server.assert_no_orphans();
+}

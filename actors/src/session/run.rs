@@ -26,10 +26,18 @@ pub enum Phase {
     /// before the next model call.
     BetweenTurns,
     /// The conversation outgrew its budget: the model summarizes the first `cut.drop`
-    /// messages before they leave the window; then `turn` ends.
-    Summarizing { cut: Cut, turn: TurnEnd },
+    /// messages before they leave the window; then the run goes on as `then` says.
+    Summarizing { cut: Cut, then: AfterCompaction },
     /// The run has ended; its last records are being committed.
     Finishing(Ending),
+}
+
+/// Where the run goes on once the conversation is compacted.
+pub enum AfterCompaction {
+    /// The turn that outgrew the budget ends (the Guardian's review, then the next call).
+    EndTurn(TurnEnd),
+    /// The run's prompt outgrew it: its first model call is made.
+    FirstTurn,
 }
 
 /// What the end of a turn needs once the conversation is compacted.

@@ -9,7 +9,7 @@ use crate::context::{prune_to_budget, summary, Cut};
 use crate::event::EventKind;
 use crate::llm_stream::{Heartbeat, LlmMsg, ModelReply, StreamJob};
 use crate::provider::ProviderError;
-use crate::session::run::{Phase, TurnEnd};
+use crate::session::run::{AfterCompaction, Phase};
 use ractor::ActorRef;
 
 /// After pruning, the conversation is brought down to this share of `max_context_tokens`,
@@ -79,17 +79,40 @@ impl SessionState {
 
     /// Whether pruned messages are summarized first: when configured, and when the budget
     /// still allows a model call.
-    pub(super) fn wants_summary(&self) -> bool {
+    fn wants_summary(&self) -> bool {
         self.services.agent.enable_summarization
             && self.run.as_ref().is_some_and(|r| r.refusal.is_none())
     }
 
-    /// Asks the model for a summary of the messages `cut` drops; the turn ends when it is back.
-    pub(super) fn summarize(&mut self, myself: &ActorRef<SessionMsg>, cut: Cut, turn: TurnEnd) {
+    /// Compacts the conversation by `cut`, summarized first when [`Self::wants_summary`], then
+    /// goes on as `then` says.
+    pub(super) async fn compact_then(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        cut: Cut,
+        then: AfterCompaction,
+    ) {
+        if self.wants_summary() {
+            return self.summarize(myself, cut, then);
+        }
+        self.compact(cut, None);
+        self.go_on(myself, then).await;
+    }
+
+    async fn go_on(&mut self, myself: &ActorRef<SessionMsg>, then: AfterCompaction) {
+        match then {
+            AfterCompaction::EndTurn(turn) => self.end_turn(myself, turn).await,
+            AfterCompaction::FirstTurn => self.begin_turn(myself),
+        }
+    }
+
+    /// Asks the model for a summary of the messages `cut` drops; the run goes on when it is
+    /// back.
+    fn summarize(&mut self, myself: &ActorRef<SessionMsg>, cut: Cut, then: AfterCompaction) {
         let dropped = self.history.snapshot();
         let Some(run) = self.run.as_mut() else { return };
         run.step = next_step();
-        run.phase = Phase::Summarizing { cut, turn };
+        run.phase = Phase::Summarizing { cut, then };
         run.call_cancel = run.cancel.child_token();
         run.heartbeat = Heartbeat::new();
         let step = run.step;
@@ -128,7 +151,7 @@ impl SessionState {
         result: Result<ModelReply, ProviderError>,
     ) {
         let Some(run) = self.run.as_mut() else { return };
-        let Phase::Summarizing { cut, turn } =
+        let Phase::Summarizing { cut, then } =
             std::mem::replace(&mut run.phase, Phase::BetweenTurns)
         else {
             return;
@@ -162,7 +185,7 @@ impl SessionState {
             }
         };
         self.compact(cut, summary);
-        self.end_turn(myself, turn).await;
+        self.go_on(myself, then).await;
     }
 
     fn summary_failed(&self, cut: Cut, why: &str) {

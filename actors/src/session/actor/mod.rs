@@ -24,7 +24,7 @@ use super::commits::Commits;
 use super::history::History;
 use super::oversight;
 use super::prompt;
-use super::run::{ActiveRun, Ending, Phase, TurnEnd};
+use super::run::{ActiveRun, AfterCompaction, Ending, Phase, TurnEnd};
 use super::supervisor::SessionSupervisorMsg;
 use super::{RunSpec, Services};
 use crate::callback::Callback;
@@ -319,6 +319,13 @@ impl SessionState {
             events.emit(EventKind::Warning { message });
         }
         myself.send_after(deadline, move || SessionMsg::Deadline { run_id });
+        // A prompt that brings the conversation past its budget is made room for first.
+        self.prompt_memory_flush();
+        if let Some(cut) = self.cut_needed() {
+            return self
+                .compact_then(myself, cut, AfterCompaction::FirstTurn)
+                .await;
+        }
         self.begin_turn(myself);
     }
 
@@ -497,6 +504,8 @@ impl SessionState {
             reports,
             tools_called,
         };
+        // Asked before any pruning, so a turn that jumps past both thresholds is not skipped.
+        self.prompt_memory_flush();
         if let Some(cut) = self.cut_needed() {
             // The turn is stored before the conversation is compacted.
             let checkpoint = self.turn_checkpoint(turn.tools_called.clone());
@@ -504,10 +513,9 @@ impl SessionState {
             if let Some(run) = self.run.as_mut() {
                 run.turn_first_seq = self.history.next_seq();
             }
-            if self.wants_summary() {
-                return self.summarize(myself, cut, turn);
-            }
-            self.compact(cut, None);
+            return self
+                .compact_then(myself, cut, AfterCompaction::EndTurn(turn))
+                .await;
         }
         self.end_turn(myself, turn).await;
     }
@@ -515,7 +523,6 @@ impl SessionState {
     /// After a turn (and any compaction): the Guardian's review, the turn stored with it, then
     /// the next model call or the run's end.
     async fn end_turn(&mut self, myself: &ActorRef<SessionMsg>, turn: TurnEnd) {
-        self.prompt_memory_flush();
         let Some(run) = self.run.as_ref() else { return };
         let run_id = run.id.clone();
         let mut stop = None;
