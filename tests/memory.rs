@@ -184,3 +184,43 @@ async fn failing_embeddings_are_said_not_silently_dropped() {
         "{out}"
     );
 }
+
+#[tokio::test]
+async fn a_memory_written_while_embeddings_were_down_is_still_recalled() {
+    let up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let switch = up.clone();
+    let router: ryvos_testkit::Router = std::sync::Arc::new(move |request: &serde_json::Value| {
+        let healthy = switch.load(std::sync::atomic::Ordering::SeqCst);
+        embeddings(!healthy)(request)
+    });
+    let h = Harness::start_routed(
+        vec![
+            write("w1", "The staging database password rotates every Monday"),
+            Reply::text(&["Saved."]),
+            Reply::text(&["It rotates on Mondays."]),
+        ],
+        router,
+        |c| {
+            c.embedding.provider = "openai".into();
+            c.embedding.api_key = String::new();
+        },
+    )
+    .await;
+    // Stored without a vector.
+    let (_, first) = h.run(h.request("remember the rotation")).await;
+    assert_eq!(first.status, RunStatus::Completed, "{:?}", first.reason);
+    up.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (events, second) = h
+        .run(h.request("when does the staging database password rotate?"))
+        .await;
+    assert_eq!(second.status, RunStatus::Completed, "{:?}", second.reason);
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Warning { .. })),
+        "the embeddings answered the recall"
+    );
+    let request = h.server.requests().last().unwrap().clone();
+    let system = request["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("rotates every Monday"), "{system}");
+}

@@ -165,19 +165,15 @@ fn hybrid_search(
         .into_iter()
         .filter(|t| seen.insert(t.clone()))
         .collect();
-    let (docs, total_length) = store.memory_totals()?;
-    if docs == 0 {
+    let index = store.memory_index(&query_terms)?;
+    if index.docs == 0 {
         return Ok(Vec::new());
     }
-    let postings = query_terms
-        .iter()
-        .map(|t| store.memory_postings(t))
-        .collect::<Result<Vec<_>, _>>()?;
-    let keyword: HashMap<String, f64> =
-        bm25::score(&postings, docs, total_length as f64 / docs as f64)
-            .into_iter()
-            .map(|(id, s)| (id, bm25::normalized(s)))
-            .collect();
+    let average_length = index.total_length as f64 / index.docs as f64;
+    let keyword: HashMap<String, f64> = bm25::score(&index.postings, index.docs, average_length)
+        .into_iter()
+        .map(|(id, s)| (id, bm25::normalized(s)))
+        .collect();
     let mut scored: HashMap<String, (f64, Option<MemoryEntry>)> = HashMap::new();
     match query_vector {
         None => {
@@ -192,8 +188,12 @@ fn hybrid_search(
                     + keyword_weight * keyword.get(&entry.id).copied().unwrap_or(0.0);
                 scored.insert(entry.id.clone(), (s, Some(entry)));
             }
+            // An entry without a vector (written while embeddings were off or failing) has
+            // only its keyword score: it stands for both parts, or it could never be recalled.
             for (id, s) in keyword {
-                scored.entry(id).or_insert((keyword_weight * s, None));
+                scored
+                    .entry(id)
+                    .or_insert(((keyword_weight + vector_weight) * s, None));
             }
         }
     }

@@ -12,6 +12,16 @@ use std::collections::BTreeMap;
 
 const TOTALS: &str = "totals";
 
+/// What a keyword search reads of the index, from one snapshot.
+pub struct KeywordIndex {
+    /// How many memories there are.
+    pub docs: u64,
+    /// Their total length in terms.
+    pub total_length: u64,
+    /// For each term asked for, in order, the memories holding it.
+    pub postings: Vec<Vec<Posting>>,
+}
+
 /// The terms a memory is found by: its content's and its tags'.
 fn indexed_terms(entry: &MemoryEntry) -> Vec<String> {
     let mut all = terms(&entry.content);
@@ -35,9 +45,23 @@ pub(super) fn index<'a>(
     };
     for entry in entries {
         let row = serde_json::to_vec(entry).map_err(|e| e.to_string())?;
-        memories
+        let replaced = memories
             .insert(entry.id.as_str(), row.as_slice())
+            .map_err(|e| e.to_string())?
+            .map(|old| serde_json::from_slice::<MemoryEntry>(old.value()))
+            .transpose()
             .map_err(|e| e.to_string())?;
+        // A rewritten entry leaves the index before it enters it again.
+        if let Some(old) = replaced {
+            let words = indexed_terms(&old);
+            for term in &words {
+                postings
+                    .remove((term.as_str(), old.id.as_str()))
+                    .map_err(|e| e.to_string())?;
+            }
+            count = count.saturating_sub(1);
+            total = total.saturating_sub(words.len() as u64);
+        }
         let words = indexed_terms(entry);
         let length = words.len() as u32;
         let mut tf: BTreeMap<String, u32> = BTreeMap::new();
@@ -61,33 +85,38 @@ pub(super) fn index<'a>(
 }
 
 impl Store {
-    /// How many memories there are, and their total length in terms.
-    pub fn memory_totals(&self) -> Result<(u64, u64), StoreError> {
-        let doing = || "reading the size of the memory".to_string();
+    /// The keyword index as one snapshot: the collection's size and each term's postings.
+    pub fn memory_index(&self, terms: &[String]) -> Result<KeywordIndex, StoreError> {
+        let doing = || "reading the memory index".to_string();
         let txn = self.db.begin_read().doing(doing)?;
         let stats = txn.open_table(MEMORY_STATS).doing(doing)?;
-        match stats.get(TOTALS).doing(doing)? {
-            Some(v) => serde_json::from_slice(v.value()).doing(doing),
-            None => Ok((0, 0)),
-        }
-    }
-
-    /// The memories holding `term`.
-    pub fn memory_postings(&self, term: &str) -> Result<Vec<Posting>, StoreError> {
-        let doing = || format!("reading the memory index for '{term}'");
-        let txn = self.db.begin_read().doing(doing)?;
+        let (docs, total_length) = match stats.get(TOTALS).doing(doing)? {
+            Some(v) => serde_json::from_slice(v.value()).doing(doing)?,
+            None => (0, 0),
+        };
         let table = txn.open_table(MEMORY_TERMS).doing(doing)?;
-        let mut out = Vec::new();
-        for row in table.range((term, "")..(term, "\u{10FFFF}")).doing(doing)? {
-            let (key, value) = row.doing(doing)?;
-            let packed = value.value();
-            out.push(Posting {
-                id: key.value().1.to_owned(),
-                tf: (packed >> 32) as u32,
-                length: packed as u32,
-            });
+        let mut postings = Vec::with_capacity(terms.len());
+        for term in terms {
+            let mut found = Vec::new();
+            for row in table
+                .range((term.as_str(), "")..(term.as_str(), "\u{10FFFF}"))
+                .doing(doing)?
+            {
+                let (key, value) = row.doing(doing)?;
+                let packed = value.value();
+                found.push(Posting {
+                    id: key.value().1.to_owned(),
+                    tf: (packed >> 32) as u32,
+                    length: packed as u32,
+                });
+            }
+            postings.push(found);
         }
-        Ok(out)
+        Ok(KeywordIndex {
+            docs,
+            total_length,
+            postings,
+        })
     }
 
     /// Every memory that has a vector (a full scan: vector search is brute force).
@@ -116,5 +145,42 @@ impl Store {
             .doing(doing)?
             .map(|v| serde_json::from_slice(v.value()).doing(doing))
             .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::SessionId;
+
+    fn entry(id: &str, content: &str) -> MemoryEntry {
+        MemoryEntry {
+            id: id.into(),
+            content: content.into(),
+            tags: Vec::new(),
+            session_id: SessionId::new("s"),
+            created_at_ms: 0,
+            embedding: None,
+        }
+    }
+
+    fn write(store: &Store, entries: &[MemoryEntry]) {
+        let txn = store.db.begin_write().unwrap();
+        index(&txn, entries.iter()).unwrap();
+        txn.commit().unwrap();
+    }
+
+    #[test]
+    fn a_rewritten_entry_replaces_its_postings_and_counts_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.redb"), false).unwrap();
+        write(&store, &[entry("m1", "alpha beta"), entry("m2", "gamma")]);
+        write(&store, &[entry("m1", "delta")]);
+        let terms: Vec<String> = ["alpha", "delta", "gamma"].map(String::from).into();
+        let index = store.memory_index(&terms).unwrap();
+        assert_eq!((index.docs, index.total_length), (2, 2));
+        assert!(index.postings[0].is_empty(), "the old content is unindexed");
+        assert_eq!(index.postings[1][0].id, "m1");
+        assert_eq!(index.postings[2][0].id, "m2");
     }
 }

@@ -5,6 +5,7 @@
 //! sessions' batches in one transaction and one commit.
 
 mod memory;
+pub use memory::KeywordIndex;
 mod records;
 pub mod repair;
 mod tables;
