@@ -35,10 +35,19 @@ impl History {
     /// Rebuilds a session from its stored messages, repairing what a crash may have left: calls
     /// cut off at the end get results saying so (to be stored), faults elsewhere are mended in
     /// this view only.
-    /// With `compaction`, only the window it starts is loaded, behind its summary.
-    pub fn load(stored: Vec<StoredMessage>, compaction: Option<&Compaction>) -> History {
-        let next_seq = stored.last().map_or(0, |m| m.seq + 1);
+    /// With `compaction`, only the window it starts is loaded, behind its summary. `next_seq`
+    /// is the seq after the last one stored.
+    pub fn load(
+        stored: Vec<StoredMessage>,
+        next_seq: u64,
+        compaction: Option<&Compaction>,
+    ) -> History {
         let first_kept = compaction.map_or(0, |c| c.first_kept_seq);
+        // A compaction stored after a failed commit may point past the last stored message:
+        // new messages must never take a seq inside the window's start.
+        let next_seq = next_seq
+            .max(stored.last().map_or(0, |m| m.seq + 1))
+            .max(first_kept);
         let stored: Vec<StoredMessage> =
             stored.into_iter().filter(|m| m.seq >= first_kept).collect();
         let fault = repair::check(stored.iter().map(|m| m.message.as_ref()));
@@ -223,6 +232,7 @@ mod tests {
                     },
                 ),
             ],
+            2,
             None,
         );
         assert_eq!(h.len(), 3);
@@ -251,10 +261,23 @@ mod tests {
             .map(|m| u64::from(tokens::count_message(m)))
             .sum();
         assert_eq!(h.total_tokens(), counted, "the total is the window's");
-        let reloaded = History::load(stored, Some(&compaction));
+        // The store reads only the window.
+        let window: Vec<StoredMessage> = stored.into_iter().filter(|m| m.seq >= 4).collect();
+        let reloaded = History::load(window, 6, Some(&compaction));
         assert_eq!(*reloaded.snapshot(), *view);
         assert_eq!(reloaded.total_tokens(), h.total_tokens());
         assert_eq!(reloaded.next_seq(), 6);
+    }
+
+    #[test]
+    fn a_window_starting_past_the_stored_messages_never_reuses_a_seq() {
+        // The compaction was stored; the messages of the batch after it were not.
+        let compaction = Compaction {
+            first_kept_seq: 9,
+            summary: Some("earlier".into()),
+        };
+        let h = History::load(vec![stored(7, Message::user("old"))], 8, Some(&compaction));
+        assert_eq!(h.next_seq(), 9);
     }
 
     #[test]
@@ -330,7 +353,7 @@ mod tests {
                     .enumerate()
                     .map(|(i, m)| stored(i as u64, m.clone()))
                     .collect();
-                let h = History::load(prefix, None);
+                let h = History::load(prefix, 0, None);
                 let view = h.snapshot();
                 prop_assert!(crate::store::repair::check(view.iter().map(|m| m.as_ref())).is_clean());
                 prop_assert_eq!(&view[..keep].iter().map(|m| (**m).clone()).collect::<Vec<_>>(), &messages[..keep]);

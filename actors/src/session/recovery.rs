@@ -24,7 +24,7 @@ pub async fn load(
 ) -> Result<Reloaded, String> {
     let (store, id, recovering) = (store.clone(), id.clone(), recovering.cloned());
     let read = tokio::task::spawn_blocking(move || {
-        let history = store.load_session(&id)?;
+        let history = store.load_session_window(&id)?;
         let recovered_turns = match recovering {
             Some(run) => store
                 .checkpoints(&id)?

@@ -106,6 +106,48 @@ pub struct ActiveRun {
 }
 
 impl ActiveRun {
+    /// A run about to make its first call, with `system` as its system prompt.
+    pub fn new(
+        id: RunId,
+        prompt: String,
+        events: RunEvents,
+        workspace: Workspace,
+        system: Arc<str>,
+        next_seq: u64,
+    ) -> ActiveRun {
+        let cancel = CancellationToken::new();
+        ActiveRun {
+            id,
+            prompt,
+            events,
+            workspace,
+            system_tokens: crate::tokens::count_text(&system) as u64,
+            system,
+            call_cancel: cancel.child_token(),
+            heartbeat: Heartbeat::new(),
+            cancel: cancel.clone(),
+            _cancel_on_drop: cancel.drop_guard(),
+            started: Instant::now(),
+            started_at_ms: now_ms(),
+            turns: 0,
+            step: 0,
+            phase: Phase::AwaitingModel,
+            usage: Usage::default(),
+            usage_estimated: false,
+            cost_microcents: 0,
+            model_calls: 0,
+            refusal: None,
+            unpriced_alerted: false,
+            guardian_watch: None,
+            pending_hints: Vec::new(),
+            flush_prompted: false,
+            turn_first_seq: next_seq,
+            turn_input_tokens: 0,
+            turn_output_tokens: 0,
+            last_text: String::new(),
+        }
+    }
+
     /// The run's record in the store; `ending` is `None` while it is in flight.
     pub fn record(&self, ending: Option<&Ending>) -> RunRecord {
         RunRecord {

@@ -114,6 +114,8 @@ impl WriteBatch {
 #[derive(Debug, Default)]
 pub struct SessionHistory {
     pub messages: Vec<StoredMessage>,
+    /// The seq the next message will take (one past the last stored).
+    pub next_seq: u64,
     pub record: Option<SessionRecord>,
     /// Where the context window starts, if the session was ever pruned.
     pub compaction: Option<Compaction>,
@@ -231,14 +233,42 @@ impl Store {
         txn.commit().doing(doing)
     }
 
-    /// Loads a session's history, record and unfinished runs. An unknown session loads empty.
+    /// Loads a session's whole history, record and unfinished runs. An unknown session loads
+    /// empty.
     pub fn load_session(&self, id: &SessionId) -> Result<SessionHistory, StoreError> {
+        self.load(id, false)
+    }
+
+    /// Like [`Self::load_session`], but reads only the messages of the context window (from
+    /// the last compaction on): what a session needs to go on, read in time that does not grow
+    /// with what was pruned.
+    pub fn load_session_window(&self, id: &SessionId) -> Result<SessionHistory, StoreError> {
+        self.load(id, true)
+    }
+
+    fn load(&self, id: &SessionId, window_only: bool) -> Result<SessionHistory, StoreError> {
         let doing = || format!("loading session {id}");
         let txn = self.db.begin_read().doing(doing)?;
         let mut history = SessionHistory::default();
+        let compactions = txn.open_table(COMPACTIONS).doing(doing)?;
+        history.compaction = compactions
+            .get(id.as_str())
+            .doing(doing)?
+            .map(|v| serde_json::from_slice::<Compaction>(v.value()).doing(doing))
+            .transpose()?;
+        let first = match &history.compaction {
+            Some(c) if window_only => c.first_kept_seq,
+            _ => 0,
+        };
         let messages = txn.open_table(MESSAGES).doing(doing)?;
-        for row in messages
+        let mut last = messages
             .range((id.as_str(), 0)..=(id.as_str(), u64::MAX))
+            .doing(doing)?;
+        if let Some(row) = last.next_back() {
+            history.next_seq = row.doing(doing)?.0.value().1 + 1;
+        }
+        for row in messages
+            .range((id.as_str(), first)..=(id.as_str(), u64::MAX))
             .doing(doing)?
         {
             let (key, value) = row.doing(doing)?;
@@ -252,12 +282,6 @@ impl Store {
             });
         }
         history.record = self.session_record_in(&txn, id)?;
-        let compactions = txn.open_table(COMPACTIONS).doing(doing)?;
-        history.compaction = compactions
-            .get(id.as_str())
-            .doing(doing)?
-            .map(|v| serde_json::from_slice(v.value()).doing(doing))
-            .transpose()?;
         history.unfinished_runs = self
             .session_runs_in(&txn, id)?
             .into_iter()
@@ -444,5 +468,31 @@ mod tests {
             .unwrap()
             .messages
             .is_empty());
+    }
+
+    #[test]
+    fn the_window_is_read_from_the_last_compaction_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.redb"), false).unwrap();
+        let id = SessionId::new("s_w");
+        let mut batch = WriteBatch::new(id.clone());
+        for seq in 0..10 {
+            batch.messages.push(StoredMessage {
+                seq,
+                tokens: 1,
+                message: Arc::new(Message::user(format!("m{seq}"))),
+            });
+        }
+        batch.compaction = Some(Compaction {
+            first_kept_seq: 7,
+            summary: None,
+        });
+        store.write(&[batch]).unwrap();
+        let window = store.load_session_window(&id).unwrap();
+        let seqs: Vec<u64> = window.messages.iter().map(|m| m.seq).collect();
+        assert_eq!(seqs, [7, 8, 9]);
+        assert_eq!(window.next_seq, 10);
+        let whole = store.load_session(&id).unwrap();
+        assert_eq!((whole.messages.len(), whole.next_seq), (10, 10));
     }
 }

@@ -40,8 +40,7 @@ use crate::tools::executor::{lost_outcomes, ToolBatch, ToolMsg, ToolOutcome};
 use crate::tools::ToolContext;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
+use std::time::Duration;
 
 /// A step number never used before in this process. Every dispatch (model request, tool batch,
 /// final commit) takes one, and a reply is accepted only if it carries the step of the run in
@@ -240,7 +239,44 @@ impl SessionState {
         if self.needs_reload {
             self.reload(myself).await;
         }
+        // A commit failure left from between runs belongs to no run; the reload that follows
+        // it (needs_reload) has dealt with the store.
+        if let Some(stale) = self.commits.take_error() {
+            tracing::warn!(session = %self.id, "a commit failed between runs: {stale}");
+        }
         let events = self.events.for_run(self.id.clone(), run_id.clone());
+        let next_seq = self.history.next_seq();
+        let run_without_prompt = |spec: RunSpec| {
+            let mut run = ActiveRun::new(
+                run_id.clone(),
+                spec.prompt,
+                events.clone(),
+                spec.workspace,
+                Arc::from(""),
+                next_seq,
+            );
+            run.step = next_step();
+            run
+        };
+        if let Some(error) = self.load_error.clone() {
+            let mut run = run_without_prompt(spec);
+            run.phase = Phase::Finishing(Ending {
+                status: RunStatus::Failed,
+                output: String::new(),
+                reason: Some(format!("the session could not be loaded: {error}")),
+            });
+            events.emit(EventKind::RunStarted);
+            self.run = Some(run);
+            return self.complete(myself);
+        }
+        // A run over budget is refused before its prompt enters the conversation.
+        let admitted = oversight::authorize(&self.services, &self.id, &run_id).await;
+        self.last_run = Some(run_id.clone());
+        if let Err(refusal) = admitted {
+            self.run = Some(run_without_prompt(spec));
+            events.emit(EventKind::RunStarted);
+            return self.refuse(myself, refusal, false);
+        }
         let mut recall_warnings = Vec::new();
         let recalled =
             prompt::recall(&self.services.memory, &spec.prompt, &mut recall_warnings).await;
@@ -252,62 +288,15 @@ impl SessionState {
         )
         .await;
         assembled.warnings.extend(recall_warnings);
-        let system: Arc<str> = assembled.prompt.into();
-        let cancel = CancellationToken::new();
-        // A commit failure left from between runs belongs to no run; the reload that follows
-        // it (needs_reload) has dealt with the store.
-        if let Some(stale) = self.commits.take_error() {
-            tracing::warn!(session = %self.id, "a commit failed between runs: {stale}");
-        }
-        let mut run = ActiveRun {
-            id: run_id.clone(),
-            prompt: spec.prompt.clone(),
-            events: events.clone(),
-            workspace: spec.workspace,
-            system_tokens: crate::tokens::count_text(&system) as u64,
-            system,
-            call_cancel: cancel.child_token(),
-            heartbeat: Heartbeat::new(),
-            cancel: cancel.clone(),
-            _cancel_on_drop: cancel.drop_guard(),
-            started: Instant::now(),
-            started_at_ms: now_ms(),
-            turns: 0,
-            step: next_step(),
-            phase: Phase::AwaitingModel,
-            usage: Default::default(),
-            usage_estimated: false,
-            cost_microcents: 0,
-            model_calls: 0,
-            refusal: None,
-            unpriced_alerted: false,
-            pending_hints: Vec::new(),
-            flush_prompted: false,
-            guardian_watch: None,
-            turn_first_seq: self.history.next_seq(),
-            turn_input_tokens: 0,
-            turn_output_tokens: 0,
-            last_text: String::new(),
-        };
-        if let Some(error) = self.load_error.clone() {
-            let ending = Ending {
-                status: RunStatus::Failed,
-                output: String::new(),
-                reason: Some(format!("the session could not be loaded: {error}")),
-            };
-            events.emit(EventKind::RunStarted);
-            run.phase = Phase::Finishing(ending);
-            self.run = Some(run);
-            return self.complete(myself);
-        }
-        // A run over budget is refused before its prompt enters the conversation.
-        let admitted = oversight::authorize(&self.services, &self.id, &run_id).await;
-        self.last_run = Some(run_id.clone());
-        if let Err(refusal) = admitted {
-            self.run = Some(run);
-            events.emit(EventKind::RunStarted);
-            return self.refuse(myself, refusal, false);
-        }
+        let mut run = ActiveRun::new(
+            run_id.clone(),
+            spec.prompt.clone(),
+            events.clone(),
+            spec.workspace,
+            assembled.prompt.into(),
+            next_seq,
+        );
+        run.step = next_step();
         self.history.push(Message::user(spec.prompt));
         run.turn_first_seq = self.history.next_seq();
         let record = run.record(None);

@@ -44,7 +44,7 @@ impl SessionState {
         };
         self.load_error = None;
         self.needs_reload = false;
-        self.history = History::load(loaded.messages, loaded.compaction.as_ref());
+        self.history = History::load(loaded.messages, loaded.next_seq, loaded.compaction.as_ref());
         if let Some(record) = &loaded.record {
             self.created_at_ms = record.created_at_ms;
             self.last_run = record.last_run.clone();
