@@ -6,7 +6,7 @@
 //!
 //!     cargo run --example record_tour
 
-use ryvos::engine::provider::openai::OpenAiProvider;
+use ryvos::engine::provider::from_config;
 use ryvos::engine::provider::recording::RecordingProvider;
 use ryvos::{Config, EventKind, RunRequest, RunStatus, Runtime};
 use ryvos_testkit::{Reply, ScriptedModelServer};
@@ -39,8 +39,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if recording.exists() {
         std::fs::remove_file(&recording)?;
     }
-    let recorder =
-        RecordingProvider::create(Arc::new(OpenAiProvider::new(&config.model)?), &recording)?;
+    let recorder = RecordingProvider::create(from_config(&config.model)?, &recording)?;
     let runtime = Runtime::builder(config)
         .provider(Arc::new(recorder))
         .start()

@@ -3,15 +3,16 @@
 use bytes::Bytes;
 use ryvos::engine::config::ModelConfig;
 use ryvos::engine::message::Message;
-use ryvos::engine::provider::openai::OpenAiProvider;
-use ryvos::engine::provider::{AssistantResponse, ChatRequest, ProviderError, ResponseAssembler};
+use ryvos::engine::provider::{
+    from_config, AssistantResponse, ChatRequest, ProviderError, ResponseAssembler,
+};
 use ryvos::Provider;
 use ryvos_testkit::{Part, Reply, ScriptedModelServer};
 use std::sync::Arc;
 use std::time::Duration;
 
-fn provider(server: &ScriptedModelServer, idle_secs: u64) -> OpenAiProvider {
-    OpenAiProvider::new(&ModelConfig {
+fn provider(server: &ScriptedModelServer, idle_secs: u64) -> Arc<dyn Provider> {
+    from_config(&ModelConfig {
         base_url: server.base_url(),
         api_key: String::new(),
         model: "scripted".into(),
@@ -29,7 +30,7 @@ fn request() -> ChatRequest {
     }
 }
 
-async fn answer(provider: &OpenAiProvider) -> Result<AssistantResponse, ProviderError> {
+async fn answer(provider: &Arc<dyn Provider>) -> Result<AssistantResponse, ProviderError> {
     use futures_util::StreamExt;
     let mut stream = provider.stream(&request()).await?;
     let mut assembler = ResponseAssembler::new();
@@ -143,7 +144,7 @@ async fn an_unreachable_server_is_a_connection_error() {
     let server = ScriptedModelServer::start([]).await;
     let url = server.base_url();
     drop(server);
-    let p = OpenAiProvider::new(&ModelConfig {
+    let p = from_config(&ModelConfig {
         base_url: url,
         api_key: String::new(),
         ..ModelConfig::default()
@@ -163,7 +164,7 @@ async fn an_unreachable_server_is_a_connection_error() {
 #[tokio::test]
 async fn an_unset_api_key_variable_is_named() {
     let server = ScriptedModelServer::start([Reply::text(&["x"])]).await;
-    let p = OpenAiProvider::new(&ModelConfig {
+    let p = from_config(&ModelConfig {
         base_url: server.base_url(),
         api_key: "${RYVOS_TEST_KEY_THAT_IS_NOT_SET}".into(),
         ..ModelConfig::default()

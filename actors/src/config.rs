@@ -19,14 +19,109 @@ pub struct ModelConfig {
     pub api_key: String,
     /// When given, replaces `api_key`; the next key is used after a 429.
     pub api_keys: Vec<String>,
-    /// Models tried in order once the primary one is exhausted.
-    pub fallbacks: Vec<String>,
+    /// Tried in order once the primary model is exhausted: other models of this provider
+    /// (a name), then other providers (a table).
+    pub fallbacks: Vec<Fallback>,
     /// For `provider = "replay"`: the recording to answer from.
     pub replay_file: String,
     /// Seconds a model stream may stay silent before it is cut.
     pub stream_idle_timeout_secs: u64,
     /// Seconds to wait for the TCP/TLS connection to the model server.
     pub connect_timeout_secs: u64,
+    /// The longest answer asked for (Anthropic requires it; OpenAI-compatible servers are not
+    /// sent it).
+    pub max_output_tokens: u32,
+    /// Attempts after the first, per model, for a transient failure (429, 5xx, a dropped
+    /// connection, a timeout, a stream cut short).
+    pub max_retries: u32,
+    /// The first backoff in milliseconds; it doubles with each retry, with jitter.
+    pub retry_base_ms: u64,
+    /// No backoff is longer than this.
+    pub retry_max_backoff_secs: u64,
+    /// A server asking to wait longer than this is not waited for: the next fallback is tried.
+    pub max_retry_after_secs: u64,
+    /// All attempts of one call, waits included, end within this.
+    pub call_deadline_secs: u64,
+}
+
+/// A model to fall back on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Fallback {
+    /// Another model of the primary's provider, endpoint and keys.
+    Model(String),
+    /// A model of another provider or endpoint.
+    Endpoint(FallbackEndpoint),
+}
+
+/// A fallback on another provider or endpoint; what it leaves out is the primary's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FallbackEndpoint {
+    pub provider: String,
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub api_keys: Vec<String>,
+}
+
+impl Fallback {
+    /// The `[model]` this fallback stands for: the primary's, with what the fallback names.
+    pub fn resolve(&self, primary: &ModelConfig) -> ModelConfig {
+        let mut config = primary.clone();
+        config.fallbacks = Vec::new();
+        match self {
+            Fallback::Model(model) => config.model = model.clone(),
+            Fallback::Endpoint(e) => {
+                if e.provider != primary.provider {
+                    // Another provider's endpoint and key are not the primary's.
+                    config.base_url = default_base_url(&e.provider).to_owned();
+                    config.api_key = default_api_key(&e.provider).to_owned();
+                    config.api_keys = Vec::new();
+                }
+                config.provider = e.provider.clone();
+                config.model = e.model.clone();
+                if let Some(url) = &e.base_url {
+                    config.base_url = url.clone();
+                }
+                if let Some(key) = &e.api_key {
+                    config.api_key = key.clone();
+                    config.api_keys = Vec::new();
+                }
+                if !e.api_keys.is_empty() {
+                    config.api_keys = e.api_keys.clone();
+                }
+            }
+        }
+        config
+    }
+
+    /// The model's name, for messages.
+    pub fn model(&self) -> &str {
+        match self {
+            Fallback::Model(m) => m,
+            Fallback::Endpoint(e) => &e.model,
+        }
+    }
+}
+
+/// A provider's usual endpoint.
+pub fn default_base_url(provider: &str) -> &'static str {
+    match provider {
+        "anthropic" => "https://api.anthropic.com/v1",
+        _ => "https://api.openai.com/v1",
+    }
+}
+
+/// A provider's usual key variable.
+pub fn default_api_key(provider: &str) -> &'static str {
+    match provider {
+        "anthropic" => "${ANTHROPIC_API_KEY}",
+        _ => "${OPENAI_API_KEY}",
+    }
 }
 
 impl Default for ModelConfig {
@@ -41,6 +136,12 @@ impl Default for ModelConfig {
             replay_file: String::new(),
             stream_idle_timeout_secs: 120,
             connect_timeout_secs: 10,
+            max_output_tokens: 8192,
+            max_retries: 3,
+            retry_base_ms: 500,
+            retry_max_backoff_secs: 10,
+            max_retry_after_secs: 60,
+            call_deadline_secs: 300,
         }
     }
 }

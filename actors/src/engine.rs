@@ -5,7 +5,9 @@ use crate::cost_ledger::{CostLedgerArgs, CostReport};
 use crate::event::{Event, GlobalEvents};
 use crate::guardian::{GuardianArgs, Thresholds};
 use crate::ids::SessionId;
+use crate::llm_stream::ModelChain;
 use crate::memory::{Memory, MemorySearch, MemoryWrite};
+use crate::provider::retry::RetryPolicy;
 use crate::provider::{Provider, ProviderError};
 use crate::root::{RootArgs, RootMsg, RootSupervisor, Slots, SupervisorNotice};
 use crate::session::{
@@ -86,22 +88,35 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Starts the engine with `config`'s provider and the given tools.
+    /// Starts the engine with `config`'s provider, its fallbacks, and the given tools.
     pub async fn start(
         config: EngineConfig,
         tools: Vec<Arc<dyn Tool>>,
     ) -> Result<Self, EngineError> {
-        let provider = crate::provider::from_config(&config.model)?;
-        Self::start_with_provider(config, provider, tools).await
+        let chain = crate::provider::chain_from_config(&config.model)?;
+        Self::start_with_chain(config, chain, tools).await
     }
 
     /// Starts the engine with a provider of the caller's (a test server, a replay, a custom
-    /// client).
+    /// client), retried as `[model]` says, without fallbacks.
     pub async fn start_with_provider(
         config: EngineConfig,
         provider: Arc<dyn Provider>,
         tools: Vec<Arc<dyn Tool>>,
     ) -> Result<Self, EngineError> {
+        Self::start_with_chain(config, vec![provider], tools).await
+    }
+
+    /// Starts the engine with `providers` tried in order (the first is the primary).
+    async fn start_with_chain(
+        config: EngineConfig,
+        providers: Vec<Arc<dyn Provider>>,
+        tools: Vec<Arc<dyn Tool>>,
+    ) -> Result<Self, EngineError> {
+        let models = Arc::new(ModelChain::new(
+            providers,
+            RetryPolicy::from_config(&config.model),
+        ));
         crate::tokens::warm_up();
         let database = config.database.clone();
         let durable = config.agent.checkpoint.enabled;
@@ -122,7 +137,7 @@ impl Engine {
             ledger: slots.ledger.clone(),
             guardian: slots.guardian.clone(),
             llm: slots.llm.clone(),
-            llm_model: provider.model().into(),
+            llm_model: models.model().into(),
             home: config.home.clone(),
             memory: memory.clone(),
             tools: slots.tools.clone(),
@@ -142,7 +157,7 @@ impl Engine {
                 checkpoint: slots.checkpoint.clone(),
                 thresholds: Thresholds::new(&agent.guardian, agent.max_context_tokens),
             },
-            provider,
+            models,
             tools: ToolExecutorArgs {
                 registry,
                 settings: ExecutionSettings {

@@ -51,6 +51,23 @@ pub enum EventKind {
         /// What the call cost, as the cost ledger priced it.
         cost_cents: f64,
     },
+    /// A model call failed in a way worth trying again; the next attempt starts after
+    /// `wait_ms`. When `discarded_text` is true, text of the failed attempt was already
+    /// streamed: it is superseded by what the next attempt streams.
+    ModelRetry {
+        message: String,
+        model: String,
+        /// The attempt about to be made (2 for the first retry), over all models.
+        attempt: u32,
+        wait_ms: u64,
+        discarded_text: bool,
+    },
+    /// The model `from` was exhausted (or refused the call); `to` is asked next.
+    ModelFallback {
+        message: String,
+        from: String,
+        to: String,
+    },
     /// The Guardian put a corrective note into the conversation; the next request carries it.
     GuardianHint {
         message: String,

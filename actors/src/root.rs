@@ -11,8 +11,7 @@
 use crate::checkpoint::{CheckpointActor, CheckpointMsg};
 use crate::cost_ledger::{CostLedgerActor, CostLedgerArgs, CostLedgerMsg};
 use crate::guardian::{GuardianActor, GuardianArgs, GuardianMsg};
-use crate::llm_stream::{LlmMsg, LlmStreamActor};
-use crate::provider::Provider;
+use crate::llm_stream::{LlmMsg, LlmStreamActor, ModelChain};
 use crate::session::{SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg};
 use crate::store::{Store, StoreError};
 use crate::supervision::{ChildSlot, RestartDecision, RestartHistory, RestartPolicy};
@@ -102,7 +101,8 @@ pub struct RootArgs {
     pub store: Store,
     pub ledger: CostLedgerArgs,
     pub guardian: GuardianArgs,
-    pub provider: Arc<dyn Provider>,
+    /// The models calls go to, and how they are retried.
+    pub models: Arc<ModelChain>,
     pub tools: ToolExecutorArgs,
     pub sessions: SessionSupervisorArgs,
     pub policy: RestartPolicy,
@@ -195,7 +195,7 @@ impl Actor for RootSupervisor {
         );
         spawners.insert(
             ChildKind::LlmStream,
-            spawner(|| LlmStreamActor, args.provider, slots.llm.clone()),
+            spawner(|| LlmStreamActor, args.models, slots.llm.clone()),
         );
         spawners.insert(
             ChildKind::ToolExecutor,

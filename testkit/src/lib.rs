@@ -8,11 +8,12 @@
 //! Every test that uses it should end with [`ScriptedModelServer::assert_no_orphans`]: no
 //! request it received may hold a tool call without its result or a result without its call.
 
+mod anthropic;
 mod pairing;
 mod reply;
 
 pub use pairing::pairing_faults;
-pub use reply::{Gate, Part, Reply};
+pub use reply::{Format, Gate, Part, Reply};
 
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
@@ -35,8 +36,30 @@ struct Shared {
     script: Mutex<VecDeque<Reply>>,
     router: Option<Router>,
     requests: Mutex<Vec<Value>>,
+    /// Every request's path, headers and arrival, in order.
+    captured: Mutex<Vec<Captured>>,
     /// Woken at every request received.
     arrived: tokio::sync::Notify,
+}
+
+/// What the server saw of one request besides its body.
+#[derive(Clone, Debug)]
+pub struct Captured {
+    pub path: String,
+    /// Header names lower-cased, in the order received.
+    pub headers: Vec<(String, String)>,
+    /// When it arrived.
+    pub at: std::time::Instant,
+}
+
+impl Captured {
+    /// The value of header `name` (lower-case), if it was sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// The server. It stops when dropped.
@@ -102,6 +125,11 @@ impl ScriptedModelServer {
         self.shared.requests.lock().expect("requests lock").clone()
     }
 
+    /// The path, headers and arrival time of every request so far, in order.
+    pub fn captured(&self) -> Vec<Captured> {
+        self.shared.captured.lock().expect("captured lock").clone()
+    }
+
     /// Waits until `n` requests have been received in all.
     pub async fn wait_for_requests(&self, n: usize) {
         loop {
@@ -136,6 +164,25 @@ impl Drop for ScriptedModelServer {
 }
 
 async fn answer(shared: &Shared, req: Request<hyper::body::Incoming>) -> Response<Body> {
+    let captured = Captured {
+        path: req.uri().path().to_owned(),
+        headers: req
+            .headers()
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        at: std::time::Instant::now(),
+    };
+    let format = if captured.path.ends_with("/messages") {
+        Format::Anthropic
+    } else {
+        Format::OpenAi
+    };
     let body = match req.into_body().collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(e) => return plain(400, &format!("could not read the request body: {e}")),
@@ -144,7 +191,12 @@ async fn answer(shared: &Shared, req: Request<hyper::body::Incoming>) -> Respons
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
     let streamed = json.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let routed = shared.router.as_ref().and_then(|route| route(&json));
-    shared.requests.lock().expect("requests lock").push(json);
+    {
+        // Both logs under one lock, so their indices always agree.
+        let mut log = shared.captured.lock().expect("captured lock");
+        log.push(captured);
+        shared.requests.lock().expect("requests lock").push(json);
+    }
     shared.arrived.notify_waiters();
     let next = routed.or_else(|| shared.script.lock().expect("script lock").pop_front());
     let Some(reply) = next else {
@@ -159,7 +211,7 @@ async fn answer(shared: &Shared, req: Request<hyper::body::Incoming>) -> Respons
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }
-    let (status, headers, parts, cut) = reply.render(streamed);
+    let (status, headers, parts, cut) = reply.render(streamed, format);
     let mut response = Response::builder().status(status);
     for (name, value) in headers {
         response = response.header(name, value);

@@ -53,6 +53,17 @@ enum Content {
     Events(Vec<String>),
     /// A body sent byte for byte.
     Raw { status: u16, parts: Vec<Part> },
+    /// An error status with the server's message, in the asking client's format.
+    Error { status: u16, message: String },
+}
+
+/// The wire format a request asked in, by its path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `/chat/completions` (and `/embeddings`).
+    OpenAi,
+    /// Anthropic's `/messages`.
+    Anthropic,
 }
 
 /// One scripted answer.
@@ -132,14 +143,12 @@ impl Reply {
         .header("content-type", "application/json")
     }
 
-    /// An error answer in OpenAI's shape.
+    /// An error answer, in the shape of the client's provider (OpenAI's or Anthropic's).
     pub fn error(status: u16, message: &str) -> Self {
-        let body = json!({"error": {"message": message, "type": "scripted_error"}}).to_string();
-        Self::new(Content::Raw {
+        Self::new(Content::Error {
             status,
-            parts: vec![Part::Bytes(Bytes::from(body))],
+            message: message.to_owned(),
         })
-        .header("content-type", "application/json")
     }
 
     /// Adds a response header.
@@ -186,9 +195,36 @@ impl Reply {
     }
 
     /// Status, headers, body parts and whether to break the connection after them.
-    pub(crate) fn render(self, streamed: bool) -> (u16, Vec<(String, String)>, Vec<Part>, bool) {
+    pub(crate) fn render(
+        self,
+        streamed: bool,
+        format: Format,
+    ) -> (u16, Vec<(String, String)>, Vec<Part>, bool) {
         let mut headers = self.headers;
         let (status, mut parts) = match self.content {
+            Content::Error { status, message } => {
+                headers.push(("content-type".into(), "application/json".into()));
+                let body = match format {
+                    Format::OpenAi => {
+                        json!({"error": {"message": message, "type": "scripted_error"}}).to_string()
+                    }
+                    Format::Anthropic => crate::anthropic::error_body(status, &message),
+                };
+                (status, vec![Part::Bytes(Bytes::from(body))])
+            }
+            Content::Chat {
+                deltas,
+                calls,
+                usage,
+            } if format == Format::Anthropic => {
+                headers.push(("content-type".into(), "text/event-stream".into()));
+                let events = crate::anthropic::events(&deltas, &calls, usage);
+                let parts = crate::anthropic::sse(events)
+                    .into_iter()
+                    .map(|e| Part::Bytes(Bytes::from(e)))
+                    .collect();
+                (200, parts)
+            }
             Content::Chat {
                 deltas,
                 calls,

@@ -31,6 +31,8 @@ pub fn config_for(server: &ScriptedModelServer, home: &std::path::Path) -> Confi
     config.model.model = "scripted".into();
     config.supervision.backoff_initial_ms = 20;
     config.supervision.backoff_max_ms = 200;
+    // Retries stay on, with short backoffs (a server's Retry-After is still honoured).
+    config.model.retry_base_ms = 5;
     config
 }
 

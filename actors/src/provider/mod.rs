@@ -2,15 +2,22 @@
 //! errors a provider reports. A provider turns a [`ChatRequest`] into a stream of
 //! [`StreamDelta`]s; [`ResponseAssembler`] turns those into one [`AssistantResponse`].
 
+pub mod anthropic;
 mod assembler;
+pub mod http;
+pub mod keys;
 pub mod openai;
 pub mod recording;
+pub mod retry;
+pub mod wait_hint;
 
 pub use assembler::{AssistantResponse, ResponseAssembler};
 
+use crate::config::{default_api_key, default_base_url, Fallback, ModelConfig};
 use crate::message::Message;
 use async_trait::async_trait;
 use futures_util::Stream;
+use keys::ApiKeys;
 use serde::{Deserialize, Serialize};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -95,22 +102,90 @@ pub trait Provider: Send + Sync + 'static {
 
     /// Starts a streamed answer to `request`.
     async fn stream(&self, request: &ChatRequest) -> Result<DeltaStream, ProviderError>;
+
+    /// Which of several API keys the next request carries ("key 2 of 3"), for the record of
+    /// attempts; empty when there is only one.
+    fn key_label(&self) -> String {
+        String::new()
+    }
 }
 
-/// The provider `[model]` describes: `"openai"` (any OpenAI-compatible endpoint) or
-/// `"replay"` (answers from a recording made with `ryvos run --record`).
-pub fn from_config(
-    config: &crate::config::ModelConfig,
-) -> Result<Arc<dyn Provider>, ProviderError> {
+/// The provider `[model]` describes: `"openai"` (any OpenAI-compatible endpoint),
+/// `"anthropic"` (the Messages API) or `"replay"` (answers from a recording made with
+/// `ryvos run --record`).
+pub fn from_config(config: &ModelConfig) -> Result<Arc<dyn Provider>, ProviderError> {
+    let config = with_provider_defaults(config);
+    let keys = Arc::new(ApiKeys::new(
+        &config.api_key,
+        &config.api_keys,
+        "model.api_key",
+    ));
+    build(&config, keys)
+}
+
+/// The primary provider, then one per `[model] fallbacks` entry, in the order they are tried.
+/// Fallback models of the primary's own endpoint share its keys (and their rotation).
+pub fn chain_from_config(config: &ModelConfig) -> Result<Vec<Arc<dyn Provider>>, ProviderError> {
+    let primary = with_provider_defaults(config);
+    let keys = Arc::new(ApiKeys::new(
+        &primary.api_key,
+        &primary.api_keys,
+        "model.api_key",
+    ));
+    let mut chain = vec![build(&primary, keys.clone())?];
+    for (i, fallback) in config.fallbacks.iter().enumerate() {
+        let resolved = fallback.resolve(&primary);
+        let provider = match fallback {
+            Fallback::Model(_) => build(&resolved, keys.clone()),
+            Fallback::Endpoint(_) => {
+                let resolved = with_provider_defaults(&resolved);
+                let keys = ApiKeys::new(
+                    &resolved.api_key,
+                    &resolved.api_keys,
+                    "model.fallbacks.api_key",
+                );
+                build(&resolved, Arc::new(keys))
+            }
+        }
+        .map_err(|e| {
+            ProviderError::Config(format!("model.fallbacks[{i}] ({}): {e}", fallback.model()))
+        })?;
+        chain.push(provider);
+    }
+    Ok(chain)
+}
+
+/// `config` with the provider's own endpoint and key variable where the OpenAI defaults were
+/// left in place, so `provider = "anthropic"` alone reaches Anthropic.
+fn with_provider_defaults(config: &ModelConfig) -> ModelConfig {
+    let mut config = config.clone();
+    let openai = ModelConfig::default();
+    if config.provider != openai.provider {
+        if config.base_url == openai.base_url {
+            config.base_url = default_base_url(&config.provider).to_owned();
+        }
+        if config.api_key == openai.api_key {
+            config.api_key = default_api_key(&config.provider).to_owned();
+        }
+    }
+    config
+}
+
+fn build(config: &ModelConfig, keys: Arc<ApiKeys>) -> Result<Arc<dyn Provider>, ProviderError> {
     match config.provider.as_str() {
-        "openai" => Ok(Arc::new(openai::OpenAiProvider::new(config)?)),
+        "openai" => Ok(Arc::new(openai::OpenAiProvider::new(config, keys)?)),
+        "anthropic" => Ok(Arc::new(anthropic::AnthropicProvider::new(
+            config,
+            keys,
+            config.max_output_tokens,
+        )?)),
         "replay" => Ok(Arc::new(recording::ReplayProvider::open(
             std::path::Path::new(&config.replay_file),
             &config.model,
         )?)),
         other => Err(ProviderError::Config(format!(
             "unknown model provider '{other}' in [model] provider; use \"openai\" (any \
-             OpenAI-compatible endpoint) or \"replay\""
+             OpenAI-compatible endpoint), \"anthropic\" or \"replay\""
         ))),
     }
 }
@@ -144,4 +219,61 @@ pub enum ProviderError {
     /// The provider is not set up right (an unset API key variable, an unknown provider).
     #[error("{0}")]
     Config(String),
+    /// The request is larger than the model's context window: the conversation must be pruned,
+    /// not the request repeated.
+    #[error("the request exceeds the model's context window: {0}")]
+    ContextOverflow(String),
+    /// Every attempt failed; each is listed, oldest first.
+    #[error("the model call failed; attempts: {}", numbered(.0))]
+    Exhausted(Vec<String>),
+}
+
+/// "1. …; 2. …".
+fn numbered(items: &[String]) -> String {
+    let numbered: Vec<String> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| format!("{}. {item}", i + 1))
+        .collect();
+    numbered.join("; ")
+}
+
+/// What to do about a failed attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recovery {
+    /// Transient: try again after a backoff (or the wait the server asked for).
+    Retry,
+    /// Trying again would fail the same way.
+    FailFast,
+    /// The conversation must shrink first.
+    Prune,
+}
+
+impl ProviderError {
+    /// Whether the failure is worth another attempt: rate limits, server errors, dropped
+    /// connections, timeouts and streams cut short are; a rejected request is not.
+    pub fn recovery(&self) -> Recovery {
+        match self {
+            ProviderError::Http { status, .. } => match status {
+                408 | 409 | 425 | 429 | 500 | 502 | 503 | 504 | 529 => Recovery::Retry,
+                _ => Recovery::FailFast,
+            },
+            ProviderError::Connect(_)
+            | ProviderError::Stream(_)
+            | ProviderError::StreamCut(_)
+            | ProviderError::IdleTimeout(_) => Recovery::Retry,
+            ProviderError::ContextOverflow(_) => Recovery::Prune,
+            ProviderError::Malformed { .. }
+            | ProviderError::Config(_)
+            | ProviderError::Exhausted(_) => Recovery::FailFast,
+        }
+    }
+
+    /// The wait the server asked for, if it did.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ProviderError::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
 }

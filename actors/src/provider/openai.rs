@@ -1,46 +1,39 @@
 //! The OpenAI-compatible chat-completions provider: OpenAI, OpenRouter, Ollama, vLLM,
 //! llama.cpp's server, and anything else that speaks `/chat/completions` with SSE streaming.
 
+use super::http::{self, truncate, SseEvents};
+use super::keys::ApiKeys;
 use super::{
     ChatRequest, DeltaStream, FinishReason, Provider, ProviderError, StreamDelta, ToolSpec, Usage,
 };
-use crate::config::{expand_env, ModelConfig};
+use crate::config::ModelConfig;
 use crate::message::Message;
 use async_trait::async_trait;
-use eventsource_stream::{EventStreamError, Eventsource};
+use eventsource_stream::Eventsource;
 use futures_util::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
-
-/// At most this much of a server's error body is kept in an error message.
-const MAX_ERROR_BODY: usize = 2048;
 
 /// A client for one OpenAI-compatible endpoint and model.
 pub struct OpenAiProvider {
     http: reqwest::Client,
     url: String,
     model: String,
-    /// The configured key, `${VAR}` unexpanded until a request needs it.
-    api_key: String,
+    keys: Arc<ApiKeys>,
     idle_timeout: Duration,
 }
 
 impl OpenAiProvider {
-    /// A provider for `config`'s endpoint and model.
-    pub fn new(config: &ModelConfig) -> Result<Self, ProviderError> {
-        let idle_timeout = Duration::from_secs(config.stream_idle_timeout_secs.max(1));
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(config.connect_timeout_secs.max(1)))
-            .read_timeout(idle_timeout)
-            .build()
-            .map_err(|e| ProviderError::Config(format!("building the HTTP client: {e}")))?;
+    /// A provider for `config`'s endpoint and model, authenticating with `keys`.
+    pub fn new(config: &ModelConfig, keys: Arc<ApiKeys>) -> Result<Self, ProviderError> {
+        let (http, idle_timeout) = http::client(config)?;
         Ok(Self {
             http,
             url: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),
             model: config.model.clone(),
-            api_key: config.api_keys.first().unwrap_or(&config.api_key).clone(),
+            keys,
             idle_timeout,
         })
     }
@@ -53,8 +46,7 @@ impl Provider for OpenAiProvider {
     }
 
     async fn stream(&self, request: &ChatRequest) -> Result<DeltaStream, ProviderError> {
-        let key = expand_env(&self.api_key, "model.api_key")
-            .map_err(|e| ProviderError::Config(e.to_string()))?;
+        let key = self.keys.current()?;
         let body = serde_json::to_vec(&WireRequest::new(&self.model, request))
             .map_err(|e| ProviderError::Config(format!("encoding the request: {e}")))?;
         let mut http = self
@@ -63,80 +55,28 @@ impl Provider for OpenAiProvider {
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .body(body);
-        if !key.is_empty() {
-            http = http.bearer_auth(key);
+        if !key.secret.is_empty() {
+            http = http.bearer_auth(&key.secret);
         }
-        let response = http.send().await.map_err(|e| self.transport_error(e))?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(http_error(response).await);
+        let response = http
+            .send()
+            .await
+            .map_err(|e| http::transport_error(&e, &self.url, self.idle_timeout))?;
+        if !response.status().is_success() {
+            let error = http::error_from(response).await;
+            if matches!(error, ProviderError::Http { status: 429, .. }) {
+                self.keys.rotate_after(key.index);
+            }
+            return Err(error);
         }
         let events = response.bytes_stream().eventsource();
         Ok(Box::pin(sse_deltas(Box::pin(events), self.idle_timeout)))
     }
-}
 
-impl OpenAiProvider {
-    fn transport_error(&self, e: reqwest::Error) -> ProviderError {
-        if e.is_timeout() {
-            ProviderError::IdleTimeout(self.idle_timeout)
-        } else {
-            ProviderError::Connect(format!("{}: {}", self.url, error_chain(&e)))
-        }
+    fn key_label(&self) -> String {
+        self.keys.label()
     }
 }
-
-/// The error and its causes, which reqwest keeps apart ("error sending request" alone says
-/// little).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
-}
-
-async fn http_error(response: reqwest::Response) -> ProviderError {
-    let status = response.status().as_u16();
-    let retry_after = response
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs);
-    let body = response.text().await.unwrap_or_default();
-    let message = serde_json::from_str::<WireErrorBody>(&body)
-        .ok()
-        .and_then(|b| b.error)
-        .map(|e| e.message)
-        .unwrap_or_else(|| truncate(body.trim(), MAX_ERROR_BODY));
-    ProviderError::Http {
-        status,
-        message,
-        retry_after,
-    }
-}
-
-fn truncate(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}…", &text[..cut])
-}
-
-type SseEvents = Pin<
-    Box<
-        dyn Stream<Item = Result<eventsource_stream::Event, EventStreamError<reqwest::Error>>>
-            + Send,
-    >,
->;
 
 struct SseState {
     events: SseEvents,
@@ -179,7 +119,7 @@ fn sse_deltas(
                 }
                 Some(Err(e)) => {
                     st.done = true;
-                    return Some((Err(stream_error(e, st.idle_timeout)), st));
+                    return Some((Err(http::sse_error(e, st.idle_timeout)), st));
                 }
                 Some(Ok(event)) => {
                     let data = event.data.trim();
@@ -203,24 +143,6 @@ fn sse_deltas(
             }
         }
     })
-}
-
-fn stream_error(e: EventStreamError<reqwest::Error>, idle: Duration) -> ProviderError {
-    match e {
-        EventStreamError::Transport(t) if t.is_timeout() => ProviderError::IdleTimeout(idle),
-        EventStreamError::Transport(t) => ProviderError::StreamCut(error_chain(&t)),
-        EventStreamError::Utf8(u) => ProviderError::Malformed {
-            line: String::from_utf8_lossy(u.as_bytes())
-                .chars()
-                .take(200)
-                .collect(),
-            reason: "not valid UTF-8".into(),
-        },
-        EventStreamError::Parser(p) => ProviderError::Malformed {
-            line: truncate(&p.to_string(), 500),
-            reason: "not a server-sent event".into(),
-        },
-    }
 }
 
 /// Parses one `data:` payload into deltas.
@@ -397,7 +319,7 @@ struct WireChunk {
     #[serde(default)]
     usage: Option<WireUsage>,
     #[serde(default)]
-    error: Option<WireError>,
+    error: Option<WireStreamError>,
 }
 
 #[derive(Deserialize)]
@@ -443,12 +365,7 @@ struct WireUsage {
 }
 
 #[derive(Deserialize)]
-struct WireErrorBody {
-    error: Option<WireError>,
-}
-
-#[derive(Deserialize)]
-struct WireError {
+struct WireStreamError {
     #[serde(default)]
     message: String,
 }

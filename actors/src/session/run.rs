@@ -36,8 +36,9 @@ pub enum Phase {
 pub enum AfterCompaction {
     /// The turn that outgrew the budget ends (the Guardian's review, then the next call).
     EndTurn(TurnEnd),
-    /// The run's prompt outgrew it: its first model call is made.
-    FirstTurn,
+    /// The model is asked (again): the run's prompt, or a request the model found too large,
+    /// outgrew the budget.
+    CallModel,
 }
 
 /// What the end of a turn needs once the conversation is compacted.
@@ -94,6 +95,9 @@ pub struct ActiveRun {
     pub pending_hints: Vec<Hint>,
     /// The model was asked to save memories since the last pruning.
     pub flush_prompted: bool,
+    /// The model rejected the current turn's request as too large, and the conversation was
+    /// pruned for it: a second rejection fails the run.
+    pub pruned_for_overflow: bool,
     /// The system prompt's size, part of the context the token budget measures.
     pub system_tokens: u64,
     /// The seq of the first message of the turn in progress.
@@ -141,6 +145,7 @@ impl ActiveRun {
             guardian_watch: None,
             pending_hints: Vec::new(),
             flush_prompted: false,
+            pruned_for_overflow: false,
             turn_first_seq: next_seq,
             turn_input_tokens: 0,
             turn_output_tokens: 0,

@@ -129,6 +129,22 @@ impl Renderer {
                     eprintln!("  [guardian] {message}");
                 }
             }
+            EventKind::ModelRetry {
+                message,
+                discarded_text,
+                ..
+            } => {
+                self.end_line();
+                if *discarded_text {
+                    eprintln!("  [model] {message}; the text above is discarded, the answer starts again below");
+                } else {
+                    eprintln!("  [model] {message}");
+                }
+            }
+            EventKind::ModelFallback { message, .. } => {
+                self.end_line();
+                eprintln!("  [model] {message}");
+            }
             EventKind::GuardianHint { message, .. } => {
                 self.end_line();
                 eprintln!(

@@ -29,10 +29,17 @@ impl SessionState {
         let agent = &self.services.agent;
         let max = agent.max_context_tokens;
         let trigger = max.saturating_mul(u64::from(agent.guardian.token_budget_hard)) / 100;
-        let context = self.context_tokens();
-        if context < trigger {
+        if self.context_tokens() < trigger {
             return None;
         }
+        self.cut_to_target()
+    }
+
+    /// The cut that brings the conversation down to [`PRUNE_TARGET_PERCENT`] of its budget,
+    /// if one can.
+    pub(super) fn cut_to_target(&self) -> Option<Cut> {
+        let agent = &self.services.agent;
+        let max = agent.max_context_tokens;
         let system = self.run.as_ref().map_or(0, |r| r.system_tokens);
         let target = (max.saturating_mul(PRUNE_TARGET_PERCENT) / 100).saturating_sub(system);
         let reserve = if agent.enable_summarization {
@@ -84,6 +91,35 @@ impl SessionState {
             && self.run.as_ref().is_some_and(|r| r.refusal.is_none())
     }
 
+    /// The model found the request too large for its context window: the conversation is
+    /// pruned to its target and the call made again, once per turn.
+    pub(super) async fn prune_for_overflow(&mut self, myself: &ActorRef<SessionMsg>, why: String) {
+        let Some(run) = self.run.as_mut() else { return };
+        let first = !std::mem::replace(&mut run.pruned_for_overflow, true);
+        match self.cut_to_target().filter(|_| first) {
+            Some(cut) => {
+                if let Some(run) = &self.run {
+                    run.events.emit(crate::event::EventKind::Warning {
+                        message: format!(
+                            "the model rejected the request as too large for its context \
+                             window ({why}); the oldest messages leave the context and the call \
+                             is made again. Lower [agent] max_context_tokens to match the model."
+                        ),
+                    });
+                }
+                self.compact_then(myself, cut, AfterCompaction::CallModel)
+                    .await
+            }
+            None => self.fail(
+                myself,
+                format!(
+                    "the request is too large for the model's context window and pruning cannot \
+                     make it smaller ({why}); lower [agent] max_context_tokens or min_tail"
+                ),
+            ),
+        }
+    }
+
     /// Compacts the conversation by `cut`, summarized first when [`Self::wants_summary`], then
     /// goes on as `then` says.
     pub(super) async fn compact_then(
@@ -102,7 +138,7 @@ impl SessionState {
     async fn go_on(&mut self, myself: &ActorRef<SessionMsg>, then: AfterCompaction) {
         match then {
             AfterCompaction::EndTurn(turn) => self.end_turn(myself, turn).await,
-            AfterCompaction::FirstTurn => self.begin_turn(myself),
+            AfterCompaction::CallModel => self.begin_turn(myself),
         }
     }
 
@@ -159,6 +195,9 @@ impl SessionState {
         let turn_number = run.turns;
         let summary = match result {
             Ok(reply) => {
+                if let Err(reason) = self.record_cut_calls(turn_number, &reply.cut_calls).await {
+                    return self.fail(myself, reason);
+                }
                 // The summary was paid for like any call.
                 let recorded = self
                     .record_call(

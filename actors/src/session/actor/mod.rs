@@ -312,7 +312,7 @@ impl SessionState {
         self.prompt_memory_flush();
         if let Some(cut) = self.cut_needed() {
             return self
-                .compact_then(myself, cut, AfterCompaction::FirstTurn)
+                .compact_then(myself, cut, AfterCompaction::CallModel)
                 .await;
         }
         self.begin_turn(myself);
@@ -380,9 +380,18 @@ impl SessionState {
     ) {
         let reply = match result {
             Ok(reply) => reply,
+            Err(ProviderError::ContextOverflow(why)) => {
+                return self.prune_for_overflow(myself, why).await
+            }
             Err(e) => return self.fail(myself, format!("the model call failed: {e}")),
         };
         let Some(run) = self.run.as_mut() else { return };
+        let turn = run.turns + 1;
+        if let Err(reason) = self.record_cut_calls(turn, &reply.cut_calls).await {
+            return self.fail(myself, reason);
+        }
+        let Some(run) = self.run.as_mut() else { return };
+        run.pruned_for_overflow = false;
         run.turns += 1;
         run.turn_input_tokens = reply.usage.input_tokens;
         run.turn_output_tokens = reply.usage.output_tokens;

@@ -23,6 +23,23 @@ impl SessionState {
         self.finish(myself, refusal.status, Some(refusal.reason));
     }
 
+    /// Records the attempts whose streams were cut after the server began to answer: each
+    /// may have been billed for its input, so each is counted, estimated, at the context's size.
+    pub(super) async fn record_cut_calls(
+        &mut self,
+        turn: u32,
+        models: &[String],
+    ) -> Result<(), String> {
+        for model in models {
+            let usage = Usage {
+                input_tokens: self.context_tokens(),
+                output_tokens: 0,
+            };
+            self.record_call(turn, model, usage, true).await?;
+        }
+        Ok(())
+    }
+
     /// Has the ledger price and record a model call (`usage` as the server reported it, or
     /// `estimated`), and publishes what it found: the call's cost, budget warnings, and a
     /// limit reached (which stops the run before its next call).

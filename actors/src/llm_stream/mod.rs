@@ -2,16 +2,17 @@
 //!
 //! Each request runs in its own task: text deltas are published as `TextDelta` events the
 //! moment they arrive, tool calls are assembled from their fragments, and the whole answer goes
-//! back to the session. A server that reports no usage gets it estimated with the tokenizer, and
-//! the estimate is marked as such.
+//! back to the session. Failures are retried and fallback models asked as [`attempts`]
+//! describes. A server that reports no usage gets it estimated with the tokenizer, and the
+//! estimate is marked as such.
+
+mod attempts;
+
+pub use attempts::ModelChain;
 
 use crate::callback::Callback;
-use crate::event::{EventKind, RunEvents};
-use crate::provider::{
-    AssistantResponse, ChatRequest, Provider, ProviderError, ResponseAssembler, StreamDelta, Usage,
-};
-use crate::tokens;
-use futures_util::StreamExt;
+use crate::event::RunEvents;
+use crate::provider::{AssistantResponse, ChatRequest, ProviderError, Usage};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -57,6 +58,9 @@ pub struct ModelReply {
     pub usage_estimated: bool,
     /// The model that answered.
     pub model: String,
+    /// The models of earlier attempts whose streams were cut after the server began to answer:
+    /// they may have been billed for their input.
+    pub cut_calls: Vec<String>,
 }
 
 /// One request to stream.
@@ -88,26 +92,26 @@ pub struct LlmStreamActor;
 
 impl Actor for LlmStreamActor {
     type Msg = LlmMsg;
-    type State = Arc<dyn Provider>;
-    type Arguments = Arc<dyn Provider>;
+    type State = Arc<ModelChain>;
+    type Arguments = Arc<ModelChain>;
 
     async fn pre_start(
         &self,
         _myself: ActorRef<Self::Msg>,
-        provider: Arc<dyn Provider>,
+        chain: Arc<ModelChain>,
     ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(provider)
+        Ok(chain)
     }
 
     async fn handle(
         &self,
         _myself: ActorRef<Self::Msg>,
         msg: Self::Msg,
-        provider: &mut Self::State,
+        chain: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             LlmMsg::Stream(job) => {
-                let provider = provider.clone();
+                let chain = chain.clone();
                 tokio::spawn(async move {
                     let StreamJob {
                         request,
@@ -118,8 +122,7 @@ impl Actor for LlmStreamActor {
                         input_tokens,
                         on_done,
                     } = job;
-                    let streaming = stream_answer(
-                        provider.as_ref(),
+                    let streaming = chain.answer(
                         &request,
                         publish_text.then_some(&events),
                         &heartbeat,
@@ -142,49 +145,4 @@ impl Actor for LlmStreamActor {
         }
         Ok(())
     }
-}
-
-async fn stream_answer(
-    provider: &dyn Provider,
-    request: &ChatRequest,
-    events: Option<&RunEvents>,
-    heartbeat: &Heartbeat,
-    input_tokens: u64,
-) -> Result<ModelReply, ProviderError> {
-    let mut stream = provider.stream(request).await?;
-    let mut answer = ResponseAssembler::new();
-    while let Some(delta) = stream.next().await {
-        let delta = delta?;
-        heartbeat.beat();
-        if let (StreamDelta::Text { text }, Some(events)) = (&delta, events) {
-            events.emit(EventKind::TextDelta { text: text.clone() });
-        }
-        answer.push(delta);
-    }
-    let response = answer.finish(true)?;
-    let (usage, usage_estimated) = match response.usage {
-        Some(usage) => (usage, false),
-        None => (
-            Usage {
-                input_tokens,
-                output_tokens: estimate_output_tokens(&response),
-            },
-            true,
-        ),
-    };
-    Ok(ModelReply {
-        response,
-        usage,
-        usage_estimated,
-        model: provider.model().to_owned(),
-    })
-}
-
-fn estimate_output_tokens(response: &AssistantResponse) -> u64 {
-    let calls: u64 = response
-        .tool_calls
-        .iter()
-        .map(|c| (tokens::count_text(&c.name) + tokens::count_text(&c.arguments)) as u64)
-        .sum();
-    tokens::count_text(&response.text) as u64 + calls
 }

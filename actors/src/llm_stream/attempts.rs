@@ -1,0 +1,241 @@
+//! Making one model call survive the real world: each provider of the chain (the primary
+//! model, then its fallbacks) is tried with retries; transient failures wait a backoff with
+//! jitter, or what the server asked for; a rejected request moves on to the next model at once;
+//! a request too large for the context window goes back to the session to be pruned.
+//!
+//! A stream cut mid-answer is tried again too: tools only run once an answer is complete, so
+//! no tool has been run from a cut one. Text it already showed is superseded, and the
+//! `ModelRetry` event says so.
+
+use super::{Heartbeat, ModelReply};
+use crate::event::{EventKind, RunEvents};
+use crate::provider::retry::RetryPolicy;
+use crate::provider::{
+    ChatRequest, Provider, ProviderError, Recovery, ResponseAssembler, StreamDelta, Usage,
+};
+use crate::tokens;
+use futures_util::StreamExt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The models a call may be answered by, in order, and how each is retried.
+pub struct ModelChain {
+    providers: Vec<Arc<dyn Provider>>,
+    policy: RetryPolicy,
+}
+
+/// What one attempt came to.
+struct Attempt {
+    result: Result<ModelReply, ProviderError>,
+    /// The server had started answering (and so may bill the request).
+    started: bool,
+    /// Text of this attempt was shown.
+    shown: bool,
+}
+
+impl ModelChain {
+    /// A chain of `providers` (the first is the primary), retried as `policy` says.
+    pub fn new(providers: Vec<Arc<dyn Provider>>, policy: RetryPolicy) -> Self {
+        Self { providers, policy }
+    }
+
+    /// The primary model's name.
+    pub fn model(&self) -> &str {
+        self.providers.first().map_or("", |p| p.model())
+    }
+
+    /// Streams an answer to `request`, publishing text on `events` when given; see the module
+    /// documentation for what is tried when.
+    pub async fn answer(
+        &self,
+        request: &ChatRequest,
+        events: Option<&RunEvents>,
+        heartbeat: &Heartbeat,
+        input_tokens: u64,
+    ) -> Result<ModelReply, ProviderError> {
+        let deadline = Instant::now() + self.policy.deadline;
+        let mut failures: Vec<String> = Vec::new();
+        let mut cut_calls = Vec::new();
+        let mut previous: Option<(&str, String)> = None;
+        let mut last_error = None;
+        for provider in &self.providers {
+            let model = provider.model();
+            if let (Some((from, why)), Some(events)) = (&previous, events) {
+                events.emit(EventKind::ModelFallback {
+                    message: format!("{from} is unavailable ({why}); asking {model} instead"),
+                    from: (*from).to_owned(),
+                    to: model.to_owned(),
+                });
+            }
+            let mut backoffs = self.policy.backoffs();
+            let why_not = loop {
+                heartbeat.beat();
+                let key = provider.key_label();
+                let attempt = tokio::time::timeout_at(
+                    deadline,
+                    one_attempt(provider.as_ref(), request, events, heartbeat, input_tokens),
+                )
+                .await;
+                let Ok(attempt) = attempt else {
+                    failures.push(format!(
+                        "{}: the call's deadline ({}s, call_deadline_secs) passed",
+                        attempt_name(model, &key),
+                        self.policy.deadline.as_secs()
+                    ));
+                    return Err(ProviderError::Exhausted(failures));
+                };
+                let error = match attempt.result {
+                    Ok(mut reply) => {
+                        reply.cut_calls = cut_calls;
+                        return Ok(reply);
+                    }
+                    Err(error) => error,
+                };
+                if attempt.started {
+                    cut_calls.push(model.to_owned());
+                }
+                tracing::warn!(
+                    model,
+                    key = %key,
+                    attempt = failures.len() + 1,
+                    "a model call attempt failed: {error}"
+                );
+                failures.push(format!("{}: {error}", attempt_name(model, &key)));
+                last_error = Some(error.clone());
+                match error.recovery() {
+                    Recovery::Prune => return Err(error),
+                    Recovery::FailFast => break error.to_string(),
+                    Recovery::Retry => {}
+                }
+                let wait = match self.policy.next_wait(&mut backoffs, error.retry_after()) {
+                    None => break format!("{} attempts failed", self.policy.max_retries + 1),
+                    Some(Err(asked)) => {
+                        let why = format!(
+                            "the server asked to wait {}s, more than max_retry_after_secs ({})",
+                            asked.as_secs(),
+                            self.policy.max_retry_after.as_secs()
+                        );
+                        failures.push(format!("{}: not retried: {why}", attempt_name(model, "")));
+                        break why;
+                    }
+                    Some(Ok(wait)) => wait,
+                };
+                if Instant::now() + wait > deadline {
+                    failures.push(format!(
+                        "{}: not retried: waiting {} ms would pass the call's deadline ({}s)",
+                        attempt_name(model, ""),
+                        wait.as_millis(),
+                        self.policy.deadline.as_secs()
+                    ));
+                    return Err(ProviderError::Exhausted(failures));
+                }
+                if let Some(events) = events {
+                    events.emit(EventKind::ModelRetry {
+                        message: format!(
+                            "{model} failed ({}); trying again in {}",
+                            first_line(&error.to_string()),
+                            humantime::format_duration(round_ms(wait))
+                        ),
+                        model: model.to_owned(),
+                        attempt: failures.len() as u32 + 1,
+                        wait_ms: wait.as_millis() as u64,
+                        discarded_text: attempt.shown,
+                    });
+                }
+                tokio::time::sleep(wait).await;
+            };
+            previous = Some((model, first_line(&why_not)));
+        }
+        Err(match last_error {
+            // A single attempt's error speaks for itself.
+            Some(error) if failures.len() == 1 => error,
+            _ => ProviderError::Exhausted(failures),
+        })
+    }
+}
+
+/// "gpt-4o (key 2 of 3)", or the model alone.
+fn attempt_name(model: &str, key: &str) -> String {
+    if key.is_empty() {
+        model.to_owned()
+    } else {
+        format!("{model} ({key})")
+    }
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or_default().to_owned()
+}
+
+fn round_ms(wait: Duration) -> Duration {
+    Duration::from_millis(wait.as_millis() as u64)
+}
+
+/// One request to one provider, streamed to its end.
+async fn one_attempt(
+    provider: &dyn Provider,
+    request: &ChatRequest,
+    events: Option<&RunEvents>,
+    heartbeat: &Heartbeat,
+    input_tokens: u64,
+) -> Attempt {
+    let mut attempt = Attempt {
+        result: Err(ProviderError::StreamCut(String::new())),
+        started: false,
+        shown: false,
+    };
+    let mut stream = match provider.stream(request).await {
+        Ok(stream) => stream,
+        Err(e) => {
+            attempt.result = Err(e);
+            return attempt;
+        }
+    };
+    attempt.started = true;
+    let mut answer = ResponseAssembler::new();
+    while let Some(delta) = stream.next().await {
+        let delta = match delta {
+            Ok(delta) => delta,
+            Err(e) => {
+                attempt.result = Err(e);
+                return attempt;
+            }
+        };
+        heartbeat.beat();
+        if let (StreamDelta::Text { text }, Some(events)) = (&delta, events) {
+            attempt.shown = true;
+            events.emit(EventKind::TextDelta { text: text.clone() });
+        }
+        answer.push(delta);
+    }
+    attempt.result = answer.finish(true).map(|response| {
+        let (usage, usage_estimated) = match response.usage {
+            Some(usage) => (usage, false),
+            None => (
+                Usage {
+                    input_tokens,
+                    output_tokens: estimate_output_tokens(&response),
+                },
+                true,
+            ),
+        };
+        ModelReply {
+            response,
+            usage,
+            usage_estimated,
+            model: provider.model().to_owned(),
+            cut_calls: Vec::new(),
+        }
+    });
+    attempt
+}
+
+fn estimate_output_tokens(response: &crate::provider::AssistantResponse) -> u64 {
+    let calls: u64 = response
+        .tool_calls
+        .iter()
+        .map(|c| (tokens::count_text(&c.name) + tokens::count_text(&c.arguments)) as u64)
+        .sum();
+    tokens::count_text(&response.text) as u64 + calls
+}

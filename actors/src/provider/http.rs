@@ -1,0 +1,168 @@
+//! What every HTTP provider shares: the client's timeouts, reading an error answer (OpenAI's
+//! and Anthropic's shapes both carry `error.message`), and naming transport failures.
+
+use super::{wait_hint, ProviderError};
+use crate::config::ModelConfig;
+use eventsource_stream::EventStreamError;
+use serde::Deserialize;
+use std::time::Duration;
+
+/// At most this much of a server's error body is kept in an error message.
+const MAX_ERROR_BODY: usize = 2048;
+
+/// A client whose reads time out after the stream's idle timeout: a silent stream is cut.
+pub fn client(config: &ModelConfig) -> Result<(reqwest::Client, Duration), ProviderError> {
+    let idle_timeout = Duration::from_secs(config.stream_idle_timeout_secs.max(1));
+    let http = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(config.connect_timeout_secs.max(1)))
+        .read_timeout(idle_timeout)
+        .build()
+        .map_err(|e| ProviderError::Config(format!("building the HTTP client: {e}")))?;
+    Ok((http, idle_timeout))
+}
+
+/// The error an unsuccessful answer stands for: its status, the server's message, how long it
+/// asked to wait, or that the request outgrew the model's context window.
+pub async fn error_from(response: reqwest::Response) -> ProviderError {
+    let status = response.status().as_u16();
+    let retry_after = wait_hint::from_headers(response.headers());
+    let body = response.text().await.unwrap_or_default();
+    let error = serde_json::from_str::<WireErrorBody>(&body)
+        .ok()
+        .and_then(|b| b.error);
+    let code = error
+        .as_ref()
+        .map(|e| {
+            let code = e.code.as_ref().map(|c| c.to_string()).unwrap_or_default();
+            format!("{code} {}", e.kind.as_deref().unwrap_or(""))
+        })
+        .unwrap_or_default();
+    let message = error
+        .map(|e| e.message)
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| truncate(body.trim(), MAX_ERROR_BODY));
+    if (status == 400 || status == 413) && is_context_overflow(&code, &message) {
+        return ProviderError::ContextOverflow(message);
+    }
+    ProviderError::Http {
+        status,
+        message,
+        retry_after,
+    }
+}
+
+/// How providers say a request is larger than the model's context window.
+fn is_context_overflow(code: &str, message: &str) -> bool {
+    let text = format!("{code} {message}").to_lowercase();
+    [
+        "context_length_exceeded",
+        "maximum context length",
+        "context window",
+        "prompt is too long",
+        "too many tokens",
+        "input is too long",
+    ]
+    .iter()
+    .any(|needle| text.contains(needle))
+}
+
+/// A request that got no answer: a timeout is an idle stream, anything else a connection
+/// failure with its causes.
+pub fn transport_error(e: &reqwest::Error, url: &str, idle_timeout: Duration) -> ProviderError {
+    if e.is_timeout() {
+        ProviderError::IdleTimeout(idle_timeout)
+    } else {
+        ProviderError::Connect(format!("{url}: {}", error_chain(e)))
+    }
+}
+
+/// The error and its causes, which reqwest keeps apart ("error sending request" alone says
+/// little).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// A response body read as server-sent events.
+pub type SseEvents = std::pin::Pin<
+    Box<
+        dyn futures_util::Stream<
+                Item = Result<eventsource_stream::Event, EventStreamError<reqwest::Error>>,
+            > + Send,
+    >,
+>;
+
+/// What a failure to read the event stream stands for: a read timeout is an idle stream, a
+/// broken transfer a cut one, and bytes that are not UTF-8 or not SSE a malformed chunk.
+pub fn sse_error(e: EventStreamError<reqwest::Error>, idle: Duration) -> ProviderError {
+    match e {
+        EventStreamError::Transport(t) if t.is_timeout() => ProviderError::IdleTimeout(idle),
+        EventStreamError::Transport(t) => ProviderError::StreamCut(error_chain(&t)),
+        EventStreamError::Utf8(u) => ProviderError::Malformed {
+            line: String::from_utf8_lossy(u.as_bytes())
+                .chars()
+                .take(200)
+                .collect(),
+            reason: "not valid UTF-8".into(),
+        },
+        EventStreamError::Parser(p) => ProviderError::Malformed {
+            line: truncate(&p.to_string(), 500),
+            reason: "not a server-sent event".into(),
+        },
+    }
+}
+
+/// `text` cut to at most `max` bytes on a character boundary, marked when cut.
+pub fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &text[..cut])
+}
+
+#[derive(Deserialize)]
+struct WireErrorBody {
+    error: Option<WireError>,
+}
+
+#[derive(Deserialize)]
+struct WireError {
+    #[serde(default)]
+    message: String,
+    /// A string in OpenAI's answers, a number in some compatible servers'.
+    #[serde(default)]
+    code: Option<serde_json::Value>,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_overflow_is_recognised_in_both_shapes() {
+        assert!(is_context_overflow(
+            "context_length_exceeded invalid_request_error",
+            "This model's maximum context length is 128000 tokens."
+        ));
+        assert!(is_context_overflow(
+            " invalid_request_error",
+            "prompt is too long: 210000 tokens > 200000 maximum"
+        ));
+        assert!(!is_context_overflow(
+            " invalid_request_error",
+            "tools[0].name is invalid"
+        ));
+    }
+}
