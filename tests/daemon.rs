@@ -22,9 +22,14 @@ struct Home {
 
 impl Home {
     fn new(server: &ScriptedModelServer, extra: &str) -> Self {
+        Self::with_model(server, "", extra)
+    }
+
+    /// A home whose `[model]` section has `model_extra` too.
+    fn with_model(server: &ScriptedModelServer, model_extra: &str, extra: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let config = format!(
-            "[model]\nbase_url = \"{}\"\nmodel = \"scripted\"\napi_key = \"\"\n\n[supervision]\nbackoff_initial_ms = 20\n{extra}",
+            "[model]\nbase_url = \"{}\"\nmodel = \"scripted\"\napi_key = \"\"\n{model_extra}\n[supervision]\nbackoff_initial_ms = 20\n{extra}",
             server.base_url()
         );
         std::fs::write(dir.path().join("config.toml"), config).unwrap();
@@ -353,4 +358,40 @@ async fn without_a_daemon_run_hosts_the_runtime_in_process_and_says_so() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("running in-process"), "{stderr}");
     assert_eq!(stdout.trim(), "local answer");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_that_always_answers_503_fails_the_run_listing_every_attempt_and_the_daemon_serves_on(
+) {
+    let always_503: ryvos_testkit::Router = std::sync::Arc::new(|request: &Value| {
+        let prompt = request["messages"][1]["content"]
+            .as_str()
+            .unwrap_or_default();
+        prompt
+            .contains("doomed")
+            .then(|| Reply::error(503, "the model is overloaded"))
+    });
+    let server =
+        ScriptedModelServer::start_routed([Reply::text(&["Still here."])], Some(always_503)).await;
+    let home = Home::with_model(&server, "retry_base_ms = 10", "");
+    let _daemon = home.daemon().await;
+    let (code, _, stderr) = home.ryvos(&["run", "a", "doomed", "task"]).await;
+    assert_eq!(code, 1, "{stderr}");
+    for attempt in 1..=4 {
+        assert!(
+            stderr.contains(&format!(
+                "{attempt}. scripted: the model server answered HTTP 503"
+            )),
+            "attempt {attempt} listed: {stderr}"
+        );
+    }
+    assert!(
+        !stderr.contains("5. "),
+        "max_retries = 3 means 4 attempts: {stderr}"
+    );
+    assert_eq!(server.requests().len(), 4);
+    // The daemon goes on serving.
+    let (code, stdout, stderr) = home.ryvos(&["run", "another", "task"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("Still here."), "{stdout}");
 }

@@ -280,13 +280,16 @@ pub struct EmbeddingConfig {
     pub base_url: String,
     /// May hold `${VAR}`; resolved only when a request is made.
     pub api_key: String,
+    /// When given, replaces `api_key`; the next key is used after a 429.
+    pub api_keys: Vec<String>,
     /// The keyword score's weight in a hybrid score.
     pub keyword_weight: f64,
     /// The vector similarity's weight in a hybrid score.
     pub vector_weight: f64,
     /// Memories scoring under this are never recalled.
     pub relevance_floor: f64,
-    /// Seconds an embeddings request may take.
+    /// Seconds an embeddings request may take, its retries included (retried as `[model]`
+    /// says: `max_retries`, `retry_base_ms`, `retry_max_backoff_secs`, `max_retry_after_secs`).
     pub timeout_secs: u64,
 }
 
@@ -297,6 +300,7 @@ impl Default for EmbeddingConfig {
             model: "text-embedding-3-small".into(),
             base_url: "https://api.openai.com/v1".into(),
             api_key: "${OPENAI_API_KEY}".into(),
+            api_keys: Vec::new(),
             keyword_weight: 0.3,
             vector_weight: 0.7,
             relevance_floor: 0.4,

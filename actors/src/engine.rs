@@ -124,8 +124,14 @@ impl Engine {
             .await
             .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))??;
         let slots = Slots::new();
-        let memory = Memory::new(store.clone(), slots.checkpoint.clone(), &config.embedding)
-            .map_err(|e| EngineError::Memory(e.to_string()))?;
+        let retries = RetryPolicy::from_config(&config.model);
+        let memory = Memory::new(
+            store.clone(),
+            slots.checkpoint.clone(),
+            &config.embedding,
+            &retries,
+        )
+        .map_err(|e| EngineError::Memory(e.to_string()))?;
         let registry = ToolRegistry::new(with_memory_tools(tools, &memory))?;
         let agent = Arc::new(config.agent.clone());
         let global_events = GlobalEvents::new();

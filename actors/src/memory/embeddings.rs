@@ -1,8 +1,12 @@
 //! Embeddings from an OpenAI-compatible `/embeddings` endpoint, for hybrid memory search.
 
-use crate::config::{expand_env, EmbeddingConfig};
+use crate::config::EmbeddingConfig;
+use crate::provider::keys::ApiKeys;
+use crate::provider::retry::{self, RetryPolicy};
+use crate::provider::{http, ProviderError};
 use serde::Deserialize;
 use serde_json::json;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Why texts could not be embedded.
@@ -10,21 +14,22 @@ use std::time::Duration;
 pub enum EmbedError {
     #[error("{0}")]
     Config(String),
+    /// Every attempt failed (each is listed), or the one made could not succeed.
     #[error("the embeddings request failed: {0}")]
-    Http(String),
-    #[error("the embeddings server answered {status}: {message}")]
-    Status { status: u16, message: String },
+    Failed(ProviderError),
     #[error("the embeddings answer could not be read: {0}")]
     Malformed(String),
 }
 
-/// A client of the embeddings endpoint.
+/// A client of the embeddings endpoint, retried like model calls.
 #[derive(Clone)]
 pub struct Embedder {
     http: reqwest::Client,
     url: String,
     model: String,
-    api_key: String,
+    keys: Arc<ApiKeys>,
+    policy: RetryPolicy,
+    timeout: Duration,
 }
 
 #[derive(Deserialize)]
@@ -39,8 +44,12 @@ struct Datum {
 }
 
 impl Embedder {
-    /// The client `config` describes, or `None` when embeddings are off.
-    pub fn from_config(config: &EmbeddingConfig) -> Result<Option<Self>, EmbedError> {
+    /// The client `config` describes, retried as `policy` says within `timeout_secs`, or `None`
+    /// when embeddings are off.
+    pub fn from_config(
+        config: &EmbeddingConfig,
+        policy: &RetryPolicy,
+    ) -> Result<Option<Self>, EmbedError> {
         match config.provider.as_str() {
             "" => return Ok(None),
             "openai" => {}
@@ -51,44 +60,38 @@ impl Embedder {
                 )))
             }
         }
+        let timeout = Duration::from_secs(config.timeout_secs.max(1));
         let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(config.timeout_secs.max(1)))
+            .timeout(timeout)
             .build()
             .map_err(|e| EmbedError::Config(e.to_string()))?;
         Ok(Some(Self {
             http,
             url: format!("{}/embeddings", config.base_url.trim_end_matches('/')),
             model: config.model.clone(),
-            api_key: config.api_key.clone(),
+            keys: Arc::new(ApiKeys::new(
+                &config.api_key,
+                &config.api_keys,
+                "embedding.api_key",
+            )),
+            policy: RetryPolicy {
+                deadline: timeout,
+                ..policy.clone()
+            },
+            timeout,
         }))
     }
 
     /// One vector per text, in order.
     pub async fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let key = expand_env(&self.api_key, "embedding.api_key")
-            .map_err(|e| EmbedError::Config(e.to_string()))?;
-        let mut request = self
-            .http
-            .post(&self.url)
-            .json(&json!({"model": self.model, "input": texts}));
-        if !key.is_empty() {
-            request = request.bearer_auth(key);
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| EmbedError::Http(e.without_url().to_string()))?;
-        let status = response.status();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| EmbedError::Http(e.without_url().to_string()))?;
-        if !status.is_success() {
-            return Err(EmbedError::Status {
-                status: status.as_u16(),
-                message: String::from_utf8_lossy(&body).chars().take(300).collect(),
-            });
-        }
+        let body = retry::with_retries(&self.policy, "an embeddings request", || {
+            self.attempt(texts)
+        })
+        .await
+        .map_err(|e| match e {
+            ProviderError::Config(message) => EmbedError::Config(message),
+            other => EmbedError::Failed(other),
+        })?;
         let mut answer: Answer =
             serde_json::from_slice(&body).map_err(|e| EmbedError::Malformed(e.to_string()))?;
         if answer.data.len() != texts.len() {
@@ -100,6 +103,28 @@ impl Embedder {
         }
         answer.data.sort_by_key(|d| d.index);
         Ok(answer.data.into_iter().map(|d| d.embedding).collect())
+    }
+
+    /// One request; its body when the server answered with success.
+    async fn attempt(&self, texts: &[&str]) -> Result<bytes::Bytes, ProviderError> {
+        let key = self.keys.current()?;
+        let mut request = self
+            .http
+            .post(&self.url)
+            .json(&json!({"model": self.model, "input": texts}));
+        if !key.secret.is_empty() {
+            request = request.bearer_auth(&key.secret);
+        }
+        let transport = |e: reqwest::Error| http::transport_error(&e, &self.url, self.timeout);
+        let response = request.send().await.map_err(transport)?;
+        if !response.status().is_success() {
+            let error = http::error_from(response).await;
+            if matches!(error, ProviderError::Http { status: 429, .. }) {
+                self.keys.rotate_after(key.index);
+            }
+            return Err(error);
+        }
+        response.bytes().await.map_err(transport)
     }
 }
 

@@ -10,6 +10,7 @@ pub mod embeddings;
 pub mod terms;
 mod tools;
 
+use crate::provider::retry::RetryPolicy;
 pub use embeddings::{EmbedError, Embedder};
 pub use tools::{MemorySearch, MemoryWrite};
 
@@ -56,11 +57,12 @@ impl Memory {
         store: Store,
         checkpoint: ChildSlot<CheckpointMsg>,
         config: &EmbeddingConfig,
+        retries: &RetryPolicy,
     ) -> Result<Self, EmbedError> {
         Ok(Self {
             store,
             checkpoint,
-            embedder: Embedder::from_config(config)?,
+            embedder: Embedder::from_config(config, retries)?,
             keyword_weight: config.keyword_weight,
             vector_weight: config.vector_weight,
             floor: config.relevance_floor,

@@ -2,6 +2,7 @@
 //! a bounded number of retries, a wait the server asked for honoured up to a cap, and one
 //! deadline over all attempts. Shared by the model and embeddings clients.
 
+use super::{ProviderError, Recovery};
 use crate::config::ModelConfig;
 use backon::{BackoffBuilder, ExponentialBuilder};
 use std::time::Duration;
@@ -62,6 +63,56 @@ impl RetryPolicy {
             Some(asked) => Ok(asked),
             None => Ok(backoff),
         })
+    }
+}
+
+/// Makes `call` until it succeeds, retrying what [`ProviderError::recovery`] says is transient
+/// as this policy says. When every attempt fails, the error lists them (a single attempt's
+/// error is returned as it is). `what` names the call in logs.
+pub async fn with_retries<T, F, Fut>(
+    policy: &RetryPolicy,
+    what: &str,
+    mut call: F,
+) -> Result<T, ProviderError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ProviderError>>,
+{
+    let deadline = tokio::time::Instant::now() + policy.deadline;
+    let mut backoffs = policy.backoffs();
+    let mut failures = Vec::new();
+    loop {
+        let error = match tokio::time::timeout_at(deadline, call()).await {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(error)) => error,
+            Err(_) => {
+                failures.push(format!(
+                    "the deadline ({}s) passed",
+                    policy.deadline.as_secs()
+                ));
+                return Err(ProviderError::Exhausted(failures));
+            }
+        };
+        tracing::warn!(attempt = failures.len() + 1, "{what} failed: {error}");
+        failures.push(error.to_string());
+        let wait = match error.recovery() {
+            Recovery::Retry => policy.next_wait(&mut backoffs, error.retry_after()),
+            Recovery::FailFast | Recovery::Prune => None,
+        };
+        let wait = match wait {
+            Some(Ok(wait)) if tokio::time::Instant::now() + wait <= deadline => wait,
+            Some(Err(asked)) => {
+                failures.push(format!(
+                    "not retried: the server asked to wait {}s, more than {}s",
+                    asked.as_secs(),
+                    policy.max_retry_after.as_secs()
+                ));
+                return Err(ProviderError::Exhausted(failures));
+            }
+            _ if failures.len() == 1 => return Err(error),
+            _ => return Err(ProviderError::Exhausted(failures)),
+        };
+        tokio::time::sleep(wait).await;
     }
 }
 

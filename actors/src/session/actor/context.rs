@@ -32,16 +32,16 @@ impl SessionState {
         if self.context_tokens() < trigger {
             return None;
         }
-        self.cut_to_target()
+        self.cut_down_to(max.saturating_mul(PRUNE_TARGET_PERCENT) / 100)
     }
 
-    /// The cut that brings the conversation down to [`PRUNE_TARGET_PERCENT`] of its budget,
-    /// if one can.
-    pub(super) fn cut_to_target(&self) -> Option<Cut> {
+    /// The cut that brings the context (system prompt included) down to `target` tokens, if
+    /// one can.
+    pub(super) fn cut_down_to(&self, target: u64) -> Option<Cut> {
         let agent = &self.services.agent;
         let max = agent.max_context_tokens;
         let system = self.run.as_ref().map_or(0, |r| r.system_tokens);
-        let target = (max.saturating_mul(PRUNE_TARGET_PERCENT) / 100).saturating_sub(system);
+        let target = target.saturating_sub(system);
         let reserve = if agent.enable_summarization {
             max.saturating_mul(SUMMARY_RESERVE_PERCENT) / 100
         } else {
@@ -92,11 +92,15 @@ impl SessionState {
     }
 
     /// The model found the request too large for its context window: the conversation is
-    /// pruned to its target and the call made again, once per turn.
+    /// pruned to [`PRUNE_TARGET_PERCENT`] of its size (or of the budget, if smaller) and the
+    /// call made again, once per turn.
     pub(super) async fn prune_for_overflow(&mut self, myself: &ActorRef<SessionMsg>, why: String) {
         let Some(run) = self.run.as_mut() else { return };
         let first = !std::mem::replace(&mut run.pruned_for_overflow, true);
-        match self.cut_to_target().filter(|_| first) {
+        // The model's window is smaller than the budget said: shrink from where it is now.
+        let max = self.services.agent.max_context_tokens;
+        let target = (max.min(self.context_tokens())).saturating_mul(PRUNE_TARGET_PERCENT) / 100;
+        match self.cut_down_to(target).filter(|_| first) {
             Some(cut) => {
                 if let Some(run) = &self.run {
                     run.events.emit(crate::event::EventKind::Warning {
