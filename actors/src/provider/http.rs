@@ -3,7 +3,6 @@
 
 use super::{wait_hint, ProviderError};
 use crate::config::ModelConfig;
-use eventsource_stream::EventStreamError;
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -87,35 +86,6 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
-}
-
-/// A response body read as server-sent events.
-pub type SseEvents = std::pin::Pin<
-    Box<
-        dyn futures_util::Stream<
-                Item = Result<eventsource_stream::Event, EventStreamError<reqwest::Error>>,
-            > + Send,
-    >,
->;
-
-/// What a failure to read the event stream stands for: a read timeout is an idle stream, a
-/// broken transfer a cut one, and bytes that are not UTF-8 or not SSE a malformed chunk.
-pub fn sse_error(e: EventStreamError<reqwest::Error>, idle: Duration) -> ProviderError {
-    match e {
-        EventStreamError::Transport(t) if t.is_timeout() => ProviderError::IdleTimeout(idle),
-        EventStreamError::Transport(t) => ProviderError::StreamCut(error_chain(&t)),
-        EventStreamError::Utf8(u) => ProviderError::Malformed {
-            line: String::from_utf8_lossy(u.as_bytes())
-                .chars()
-                .take(200)
-                .collect(),
-            reason: "not valid UTF-8".into(),
-        },
-        EventStreamError::Parser(p) => ProviderError::Malformed {
-            line: truncate(&p.to_string(), 500),
-            reason: "not a server-sent event".into(),
-        },
-    }
 }
 
 /// `text` cut to at most `max` bytes on a character boundary, marked when cut.

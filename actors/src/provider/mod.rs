@@ -9,6 +9,7 @@ pub mod keys;
 pub mod openai;
 pub mod recording;
 pub mod retry;
+pub mod sse;
 pub mod wait_hint;
 
 pub use assembler::{AssistantResponse, ResponseAssembler};

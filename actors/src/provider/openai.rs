@@ -1,18 +1,16 @@
 //! The OpenAI-compatible chat-completions provider: OpenAI, OpenRouter, Ollama, vLLM,
 //! llama.cpp's server, and anything else that speaks `/chat/completions` with SSE streaming.
 
-use super::http::{self, truncate, SseEvents};
+use super::http::{self, truncate};
 use super::keys::ApiKeys;
+use super::sse::{self, Decoded};
 use super::{
     ChatRequest, DeltaStream, FinishReason, Provider, ProviderError, StreamDelta, ToolSpec, Usage,
 };
 use crate::config::ModelConfig;
 use crate::message::Message;
 use async_trait::async_trait;
-use eventsource_stream::Eventsource;
-use futures_util::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -69,80 +67,20 @@ impl Provider for OpenAiProvider {
             }
             return Err(error);
         }
-        let events = response.bytes_stream().eventsource();
-        Ok(Box::pin(sse_deltas(Box::pin(events), self.idle_timeout)))
+        Ok(sse::deltas(response, self.idle_timeout, |data| {
+            if data == "[DONE]" {
+                return Ok(Decoded {
+                    deltas: Vec::new(),
+                    end: true,
+                });
+            }
+            parse_chunk(data).map(|deltas| Decoded { deltas, end: false })
+        }))
     }
 
     fn key_label(&self) -> String {
         self.keys.label()
     }
-}
-
-struct SseState {
-    events: SseEvents,
-    pending: VecDeque<StreamDelta>,
-    saw_finish: bool,
-    done: bool,
-    idle_timeout: Duration,
-}
-
-/// Turns SSE events into deltas. The stream ends after `[DONE]`; a body that ends without it
-/// and without a finish reason is reported as cut.
-fn sse_deltas(
-    events: SseEvents,
-    idle_timeout: Duration,
-) -> impl Stream<Item = Result<StreamDelta, ProviderError>> + Send {
-    let state = SseState {
-        events,
-        pending: VecDeque::new(),
-        saw_finish: false,
-        done: false,
-        idle_timeout,
-    };
-    futures_util::stream::unfold(state, |mut st| async move {
-        loop {
-            if let Some(delta) = st.pending.pop_front() {
-                return Some((Ok(delta), st));
-            }
-            if st.done {
-                return None;
-            }
-            match st.events.next().await {
-                None => {
-                    st.done = true;
-                    if !st.saw_finish {
-                        let cut = ProviderError::StreamCut(
-                            "the server closed the stream before [DONE]".into(),
-                        );
-                        return Some((Err(cut), st));
-                    }
-                }
-                Some(Err(e)) => {
-                    st.done = true;
-                    return Some((Err(http::sse_error(e, st.idle_timeout)), st));
-                }
-                Some(Ok(event)) => {
-                    let data = event.data.trim();
-                    if data == "[DONE]" {
-                        st.done = true;
-                    } else if !data.is_empty() {
-                        match parse_chunk(data) {
-                            Ok(deltas) => {
-                                st.saw_finish |= deltas
-                                    .iter()
-                                    .any(|d| matches!(d, StreamDelta::Finish { .. }));
-                                st.pending.extend(deltas);
-                            }
-                            Err(e) => {
-                                st.done = true;
-                                return Some((Err(e), st));
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    })
 }
 
 /// Parses one `data:` payload into deltas.

@@ -2,17 +2,10 @@
 //! `message_stop`, `ping`, `error`) turned into [`StreamDelta`]s.
 
 use crate::provider::http::truncate;
+use crate::provider::sse::Decoded;
 use crate::provider::{FinishReason, ProviderError, StreamDelta, Usage};
 use serde::Deserialize;
 use std::collections::HashSet;
-
-/// What one event's payload amounts to.
-#[derive(Debug, Default, PartialEq)]
-pub(super) struct Parsed {
-    pub(super) deltas: Vec<StreamDelta>,
-    /// The event was `message_stop`: the answer is complete.
-    pub(super) stopped: bool,
-}
 
 /// Reads the events of one streamed message, keeping what later events need: the input
 /// tokens `message_start` reported, and which blocks are tool calls and got input.
@@ -27,13 +20,13 @@ pub(super) struct EventParser {
 
 impl EventParser {
     /// Parses one `data:` payload.
-    pub(super) fn parse(&mut self, data: &str) -> Result<Parsed, ProviderError> {
+    pub(super) fn parse(&mut self, data: &str) -> Result<Decoded, ProviderError> {
         let event: WireEvent =
             serde_json::from_str(data).map_err(|e| ProviderError::Malformed {
                 line: truncate(data, 500),
                 reason: e.to_string(),
             })?;
-        let mut parsed = Parsed::default();
+        let mut parsed = Decoded::default();
         match event {
             WireEvent::MessageStart { message } => {
                 if let Some(usage) = message.usage {
@@ -117,7 +110,7 @@ impl EventParser {
                     });
                 }
             }
-            WireEvent::MessageStop => parsed.stopped = true,
+            WireEvent::MessageStop => parsed.end = true,
             WireEvent::Error { error } => {
                 let message = if error.message.is_empty() {
                     error.kind

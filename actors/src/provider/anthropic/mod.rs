@@ -7,16 +7,14 @@ mod request;
 #[cfg(test)]
 mod tests;
 
-use super::http::{self, SseEvents};
+use super::http;
 use super::keys::ApiKeys;
-use super::{ChatRequest, DeltaStream, Provider, ProviderError, StreamDelta};
+use super::sse;
+use super::{ChatRequest, DeltaStream, Provider, ProviderError};
 use crate::config::ModelConfig;
 use async_trait::async_trait;
 use events::EventParser;
-use eventsource_stream::Eventsource;
-use futures_util::{Stream, StreamExt};
 use request::WireRequest;
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -89,82 +87,13 @@ impl Provider for AnthropicProvider {
             }
             return Err(error);
         }
-        let events = response.bytes_stream().eventsource();
-        Ok(Box::pin(sse_deltas(Box::pin(events), self.idle_timeout)))
+        let mut parser = EventParser::default();
+        Ok(sse::deltas(response, self.idle_timeout, move |data| {
+            parser.parse(data)
+        }))
     }
 
     fn key_label(&self) -> String {
         self.keys.label()
     }
-}
-
-// --- Streaming ---------------------------------------------------------------------------
-
-struct SseState {
-    events: SseEvents,
-    parser: EventParser,
-    pending: VecDeque<StreamDelta>,
-    saw_stop: bool,
-    done: bool,
-    idle_timeout: Duration,
-}
-
-/// Turns SSE events into deltas. The stream ends after `message_stop`; a body that ends
-/// without it is reported as cut.
-fn sse_deltas(
-    events: SseEvents,
-    idle_timeout: Duration,
-) -> impl Stream<Item = Result<StreamDelta, ProviderError>> + Send {
-    let state = SseState {
-        events,
-        parser: EventParser::default(),
-        pending: VecDeque::new(),
-        saw_stop: false,
-        done: false,
-        idle_timeout,
-    };
-    futures_util::stream::unfold(state, |mut st| async move {
-        loop {
-            if let Some(delta) = st.pending.pop_front() {
-                return Some((Ok(delta), st));
-            }
-            if st.done {
-                return None;
-            }
-            match st.events.next().await {
-                None => {
-                    st.done = true;
-                    if !st.saw_stop {
-                        let cut = ProviderError::StreamCut(
-                            "the server closed the stream before message_stop".into(),
-                        );
-                        return Some((Err(cut), st));
-                    }
-                }
-                Some(Err(e)) => {
-                    st.done = true;
-                    return Some((Err(http::sse_error(e, st.idle_timeout)), st));
-                }
-                Some(Ok(event)) => {
-                    let data = event.data.trim();
-                    if data.is_empty() {
-                        continue;
-                    }
-                    match st.parser.parse(data) {
-                        Ok(parsed) => {
-                            st.pending.extend(parsed.deltas);
-                            if parsed.stopped {
-                                st.saw_stop = true;
-                                st.done = true;
-                            }
-                        }
-                        Err(e) => {
-                            st.done = true;
-                            return Some((Err(e), st));
-                        }
-                    }
-                }
-            }
-        }
-    })
 }

@@ -6,8 +6,10 @@ use super::*;
 use crate::ids::CallId;
 use crate::message::Message;
 use crate::message::ToolCall;
+use crate::provider::sse::decode_events;
 use crate::provider::{FinishReason, ResponseAssembler, ToolSpec, Usage};
 use eventsource_stream::EventStreamError;
+use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
@@ -165,7 +167,7 @@ fn a_tool_turn_assembles_into_text_one_call_and_usage() {
     let mut assembler = ResponseAssembler::new();
     for (i, (_, data)) in TOOL_TURN.iter().enumerate() {
         let parsed = parser.parse(data).unwrap();
-        assert_eq!(parsed.stopped, i == TOOL_TURN.len() - 1, "event {i}");
+        assert_eq!(parsed.end, i == TOOL_TURN.len() - 1, "event {i}");
         for delta in parsed.deltas {
             assembler.push(delta);
         }
@@ -224,7 +226,7 @@ fn a_malformed_event_names_the_line() {
     }
 }
 
-fn events(items: &[(&str, &str)]) -> SseEvents {
+fn events(items: &[(&str, &str)]) -> crate::provider::sse::SseEvents {
     let items: Vec<Result<eventsource_stream::Event, EventStreamError<reqwest::Error>>> = items
         .iter()
         .map(|(name, data)| {
@@ -240,11 +242,15 @@ fn events(items: &[(&str, &str)]) -> SseEvents {
 
 #[tokio::test]
 async fn the_stream_ends_at_message_stop_and_is_cut_without_it() {
-    let whole: Vec<_> = sse_deltas(events(TOOL_TURN), Duration::from_secs(1))
+    let decode = || {
+        let mut parser = EventParser::default();
+        move |data: &str| parser.parse(data)
+    };
+    let whole: Vec<_> = decode_events(events(TOOL_TURN), Duration::from_secs(1), decode())
         .collect()
         .await;
     assert!(whole.iter().all(Result::is_ok), "{whole:?}");
-    let cut: Vec<_> = sse_deltas(events(&TOOL_TURN[..6]), Duration::from_secs(1))
+    let cut: Vec<_> = decode_events(events(&TOOL_TURN[..6]), Duration::from_secs(1), decode())
         .collect()
         .await;
     assert!(
