@@ -356,3 +356,90 @@ async fn embeddings_are_retried_after_a_429() {
     );
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
+
+#[tokio::test]
+async fn a_wait_past_the_cap_is_not_waited_for_and_text_shown_before_a_fallback_is_marked() {
+    let h = Harness::start(
+        vec![
+            // Asks for two minutes: more than max_retry_after_secs (60).
+            Reply::error(429, "come back later").retry_after(120),
+            Reply::text(&["From the fallback."]),
+        ],
+        |c| c.model.fallbacks = vec![ryvos::engine::config::Fallback::Model("backup".into())],
+    )
+    .await;
+    let (events, outcome) = h.run(h.request("go")).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    assert!(retries(&events).is_empty(), "no wait of 120 s was begun");
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::ModelFallback { message, discarded_text: false, .. }
+            if message.contains("asked to wait 120s")
+    )));
+
+    // The primary streams some text, then its stream breaks and it has no retries left.
+    let h = Harness::start(
+        vec![
+            Reply::text(&["Par", "tial", " answer"]).cut_after(3),
+            Reply::text(&["Whole answer."]),
+        ],
+        |c| {
+            c.model.max_retries = 0;
+            c.model.fallbacks = vec![ryvos::engine::config::Fallback::Model("backup".into())];
+        },
+    )
+    .await;
+    let (events, outcome) = h.run(h.request("go")).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    assert_eq!(outcome.output, "Whole answer.");
+    assert!(events.iter().any(|e| matches!(
+        e.kind,
+        EventKind::ModelFallback {
+            discarded_text: true,
+            ..
+        }
+    )));
+    // The cut call is counted (estimated) under the model that was cut.
+    let billed: Vec<(&str, bool)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ModelUsage {
+                model, estimated, ..
+            } => Some((model.as_str(), *estimated)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(billed, [("scripted", true), ("backup", false)]);
+}
+
+#[tokio::test]
+async fn cut_attempts_are_billed_even_when_the_call_fails() {
+    let h = Harness::start(
+        vec![
+            Reply::text(&["a", "b", "c"]).cut_after(2),
+            Reply::text(&["a", "b", "c"]).cut_after(2),
+        ],
+        |c| c.model.max_retries = 1,
+    )
+    .await;
+    let (events, outcome) = h.run(h.request("go")).await;
+    assert_eq!(outcome.status, RunStatus::Failed);
+    let reason = outcome.reason.unwrap_or_default();
+    assert!(
+        reason.contains("1. scripted") && reason.contains("2. scripted"),
+        "{reason}"
+    );
+    let estimated = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::ModelUsage {
+                    estimated: true,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(estimated, 2);
+}

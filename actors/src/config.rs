@@ -40,7 +40,8 @@ pub struct ModelConfig {
     pub retry_max_backoff_secs: u64,
     /// A server asking to wait longer than this is not waited for: the next fallback is tried.
     pub max_retry_after_secs: u64,
-    /// All attempts of one call, waits included, end within this.
+    /// All attempts of one model, waits included, end within this (each fallback has its
+    /// own).
     pub call_deadline_secs: u64,
 }
 
@@ -76,9 +77,12 @@ impl Fallback {
         match self {
             Fallback::Model(model) => config.model = model.clone(),
             Fallback::Endpoint(e) => {
-                if e.provider != primary.provider {
-                    // Another provider's endpoint and key are not the primary's.
-                    config.base_url = default_base_url(&e.provider).to_owned();
+                let elsewhere = e.base_url.as_ref().is_some_and(|u| *u != primary.base_url);
+                if e.provider != primary.provider || elsewhere {
+                    // Another endpoint never gets the primary's keys.
+                    if e.provider != primary.provider {
+                        config.base_url = default_base_url(&e.provider).to_owned();
+                    }
                     config.api_key = default_api_key(&e.provider).to_owned();
                     config.api_keys = Vec::new();
                 }
@@ -376,6 +380,37 @@ pub enum EnvVarError {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_fallback_on_another_endpoint_never_inherits_the_primarys_keys() {
+        let primary = ModelConfig {
+            api_keys: vec!["${PRIMARY_KEY}".into()],
+            ..ModelConfig::default()
+        };
+        let elsewhere = Fallback::Endpoint(FallbackEndpoint {
+            provider: "openai".into(),
+            model: "some/model".into(),
+            base_url: Some("https://openrouter.ai/api/v1".into()),
+            api_key: None,
+            api_keys: Vec::new(),
+        })
+        .resolve(&primary);
+        assert_eq!(elsewhere.api_key, "${OPENAI_API_KEY}");
+        assert!(elsewhere.api_keys.is_empty());
+        let anthropic = Fallback::Endpoint(FallbackEndpoint {
+            provider: "anthropic".into(),
+            model: "claude-haiku-4-5".into(),
+            base_url: None,
+            api_key: None,
+            api_keys: Vec::new(),
+        })
+        .resolve(&primary);
+        assert_eq!(anthropic.base_url, "https://api.anthropic.com/v1");
+        assert_eq!(anthropic.api_key, "${ANTHROPIC_API_KEY}");
+        let same = Fallback::Model("gpt-4o".into()).resolve(&primary);
+        assert_eq!(same.api_keys, primary.api_keys);
+    }
+
     use super::*;
 
     #[test]

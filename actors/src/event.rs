@@ -62,11 +62,13 @@ pub enum EventKind {
         wait_ms: u64,
         discarded_text: bool,
     },
-    /// The model `from` was exhausted (or refused the call); `to` is asked next.
+    /// The model `from` was exhausted (or refused the call); `to` is asked next. When
+    /// `discarded_text` is true, text `from` streamed is superseded by what `to` streams.
     ModelFallback {
         message: String,
         from: String,
         to: String,
+        discarded_text: bool,
     },
     /// The Guardian put a corrective note into the conversation; the next request carries it.
     GuardianHint {

@@ -7,7 +7,7 @@
 //! no tool has been run from a cut one. Text it already showed is superseded, and the
 //! `ModelRetry` event says so.
 
-use super::{Heartbeat, ModelReply};
+use super::{Heartbeat, ModelAnswer, ModelReply};
 use crate::event::{EventKind, RunEvents};
 use crate::provider::retry::RetryPolicy;
 use crate::provider::{
@@ -53,106 +53,187 @@ impl ModelChain {
         events: Option<&RunEvents>,
         heartbeat: &Heartbeat,
         input_tokens: u64,
-    ) -> Result<ModelReply, ProviderError> {
-        let deadline = Instant::now() + self.policy.deadline;
-        let mut failures: Vec<String> = Vec::new();
-        let mut cut_calls = Vec::new();
-        let mut previous: Option<(&str, String)> = None;
-        let mut last_error = None;
+    ) -> ModelAnswer {
+        let mut call = Call {
+            request,
+            events,
+            heartbeat,
+            input_tokens,
+            failures: Vec::new(),
+            last_error: None,
+            cut_calls: Vec::new(),
+        };
+        let mut previous: Option<(&str, GaveUp)> = None;
         for provider in &self.providers {
             let model = provider.model();
-            if let (Some((from, why)), Some(events)) = (&previous, events) {
+            if let (Some((from, gave_up)), Some(events)) = (&previous, events) {
                 events.emit(EventKind::ModelFallback {
-                    message: format!("{from} is unavailable ({why}); asking {model} instead"),
+                    message: format!(
+                        "{from} is unavailable ({}); asking {model} instead",
+                        gave_up.why
+                    ),
                     from: (*from).to_owned(),
                     to: model.to_owned(),
+                    discarded_text: gave_up.shown,
                 });
             }
-            let mut backoffs = self.policy.backoffs();
-            let why_not = loop {
-                heartbeat.beat();
-                let key = provider.key_label();
-                let attempt = tokio::time::timeout_at(
-                    deadline,
-                    one_attempt(provider.as_ref(), request, events, heartbeat, input_tokens),
-                )
-                .await;
-                let Ok(attempt) = attempt else {
-                    failures.push(format!(
-                        "{}: the call's deadline ({}s, call_deadline_secs) passed",
-                        attempt_name(model, &key),
-                        self.policy.deadline.as_secs()
-                    ));
-                    return Err(ProviderError::Exhausted(failures));
-                };
-                let error = match attempt.result {
-                    Ok(mut reply) => {
-                        reply.cut_calls = cut_calls;
-                        return Ok(reply);
+            match self.try_model(provider.as_ref(), &mut call).await {
+                Ok(reply) => {
+                    return ModelAnswer {
+                        result: Ok(reply),
+                        cut_calls: call.cut_calls,
                     }
-                    Err(error) => error,
-                };
-                if attempt.started {
-                    cut_calls.push(model.to_owned());
                 }
-                tracing::warn!(
-                    model,
-                    key = %key,
-                    attempt = failures.len() + 1,
-                    "a model call attempt failed: {error}"
-                );
-                failures.push(format!("{}: {error}", attempt_name(model, &key)));
-                last_error = Some(error.clone());
-                match error.recovery() {
-                    Recovery::Prune => return Err(error),
-                    Recovery::FailFast => break error.to_string(),
-                    Recovery::Retry => {}
-                }
-                let wait = match self.policy.next_wait(&mut backoffs, error.retry_after()) {
-                    None => break format!("{} attempts failed", self.policy.max_retries + 1),
-                    Some(Err(asked)) => {
-                        let why = format!(
-                            "the server asked to wait {}s, more than max_retry_after_secs ({})",
-                            asked.as_secs(),
-                            self.policy.max_retry_after.as_secs()
-                        );
-                        failures.push(format!("{}: not retried: {why}", attempt_name(model, "")));
-                        break why;
+                Err(Stop::Call(error)) => {
+                    return ModelAnswer {
+                        result: Err(error),
+                        cut_calls: call.cut_calls,
                     }
-                    Some(Ok(wait)) => wait,
-                };
-                if Instant::now() + wait > deadline {
-                    failures.push(format!(
-                        "{}: not retried: waiting {} ms would pass the call's deadline ({}s)",
-                        attempt_name(model, ""),
-                        wait.as_millis(),
-                        self.policy.deadline.as_secs()
-                    ));
-                    return Err(ProviderError::Exhausted(failures));
                 }
-                if let Some(events) = events {
-                    events.emit(EventKind::ModelRetry {
-                        message: format!(
-                            "{model} failed ({}); trying again in {}",
-                            first_line(&error.to_string()),
-                            humantime::format_duration(round_ms(wait))
-                        ),
-                        model: model.to_owned(),
-                        attempt: failures.len() as u32 + 1,
-                        wait_ms: wait.as_millis() as u64,
-                        discarded_text: attempt.shown,
-                    });
-                }
-                tokio::time::sleep(wait).await;
-            };
-            previous = Some((model, first_line(&why_not)));
+                Err(Stop::Model(gave_up)) => previous = Some((model, gave_up)),
+            }
         }
-        Err(match last_error {
+        let error = match call.last_error {
             // A single attempt's error speaks for itself.
-            Some(error) if failures.len() == 1 => error,
-            _ => ProviderError::Exhausted(failures),
-        })
+            Some(error) if call.failures.len() == 1 => error,
+            _ => ProviderError::Exhausted(call.failures),
+        };
+        ModelAnswer {
+            result: Err(error),
+            cut_calls: call.cut_calls,
+        }
     }
+
+    /// Tries one model with retries, within its own deadline: a model that hangs does not use
+    /// up the time of the fallbacks after it.
+    async fn try_model(
+        &self,
+        provider: &dyn Provider,
+        call: &mut Call<'_>,
+    ) -> Result<ModelReply, Stop> {
+        let model = provider.model();
+        let deadline = Instant::now() + self.policy.deadline;
+        let mut backoffs = self.policy.backoffs();
+        loop {
+            call.heartbeat.beat();
+            let key = provider.key_label();
+            let attempt = tokio::time::timeout_at(
+                deadline,
+                one_attempt(
+                    provider,
+                    call.request,
+                    call.events,
+                    call.heartbeat,
+                    call.input_tokens,
+                ),
+            )
+            .await;
+            let Ok(attempt) = attempt else {
+                let why = format!(
+                    "its deadline ({}s, call_deadline_secs) passed",
+                    self.policy.deadline.as_secs()
+                );
+                call.failures
+                    .push(format!("{}: {why}", attempt_name(model, &key)));
+                return Err(Stop::Model(GaveUp { why, shown: false }));
+            };
+            let error = match attempt.result {
+                Ok(reply) => return Ok(reply),
+                Err(error) => error,
+            };
+            if attempt.started {
+                call.cut_calls.push(model.to_owned());
+            }
+            tracing::warn!(
+                model,
+                key = %key,
+                attempt = call.failures.len() + 1,
+                "a model call attempt failed: {error}"
+            );
+            call.failures
+                .push(format!("{}: {error}", attempt_name(model, &key)));
+            call.last_error = Some(error.clone());
+            let gave_up = |why: String| {
+                Stop::Model(GaveUp {
+                    why,
+                    shown: attempt.shown,
+                })
+            };
+            match error.recovery() {
+                Recovery::Prune => return Err(Stop::Call(error)),
+                Recovery::FailFast => return Err(gave_up(first_line(&error.to_string()))),
+                Recovery::Retry => {}
+            }
+            let wait = match self.policy.next_wait(&mut backoffs, error.retry_after()) {
+                None => {
+                    let tries = self.policy.max_retries + 1;
+                    return Err(gave_up(format!("{tries} attempts failed")));
+                }
+                Some(Err(asked)) => {
+                    let why = format!(
+                        "the server asked to wait {}s, more than max_retry_after_secs ({})",
+                        asked.as_secs(),
+                        self.policy.max_retry_after.as_secs()
+                    );
+                    call.failures.push(format!("{model}: not retried: {why}"));
+                    return Err(gave_up(why));
+                }
+                Some(Ok(wait)) => wait,
+            };
+            if Instant::now() + wait > deadline {
+                let why = format!(
+                    "waiting {} ms more would pass its deadline ({}s, call_deadline_secs)",
+                    wait.as_millis(),
+                    self.policy.deadline.as_secs()
+                );
+                call.failures.push(format!("{model}: not retried: {why}"));
+                return Err(gave_up(why));
+            }
+            if let Some(events) = call.events {
+                events.emit(EventKind::ModelRetry {
+                    message: format!(
+                        "{model} failed ({}); trying again in {}",
+                        first_line(&error.to_string()),
+                        humantime::format_duration(round_ms(wait))
+                    ),
+                    model: model.to_owned(),
+                    attempt: call.failures.len() as u32 + 1,
+                    wait_ms: wait.as_millis() as u64,
+                    discarded_text: attempt.shown,
+                });
+            }
+            // A wait the server asked for is not a stall.
+            call.heartbeat.quiet_for(wait);
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// One call in progress over the chain.
+struct Call<'a> {
+    request: &'a ChatRequest,
+    events: Option<&'a RunEvents>,
+    heartbeat: &'a Heartbeat,
+    input_tokens: u64,
+    /// Every failed attempt, described, oldest first.
+    failures: Vec<String>,
+    last_error: Option<ProviderError>,
+    cut_calls: Vec<String>,
+}
+
+/// Why a model was given up on.
+struct GaveUp {
+    why: String,
+    /// Its last attempt had shown text.
+    shown: bool,
+}
+
+/// How trying one model ended, when it gave no answer.
+enum Stop {
+    /// On to the next model.
+    Model(GaveUp),
+    /// The whole call ends with this error (the conversation must be pruned first).
+    Call(ProviderError),
 }
 
 /// "gpt-4o (key 2 of 3)", or the model alone.
@@ -225,7 +306,6 @@ async fn one_attempt(
             usage,
             usage_estimated,
             model: provider.model().to_owned(),
-            cut_calls: Vec::new(),
         }
     });
     attempt

@@ -37,6 +37,12 @@ impl Heartbeat {
         self.0.store(Self::now_ms(), Ordering::Relaxed);
     }
 
+    /// Counts as alive for `wait` from now: a wait the call chose is no stall.
+    pub fn quiet_for(&self, wait: Duration) {
+        let until = Self::now_ms().saturating_add(wait.as_millis() as u64);
+        self.0.fetch_max(until, Ordering::Relaxed);
+    }
+
     /// How long since the last sign of life.
     pub fn silent_for(&self) -> Duration {
         Duration::from_millis(Self::now_ms().saturating_sub(self.0.load(Ordering::Relaxed)))
@@ -58,9 +64,25 @@ pub struct ModelReply {
     pub usage_estimated: bool,
     /// The model that answered.
     pub model: String,
-    /// The models of earlier attempts whose streams were cut after the server began to answer:
-    /// they may have been billed for their input.
+}
+
+/// How a model call ended, with what it may have cost on the way.
+#[derive(Debug)]
+pub struct ModelAnswer {
+    pub result: Result<ModelReply, ProviderError>,
+    /// The models of attempts whose streams were cut after the server began to answer: they
+    /// may have been billed for their input, and are counted whatever the call came to.
     pub cut_calls: Vec<String>,
+}
+
+impl ModelAnswer {
+    /// A call that failed before any attempt was billed.
+    pub fn failed(error: ProviderError) -> Self {
+        Self {
+            result: Err(error),
+            cut_calls: Vec::new(),
+        }
+    }
 }
 
 /// One request to stream.
@@ -76,7 +98,7 @@ pub struct StreamJob {
     /// usage.
     pub input_tokens: u64,
     /// Receives the answer (a cancelled job answers with its fallback, which the run ignores).
-    pub on_done: Callback<Result<ModelReply, ProviderError>>,
+    pub on_done: Callback<ModelAnswer>,
 }
 
 /// Messages of the [`LlmStreamActor`].

@@ -107,23 +107,19 @@ impl Embedder {
 
     /// One request; its body when the server answered with success.
     async fn attempt(&self, texts: &[&str]) -> Result<bytes::Bytes, ProviderError> {
-        let key = self.keys.current()?;
-        let mut request = self
+        let request = self
             .http
             .post(&self.url)
             .json(&json!({"model": self.model, "input": texts}));
-        if !key.secret.is_empty() {
-            request = request.bearer_auth(&key.secret);
-        }
-        let transport = |e: reqwest::Error| http::transport_error(&e, &self.url, self.timeout);
-        let response = request.send().await.map_err(transport)?;
-        if !response.status().is_success() {
-            let error = http::error_from(response).await;
-            if matches!(error, ProviderError::Http { status: 429, .. }) {
-                self.keys.rotate_after(key.index);
-            }
-            return Err(error);
-        }
+        let response = http::send(
+            request,
+            &self.keys,
+            |r, key| r.bearer_auth(key),
+            &self.url,
+            self.timeout,
+        )
+        .await?;
+        let transport = |e| http::transport_error(e, &self.url, self.timeout);
         response.bytes().await.map_err(transport)
     }
 }

@@ -1,6 +1,7 @@
 //! What every HTTP provider shares: the client's timeouts, reading an error answer (OpenAI's
 //! and Anthropic's shapes both carry `error.message`), and naming transport failures.
 
+use super::keys::ApiKeys;
 use super::{wait_hint, ProviderError};
 use crate::config::ModelConfig;
 use serde::Deserialize;
@@ -60,18 +61,72 @@ fn is_context_overflow(code: &str, message: &str) -> bool {
         "prompt is too long",
         "too many tokens",
         "input is too long",
+        "context limit",
     ]
     .iter()
     .any(|needle| text.contains(needle))
 }
 
+/// Sends `request` with the key in use (put on it by `authorize`), and returns the response
+/// when it is a success. A failure is named without the key: a 429 moves later requests to the
+/// next key, and a server that echoes the key in its error body has it masked.
+pub async fn send(
+    request: reqwest::RequestBuilder,
+    keys: &ApiKeys,
+    authorize: impl FnOnce(reqwest::RequestBuilder, &str) -> reqwest::RequestBuilder,
+    url: &str,
+    idle_timeout: Duration,
+) -> Result<reqwest::Response, ProviderError> {
+    let key = keys.current()?;
+    let request = if key.secret.is_empty() {
+        request
+    } else {
+        authorize(request, &key.secret)
+    };
+    let response = request
+        .send()
+        .await
+        .map_err(|e| transport_error(e, url, idle_timeout))?;
+    if response.status().is_success() {
+        return Ok(response);
+    }
+    let mut error = error_from(response).await;
+    if let ProviderError::Http {
+        status, message, ..
+    } = &mut error
+    {
+        if *status == 429 {
+            keys.rotate_after(key.index);
+        }
+        if !key.secret.is_empty() && message.contains(&key.secret) {
+            *message = message.replace(&key.secret, "[key]");
+        }
+    }
+    Err(error)
+}
+
 /// A request that got no answer: a timeout is an idle stream, anything else a connection
-/// failure with its causes.
-pub fn transport_error(e: &reqwest::Error, url: &str, idle_timeout: Duration) -> ProviderError {
+/// failure with its causes. The URL is named once, without any credentials it may hold.
+pub fn transport_error(e: reqwest::Error, url: &str, idle_timeout: Duration) -> ProviderError {
     if e.is_timeout() {
         ProviderError::IdleTimeout(idle_timeout)
     } else {
-        ProviderError::Connect(format!("{url}: {}", error_chain(e)))
+        let cause = error_chain(&e.without_url());
+        ProviderError::Connect(format!("{}: {cause}", safe_url(url)))
+    }
+}
+
+/// `url` without user information or query, which may carry credentials.
+fn safe_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            u.set_query(None);
+            // Setting these only fails for URLs that cannot have them.
+            u.set_username("").ok();
+            u.set_password(None).ok();
+            u.to_string()
+        }
+        Err(_) => "the configured URL".to_owned(),
     }
 }
 

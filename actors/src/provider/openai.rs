@@ -44,29 +44,22 @@ impl Provider for OpenAiProvider {
     }
 
     async fn stream(&self, request: &ChatRequest) -> Result<DeltaStream, ProviderError> {
-        let key = self.keys.current()?;
         let body = serde_json::to_vec(&WireRequest::new(&self.model, request))
             .map_err(|e| ProviderError::Config(format!("encoding the request: {e}")))?;
-        let mut http = self
+        let http = self
             .http
             .post(&self.url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .body(body);
-        if !key.secret.is_empty() {
-            http = http.bearer_auth(&key.secret);
-        }
-        let response = http
-            .send()
-            .await
-            .map_err(|e| http::transport_error(&e, &self.url, self.idle_timeout))?;
-        if !response.status().is_success() {
-            let error = http::error_from(response).await;
-            if matches!(error, ProviderError::Http { status: 429, .. }) {
-                self.keys.rotate_after(key.index);
-            }
-            return Err(error);
-        }
+        let response = http::send(
+            http,
+            &self.keys,
+            |r, key| r.bearer_auth(key),
+            &self.url,
+            self.idle_timeout,
+        )
+        .await?;
         Ok(sse::deltas(response, self.idle_timeout, |data| {
             if data == "[DONE]" {
                 return Ok(Decoded {

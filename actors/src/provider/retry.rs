@@ -125,9 +125,15 @@ pub struct Backoffs {
 impl Iterator for Backoffs {
     type Item = Duration;
 
-    /// The jitter adds up to the delay again; the cap holds after it.
+    /// The schedule's jitter adds up to the delay again; past the cap, a wait is spread over
+    /// its upper half instead, so clients that reached it do not retry in lockstep.
     fn next(&mut self) -> Option<Duration> {
-        self.schedule.next().map(|d| d.min(self.cap))
+        let wait = self.schedule.next()?;
+        if wait <= self.cap {
+            return Some(wait);
+        }
+        let half = self.cap / 2;
+        Some(half + half.mul_f64(rand::random::<f64>()))
     }
 }
 
@@ -148,13 +154,19 @@ mod tests {
         let waits: Vec<Duration> = p.backoffs().collect();
         assert_eq!(waits.len(), 8);
         for (i, wait) in waits.iter().enumerate() {
-            let floor = Duration::from_millis(500 * (1 << i)).min(p.max_backoff);
-            assert!(
-                *wait >= floor && *wait <= p.max_backoff.max(floor * 2),
-                "{i}: {wait:?}"
-            );
-            assert!(*wait <= Duration::from_secs(10), "{wait:?}");
+            let base = Duration::from_millis(500 * (1 << i));
+            if base * 2 <= p.max_backoff {
+                // Below the cap: the base delay plus up to as much again.
+                assert!(*wait >= base && *wait <= base * 2, "{i}: {wait:?}");
+            } else {
+                assert!(
+                    *wait >= p.max_backoff / 2 && *wait <= p.max_backoff,
+                    "{i}: {wait:?}"
+                );
+            }
         }
+        let capped: std::collections::HashSet<Duration> = waits[5..].iter().copied().collect();
+        assert!(capped.len() > 1, "waits at the cap are spread: {capped:?}");
     }
 
     #[test]

@@ -15,7 +15,8 @@ pub fn from_headers(headers: &HeaderMap) -> Option<Duration> {
             .map(str::trim)
     };
     if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
+        // A value no clock can wait (negative, NaN, infinite) is no hint.
+        return Duration::try_from_secs_f64(ms / 1000.0).ok();
     }
     if let Some(value) = text("retry-after") {
         return retry_after(value, SystemTime::now());
@@ -105,6 +106,12 @@ mod tests {
         assert_eq!(from_headers(&h), Some(Duration::from_millis(1500)));
         let h = headers(&[("retry-after-ms", "250")]);
         assert_eq!(from_headers(&h), Some(Duration::from_millis(250)));
+        for nonsense in ["inf", "1e300", "-5", "NaN"] {
+            assert_eq!(
+                from_headers(&headers(&[("retry-after-ms", nonsense)])),
+                None
+            );
+        }
     }
 
     #[test]

@@ -141,9 +141,17 @@ impl Renderer {
                     eprintln!("  [model] {message}");
                 }
             }
-            EventKind::ModelFallback { message, .. } => {
+            EventKind::ModelFallback {
+                message,
+                discarded_text,
+                ..
+            } => {
                 self.end_line();
-                eprintln!("  [model] {message}");
+                if *discarded_text {
+                    eprintln!("  [model] {message}; the text above is discarded, the answer starts again below");
+                } else {
+                    eprintln!("  [model] {message}");
+                }
             }
             EventKind::GuardianHint { message, .. } => {
                 self.end_line();

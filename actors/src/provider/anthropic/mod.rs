@@ -58,35 +58,31 @@ impl Provider for AnthropicProvider {
     }
 
     async fn stream(&self, request: &ChatRequest) -> Result<DeltaStream, ProviderError> {
-        let key = self.keys.current()?;
         let wire = WireRequest::new(&self.model, self.max_output_tokens, request);
         let body = serde_json::to_vec(&wire)
             .map_err(|e| ProviderError::Config(format!("encoding the request: {e}")))?;
-        let mut http = self
+        let http = self
             .http
             .post(&self.url)
             .header("anthropic-version", ANTHROPIC_VERSION)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .body(body);
-        if !key.secret.is_empty() {
-            let mut value = reqwest::header::HeaderValue::from_str(&key.secret).map_err(|_| {
-                ProviderError::Config("the API key is not a valid HTTP header value".into())
-            })?;
-            value.set_sensitive(true);
-            http = http.header("x-api-key", value);
-        }
-        let response = http
-            .send()
-            .await
-            .map_err(|e| http::transport_error(&e, &self.url, self.idle_timeout))?;
-        if !response.status().is_success() {
-            let error = http::error_from(response).await;
-            if matches!(error, ProviderError::Http { status: 429, .. }) {
-                self.keys.rotate_after(key.index);
-            }
-            return Err(error);
-        }
+        let response = http::send(
+            http,
+            &self.keys,
+            |r, key| match reqwest::header::HeaderValue::from_str(key) {
+                Ok(mut value) => {
+                    value.set_sensitive(true);
+                    r.header("x-api-key", value)
+                }
+                // Sent without a key, the request is refused with a 401 that says so.
+                Err(_) => r,
+            },
+            &self.url,
+            self.idle_timeout,
+        )
+        .await?;
         let mut parser = EventParser::default();
         Ok(sse::deltas(response, self.idle_timeout, move |data| {
             parser.parse(data)

@@ -125,6 +125,9 @@ pub(super) fn wire_messages(messages: &[Arc<Message>]) -> Vec<WireMessage<'_>> {
 /// The role one message is sent as and its blocks.
 fn blocks_of(message: &Message) -> (WireRole, Vec<WireBlock<'_>>) {
     match message {
+        Message::User { content } if content.trim().is_empty() => {
+            (WireRole::User, vec![WireBlock::text("(empty message)")])
+        }
         Message::User { content } => (WireRole::User, vec![WireBlock::text(content.as_str())]),
         Message::System { content } => (
             WireRole::User,
@@ -135,7 +138,8 @@ fn blocks_of(message: &Message) -> (WireRole, Vec<WireBlock<'_>>) {
             tool_calls,
         } => {
             let mut blocks = Vec::with_capacity(tool_calls.len() + 1);
-            if !content.is_empty() {
+            // Anthropic refuses a text block of whitespace alone.
+            if !content.trim().is_empty() {
                 blocks.push(WireBlock::text(content.as_str()));
             }
             blocks.extend(tool_calls.iter().map(|call| WireBlock::ToolUse {

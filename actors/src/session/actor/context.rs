@@ -7,7 +7,7 @@ use super::{next_step, SessionMsg, SessionState};
 use crate::callback::Callback;
 use crate::context::{prune_to_budget, summary, Cut};
 use crate::event::EventKind;
-use crate::llm_stream::{Heartbeat, LlmMsg, ModelReply, StreamJob};
+use crate::llm_stream::{Heartbeat, LlmMsg, ModelAnswer, StreamJob};
 use crate::provider::ProviderError;
 use crate::session::run::{AfterCompaction, Phase};
 use ractor::ActorRef;
@@ -165,13 +165,13 @@ impl SessionState {
             heartbeat: run.heartbeat.clone(),
             input_tokens: cut.tokens,
             on_done: Callback::new(
-                move |result| {
-                    if me.cast(SessionMsg::SummaryDone { step, result }).is_err() {
+                move |answer| {
+                    if me.cast(SessionMsg::SummaryDone { step, answer }).is_err() {
                         tracing::debug!("a summary arrived for a session that has stopped");
                     }
                 },
                 || {
-                    Err(ProviderError::StreamCut(
+                    ModelAnswer::failed(ProviderError::StreamCut(
                         "the summary call was lost (its actor or task failed)".into(),
                     ))
                 },
@@ -188,7 +188,7 @@ impl SessionState {
     pub(super) async fn on_summary_done(
         &mut self,
         myself: &ActorRef<SessionMsg>,
-        result: Result<ModelReply, ProviderError>,
+        answer: ModelAnswer,
     ) {
         let Some(run) = self.run.as_mut() else { return };
         let Phase::Summarizing { cut, then } =
@@ -197,11 +197,14 @@ impl SessionState {
             return;
         };
         let turn_number = run.turns;
-        let summary = match result {
+        let billed = self
+            .record_cut_calls(turn_number, &answer.cut_calls, cut.tokens)
+            .await;
+        if let Err(reason) = billed {
+            return self.fail(myself, reason);
+        }
+        let summary = match answer.result {
             Ok(reply) => {
-                if let Err(reason) = self.record_cut_calls(turn_number, &reply.cut_calls).await {
-                    return self.fail(myself, reason);
-                }
                 // The summary was paid for like any call.
                 let recorded = self
                     .record_call(

@@ -5,6 +5,7 @@ use super::{SessionMsg, SessionState};
 use crate::event::{EventKind, RunStatus, StallPhase};
 use crate::guardian::{GuardianMsg, Review};
 use crate::ids::RunId;
+use crate::llm_stream::ModelAnswer;
 use crate::provider::{ProviderError, Usage};
 use crate::session::oversight;
 use crate::session::run::{Ending, Phase};
@@ -169,7 +170,7 @@ impl SessionState {
             }
         }
         let cut = ProviderError::StreamCut(format!("silent for {} s", silent.as_secs()));
-        self.on_summary_done(myself, Err(cut)).await;
+        self.on_summary_done(myself, ModelAnswer::failed(cut)).await;
     }
 
     /// Tells the Guardian and the ledger a run is over, so they drop what they keep of it.

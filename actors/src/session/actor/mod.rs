@@ -32,7 +32,7 @@ use crate::checkpoint::CheckpointMsg;
 use crate::event::{EventKind, RunStatus, SessionEvents};
 use crate::guardian::{CallReport, TurnReport};
 use crate::ids::{RunId, SessionId};
-use crate::llm_stream::{Heartbeat, LlmMsg, ModelReply, StreamJob};
+use crate::llm_stream::{Heartbeat, LlmMsg, ModelAnswer, StreamJob};
 use crate::message::{Message, ToolCall};
 use crate::provider::{ChatRequest, ProviderError};
 use crate::store::{now_ms, RunRecord, SessionRecord, StoreError, TurnCheckpoint, WriteBatch};
@@ -59,10 +59,7 @@ pub enum SessionMsg {
     /// Start a run (the supervisor has checked that none is in flight).
     StartRun { run_id: RunId, spec: RunSpec },
     /// The model answered (or failed) the request sent at `step`.
-    ModelDone {
-        step: u64,
-        result: Result<ModelReply, ProviderError>,
-    },
+    ModelDone { step: u64, answer: ModelAnswer },
     /// The calls dispatched at `step` finished.
     ToolsDone {
         step: u64,
@@ -71,10 +68,7 @@ pub enum SessionMsg {
     /// The oldest batch not yet confirmed was committed (or failed).
     Committed { result: Result<(), StoreError> },
     /// The summary asked for at `step` came back (or failed).
-    SummaryDone {
-        step: u64,
-        result: Result<ModelReply, ProviderError>,
-    },
+    SummaryDone { step: u64, answer: ModelAnswer },
     /// Time to look for a stall of the dispatch made at `step`.
     StallCheck { step: u64 },
     /// The run `run_id` reached `max_duration_secs`.
@@ -169,9 +163,9 @@ impl Actor for SessionActor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             SessionMsg::StartRun { run_id, spec } => state.start_run(&myself, run_id, spec).await,
-            SessionMsg::ModelDone { step, result } => {
+            SessionMsg::ModelDone { step, answer } => {
                 if state.is_current(step) {
-                    state.on_model_done(&myself, result).await;
+                    state.on_model_done(&myself, answer).await;
                 }
             }
             SessionMsg::ToolsDone { step, outcomes } => {
@@ -179,9 +173,9 @@ impl Actor for SessionActor {
                     state.on_tools_done(&myself, outcomes).await;
                 }
             }
-            SessionMsg::SummaryDone { step, result } => {
+            SessionMsg::SummaryDone { step, answer } => {
                 if state.is_current(step) {
-                    state.on_summary_done(&myself, result).await;
+                    state.on_summary_done(&myself, answer).await;
                 }
             }
             SessionMsg::StallCheck { step } => {
@@ -355,13 +349,13 @@ impl SessionState {
             heartbeat: run.heartbeat.clone(),
             input_tokens: self.history.total_tokens(),
             on_done: Callback::new(
-                move |result| {
-                    if me.cast(SessionMsg::ModelDone { step, result }).is_err() {
+                move |answer| {
+                    if me.cast(SessionMsg::ModelDone { step, answer }).is_err() {
                         tracing::debug!("a model answer arrived for a session that has stopped");
                     }
                 },
                 || {
-                    Err(ProviderError::StreamCut(
+                    ModelAnswer::failed(ProviderError::StreamCut(
                         "the model call was lost (its actor or task failed)".into(),
                     ))
                 },
@@ -373,23 +367,19 @@ impl SessionState {
         self.schedule_stall_check(myself, step, None);
     }
 
-    async fn on_model_done(
-        &mut self,
-        myself: &ActorRef<SessionMsg>,
-        result: Result<ModelReply, ProviderError>,
-    ) {
-        let reply = match result {
+    async fn on_model_done(&mut self, myself: &ActorRef<SessionMsg>, answer: ModelAnswer) {
+        let Some(run) = self.run.as_ref() else { return };
+        let (turn, input) = (run.turns + 1, self.context_tokens());
+        if let Err(reason) = self.record_cut_calls(turn, &answer.cut_calls, input).await {
+            return self.fail(myself, reason);
+        }
+        let reply = match answer.result {
             Ok(reply) => reply,
             Err(ProviderError::ContextOverflow(why)) => {
                 return self.prune_for_overflow(myself, why).await
             }
             Err(e) => return self.fail(myself, format!("the model call failed: {e}")),
         };
-        let Some(run) = self.run.as_mut() else { return };
-        let turn = run.turns + 1;
-        if let Err(reason) = self.record_cut_calls(turn, &reply.cut_calls).await {
-            return self.fail(myself, reason);
-        }
         let Some(run) = self.run.as_mut() else { return };
         run.pruned_for_overflow = false;
         run.turns += 1;

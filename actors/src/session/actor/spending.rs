@@ -24,15 +24,16 @@ impl SessionState {
     }
 
     /// Records the attempts whose streams were cut after the server began to answer: each
-    /// may have been billed for its input, so each is counted, estimated, at the context's size.
+    /// may have been billed for its input, so each is counted, estimated, as `input_tokens`.
     pub(super) async fn record_cut_calls(
         &mut self,
         turn: u32,
         models: &[String],
+        input_tokens: u64,
     ) -> Result<(), String> {
         for model in models {
             let usage = Usage {
-                input_tokens: self.context_tokens(),
+                input_tokens,
                 output_tokens: 0,
             };
             self.record_call(turn, model, usage, true).await?;
