@@ -11,19 +11,20 @@
 //! (what the call used); after each turn the Guardian reviews it, and a timer reports a stall
 //! to it. Their answers (hints, a retry, a stop) are applied here.
 //!
-//! The loop's steps are in this file; [`spending`] holds the ledger's part, [`guardian`] the
-//! Guardian's, [`ending`] how a run ends and is reported, [`reload`] how a session comes back.
+//! The loop's steps are in this file; [`starting`] holds how a run begins, [`spending`] the
+//! ledger's part, [`guardian`] the Guardian's, [`context`] how the conversation keeps within
+//! its budget, [`ending`] how a run ends and is reported, [`reload`] how a session comes back.
 
 mod context;
 mod ending;
 mod guardian;
 mod reload;
 mod spending;
+mod starting;
 
 use super::commits::Commits;
 use super::history::History;
 use super::oversight;
-use super::prompt;
 use super::run::{ActiveRun, AfterCompaction, Ending, Phase, TurnEnd};
 use super::supervisor::SessionSupervisorMsg;
 use super::{RunSpec, Services};
@@ -39,7 +40,6 @@ use crate::store::{now_ms, RunRecord, SessionRecord, StoreError, TurnCheckpoint,
 use crate::tools::executor::{lost_outcomes, ToolBatch, ToolMsg, ToolOutcome};
 use crate::tools::ToolContext;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// A step number never used before in this process. Every dispatch (model request, tool batch,
@@ -226,90 +226,6 @@ impl Actor for SessionActor {
 impl SessionState {
     fn is_current(&self, step: u64) -> bool {
         self.run.as_ref().is_some_and(|r| r.step == step)
-    }
-
-    async fn start_run(&mut self, myself: &ActorRef<SessionMsg>, run_id: RunId, spec: RunSpec) {
-        self.idle_epoch += 1;
-        if self.needs_reload {
-            self.reload(myself).await;
-        }
-        // A commit failure left from between runs belongs to no run; the reload that follows
-        // it (needs_reload) has dealt with the store.
-        if let Some(stale) = self.commits.take_error() {
-            tracing::warn!(session = %self.id, "a commit failed between runs: {stale}");
-        }
-        let events = self.events.for_run(self.id.clone(), run_id.clone());
-        let next_seq = self.history.next_seq();
-        let run_without_prompt = |spec: RunSpec| {
-            let mut run = ActiveRun::new(
-                run_id.clone(),
-                spec.prompt,
-                events.clone(),
-                spec.workspace,
-                Arc::from(""),
-                next_seq,
-            );
-            run.step = next_step();
-            run
-        };
-        if let Some(error) = self.load_error.clone() {
-            let mut run = run_without_prompt(spec);
-            run.phase = Phase::Finishing(Ending {
-                status: RunStatus::Failed,
-                output: String::new(),
-                reason: Some(format!("the session could not be loaded: {error}")),
-            });
-            events.emit(EventKind::RunStarted);
-            self.run = Some(run);
-            return self.complete(myself);
-        }
-        // A run over budget is refused before its prompt enters the conversation.
-        let admitted = oversight::authorize(&self.services, &self.id, &run_id).await;
-        self.last_run = Some(run_id.clone());
-        if let Err(refusal) = admitted {
-            self.run = Some(run_without_prompt(spec));
-            events.emit(EventKind::RunStarted);
-            return self.refuse(myself, refusal, false);
-        }
-        let mut recall_warnings = Vec::new();
-        let recalled =
-            prompt::recall(&self.services.memory, &spec.prompt, &mut recall_warnings).await;
-        let mut assembled = prompt::assemble(
-            &spec.workspace,
-            spec.caller_dir.as_deref(),
-            &self.services.home,
-            &recalled,
-        )
-        .await;
-        assembled.warnings.extend(recall_warnings);
-        let mut run = ActiveRun::new(
-            run_id.clone(),
-            spec.prompt.clone(),
-            events.clone(),
-            spec.workspace,
-            assembled.prompt.into(),
-            next_seq,
-        );
-        run.step = next_step();
-        self.history.push(Message::user(spec.prompt));
-        run.turn_first_seq = self.history.next_seq();
-        let record = run.record(None);
-        let deadline = self.services.agent.max_duration();
-        self.run = Some(run);
-        self.submit(myself, None, Some(record));
-        events.emit(EventKind::RunStarted);
-        for message in assembled.warnings {
-            events.emit(EventKind::Warning { message });
-        }
-        myself.send_after(deadline, move || SessionMsg::Deadline { run_id });
-        // A prompt that brings the conversation past its budget is made room for first.
-        self.prompt_memory_flush();
-        if let Some(cut) = self.cut_needed() {
-            return self
-                .compact_then(myself, cut, AfterCompaction::CallModel)
-                .await;
-        }
-        self.begin_turn(myself);
     }
 
     /// Sends the conversation to the model, unless the last call's receipt refused another.

@@ -1,0 +1,104 @@
+//! How a run begins: the session reloaded if it must be, the budget asked, memories recalled
+//! into the layered system prompt, the prompt stored, and room made before the first call.
+
+use super::{next_step, SessionMsg, SessionState};
+use crate::event::{EventKind, RunStatus};
+use crate::ids::RunId;
+use crate::message::Message;
+use crate::session::oversight;
+use crate::session::prompt;
+use crate::session::run::{ActiveRun, AfterCompaction, Ending, Phase};
+use crate::session::RunSpec;
+use ractor::ActorRef;
+use std::sync::Arc;
+
+impl SessionState {
+    pub(super) async fn start_run(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        run_id: RunId,
+        spec: RunSpec,
+    ) {
+        self.idle_epoch += 1;
+        if self.needs_reload {
+            self.reload(myself).await;
+        }
+        // A commit failure left from between runs belongs to no run; the reload that follows
+        // it (needs_reload) has dealt with the store.
+        if let Some(stale) = self.commits.take_error() {
+            tracing::warn!(session = %self.id, "a commit failed between runs: {stale}");
+        }
+        let events = self.events.for_run(self.id.clone(), run_id.clone());
+        let next_seq = self.history.next_seq();
+        let run_without_prompt = |spec: RunSpec| {
+            let mut run = ActiveRun::new(
+                run_id.clone(),
+                spec.prompt,
+                events.clone(),
+                spec.workspace,
+                Arc::from(""),
+                next_seq,
+            );
+            run.step = next_step();
+            run
+        };
+        if let Some(error) = self.load_error.clone() {
+            let mut run = run_without_prompt(spec);
+            run.phase = Phase::Finishing(Ending {
+                status: RunStatus::Failed,
+                output: String::new(),
+                reason: Some(format!("the session could not be loaded: {error}")),
+            });
+            events.emit(EventKind::RunStarted);
+            self.run = Some(run);
+            return self.complete(myself);
+        }
+        // A run over budget is refused before its prompt enters the conversation.
+        let admitted = oversight::authorize(&self.services, &self.id, &run_id).await;
+        self.last_run = Some(run_id.clone());
+        if let Err(refusal) = admitted {
+            self.run = Some(run_without_prompt(spec));
+            events.emit(EventKind::RunStarted);
+            return self.refuse(myself, refusal, false);
+        }
+        let mut recall_warnings = Vec::new();
+        let recalled =
+            prompt::recall(&self.services.memory, &spec.prompt, &mut recall_warnings).await;
+        let mut assembled = prompt::assemble(
+            &spec.workspace,
+            spec.caller_dir.as_deref(),
+            &self.services.home,
+            &recalled,
+        )
+        .await;
+        assembled.warnings.extend(recall_warnings);
+        let mut run = ActiveRun::new(
+            run_id.clone(),
+            spec.prompt.clone(),
+            events.clone(),
+            spec.workspace,
+            assembled.prompt.into(),
+            next_seq,
+        );
+        run.step = next_step();
+        self.history.push(Message::user(spec.prompt));
+        run.turn_first_seq = self.history.next_seq();
+        let record = run.record(None);
+        let deadline = self.services.agent.max_duration();
+        self.run = Some(run);
+        self.submit(myself, None, Some(record));
+        events.emit(EventKind::RunStarted);
+        for message in assembled.warnings {
+            events.emit(EventKind::Warning { message });
+        }
+        myself.send_after(deadline, move || SessionMsg::Deadline { run_id });
+        // A prompt that brings the conversation past its budget is made room for first.
+        self.prompt_memory_flush();
+        if let Some(cut) = self.cut_needed() {
+            return self
+                .compact_then(myself, cut, AfterCompaction::CallModel)
+                .await;
+        }
+        self.begin_turn(myself);
+    }
+}
