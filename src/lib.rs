@@ -29,6 +29,7 @@ pub use config::Config;
 pub use runtime::{RunHandle, RunOutcome, RunRequest, Runtime, RuntimeBuilder, RuntimeError};
 pub use ryvos_actors::event::{Event, EventKind, RunStatus};
 pub use ryvos_actors::ids::{CallId, RunId, SessionId};
+pub use ryvos_actors::judge::{Constraints, Criterion, CriterionKind, Goal, Verdict};
 pub use ryvos_actors::provider::Provider;
 pub use ryvos_actors::tools::{SafetyTier, Tool, ToolContext, ToolError};
 

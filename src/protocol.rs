@@ -30,7 +30,7 @@ pub struct Request {
 /// The methods and their parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Method {
-    Run(RunParams),
+    Run(Box<RunParams>),
     Status,
     Sessions,
     History { session_id: String },
@@ -54,6 +54,9 @@ pub struct RunParams {
     /// The client's current directory: context files found there come first.
     #[serde(default)]
     pub cwd: Option<String>,
+    /// Makes the run goal-driven.
+    #[serde(default)]
+    pub goal: Option<ryvos_actors::judge::Goal>,
 }
 
 #[derive(Deserialize)]

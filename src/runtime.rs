@@ -4,6 +4,7 @@ use crate::config::Config;
 use ryvos_actors::cost_ledger::CostReport;
 use ryvos_actors::event::{Event, EventKind, RunStatus};
 use ryvos_actors::ids::{RunId, SessionId};
+use ryvos_actors::judge::Goal;
 use ryvos_actors::provider::Provider;
 use ryvos_actors::session::RunSpec;
 use ryvos_actors::store::Store;
@@ -26,6 +27,8 @@ pub enum RuntimeError {
     RunLost,
     #[error("starting the run logger: {0}")]
     RunLog(std::io::Error),
+    #[error("the goal: {0}")]
+    BadGoal(#[from] ryvos_actors::judge::goal::CriterionError),
 }
 
 /// A running Ryvos runtime: the actor system, its store and its tools.
@@ -106,10 +109,14 @@ impl Runtime {
             Some(dir) => Workspace::new(&dir)?,
             None => Workspace::new(&std::env::current_dir().unwrap_or_else(|_| ".".into()))?,
         };
+        if let Some(goal) = &request.goal {
+            goal.validate()?;
+        }
         let spec = RunSpec {
             prompt: request.prompt,
             workspace,
             caller_dir: request.caller_dir,
+            goal: request.goal.map(Arc::new),
         };
         let ticket = self.engine.start_run(request.session, spec).await?;
         Ok(RunHandle {
@@ -118,6 +125,16 @@ impl Runtime {
             events: ticket.events,
             ended: false,
         })
+    }
+
+    /// Starts a goal-driven run: the Judge holds each final answer to `goal`, and the run
+    /// ends `completed` only when it accepts.
+    pub async fn run_with_goal(
+        &self,
+        request: RunRequest,
+        goal: Goal,
+    ) -> Result<RunHandle, RuntimeError> {
+        self.run(request.goal(goal)).await
     }
 
     /// Every event of every run from now on. A subscriber that falls far behind misses the
@@ -185,6 +202,8 @@ pub struct RunRequest {
     /// Where the caller is: context files (`SOUL.md`, …) found here come before the
     /// workspace's and `$RYVOS_HOME`'s.
     pub caller_dir: Option<PathBuf>,
+    /// For a goal-driven run: what the Judge holds its answers to.
+    pub goal: Option<Goal>,
 }
 
 impl RunRequest {
@@ -195,7 +214,14 @@ impl RunRequest {
             session: None,
             workspace: None,
             caller_dir: None,
+            goal: None,
         }
+    }
+
+    /// Holds the run to `goal`.
+    pub fn goal(mut self, goal: Goal) -> Self {
+        self.goal = Some(goal);
+        self
     }
 
     /// Continues `session`.

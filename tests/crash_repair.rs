@@ -76,6 +76,7 @@ async fn a_turn_cut_off_by_a_crash_is_repaired_on_resume() {
             cost_microcents: 0,
             started_at_ms: 1,
             ended_at_ms: None,
+            goal: None,
         });
         store.write(&[batch]).unwrap();
     }

@@ -174,6 +174,36 @@ pub struct AgentConfig {
     pub session_idle_secs: u64,
     pub checkpoint: CheckpointConfig,
     pub guardian: GuardianConfig,
+    pub judge: JudgeConfig,
+}
+
+/// `[agent.judge]`: how goal-driven runs are judged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JudgeConfig {
+    /// The model that judges `llm` criteria (and goals without criteria); `""`: the run's.
+    pub model: String,
+    /// The weighted share of criteria that must be met for the goal to be accepted (0–1].
+    pub accept_threshold: f64,
+    /// `Retry` verdicts a run may get; past them it escalates.
+    pub max_retries: u32,
+    /// Also judge every this many turns, to stop as soon as the goal is met (0: only final
+    /// answers are judged).
+    pub evaluate_every_turns: u32,
+    /// A `command` criterion running longer fails.
+    pub command_timeout_secs: u64,
+}
+
+impl Default for JudgeConfig {
+    fn default() -> Self {
+        Self {
+            model: String::new(),
+            accept_threshold: 1.0,
+            max_retries: 3,
+            evaluate_every_turns: 0,
+            command_timeout_secs: 300,
+        }
+    }
 }
 
 impl Default for AgentConfig {
@@ -191,6 +221,7 @@ impl Default for AgentConfig {
             session_idle_secs: 300,
             checkpoint: CheckpointConfig::default(),
             guardian: GuardianConfig::default(),
+            judge: JudgeConfig::default(),
         }
     }
 }

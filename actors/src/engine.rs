@@ -5,6 +5,7 @@ use crate::cost_ledger::{CostLedgerArgs, CostReport};
 use crate::event::{Event, GlobalEvents};
 use crate::guardian::{GuardianArgs, Thresholds};
 use crate::ids::SessionId;
+use crate::judge::JudgeArgs;
 use crate::llm_stream::ModelChain;
 use crate::memory::{Memory, MemorySearch, MemoryWrite};
 use crate::provider::retry::RetryPolicy;
@@ -42,6 +43,28 @@ pub struct EngineConfig {
     pub supervision: SupervisionConfig,
     /// Runs in flight past this are refused as busy.
     pub max_in_flight_runs: usize,
+}
+
+/// The models that judge goals: `[agent.judge] model` on the primary's endpoint (with the
+/// same retries), or the run's own chain when it is empty.
+fn judge_models(
+    model: &ModelConfig,
+    judge: &crate::config::JudgeConfig,
+    runs: &Arc<ModelChain>,
+) -> Result<Arc<ModelChain>, ProviderError> {
+    if judge.model.is_empty() {
+        return Ok(runs.clone());
+    }
+    let config = ModelConfig {
+        model: judge.model.clone(),
+        fallbacks: Vec::new(),
+        ..model.clone()
+    };
+    let chain = crate::provider::chain_from_config(&config)?;
+    Ok(Arc::new(ModelChain::new(
+        chain,
+        RetryPolicy::from_config(model),
+    )))
 }
 
 /// Why the engine could not start, run, or stop.
@@ -143,6 +166,7 @@ impl Engine {
             ledger: slots.ledger.clone(),
             guardian: slots.guardian.clone(),
             llm: slots.llm.clone(),
+            judge: slots.judge.clone(),
             llm_model: models.model().into(),
             home: config.home.clone(),
             memory: memory.clone(),
@@ -162,6 +186,10 @@ impl Engine {
                 store: store.clone(),
                 checkpoint: slots.checkpoint.clone(),
                 thresholds: Thresholds::new(&agent.guardian, agent.max_context_tokens),
+            },
+            judge: JudgeArgs {
+                models: judge_models(&config.model, &agent.judge, &models)?,
+                config: agent.judge.clone(),
             },
             models,
             tools: ToolExecutorArgs {

@@ -70,6 +70,15 @@ pub enum EventKind {
         to: String,
         discarded_text: bool,
     },
+    /// The Judge's verdict on a goal-driven run's answer (`periodic`: judged mid-run, every
+    /// `evaluate_every_turns`), with the weighted `score` and each criterion's result.
+    JudgeVerdict {
+        verdict: crate::judge::Verdict,
+        reason: String,
+        score: f64,
+        criteria: Vec<crate::judge::criteria::CriterionResult>,
+        periodic: bool,
+    },
     /// The Guardian put a corrective note into the conversation; the next request carries it.
     GuardianHint {
         message: String,

@@ -1,16 +1,15 @@
 //! RootSupervisor: the top of the actor tree.
 //!
 //! It starts the CheckpointActor, the CostLedgerActor, the GuardianActor, the LlmStreamActor,
-//! the ToolExecutorActor and the SessionSupervisor, restarts any of them that fails (exponential backoff with jitter; each
+//! the ToolExecutorActor, the JudgeActor and the SessionSupervisor, restarts any of them that fails (exponential backoff with jitter; each
 //! restarted actor rebuilds its state from its arguments and the store), and escalates when one
 //! fails more than `max_restarts` times within the window: it stops, and the runtime reports
 //! that it is down. Siblings reach a restarted child through its [`ChildSlot`].
-//!
-//! The Judge takes its place here when it is built; its message types are in [`crate::judge`].
 
 use crate::checkpoint::{CheckpointActor, CheckpointMsg};
 use crate::cost_ledger::{CostLedgerActor, CostLedgerArgs, CostLedgerMsg};
 use crate::guardian::{GuardianActor, GuardianArgs, GuardianMsg};
+use crate::judge::{JudgeActor, JudgeArgs, JudgeMsg};
 use crate::llm_stream::{LlmMsg, LlmStreamActor, ModelChain};
 use crate::session::{SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg};
 use crate::store::{Store, StoreError};
@@ -35,16 +34,18 @@ pub enum ChildKind {
     Guardian,
     LlmStream,
     ToolExecutor,
+    Judge,
     Sessions,
 }
 
 impl ChildKind {
-    const ALL: [ChildKind; 6] = [
+    const ALL: [ChildKind; 7] = [
         ChildKind::Checkpoint,
         ChildKind::CostLedger,
         ChildKind::Guardian,
         ChildKind::LlmStream,
         ChildKind::ToolExecutor,
+        ChildKind::Judge,
         ChildKind::Sessions,
     ];
 }
@@ -104,6 +105,7 @@ pub struct RootArgs {
     /// The models calls go to, and how they are retried.
     pub models: Arc<ModelChain>,
     pub tools: ToolExecutorArgs,
+    pub judge: JudgeArgs,
     pub sessions: SessionSupervisorArgs,
     pub policy: RestartPolicy,
     pub slots: Slots,
@@ -118,6 +120,7 @@ pub struct Slots {
     pub guardian: ChildSlot<GuardianMsg>,
     pub llm: ChildSlot<LlmMsg>,
     pub tools: ChildSlot<ToolMsg>,
+    pub judge: ChildSlot<JudgeMsg>,
     pub sessions: ChildSlot<SessionSupervisorMsg>,
 }
 
@@ -130,6 +133,7 @@ impl Slots {
             guardian: ChildSlot::new("Guardian"),
             llm: ChildSlot::new("LLM stream"),
             tools: ChildSlot::new("tool executor"),
+            judge: ChildSlot::new("Judge"),
             sessions: ChildSlot::new("session supervisor"),
         }
     }
@@ -141,6 +145,7 @@ impl Slots {
             ChildKind::Guardian => self.guardian.clear(),
             ChildKind::LlmStream => self.llm.clear(),
             ChildKind::ToolExecutor => self.tools.clear(),
+            ChildKind::Judge => self.judge.clear(),
             ChildKind::Sessions => self.sessions.clear(),
         }
     }
@@ -200,6 +205,10 @@ impl Actor for RootSupervisor {
         spawners.insert(
             ChildKind::ToolExecutor,
             spawner(|| ToolExecutorActor, args.tools, slots.tools.clone()),
+        );
+        spawners.insert(
+            ChildKind::Judge,
+            spawner(|| JudgeActor, args.judge, slots.judge.clone()),
         );
         spawners.insert(
             ChildKind::Sessions,
@@ -384,6 +393,7 @@ impl RootState {
             ChildKind::Guardian => self.slots.guardian.cast(GuardianMsg::Panic),
             ChildKind::LlmStream => self.slots.llm.cast(LlmMsg::Panic),
             ChildKind::ToolExecutor => self.slots.tools.cast(ToolMsg::Panic),
+            ChildKind::Judge => self.slots.judge.cast(JudgeMsg::Panic),
             ChildKind::Sessions => Err(crate::supervision::Unavailable(
                 "session supervisor (inject into a session instead)",
             )),

@@ -135,7 +135,7 @@ async fn answer(
     let id = request.id;
     let result = match request.method() {
         Err(error) => Err(error),
-        Ok(Method::Run(params)) => return run(id, params, write, shared).await,
+        Ok(Method::Run(params)) => return run(id, *params, write, shared).await,
         Ok(Method::Status) => Ok(json!({
             "pid": std::process::id(),
             "version": env!("CARGO_PKG_VERSION"),
@@ -215,6 +215,9 @@ async fn run(
     let mut request = RunRequest::new(params.prompt).workspace(params.workspace);
     if let Some(cwd) = params.cwd {
         request = request.caller_dir(cwd);
+    }
+    if let Some(goal) = params.goal {
+        request = request.goal(goal);
     }
     if let Some(resume) = params.resume {
         let session = SessionId::new(resume);
@@ -304,7 +307,9 @@ fn run_error(e: RuntimeError) -> ErrorBody {
             ErrorBody::new(code, e.to_string())
         }
         RuntimeError::Workspace(e) => ErrorBody::new(ErrorCode::BadRequest, e.to_string()),
-        e @ RuntimeError::BadSessionId(_) => ErrorBody::new(ErrorCode::BadRequest, e.to_string()),
+        e @ (RuntimeError::BadSessionId(_) | RuntimeError::BadGoal(_)) => {
+            ErrorBody::new(ErrorCode::BadRequest, e.to_string())
+        }
         other => ErrorBody::new(ErrorCode::Internal, other.to_string()),
     }
 }

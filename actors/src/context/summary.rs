@@ -24,7 +24,10 @@ pub const SUMMARY_HEADING: &str = "[Summary of the earlier conversation]";
 pub fn request(dropped: &[Arc<Message>]) -> ChatRequest {
     ChatRequest {
         system: SUMMARIZER_PROMPT.into(),
-        messages: Arc::new(vec![Arc::new(Message::user(transcript(dropped)))]),
+        messages: Arc::new(vec![Arc::new(Message::user(format!(
+            "Summarize this conversation:\n\n{}",
+            transcript(dropped)
+        )))]),
         tools: Arc::new(Vec::new()),
     }
 }
@@ -36,10 +39,11 @@ pub fn message(summary: &str) -> Message {
     }
 }
 
-/// The dropped messages as plain text.
-fn transcript(dropped: &[Arc<Message>]) -> String {
-    let mut out = String::from("Summarize this conversation:\n\n");
-    for m in dropped {
+/// Messages as a plain transcript, one line each (long ones clipped): what a model reads about
+/// a conversation it is not part of.
+pub fn transcript(messages: &[Arc<Message>]) -> String {
+    let mut out = String::new();
+    for m in messages {
         // Writing to a String cannot fail.
         let _ = match &**m {
             Message::User { content } => writeln!(out, "user: {}", clip(content)),

@@ -41,6 +41,7 @@ pub struct Services {
     pub ledger: ChildSlot<CostLedgerMsg>,
     pub guardian: ChildSlot<GuardianMsg>,
     pub llm: ChildSlot<LlmMsg>,
+    pub judge: ChildSlot<crate::judge::JudgeMsg>,
     /// The model the provider asks, for pricing calls that never answered.
     pub llm_model: Arc<str>,
     /// `$RYVOS_HOME`.
@@ -61,4 +62,6 @@ pub struct RunSpec {
     /// The caller's current directory, the first place context files (`SOUL.md`, …) are
     /// looked for, before the workspace and `$RYVOS_HOME`.
     pub caller_dir: Option<std::path::PathBuf>,
+    /// For a goal-driven run: what the Judge holds its answers to.
+    pub goal: Option<Arc<crate::judge::Goal>>,
 }

@@ -28,6 +28,8 @@ pub enum Phase {
     /// The conversation outgrew its budget: the model summarizes the first `cut.drop`
     /// messages before they leave the window; then the run goes on as `then` says.
     Summarizing { cut: Cut, then: AfterCompaction },
+    /// The model gave `answer` (its final one, unless `periodic`); the Judge is evaluating it.
+    Judging { answer: String, periodic: bool },
     /// The run has ended; its last records are being committed.
     Finishing(Ending),
 }
@@ -62,7 +64,13 @@ pub struct ActiveRun {
     pub prompt: String,
     pub events: RunEvents,
     pub workspace: Workspace,
+    /// The system prompt as the model gets it: `system_base`, then the goal's focus layer.
     pub system: Arc<str>,
+    /// The system prompt without the focus layer (principles, context files, recall).
+    pub system_base: Arc<str>,
+    /// For a goal-driven run: its goal, and how the Judge has found it so far.
+    pub goal: Option<Arc<crate::judge::Goal>>,
+    pub judging: Judging,
     pub cancel: CancellationToken,
     /// The model call in flight: a child of `cancel`, so a stalled call can be cut alone.
     pub call_cancel: CancellationToken,
@@ -109,6 +117,17 @@ pub struct ActiveRun {
     pub last_text: String,
 }
 
+/// Where the Judge's evaluation of a goal-driven run stands.
+#[derive(Default)]
+pub struct Judging {
+    /// `Retry` (and unreadable) verdicts so far.
+    pub retries: u32,
+    /// Verdicts so far.
+    pub verdicts: u32,
+    /// Verdicts not yet handed to the store.
+    pub unstored: Vec<crate::store::VerdictRecord>,
+}
+
 impl ActiveRun {
     /// A run about to make its first call, with `system` as its system prompt.
     pub fn new(
@@ -126,7 +145,10 @@ impl ActiveRun {
             events,
             workspace,
             system_tokens: crate::tokens::count_text(&system) as u64,
+            system_base: system.clone(),
             system,
+            goal: None,
+            judging: Judging::default(),
             call_cancel: cancel.child_token(),
             heartbeat: Heartbeat::new(),
             cancel: cancel.clone(),
@@ -153,6 +175,22 @@ impl ActiveRun {
         }
     }
 
+    /// Holds the run to `goal`: its focus layer joins the system prompt.
+    pub fn with_goal(mut self, goal: Option<Arc<crate::judge::Goal>>) -> Self {
+        self.goal = goal;
+        self.refocus(None);
+        self
+    }
+
+    /// Rewrites the focus layer with where the evaluation stands.
+    pub fn refocus(&mut self, status: Option<&str>) {
+        if let Some(goal) = &self.goal {
+            let system = format!("{}\n\n{}", self.system_base, goal.focus(status));
+            self.system_tokens = crate::tokens::count_text(&system) as u64;
+            self.system = system.into();
+        }
+    }
+
     /// The run's record in the store; `ending` is `None` while it is in flight.
     pub fn record(&self, ending: Option<&Ending>) -> RunRecord {
         RunRecord {
@@ -168,6 +206,7 @@ impl ActiveRun {
             cost_microcents: self.cost_microcents,
             started_at_ms: self.started_at_ms,
             ended_at_ms: ending.map(|_| now_ms()),
+            goal: self.goal.as_deref().cloned(),
         }
     }
 }

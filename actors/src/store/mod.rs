@@ -12,6 +12,7 @@ mod tables;
 
 pub use records::{
     now_ms, Compaction, CostTotals, MemoryEntry, RunRecord, SessionRecord, TurnCheckpoint,
+    VerdictRecord,
 };
 
 use crate::guardian::RunWatch;
@@ -23,7 +24,7 @@ use std::path::Path;
 use std::sync::Arc;
 use tables::{
     CHECKPOINTS, COMPACTIONS, COSTS, GUARDIAN, MEMORIES, MEMORY_STATS, MEMORY_TERMS, MESSAGES,
-    RUNS, SESSIONS,
+    RUNS, SESSIONS, VERDICTS,
 };
 
 /// A storage failure, saying what was being done. Cloneable so that one failed group commit
@@ -91,6 +92,8 @@ pub struct WriteBatch {
     pub compaction: Option<Compaction>,
     /// New memories, indexed as they are stored.
     pub memories: Vec<MemoryEntry>,
+    /// The Judge's verdicts since the last batch.
+    pub verdicts: Vec<VerdictRecord>,
 }
 
 impl WriteBatch {
@@ -106,6 +109,7 @@ impl WriteBatch {
             guardian: None,
             compaction: None,
             memories: Vec::new(),
+            verdicts: Vec::new(),
         }
     }
 }
@@ -164,6 +168,7 @@ impl Store {
         txn.open_table(MEMORIES).doing(doing)?;
         txn.open_table(MEMORY_TERMS).doing(doing)?;
         txn.open_table(MEMORY_STATS).doing(doing)?;
+        txn.open_table(VERDICTS).doing(doing)?;
         txn.commit().doing(doing)
     }
 
@@ -180,6 +185,7 @@ impl Store {
             let mut costs = txn.open_table(COSTS).doing(doing)?;
             let mut guardian = txn.open_table(GUARDIAN).doing(doing)?;
             let mut compactions = txn.open_table(COMPACTIONS).doing(doing)?;
+            let mut verdicts = txn.open_table(VERDICTS).doing(doing)?;
             for batch in batches {
                 let sid = batch.session_id.as_str();
                 for m in &batch.messages {
@@ -224,6 +230,12 @@ impl Store {
                 if let Some(c) = &batch.compaction {
                     let row = serde_json::to_vec(c).doing(doing)?;
                     compactions.insert(sid, row.as_slice()).doing(doing)?;
+                }
+                for v in &batch.verdicts {
+                    let row = serde_json::to_vec(v).doing(doing)?;
+                    verdicts
+                        .insert((v.run_id.as_str(), v.n), row.as_slice())
+                        .doing(doing)?;
                 }
             }
         }
@@ -341,6 +353,21 @@ impl Store {
         Ok(out)
     }
 
+    /// The Judge's verdicts on a run, in order.
+    pub fn verdicts(&self, run: &RunId) -> Result<Vec<VerdictRecord>, StoreError> {
+        let doing = || format!("reading the verdicts of run {run}");
+        let txn = self.db.begin_read().doing(doing)?;
+        let table = txn.open_table(VERDICTS).doing(doing)?;
+        let mut out = Vec::new();
+        for row in table
+            .range((run.as_str(), 0)..=(run.as_str(), u32::MAX))
+            .doing(doing)?
+        {
+            out.push(serde_json::from_slice(row.doing(doing)?.1.value()).doing(doing)?);
+        }
+        Ok(out)
+    }
+
     /// The turn checkpoints of a session, oldest first.
     pub fn checkpoints(&self, id: &SessionId) -> Result<Vec<TurnCheckpoint>, StoreError> {
         let doing = || format!("reading the checkpoints of session {id}");
@@ -444,6 +471,7 @@ mod tests {
             cost_microcents: 0,
             started_at_ms: 1,
             ended_at_ms: None,
+            goal: None,
         });
         let mut batch_b = WriteBatch::new(b.clone());
         batch_b.messages.push(StoredMessage {

@@ -42,6 +42,22 @@ pub struct RunRecord {
     pub started_at_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at_ms: Option<u64>,
+    /// What a goal-driven run was held to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<crate::judge::Goal>,
+}
+
+/// One verdict of the Judge on a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VerdictRecord {
+    pub run_id: RunId,
+    /// Its place among the run's verdicts, from 1.
+    pub n: u32,
+    /// The turn it judged.
+    pub turn: u32,
+    pub at_ms: u64,
+    #[serde(flatten)]
+    pub judgement: crate::judge::Judgement,
 }
 
 /// A session's summary.

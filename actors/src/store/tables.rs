@@ -36,3 +36,6 @@ pub const MEMORY_TERMS: TableDefinition<(&str, &str), u64> = TableDefinition::ne
 
 /// `"totals" -> [memories, terms]`: the collection's size, for BM25.
 pub const MEMORY_STATS: TableDefinition<&str, &[u8]> = TableDefinition::new("memory_stats");
+
+/// `(run_id, n) -> VerdictRecord`: every verdict the Judge gave a run, in order.
+pub const VERDICTS: TableDefinition<(&str, u32), &[u8]> = TableDefinition::new("verdicts");

@@ -47,6 +47,15 @@ enum Command {
         /// Runs in-process.
         #[arg(long, value_name = "FILE")]
         record: Option<PathBuf>,
+        /// Make the run goal-driven: the Judge holds each final answer to this goal, and the
+        /// run completes only when it is accepted.
+        #[arg(long, value_name = "TEXT")]
+        goal: Option<String>,
+        /// A success criterion of the goal, KIND:VALUE[@WEIGHT] (repeatable). KIND: contains,
+        /// equals, regex (the final answer), command (exit 0 in the workspace), llm (the judge
+        /// model decides). Without --goal, the prompt is the goal.
+        #[arg(long, value_name = "KIND:VALUE[@WEIGHT]")]
+        criterion: Vec<String>,
         /// What to do.
         #[arg(required = true, num_args = 1..)]
         prompt: Vec<String>,
@@ -109,8 +118,18 @@ async fn dispatch(command: Command, config: Config) -> u8 {
             session,
             resume,
             record,
+            goal,
+            criterion,
             prompt,
         } => {
+            let prompt = prompt.join(" ");
+            let goal = match goal_of(goal, &criterion, &prompt) {
+                Ok(goal) => goal,
+                Err(e) => {
+                    eprintln!("ryvos: {e}");
+                    return EXIT_USAGE;
+                }
+            };
             let workspace = match workspace
                 .map_or_else(std::env::current_dir, Ok)
                 .and_then(|w| w.canonicalize())
@@ -121,7 +140,6 @@ async fn dispatch(command: Command, config: Config) -> u8 {
                     return EXIT_USAGE;
                 }
             };
-            let prompt = prompt.join(" ");
             match Client::connect(&socket).await {
                 Ok(_) if record.is_some() => {
                     eprintln!(
@@ -131,7 +149,17 @@ async fn dispatch(command: Command, config: Config) -> u8 {
                     );
                     EXIT_USAGE
                 }
-                Ok(client) => run_remote(client, json, workspace, session, resume, prompt).await,
+                Ok(client) => {
+                    let run = Remote {
+                        json,
+                        workspace,
+                        session,
+                        resume,
+                        prompt,
+                        goal,
+                    };
+                    run_remote(client, run).await
+                }
                 Err(ClientError::NoDaemon { .. }) => {
                     eprintln!(
                         "ryvos: no daemon answering at {}; running in-process",
@@ -143,6 +171,7 @@ async fn dispatch(command: Command, config: Config) -> u8 {
                         session: session.or(resume),
                         record,
                         prompt,
+                        goal,
                     };
                     run_local(config, local).await
                 }
@@ -329,17 +358,48 @@ fn exit_for(status: RunStatus) -> u8 {
     }
 }
 
-async fn run_remote(
-    mut client: Client,
-    json_out: bool,
+/// The goal `--goal` and `--criterion` describe, if any.
+fn goal_of(
+    goal: Option<String>,
+    criteria: &[String],
+    prompt: &str,
+) -> Result<Option<ryvos::Goal>, String> {
+    if goal.is_none() && criteria.is_empty() {
+        return Ok(None);
+    }
+    let criteria = criteria
+        .iter()
+        .map(|c| c.parse::<ryvos::Criterion>().map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(ryvos::Goal {
+        description: goal.unwrap_or_else(|| prompt.to_owned()),
+        criteria,
+        ..ryvos::Goal::default()
+    }))
+}
+
+/// A run hosted by the daemon.
+struct Remote {
+    json: bool,
     workspace: PathBuf,
     session: Option<String>,
     resume: Option<String>,
     prompt: String,
-) -> u8 {
+    goal: Option<ryvos::Goal>,
+}
+
+async fn run_remote(mut client: Client, run: Remote) -> u8 {
+    let Remote {
+        json: json_out,
+        workspace,
+        session,
+        resume,
+        prompt,
+        goal,
+    } = run;
     let cwd = std::env::current_dir().ok();
     let params = json!({"prompt": prompt, "workspace": workspace, "cwd": cwd,
-                        "session": session, "resume": resume});
+                        "session": session, "resume": resume, "goal": goal});
     let mut renderer = Renderer::new(json_out);
     let mut session_seen: Option<String> = None;
     if let Err(e) = client.send("run", params).await {
@@ -384,6 +444,7 @@ struct Local {
     session: Option<String>,
     record: Option<PathBuf>,
     prompt: String,
+    goal: Option<ryvos::Goal>,
 }
 
 async fn run_local(config: Config, local: Local) -> u8 {
@@ -393,6 +454,7 @@ async fn run_local(config: Config, local: Local) -> u8 {
         session,
         record,
         prompt,
+        goal,
     } = local;
     let mut builder = Runtime::builder(config.clone());
     if let Some(path) = &record {
@@ -421,6 +483,9 @@ async fn run_local(config: Config, local: Local) -> u8 {
     }
     if let Some(s) = session {
         request = request.session(SessionId::new(s));
+    }
+    if let Some(goal) = goal {
+        request = request.goal(goal);
     }
     let mut renderer = Renderer::new(json_out);
     let code = match runtime.run(request).await {

@@ -153,6 +153,17 @@ impl Renderer {
                     eprintln!("  [model] {message}");
                 }
             }
+            EventKind::JudgeVerdict {
+                verdict,
+                reason,
+                score,
+                periodic,
+                ..
+            } => {
+                self.end_line();
+                let when = if *periodic { " (progress check)" } else { "" };
+                eprintln!("  [judge] {verdict:?}{when}, score {score:.2}: {reason}");
+            }
             EventKind::GuardianHint { message, .. } => {
                 self.end_line();
                 eprintln!(

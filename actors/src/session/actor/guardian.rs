@@ -93,7 +93,8 @@ impl SessionState {
                 return self.schedule_stall_check(myself, step, None)
             }
             Phase::Summarizing { .. } => return self.check_summary_stall(myself, step).await,
-            Phase::BetweenTurns | Phase::Finishing(_) => return,
+            // A judged command has its own timeout.
+            Phase::BetweenTurns | Phase::Judging { .. } | Phase::Finishing(_) => return,
         };
         let silent = run.heartbeat.silent_for();
         if silent < timeout {

@@ -18,6 +18,7 @@
 mod context;
 mod ending;
 mod guardian;
+mod judging;
 mod reload;
 mod spending;
 mod starting;
@@ -69,6 +70,11 @@ pub enum SessionMsg {
     Committed { result: Result<(), StoreError> },
     /// The summary asked for at `step` came back (or failed).
     SummaryDone { step: u64, answer: ModelAnswer },
+    /// The Judge's evaluation asked for at `step` is back.
+    Judged {
+        step: u64,
+        evaluated: crate::judge::Evaluated,
+    },
     /// Time to look for a stall of the dispatch made at `step`.
     StallCheck { step: u64 },
     /// The run `run_id` reached `max_duration_secs`.
@@ -176,6 +182,11 @@ impl Actor for SessionActor {
             SessionMsg::SummaryDone { step, answer } => {
                 if state.is_current(step) {
                     state.on_summary_done(&myself, answer).await;
+                }
+            }
+            SessionMsg::Judged { step, evaluated } => {
+                if state.is_current(step) {
+                    state.on_judged(&myself, evaluated).await;
                 }
             }
             SessionMsg::StallCheck { step } => {
@@ -319,6 +330,9 @@ impl SessionState {
             tool_calls: calls.clone(),
         });
         if calls.is_empty() {
+            if run.goal.is_some() {
+                return self.judge(myself, text, false);
+            }
             return self.finish_with(
                 myself,
                 Ending {
@@ -447,6 +461,19 @@ impl SessionState {
         if let Some((status, reason)) = stop {
             return self.stop_by_guardian(myself, status, reason);
         }
+        if self.periodic_judging_due() {
+            let progress = self
+                .run
+                .as_ref()
+                .map(|r| r.last_text.clone())
+                .unwrap_or_default();
+            return self.judge(myself, progress, true);
+        }
+        self.next_turn(myself);
+    }
+
+    /// The next model call, unless the run has used its `max_turns`.
+    fn next_turn(&mut self, myself: &ActorRef<SessionMsg>) {
         let Some(run) = self.run.as_ref() else { return };
         let max_turns = self.services.agent.max_turns;
         if run.turns >= max_turns {
@@ -490,6 +517,7 @@ impl SessionState {
         batch.run = run;
         batch.compaction = self.history.take_compaction();
         if let Some(active) = self.run.as_mut() {
+            batch.verdicts = std::mem::take(&mut active.judging.unstored);
             let ended = batch.run.as_ref().is_some_and(|r| r.status.is_some());
             batch.guardian = if ended {
                 // The Guardian's view of a finished run is not needed again.

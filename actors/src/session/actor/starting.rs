@@ -79,7 +79,8 @@ impl SessionState {
             spec.workspace,
             assembled.prompt.into(),
             next_seq,
-        );
+        )
+        .with_goal(spec.goal);
         run.step = next_step();
         self.history.push(Message::user(spec.prompt));
         run.turn_first_seq = self.history.next_seq();

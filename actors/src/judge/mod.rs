@@ -1,0 +1,186 @@
+//! JudgeActor: evaluates goal-driven runs.
+//!
+//! When a run with a goal gives a final answer (and, if configured, every few turns), the
+//! session asks the Judge for a verdict. Level 0 criteria (`contains`, `equals`, `regex`,
+//! `command`) are checked for free; `llm` criteria, and goals without criteria, go to the
+//! model (or `[agent.judge] model`) with a fixed rubric. Each evaluation runs in its own task,
+//! so a slow test command never holds the actor, and is cancelled with its run.
+
+pub mod criteria;
+pub mod goal;
+pub mod rubric;
+pub mod verdict;
+
+pub use goal::{Constraints, Criterion, CriterionKind, Goal};
+pub use verdict::{Judgement, Verdict};
+
+use crate::callback::Callback;
+use crate::config::JudgeConfig;
+use crate::llm_stream::{Heartbeat, ModelChain, ModelReply};
+use crate::message::Message;
+use crate::tools::ToolContext;
+use criteria::CriterionResult;
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use std::sync::Arc;
+use std::time::Duration;
+use verdict::ModelOpinion;
+
+/// One evaluation to make.
+pub struct Evaluation {
+    pub goal: Arc<Goal>,
+    /// The model's latest answer.
+    pub answer: String,
+    /// The conversation so far, for the judge model.
+    pub conversation: Arc<Vec<Arc<Message>>>,
+    /// Where `command` criteria run; cancelled when the run stops.
+    pub ctx: ToolContext,
+    pub on_done: Callback<Evaluated>,
+}
+
+/// An evaluation's outcome.
+#[derive(Debug)]
+pub struct Evaluated {
+    pub judgement: Judgement,
+    /// The judge model's call, to be billed, if one was made.
+    pub judge_call: Option<ModelReply>,
+    /// Judge attempts cut after the server began answering, to be billed.
+    pub cut_calls: Vec<String>,
+}
+
+impl Evaluated {
+    /// An evaluation that could not be made: no verdict, never acceptance.
+    pub fn failed(why: &str) -> Self {
+        Self {
+            judgement: Judgement {
+                verdict: Verdict::Continue,
+                reason: format!("the goal could not be judged ({why}); not accepted"),
+                score: 0.0,
+                criteria: Vec::new(),
+            },
+            judge_call: None,
+            cut_calls: Vec::new(),
+        }
+    }
+}
+
+/// Messages of the [`JudgeActor`].
+pub enum JudgeMsg {
+    Evaluate(Box<Evaluation>),
+    /// Test hook: panic inside the handler.
+    #[cfg(feature = "fault-injection")]
+    Panic,
+}
+
+/// What the Judge is started with.
+#[derive(Clone)]
+pub struct JudgeArgs {
+    /// The models that judge `llm` criteria.
+    pub models: Arc<ModelChain>,
+    pub config: JudgeConfig,
+}
+
+/// The actor; see the module documentation.
+pub struct JudgeActor;
+
+impl Actor for JudgeActor {
+    type Msg = JudgeMsg;
+    type State = JudgeArgs;
+    type Arguments = JudgeArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: JudgeArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(args)
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            JudgeMsg::Evaluate(job) => {
+                let args = state.clone();
+                tokio::spawn(async move {
+                    let Evaluation {
+                        goal,
+                        answer,
+                        conversation,
+                        ctx,
+                        on_done,
+                    } = *job;
+                    let cancel = ctx.cancel.clone();
+                    let evaluating = evaluate(&args, &goal, &answer, &conversation, &ctx);
+                    tokio::select! {
+                        evaluated = evaluating => on_done.answer(evaluated),
+                        // The run stopped: nobody waits for the verdict.
+                        _ = cancel.cancelled() => {}
+                    }
+                });
+            }
+            #[cfg(feature = "fault-injection")]
+            JudgeMsg::Panic => panic!("injected fault in the Judge"),
+        }
+        Ok(())
+    }
+}
+
+/// Checks the free criteria, asks the judge model when it is needed and can still matter, and
+/// decides.
+async fn evaluate(
+    args: &JudgeArgs,
+    goal: &Goal,
+    answer: &str,
+    conversation: &[Arc<Message>],
+    ctx: &ToolContext,
+) -> Evaluated {
+    let timeout = Duration::from_secs(args.config.command_timeout_secs.max(1));
+    let mut free: Vec<CriterionResult> = Vec::new();
+    for criterion in goal.criteria.iter().filter(|c| c.kind.is_deterministic()) {
+        let result = match criteria::check_text(criterion, answer) {
+            Some(result) => result,
+            None => criteria::check_command(criterion, ctx, timeout).await,
+        };
+        free.push(result);
+    }
+    let judged: Vec<&Criterion> = goal
+        .criteria
+        .iter()
+        .filter(|c| !c.kind.is_deterministic())
+        .collect();
+    let threshold = args.config.accept_threshold;
+    let needs_model = !judged.is_empty() || goal.criteria.is_empty();
+    if !needs_model || verdict::hopeless(goal, &free, threshold) {
+        return Evaluated {
+            judgement: verdict::decide(goal, free, ModelOpinion::NotAsked, threshold),
+            judge_call: None,
+            cut_calls: Vec::new(),
+        };
+    }
+    let request = rubric::request(goal, &judged, conversation, answer);
+    let called = args
+        .models
+        .answer(&request, None, &Heartbeat::new(), 0)
+        .await;
+    let (opinion, judge_call) = match called.result {
+        Ok(reply) => {
+            let opinion = match rubric::parse(&reply.response.text, &judged) {
+                Some(answer) => ModelOpinion::Answered(answer),
+                None => ModelOpinion::Unreadable(format!(
+                    "the judge answered {:?}",
+                    reply.response.text.chars().take(120).collect::<String>()
+                )),
+            };
+            (opinion, Some(reply))
+        }
+        Err(e) => (ModelOpinion::Unreadable(e.to_string()), None),
+    };
+    Evaluated {
+        judgement: verdict::decide(goal, free, opinion, threshold),
+        judge_call,
+        cut_calls: called.cut_calls,
+    }
+}
