@@ -57,6 +57,9 @@ pub struct RunParams {
     /// Makes the run goal-driven.
     #[serde(default)]
     pub goal: Option<ryvos_actors::judge::Goal>,
+    /// Runs as a Director: a planned graph of steps.
+    #[serde(default)]
+    pub director: bool,
 }
 
 #[derive(Deserialize)]

@@ -118,7 +118,11 @@ impl Runtime {
             caller_dir: request.caller_dir,
             goal: request.goal.map(Arc::new),
         };
-        let ticket = self.engine.start_run(request.session, spec).await?;
+        let ticket = if request.director {
+            self.engine.start_director(request.session, spec)?
+        } else {
+            self.engine.start_run(request.session, spec).await?
+        };
         Ok(RunHandle {
             session_id: ticket.session_id,
             run_id: ticket.run_id,
@@ -135,6 +139,14 @@ impl Runtime {
         goal: Goal,
     ) -> Result<RunHandle, RuntimeError> {
         self.run(request.goal(goal)).await
+    }
+
+    /// Starts a Director run: the model plans a graph of steps, independent steps run
+    /// concurrently in their own sessions, and the final answer is judged against the
+    /// request's goal. On a session whose Director run was cut off, the stored plan is taken
+    /// up where it stood.
+    pub async fn run_with_director(&self, request: RunRequest) -> Result<RunHandle, RuntimeError> {
+        self.run(request.director()).await
     }
 
     /// Every event of every run from now on. A subscriber that falls far behind misses the
@@ -204,6 +216,8 @@ pub struct RunRequest {
     pub caller_dir: Option<PathBuf>,
     /// For a goal-driven run: what the Judge holds its answers to.
     pub goal: Option<Goal>,
+    /// Run as a Director: plan a graph of steps, then carry them out.
+    pub director: bool,
 }
 
 impl RunRequest {
@@ -215,7 +229,14 @@ impl RunRequest {
             workspace: None,
             caller_dir: None,
             goal: None,
+            director: false,
         }
+    }
+
+    /// Runs as a Director (see [`Runtime::run_with_director`]).
+    pub fn director(mut self) -> Self {
+        self.director = true;
+        self
     }
 
     /// Holds the run to `goal`.

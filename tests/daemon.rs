@@ -395,3 +395,122 @@ async fn a_model_that_always_answers_503_fails_the_run_listing_every_attempt_and
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("Still here."), "{stdout}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_director_run_killed_mid_plan_resumes_without_redoing_finished_steps() {
+    let plan = r#"{"steps": [
+        {"id": "a", "goal": "count the apples"},
+        {"id": "b", "goal": "count the bananas"},
+        {"id": "c", "goal": "add the counts", "depends_on": ["a", "b"]},
+        {"id": "d", "goal": "write the report", "depends_on": ["c"]}
+    ]}"#;
+    let restarted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let after_restart = restarted.clone();
+    let never = ryvos_testkit::Gate::new();
+    let router: ryvos_testkit::Router = std::sync::Arc::new(move |request: &Value| {
+        let prompt = request["messages"]
+            .as_array()?
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")?["content"]
+            .as_str()?
+            .to_owned();
+        let step = prompt
+            .strip_prefix("[Director] You carry out step '")
+            .and_then(|rest| rest.split('\'').next());
+        Some(match step {
+            _ if prompt.starts_with("[Director] Plan how") => Reply::text(&[plan]),
+            Some("a") => Reply::text(&["3 apples"]),
+            Some("b") => Reply::text(&["4 bananas"]),
+            // Before the crash, step c never answers.
+            Some("c") if !after_restart.load(std::sync::atomic::Ordering::SeqCst) => {
+                Reply::text(&["never"]).held(&never)
+            }
+            Some("c") => Reply::text(&["7 fruits"]),
+            Some(_) => Reply::text(&["The report: 7 fruits."]),
+            None => Reply::text(&["There are 7 fruits."]),
+        })
+    });
+    let server = ScriptedModelServer::start_routed([], Some(router)).await;
+    let home = Home::new(&server, "");
+    let mut daemon = home.daemon().await;
+    let mut client = home
+        .command(env!("CARGO_BIN_EXE_ryvos"))
+        .args(["run", "--json", "--director", "how many fruits?"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(client.stdout.take().unwrap()).lines();
+    let session = tokio::time::timeout(WAIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let event: Value = serde_json::from_str(&line).unwrap();
+            if event["type"] == "DirectorStep" && event["step"] == "c" {
+                return event["session_id"].as_str().unwrap().to_owned();
+            }
+        }
+        panic!("the run ended before step c started");
+    })
+    .await
+    .unwrap();
+    // Plan, a, b, and c's request: c is in flight.
+    tokio::time::timeout(WAIT, server.wait_for_requests(4))
+        .await
+        .unwrap();
+    daemon.start_kill().unwrap(); // SIGKILL
+    daemon.wait().await.unwrap();
+    let exit = tokio::time::timeout(WAIT, client.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(exit.code(), Some(3));
+
+    restarted.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _daemon = home.daemon().await;
+    let (code, stdout, stderr) = home
+        .ryvos(&[
+            "run",
+            "--json",
+            "--director",
+            "--resume",
+            &session,
+            "how many fruits?",
+        ])
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    let events = events(&stdout);
+    assert_eq!(events.last().unwrap()["output"], "There are 7 fruits.");
+    assert!(events
+        .iter()
+        .any(|e| e["type"] == "DirectorPlan" && e["resumed"] == true));
+    let started: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "DirectorStep" && e["status"] == "started")
+        .map(|e| e["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(started, ["c", "d"], "finished steps are not run again");
+    // Requests by what their last user message asks.
+    let asked = |what: &str| {
+        server
+            .requests()
+            .iter()
+            .filter_map(|r| {
+                r["messages"]
+                    .as_array()?
+                    .iter()
+                    .rev()
+                    .find(|m| m["role"] == "user")
+                    .cloned()
+            })
+            .filter(|m| m["content"].as_str().unwrap_or_default().contains(what))
+            .count()
+    };
+    assert_eq!(asked("step 'a'"), 1);
+    assert_eq!(asked("step 'b'"), 1);
+    assert_eq!(
+        asked("[Director] Plan how"),
+        1,
+        "the plan is not asked for again"
+    );
+    server.assert_no_orphans();
+}

@@ -138,6 +138,38 @@ pub async fn flush(checkpoint: &ChildSlot<CheckpointMsg>) -> Result<(), StoreErr
     }
 }
 
+/// Stores `batch` and waits until it is durable (riding out a restart of the writer).
+pub async fn store(
+    checkpoint: &ChildSlot<CheckpointMsg>,
+    batch: WriteBatch,
+) -> Result<(), StoreError> {
+    let (done, durable) = tokio::sync::oneshot::channel();
+    let notify = Callback::new(
+        move |result| {
+            // The waiter may have timed out; then nobody needs the answer.
+            done.send(result).ok();
+        },
+        || Err(writer_gone()),
+    );
+    let writer = checkpoint
+        .get()
+        .map_err(|e| StoreError::from_cause("handing a batch to the store's writer", e))?;
+    writer
+        .cast(CheckpointMsg::Append {
+            batch: Box::new(batch),
+            notify,
+        })
+        .map_err(|e| StoreError::from_cause("handing a batch to the store's writer", e))?;
+    match tokio::time::timeout(FLUSH_PATIENCE, durable).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(_)) => Err(writer_gone()),
+        Err(_) => Err(StoreError::from_cause(
+            "waiting for a batch to be stored",
+            format!("no confirmation within {FLUSH_PATIENCE:?}"),
+        )),
+    }
+}
+
 /// The error a batch gets when the writer is gone before committing it.
 pub fn writer_gone() -> StoreError {
     StoreError::from_cause(

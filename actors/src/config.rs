@@ -175,6 +175,32 @@ pub struct AgentConfig {
     pub checkpoint: CheckpointConfig,
     pub guardian: GuardianConfig,
     pub judge: JudgeConfig,
+    pub director: DirectorConfig,
+}
+
+/// `[agent.director]`: how Director runs plan and execute.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DirectorConfig {
+    /// A plan with more steps is refused (and asked for again).
+    pub max_steps: usize,
+    /// Independent steps running at once.
+    pub max_parallel_steps: usize,
+    /// Times the model is asked for a valid plan before the run fails.
+    pub plan_attempts: u32,
+    /// Runs of a failed step after its first; then the plan is revised, once.
+    pub step_retries: u32,
+}
+
+impl Default for DirectorConfig {
+    fn default() -> Self {
+        Self {
+            max_steps: 12,
+            max_parallel_steps: 4,
+            plan_attempts: 3,
+            step_retries: 1,
+        }
+    }
 }
 
 /// `[agent.judge]`: how goal-driven runs are judged.
@@ -222,6 +248,7 @@ impl Default for AgentConfig {
             checkpoint: CheckpointConfig::default(),
             guardian: GuardianConfig::default(),
             judge: JudgeConfig::default(),
+            director: DirectorConfig::default(),
         }
     }
 }

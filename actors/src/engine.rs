@@ -1,10 +1,13 @@
 //! The engine: the actor tree started, addressed, and stopped as one.
 
-use crate::config::{AgentConfig, BudgetConfig, EmbeddingConfig, ModelConfig, SupervisionConfig};
+use crate::config::{
+    AgentConfig, BudgetConfig, DirectorConfig, EmbeddingConfig, ModelConfig, SupervisionConfig,
+};
 use crate::cost_ledger::{CostLedgerArgs, CostReport};
-use crate::event::{Event, GlobalEvents};
+use crate::director::Director;
+use crate::event::{Event, GlobalEvents, SessionEvents};
 use crate::guardian::{GuardianArgs, Thresholds};
-use crate::ids::SessionId;
+use crate::ids::{RunId, SessionId};
 use crate::judge::JudgeArgs;
 use crate::llm_stream::ModelChain;
 use crate::memory::{Memory, MemorySearch, MemoryWrite};
@@ -15,7 +18,7 @@ use crate::session::{
     RunSpec, RunTicket, Services, SessionSupervisorArgs, SessionSupervisorMsg, StartRunError,
 };
 use crate::store::{Store, StoreError};
-use crate::supervision::RestartPolicy;
+use crate::supervision::{ChildSlot, RestartPolicy};
 use crate::tools::executor::{ExecutionSettings, ToolExecutorArgs};
 use crate::tools::{RegistryError, Tool, ToolRegistry};
 use ractor::{Actor, ActorRef};
@@ -67,6 +70,28 @@ fn judge_models(
     )))
 }
 
+/// Starts a run through the session supervisor in `sessions`.
+pub async fn start_run(
+    sessions: &ChildSlot<SessionSupervisorMsg>,
+    session: Option<SessionId>,
+    spec: RunSpec,
+) -> Result<RunTicket, EngineError> {
+    let supervisor = sessions
+        .get()
+        .map_err(|e| EngineError::Actors(e.to_string()))?;
+    let answer = ractor::call_t!(
+        supervisor,
+        |reply| SessionSupervisorMsg::StartRun {
+            session_id: session,
+            spec,
+            reply,
+        },
+        START_RUN_TIMEOUT.as_millis() as u64
+    )
+    .map_err(|e| EngineError::Actors(format!("the session supervisor did not answer: {e}")))?;
+    Ok(answer?)
+}
+
 /// Why the engine could not start, run, or stop.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -108,6 +133,9 @@ pub struct Engine {
     notices: broadcast::Sender<SupervisorNotice>,
     store: Store,
     budget: BudgetConfig,
+    director: DirectorConfig,
+    /// A run's longest time (`max_duration_secs`).
+    max_run: Duration,
 }
 
 impl Engine {
@@ -228,6 +256,8 @@ impl Engine {
             notices,
             store,
             budget: config.budget,
+            director: config.agent.director.clone(),
+            max_run: config.agent.max_duration(),
         })
     }
 
@@ -238,22 +268,35 @@ impl Engine {
         session: Option<SessionId>,
         spec: RunSpec,
     ) -> Result<RunTicket, EngineError> {
-        let sessions = self
-            .slots
-            .sessions
-            .get()
-            .map_err(|e| EngineError::Actors(e.to_string()))?;
-        let answer = ractor::call_t!(
-            sessions,
-            |reply| SessionSupervisorMsg::StartRun {
-                session_id: session,
-                spec,
-                reply,
-            },
-            START_RUN_TIMEOUT.as_millis() as u64
-        )
-        .map_err(|e| EngineError::Actors(format!("the session supervisor did not answer: {e}")))?;
-        Ok(answer?)
+        start_run(&self.slots.sessions, session, spec).await
+    }
+
+    /// Starts a Director run on `session` (a new session when `None`): the model plans a graph
+    /// of steps, they run, and the goal is judged (see [`crate::director`]). A session with an
+    /// unfinished plan (its Director run was cut off) takes it up where it stood.
+    pub fn start_director(
+        &self,
+        session: Option<SessionId>,
+        spec: RunSpec,
+    ) -> Result<RunTicket, EngineError> {
+        let session_id = session.unwrap_or_else(SessionId::generate);
+        let run_id = RunId::generate();
+        let stream = SessionEvents::new(self.global_events.clone());
+        let events = stream.subscribe();
+        let director = Director {
+            sessions: self.slots.sessions.clone(),
+            checkpoint: self.slots.checkpoint.clone(),
+            store: self.store.clone(),
+            config: self.director.clone(),
+            max_run: self.max_run,
+        };
+        let publisher = stream.for_run(session_id.clone(), run_id.clone());
+        tokio::spawn(director.run(session_id.clone(), spec, publisher));
+        Ok(RunTicket {
+            session_id,
+            run_id,
+            events,
+        })
     }
 
     /// Every event of every session from now on.

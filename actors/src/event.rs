@@ -79,6 +79,25 @@ pub enum EventKind {
         criteria: Vec<crate::judge::criteria::CriterionResult>,
         periodic: bool,
     },
+    /// A Director run's plan: made (`revision` 0), revised after a failed step, or taken up
+    /// again after a restart (`resumed`).
+    DirectorPlan {
+        plan: crate::director::Plan,
+        revision: u32,
+        resumed: bool,
+    },
+    /// A step of a Director's plan moved: its run (in its own session) started, completed,
+    /// failed, or is being retried.
+    DirectorStep {
+        step: String,
+        status: crate::director::StepEvent,
+        step_session_id: SessionId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step_run_id: Option<RunId>,
+        /// The step's result when completed, why when it failed.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        detail: String,
+    },
     /// The Guardian put a corrective note into the conversation; the next request carries it.
     GuardianHint {
         message: String,
@@ -307,6 +326,11 @@ pub struct RunEvents {
 }
 
 impl RunEvents {
+    /// The run these events are of.
+    pub fn run_id(&self) -> &RunId {
+        &self.run_id
+    }
+
     /// Publishes `kind` to the session's subscribers and the global stream.
     pub fn emit(&self, kind: EventKind) {
         let event = Arc::new(Event {

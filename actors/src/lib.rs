@@ -30,6 +30,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod context;
 pub mod cost_ledger;
+pub mod director;
 pub mod engine;
 pub mod event;
 pub mod guardian;

@@ -219,6 +219,9 @@ async fn run(
     if let Some(goal) = params.goal {
         request = request.goal(goal);
     }
+    if params.director {
+        request = request.director();
+    }
     if let Some(resume) = params.resume {
         let session = SessionId::new(resume);
         let known = read_store(shared, {

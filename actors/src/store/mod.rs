@@ -24,7 +24,7 @@ use std::path::Path;
 use std::sync::Arc;
 use tables::{
     CHECKPOINTS, COMPACTIONS, COSTS, GUARDIAN, MEMORIES, MEMORY_STATS, MEMORY_TERMS, MESSAGES,
-    RUNS, SESSIONS, VERDICTS,
+    PLANS, RUNS, SESSIONS, VERDICTS,
 };
 
 /// A storage failure, saying what was being done. Cloneable so that one failed group commit
@@ -94,6 +94,8 @@ pub struct WriteBatch {
     pub memories: Vec<MemoryEntry>,
     /// The Judge's verdicts since the last batch.
     pub verdicts: Vec<VerdictRecord>,
+    /// A Director run's plan and progress, as they now stand.
+    pub plan: Option<crate::director::PlanRecord>,
 }
 
 impl WriteBatch {
@@ -110,6 +112,7 @@ impl WriteBatch {
             compaction: None,
             memories: Vec::new(),
             verdicts: Vec::new(),
+            plan: None,
         }
     }
 }
@@ -169,6 +172,7 @@ impl Store {
         txn.open_table(MEMORY_TERMS).doing(doing)?;
         txn.open_table(MEMORY_STATS).doing(doing)?;
         txn.open_table(VERDICTS).doing(doing)?;
+        txn.open_table(PLANS).doing(doing)?;
         txn.commit().doing(doing)
     }
 
@@ -186,6 +190,7 @@ impl Store {
             let mut guardian = txn.open_table(GUARDIAN).doing(doing)?;
             let mut compactions = txn.open_table(COMPACTIONS).doing(doing)?;
             let mut verdicts = txn.open_table(VERDICTS).doing(doing)?;
+            let mut plans = txn.open_table(PLANS).doing(doing)?;
             for batch in batches {
                 let sid = batch.session_id.as_str();
                 for m in &batch.messages {
@@ -230,6 +235,10 @@ impl Store {
                 if let Some(c) = &batch.compaction {
                     let row = serde_json::to_vec(c).doing(doing)?;
                     compactions.insert(sid, row.as_slice()).doing(doing)?;
+                }
+                if let Some(p) = &batch.plan {
+                    let row = serde_json::to_vec(p).doing(doing)?;
+                    plans.insert(sid, row.as_slice()).doing(doing)?;
                 }
                 for v in &batch.verdicts {
                     let row = serde_json::to_vec(v).doing(doing)?;
@@ -351,6 +360,18 @@ impl Store {
             out.push(serde_json::from_slice(value.value()).doing(doing)?);
         }
         Ok(out)
+    }
+
+    /// The Director's plan of session `id`, if it ever had one.
+    pub fn plan(&self, id: &SessionId) -> Result<Option<crate::director::PlanRecord>, StoreError> {
+        let doing = || format!("reading the plan of session {id}");
+        let txn = self.db.begin_read().doing(doing)?;
+        let table = txn.open_table(PLANS).doing(doing)?;
+        table
+            .get(id.as_str())
+            .doing(doing)?
+            .map(|v| serde_json::from_slice(v.value()).doing(doing))
+            .transpose()
     }
 
     /// The Judge's verdicts on a run, in order.

@@ -39,3 +39,6 @@ pub const MEMORY_STATS: TableDefinition<&str, &[u8]> = TableDefinition::new("mem
 
 /// `(run_id, n) -> VerdictRecord`: every verdict the Judge gave a run, in order.
 pub const VERDICTS: TableDefinition<(&str, u32), &[u8]> = TableDefinition::new("verdicts");
+
+/// `session_id -> PlanRecord`: a Director run's plan and how far it got, so a crash resumes it.
+pub const PLANS: TableDefinition<&str, &[u8]> = TableDefinition::new("plans");

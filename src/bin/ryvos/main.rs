@@ -56,6 +56,11 @@ enum Command {
         /// model decides). Without --goal, the prompt is the goal.
         #[arg(long, value_name = "KIND:VALUE[@WEIGHT]")]
         criterion: Vec<String>,
+        /// Run as a Director: the model plans a graph of steps (each with its own goal), the
+        /// independent ones run at the same time in their own sessions, and the final answer is
+        /// judged. With --resume, a plan cut off by a crash goes on where it stood.
+        #[arg(long)]
+        director: bool,
         /// What to do.
         #[arg(required = true, num_args = 1..)]
         prompt: Vec<String>,
@@ -120,6 +125,7 @@ async fn dispatch(command: Command, config: Config) -> u8 {
             record,
             goal,
             criterion,
+            director,
             prompt,
         } => {
             let prompt = prompt.join(" ");
@@ -157,6 +163,7 @@ async fn dispatch(command: Command, config: Config) -> u8 {
                         resume,
                         prompt,
                         goal,
+                        director,
                     };
                     run_remote(client, run).await
                 }
@@ -172,6 +179,7 @@ async fn dispatch(command: Command, config: Config) -> u8 {
                         record,
                         prompt,
                         goal,
+                        director,
                     };
                     run_local(config, local).await
                 }
@@ -386,6 +394,7 @@ struct Remote {
     resume: Option<String>,
     prompt: String,
     goal: Option<ryvos::Goal>,
+    director: bool,
 }
 
 async fn run_remote(mut client: Client, run: Remote) -> u8 {
@@ -396,10 +405,12 @@ async fn run_remote(mut client: Client, run: Remote) -> u8 {
         resume,
         prompt,
         goal,
+        director,
     } = run;
     let cwd = std::env::current_dir().ok();
     let params = json!({"prompt": prompt, "workspace": workspace, "cwd": cwd,
-                        "session": session, "resume": resume, "goal": goal});
+                        "session": session, "resume": resume, "goal": goal,
+                        "director": director});
     let mut renderer = Renderer::new(json_out);
     let mut session_seen: Option<String> = None;
     if let Err(e) = client.send("run", params).await {
@@ -445,6 +456,7 @@ struct Local {
     record: Option<PathBuf>,
     prompt: String,
     goal: Option<ryvos::Goal>,
+    director: bool,
 }
 
 async fn run_local(config: Config, local: Local) -> u8 {
@@ -455,6 +467,7 @@ async fn run_local(config: Config, local: Local) -> u8 {
         record,
         prompt,
         goal,
+        director,
     } = local;
     let mut builder = Runtime::builder(config.clone());
     if let Some(path) = &record {
@@ -486,6 +499,9 @@ async fn run_local(config: Config, local: Local) -> u8 {
     }
     if let Some(goal) = goal {
         request = request.goal(goal);
+    }
+    if director {
+        request = request.director();
     }
     let mut renderer = Renderer::new(json_out);
     let code = match runtime.run(request).await {

@@ -164,6 +164,37 @@ impl Renderer {
                 let when = if *periodic { " (progress check)" } else { "" };
                 eprintln!("  [judge] {verdict:?}{when}, score {score:.2}: {reason}");
             }
+            EventKind::DirectorPlan {
+                plan,
+                revision,
+                resumed,
+            } => {
+                self.end_line();
+                let what = match (resumed, revision) {
+                    (true, _) => "resumed".to_owned(),
+                    (false, 0) => "plan".to_owned(),
+                    (false, n) => format!("plan, revision {n}"),
+                };
+                eprintln!("  [director] {what}:");
+                for step in &plan.steps {
+                    let after = if step.depends_on.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (after {})", step.depends_on.join(", "))
+                    };
+                    eprintln!("    {}: {}{after}", step.id, clip(&step.goal, 80));
+                }
+            }
+            EventKind::DirectorStep {
+                step,
+                status,
+                detail,
+                ..
+            } => {
+                self.end_line();
+                let first = detail.lines().next().unwrap_or_default();
+                eprintln!("  [director] step {step} {status:?}: {}", clip(first, 100));
+            }
             EventKind::GuardianHint { message, .. } => {
                 self.end_line();
                 eprintln!(

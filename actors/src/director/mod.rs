@@ -1,0 +1,437 @@
+//! The Director: goal-driven orchestration of a plan.
+//!
+//! The model is asked for a plan — a graph of steps, each with its own goal and criteria —
+//! which is validated (no cycle, known dependencies, a bounded size; a refused plan is asked
+//! for again, saying why) and stored. Steps whose dependencies are done run concurrently, each
+//! as a run in its own session (checkpointed and, with criteria, judged), and their results
+//! flow into the prompts of the steps that depend on them. A failed step is run again, then the
+//! plan is revised once. When every step is done, the session's model gives the final answer,
+//! judged against the run's goal. The plan's progress is stored after every change, so a run
+//! cut off by a crash resumes where it stood and never redoes a finished step.
+
+mod plan;
+mod progress;
+mod prompts;
+
+pub use plan::{Plan, PlanError, Step};
+pub use progress::{PlanRecord, StepProgress, StepState};
+
+use crate::checkpoint::CheckpointMsg;
+use crate::config::DirectorConfig;
+use crate::event::{Event, EventKind, RunEvents, RunStatus};
+use crate::ids::{RunId, SessionId};
+use crate::judge::Goal;
+use crate::session::{RunSpec, SessionSupervisorMsg};
+use crate::store::{Store, WriteBatch};
+use crate::supervision::ChildSlot;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::task::JoinSet;
+
+/// What happened to a step, as `DirectorStep` events say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepEvent {
+    Started,
+    Completed,
+    Failed,
+    Retrying,
+}
+
+/// What a Director needs of the engine.
+#[derive(Clone)]
+pub struct Director {
+    pub sessions: ChildSlot<SessionSupervisorMsg>,
+    pub checkpoint: ChildSlot<CheckpointMsg>,
+    pub store: Store,
+    pub config: DirectorConfig,
+    /// A run's longest time, to bound the wait for each.
+    pub max_run: Duration,
+}
+
+/// How one run (a planning, step or final run) ended, as the Director needs it.
+#[derive(Clone, Debug)]
+struct Ran {
+    run_id: RunId,
+    status: RunStatus,
+    output: String,
+    reason: Option<String>,
+    turns: u32,
+    input_tokens: u64,
+    output_tokens: u64,
+    cost_cents: f64,
+}
+
+/// The sums over every run a Director made.
+#[derive(Default)]
+struct Totals {
+    turns: u32,
+    input_tokens: u64,
+    output_tokens: u64,
+    cost_cents: f64,
+}
+
+impl Totals {
+    fn add(&mut self, ran: &Ran) {
+        self.turns += ran.turns;
+        self.input_tokens += ran.input_tokens;
+        self.output_tokens += ran.output_tokens;
+        self.cost_cents += ran.cost_cents;
+    }
+}
+
+/// How a Director run ends.
+struct End {
+    status: RunStatus,
+    output: String,
+    reason: Option<String>,
+}
+
+impl End {
+    fn failed(reason: String) -> Self {
+        Self {
+            status: RunStatus::Failed,
+            output: String::new(),
+            reason: Some(reason),
+        }
+    }
+}
+
+impl Director {
+    /// Drives a Director run on `session` to its end, publishing on `events`; it ends with
+    /// `RunComplete` like any run.
+    pub async fn run(self, session: SessionId, spec: RunSpec, events: RunEvents) {
+        let started = Instant::now();
+        events.emit(EventKind::RunStarted);
+        let mut totals = Totals::default();
+        let end = match self.drive(&session, &spec, &events, &mut totals).await {
+            Ok(end) | Err(end) => end,
+        };
+        if end.status == RunStatus::Failed {
+            if let Some(reason) = &end.reason {
+                events.emit(EventKind::Error {
+                    message: reason.clone(),
+                });
+            }
+        }
+        events.emit(EventKind::RunComplete {
+            status: end.status,
+            output: end.output,
+            turns: totals.turns,
+            input_tokens: totals.input_tokens,
+            output_tokens: totals.output_tokens,
+            cost_cents: Some(totals.cost_cents),
+            duration_ms: started.elapsed().as_millis() as u64,
+            reason: end.reason,
+        });
+    }
+
+    async fn drive(
+        &self,
+        session: &SessionId,
+        spec: &RunSpec,
+        events: &RunEvents,
+        totals: &mut Totals,
+    ) -> Result<End, End> {
+        let run_id = events.run_id().clone();
+        let stored = self
+            .store
+            .plan(session)
+            .map_err(|e| End::failed(format!("reading the session's plan: {e}")))?;
+        let mut record = match stored.filter(|r| !r.finished) {
+            Some(record) => {
+                let record = record.resumed(run_id);
+                events.emit(EventKind::DirectorPlan {
+                    plan: record.plan.clone(),
+                    revision: record.revision,
+                    resumed: true,
+                });
+                record
+            }
+            None => {
+                let plan = self
+                    .ask_for_plan(session, spec, events, totals, None)
+                    .await?;
+                let goal = spec.goal.as_deref().cloned();
+                PlanRecord::new(session.clone(), run_id, spec.prompt.clone(), goal, plan)
+            }
+        };
+        self.save(&record).await?;
+        self.execute(&mut record, spec, events, totals).await?;
+        // Every step is done: the session's model answers the task, judged against the goal.
+        let prompt = prompts::final_answer(&record);
+        let goal = record.goal.clone().map(Arc::new);
+        let ran = self
+            .run_to_end(Some(session.clone()), spec, prompt, goal)
+            .await
+            .map_err(End::failed)?;
+        totals.add(&ran);
+        record.finished = true;
+        self.save(&record).await?;
+        Ok(End {
+            status: ran.status,
+            output: ran.output,
+            reason: ran.reason,
+        })
+    }
+
+    /// Asks the session's model for a plan (a revision, when `revising` says why), asking
+    /// again with the reason while it is refused, up to `plan_attempts` times.
+    async fn ask_for_plan(
+        &self,
+        session: &SessionId,
+        spec: &RunSpec,
+        events: &RunEvents,
+        totals: &mut Totals,
+        revising: Option<(&PlanRecord, String)>,
+    ) -> Result<Plan, End> {
+        let revision = revising.as_ref().map_or(0, |(r, _)| r.revision + 1);
+        let mut prompt = match &revising {
+            None => prompts::plan(&spec.prompt, spec.goal.as_deref(), self.config.max_steps),
+            Some((record, why)) => prompts::revise(record, why, self.config.max_steps),
+        };
+        let mut refusals = Vec::new();
+        for _ in 0..self.config.plan_attempts.max(1) {
+            let ran = self
+                .run_to_end(Some(session.clone()), spec, prompt, None)
+                .await
+                .map_err(End::failed)?;
+            totals.add(&ran);
+            if ran.status != RunStatus::Completed {
+                return Err(End {
+                    status: ran.status,
+                    output: ran.output,
+                    reason: Some(format!(
+                        "asking for a plan: {}",
+                        ran.reason.unwrap_or_else(|| ran.status.to_string())
+                    )),
+                });
+            }
+            match Plan::parse(&ran.output, self.config.max_steps) {
+                Ok(plan) => {
+                    events.emit(EventKind::DirectorPlan {
+                        plan: plan.clone(),
+                        revision,
+                        resumed: false,
+                    });
+                    return Ok(plan);
+                }
+                Err(e) => {
+                    events.emit(EventKind::Warning {
+                        message: format!("the plan was refused and is asked for again: {e}"),
+                    });
+                    prompt = prompts::refused(&e);
+                    refusals.push(e.to_string());
+                }
+            }
+        }
+        Err(End::failed(format!(
+            "no valid plan after {} attempts: {}",
+            refusals.len(),
+            refusals.join("; ")
+        )))
+    }
+
+    /// Runs the plan's steps until all are done: ready steps concurrently, failed ones again,
+    /// then a revised plan once.
+    async fn execute(
+        &self,
+        record: &mut PlanRecord,
+        spec: &RunSpec,
+        events: &RunEvents,
+        totals: &mut Totals,
+    ) -> Result<(), End> {
+        let mut running: JoinSet<(String, Result<Ran, String>)> = JoinSet::new();
+        loop {
+            let slots = self.config.max_parallel_steps.max(1);
+            for id in record
+                .ready()
+                .into_iter()
+                .take(slots.saturating_sub(running.len()))
+            {
+                let Some(step) = record.plan.step(&id).cloned() else {
+                    continue;
+                };
+                let progress = record.steps.entry(id.clone()).or_default();
+                progress.state = StepState::Running;
+                progress.attempts += 1;
+                let prompt = prompts::step(record, &step);
+                let goal = (!step.criteria.is_empty()).then(|| {
+                    Arc::new(Goal {
+                        description: step.goal.clone(),
+                        criteria: step.criteria.clone(),
+                        ..Goal::default()
+                    })
+                });
+                let child = step_session(&record.session_id, &id);
+                events.emit(EventKind::DirectorStep {
+                    step: id.clone(),
+                    status: StepEvent::Started,
+                    step_session_id: child.clone(),
+                    step_run_id: None,
+                    detail: String::new(),
+                });
+                let director = self.clone();
+                let spec = spec.clone();
+                running.spawn(async move {
+                    let ran = director.run_to_end(Some(child), &spec, prompt, goal).await;
+                    (id, ran)
+                });
+            }
+            self.save(record).await?;
+            let Some(joined) = running.join_next().await else {
+                if record.all_done() {
+                    return Ok(());
+                }
+                // Nothing runs and nothing can start: only a validated plan's failure gets here.
+                return Err(End::failed(
+                    "the plan cannot go on: no step is ready".into(),
+                ));
+            };
+            let (id, ran) =
+                joined.map_err(|e| End::failed(format!("a step's task failed: {e}")))?;
+            let child = step_session(&record.session_id, &id);
+            let (ok, run_id, detail) = match &ran {
+                Ok(r) if r.status == RunStatus::Completed => {
+                    (true, Some(r.run_id.clone()), r.output.clone())
+                }
+                Ok(r) => (
+                    false,
+                    Some(r.run_id.clone()),
+                    format!("{}: {}", r.status, r.reason.clone().unwrap_or_default()),
+                ),
+                Err(e) => (false, None, e.clone()),
+            };
+            if let Ok(r) = &ran {
+                totals.add(r);
+            }
+            let progress = record.steps.entry(id.clone()).or_default();
+            progress.run_id = run_id.clone();
+            progress.output = detail.clone();
+            let attempts = progress.attempts;
+            let status = if ok {
+                progress.state = StepState::Done;
+                StepEvent::Completed
+            } else if attempts <= self.config.step_retries {
+                progress.state = StepState::Pending;
+                StepEvent::Retrying
+            } else {
+                progress.state = StepState::Failed;
+                StepEvent::Failed
+            };
+            events.emit(EventKind::DirectorStep {
+                step: id.clone(),
+                status,
+                step_session_id: child,
+                step_run_id: run_id,
+                detail: detail.clone(),
+            });
+            // A finished step is durable before anything depends on it.
+            self.save(record).await?;
+            if status == StepEvent::Failed {
+                if record.revision > 0 {
+                    running.shutdown().await;
+                    return Err(End::failed(format!(
+                        "step '{id}' failed after the plan was already revised: {detail}"
+                    )));
+                }
+                let why = format!("step '{id}' failed {attempts} time(s): {detail}");
+                let plan = self
+                    .ask_for_plan(
+                        &record.session_id.clone(),
+                        spec,
+                        events,
+                        totals,
+                        Some((record, why)),
+                    )
+                    .await?;
+                record.revise(plan);
+            }
+        }
+    }
+
+    /// Starts a run and waits for its end.
+    async fn run_to_end(
+        &self,
+        session: Option<SessionId>,
+        spec: &RunSpec,
+        prompt: String,
+        goal: Option<Arc<Goal>>,
+    ) -> Result<Ran, String> {
+        let spec = RunSpec {
+            prompt,
+            goal,
+            ..spec.clone()
+        };
+        let ticket = crate::engine::start_run(&self.sessions, session, spec)
+            .await
+            .map_err(|e| e.to_string())?;
+        let run_id = ticket.run_id.clone();
+        let mut events = ticket.events;
+        let waiting = async {
+            loop {
+                match events.recv().await {
+                    Ok(event) if event.run_id == run_id => {
+                        if let Some(ran) = ended(&event) {
+                            return Ok(ran);
+                        }
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                        return Err(format!("run {run_id} ended without reporting its end"))
+                    }
+                }
+            }
+        };
+        tokio::time::timeout(self.max_run + Duration::from_secs(60), waiting)
+            .await
+            .map_err(|_| format!("run {run_id} did not end within its max_duration_secs"))?
+    }
+
+    /// Stores the plan's progress and waits until it is durable.
+    async fn save(&self, record: &PlanRecord) -> Result<(), End> {
+        let mut batch = WriteBatch::new(record.session_id.clone());
+        batch.plan = Some(record.clone());
+        crate::checkpoint::store(&self.checkpoint, batch)
+            .await
+            .map_err(|e| End::failed(format!("the plan's progress could not be stored: {e}")))
+    }
+}
+
+/// The run's end, from its `RunComplete`.
+fn ended(event: &Event) -> Option<Ran> {
+    match &event.kind {
+        EventKind::RunComplete {
+            status,
+            output,
+            turns,
+            input_tokens,
+            output_tokens,
+            cost_cents,
+            reason,
+            ..
+        } => Some(Ran {
+            run_id: event.run_id.clone(),
+            status: *status,
+            output: output.clone(),
+            reason: reason.clone(),
+            turns: *turns,
+            input_tokens: *input_tokens,
+            output_tokens: *output_tokens,
+            cost_cents: cost_cents.unwrap_or(0.0),
+        }),
+        _ => None,
+    }
+}
+
+/// The session a step runs in: the Director's, with the step's id.
+pub fn step_session(parent: &SessionId, step: &str) -> SessionId {
+    let room = 128usize.saturating_sub(step.len() + 1);
+    let parent = parent.as_str();
+    let mut cut = parent.len().min(room);
+    while !parent.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    SessionId::new(format!("{}-{step}", &parent[..cut]))
+}

@@ -1,0 +1,172 @@
+//! Where a Director run stands, stored after every change: the plan, each step's state and
+//! result. A run cut off by a crash resumes from it, and a step that finished is never run
+//! again.
+
+use super::plan::Plan;
+use crate::ids::{RunId, SessionId};
+use crate::judge::Goal;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A Director run's plan and progress (table `plans`, one per session).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanRecord {
+    pub session_id: SessionId,
+    /// The Director run that made the plan (a resumed run has a new id).
+    pub run_id: RunId,
+    pub prompt: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<Goal>,
+    pub plan: Plan,
+    /// How many times the plan was revised after a step failed.
+    pub revision: u32,
+    pub steps: BTreeMap<String, StepProgress>,
+    /// Every step is done and the final answer was asked for: nothing is left to resume.
+    pub finished: bool,
+}
+
+/// One step's state.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepProgress {
+    pub state: StepState,
+    /// Runs made for it so far.
+    pub attempts: u32,
+    /// Its final answer, once done; why it failed, once failed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<RunId>,
+}
+
+/// Where a step is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepState {
+    #[default]
+    Pending,
+    /// A run of it is in flight (or was, when the process stopped).
+    Running,
+    Done,
+    Failed,
+}
+
+impl PlanRecord {
+    /// A new record for `plan`, every step pending.
+    pub fn new(
+        session_id: SessionId,
+        run_id: RunId,
+        prompt: String,
+        goal: Option<Goal>,
+        plan: Plan,
+    ) -> Self {
+        let steps = plan
+            .steps
+            .iter()
+            .map(|s| (s.id.clone(), StepProgress::default()))
+            .collect();
+        Self {
+            session_id,
+            run_id,
+            prompt,
+            goal,
+            plan,
+            revision: 0,
+            steps,
+            finished: false,
+        }
+    }
+
+    /// Takes a revised plan: steps already done keep their results and are not run again,
+    /// steps in flight go on; the others start over.
+    pub fn revise(&mut self, plan: Plan) {
+        let mut steps = BTreeMap::new();
+        for step in &plan.steps {
+            let progress = match self.steps.get(&step.id) {
+                Some(p) if matches!(p.state, StepState::Done | StepState::Running) => p.clone(),
+                _ => StepProgress::default(),
+            };
+            steps.insert(step.id.clone(), progress);
+        }
+        // Results of done steps the new plan leaves out stay available to it.
+        for (id, p) in &self.steps {
+            if p.state == StepState::Done && !steps.contains_key(id) {
+                steps.insert(id.clone(), p.clone());
+            }
+        }
+        self.plan = plan;
+        self.steps = steps;
+        self.revision += 1;
+    }
+
+    /// Steps that may start now: pending, with every dependency done.
+    pub fn ready(&self) -> Vec<String> {
+        self.plan
+            .steps
+            .iter()
+            .filter(|s| self.state(&s.id) == StepState::Pending)
+            .filter(|s| {
+                s.depends_on
+                    .iter()
+                    .all(|d| self.state(d) == StepState::Done)
+            })
+            .map(|s| s.id.clone())
+            .collect()
+    }
+
+    /// Whether every step of the plan is done.
+    pub fn all_done(&self) -> bool {
+        self.plan
+            .steps
+            .iter()
+            .all(|s| self.state(&s.id) == StepState::Done)
+    }
+
+    /// The state of step `id`.
+    pub fn state(&self, id: &str) -> StepState {
+        self.steps.get(id).map_or(StepState::Pending, |p| p.state)
+    }
+
+    /// A resumed record: steps that were in flight when the process stopped start over.
+    pub fn resumed(mut self, run_id: RunId) -> Self {
+        self.run_id = run_id;
+        for p in self.steps.values_mut() {
+            if p.state == StepState::Running {
+                p.state = StepState::Pending;
+            }
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_become_ready_as_their_dependencies_finish_and_revisions_keep_done_work() {
+        let plan = Plan::parse(
+            r#"{"steps": [{"id": "a", "goal": "x"}, {"id": "b", "goal": "y"},
+                {"id": "c", "goal": "z", "depends_on": ["a", "b"]}]}"#,
+            10,
+        )
+        .unwrap();
+        let mut r = PlanRecord::new(SessionId::new("s"), RunId::new("r"), "p".into(), None, plan);
+        assert_eq!(r.ready(), ["a", "b"]);
+        r.steps.get_mut("a").unwrap().state = StepState::Done;
+        r.steps.get_mut("b").unwrap().state = StepState::Running;
+        assert!(r.ready().is_empty());
+        let r = r.resumed(RunId::new("r2"));
+        assert_eq!(r.ready(), ["b"]);
+        let mut r = r;
+        let revised = Plan::parse(
+            r#"{"steps": [{"id": "a", "goal": "x"}, {"id": "b2", "goal": "y again"},
+                {"id": "c", "goal": "z", "depends_on": ["a", "b2"]}]}"#,
+            10,
+        )
+        .unwrap();
+        r.revise(revised);
+        assert_eq!(r.state("a"), StepState::Done);
+        assert_eq!(r.ready(), ["b2"]);
+        assert_eq!(r.revision, 1);
+    }
+}

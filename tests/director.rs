@@ -1,0 +1,177 @@
+//! Director runs against the scripted model: a four-step plan whose two independent steps run
+//! at the same time, results flowing to the steps that depend on them, and a cyclic plan that
+//! is refused and asked for again.
+
+mod common;
+
+use common::Harness;
+use ryvos::{EventKind, RunStatus};
+use ryvos_testkit::{Gate, Reply, Router};
+use serde_json::Value;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The user message of a request (its last one).
+fn asked(request: &Value) -> String {
+    let messages = request["messages"].as_array().unwrap();
+    messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+const DIAMOND: &str = r#"{"steps": [
+    {"id": "a", "goal": "count the apples"},
+    {"id": "b", "goal": "count the bananas"},
+    {"id": "c", "goal": "add the counts", "depends_on": ["a", "b"]},
+    {"id": "d", "goal": "write the report", "depends_on": ["c"], "criteria": ["contains:report"]}
+]}"#;
+
+/// Answers a Director's requests by what they ask. Steps a and b are both held until both have
+/// been asked for: run one after the other, they would wait for ever.
+fn diamond_router(plans: Vec<&'static str>) -> (Router, Arc<Mutex<Vec<String>>>) {
+    let both = Gate::new();
+    let arrived = Arc::new(AtomicUsize::new(0));
+    let plans = Arc::new(Mutex::new(plans));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let router: Router = Arc::new(move |request: &Value| {
+        let prompt = asked(request);
+        let reply = if prompt.starts_with("[Director] Plan how")
+            || prompt.starts_with("[Director] That plan was refused")
+        {
+            log.lock().unwrap().push("plan".into());
+            let mut plans = plans.lock().unwrap();
+            let plan = if plans.len() > 1 {
+                plans.remove(0)
+            } else {
+                plans[0]
+            };
+            Reply::text(&[plan])
+        } else if let Some(step) = prompt
+            .strip_prefix("[Director] You carry out step '")
+            .and_then(|rest| rest.split('\'').next())
+        {
+            log.lock().unwrap().push(step.to_owned());
+            match step {
+                "a" | "b" => {
+                    if arrived.fetch_add(1, Ordering::SeqCst) == 1 {
+                        both.open();
+                    }
+                    let count = if step == "a" { "3 apples" } else { "4 bananas" };
+                    Reply::text(&[count]).held(&both)
+                }
+                "c" => Reply::text(&["7 fruits"]),
+                _ => Reply::text(&["The report: 7 fruits."]),
+            }
+        } else if prompt.starts_with("[Director] Every step of the plan is done") {
+            log.lock().unwrap().push("final".into());
+            Reply::text(&["There are 7 fruits."])
+        } else {
+            return None;
+        };
+        Some(reply)
+    });
+    (router, seen)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_four_step_plan_runs_its_independent_steps_together_and_finishes() {
+    let (router, seen) = diamond_router(vec![DIAMOND]);
+    let h = Harness::start_routed(Vec::new(), router, |_| {}).await;
+    let request = h.request("how many fruits are there?").director();
+    let (events, outcome) = h.run(request).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    assert_eq!(outcome.output, "There are 7 fruits.");
+    let order = seen.lock().unwrap().clone();
+    assert_eq!(order.len(), 6, "{order:?}");
+    assert_eq!(order[0], "plan");
+    assert_eq!(order[3..], ["c", "d", "final"]);
+    // Events: the plan, then each step started and completed; c only after a and b.
+    let steps: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::DirectorStep { step, status, .. } => Some(format!("{step}:{status:?}")),
+            _ => None,
+        })
+        .collect();
+    let at = |s: &str| {
+        steps
+            .iter()
+            .position(|x| x == s)
+            .unwrap_or_else(|| panic!("{s} in {steps:?}"))
+    };
+    assert!(at("c:Started") > at("a:Completed") && at("c:Started") > at("b:Completed"));
+    assert!(at("a:Started") < at("b:Completed") && at("b:Started") < at("a:Completed"));
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::DirectorPlan { plan, revision: 0, resumed: false } if plan.steps.len() == 4
+    )));
+    // Results flowed: step c was told what a and b found.
+    let c = h
+        .server
+        .requests()
+        .into_iter()
+        .find(|r| asked(r).starts_with("[Director] You carry out step 'c'"))
+        .unwrap();
+    let prompt = asked(&c);
+    assert!(
+        prompt.contains("- a: 3 apples") && prompt.contains("- b: 4 bananas"),
+        "{prompt}"
+    );
+    // Each step ran in its own session; d was judged against its criterion.
+    let sessions: std::collections::HashSet<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::DirectorStep {
+                step_session_id, ..
+            } => Some(step_session_id.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sessions.len(), 4);
+    let d_session = ryvos::SessionId::new(format!("{}-d", outcome.session_id));
+    let d_runs = h.runtime.store().session_runs(&d_session).unwrap();
+    let verdicts = h.runtime.store().verdicts(&d_runs[0].run_id).unwrap();
+    assert_eq!(verdicts.len(), 1);
+    // The plan and its progress are stored, finished.
+    let record = h
+        .runtime
+        .store()
+        .plan(&outcome.session_id)
+        .unwrap()
+        .unwrap();
+    assert!(record.finished);
+    h.server.assert_no_orphans();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cyclic_plan_is_refused_and_asked_for_again() {
+    let cyclic = r#"{"steps": [
+        {"id": "a", "goal": "count the apples", "depends_on": ["b"]},
+        {"id": "b", "goal": "count the bananas", "depends_on": ["a"]}
+    ]}"#;
+    let (router, seen) = diamond_router(vec![cyclic, DIAMOND]);
+    let h = Harness::start_routed(Vec::new(), router, |_| {}).await;
+    let (events, outcome) = h.run(h.request("how many fruits?").director()).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    assert_eq!(seen.lock().unwrap()[..2], ["plan", "plan"]);
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::Warning { message } if message.contains("cycle")
+    )));
+    let again = h
+        .server
+        .requests()
+        .into_iter()
+        .map(|r| asked(&r))
+        .find(|p| p.starts_with("[Director] That plan was refused"))
+        .unwrap();
+    assert!(
+        again.contains("'a', 'b'") && again.contains("cycle"),
+        "{again}"
+    );
+}
