@@ -260,3 +260,47 @@ async fn the_cli_takes_a_goal_and_criteria_and_refuses_a_bad_one() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("unknown kind 'has'"), "{stderr}");
 }
+
+#[tokio::test]
+async fn a_goals_cost_constraint_stops_the_run_like_a_budget() {
+    let h = Harness::start(
+        vec![Reply::text(&["41"]), Reply::text(&["never asked"])],
+        |c| {
+            // A dear model: the first call (12 tokens in) costs 12 cents.
+            c.budget.pricing_overrides.insert(
+                "scripted".into(),
+                ryvos::engine::config::Pricing {
+                    input_per_1m: 1_000_000.0,
+                    output_per_1m: 0.0,
+                },
+            );
+        },
+    )
+    .await;
+    let mut g = goal(&["contains:42"]);
+    g.constraints.cost_cents = Some(5);
+    let (events, outcome) = h.run(h.request("six times seven?").goal(g)).await;
+    assert_eq!(
+        outcome.status,
+        RunStatus::BudgetExceeded,
+        "{:?}",
+        outcome.reason
+    );
+    assert!(outcome.reason.unwrap().contains("goal's cost constraint"));
+    assert!(events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::BudgetExceeded { .. })));
+    assert_eq!(h.server.requests().len(), 1, "no call after the limit");
+}
+
+#[tokio::test]
+async fn a_goals_time_constraint_is_the_runs_deadline_when_tighter() {
+    let never = ryvos_testkit::Gate::new();
+    let h = Harness::start(vec![Reply::text(&["late"]).held(&never)], |_| {}).await;
+    let mut g = goal(&["contains:42"]);
+    g.constraints.time_secs = Some(1);
+    let (_, outcome) = h.run(h.request("six times seven?").goal(g)).await;
+    assert_eq!(outcome.status, RunStatus::Timeout);
+    let reason = outcome.reason.unwrap();
+    assert!(reason.contains("goal's time constraint (1s)"), "{reason}");
+}

@@ -10,7 +10,8 @@ use crate::event::{BudgetScope, EventKind};
 /// The run warning fires at this share of `per_run_limit_cents`.
 const RUN_WARNING_PERCENT: u64 = 80;
 
-const MICROCENTS_PER_CENT: u64 = 1_000_000;
+/// Costs are kept in millionths of a cent.
+pub const MICROCENTS_PER_CENT: u64 = 1_000_000;
 
 /// The limits in force, in millionths of a cent.
 #[derive(Clone, Copy, Debug, Default)]

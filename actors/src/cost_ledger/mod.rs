@@ -14,7 +14,7 @@ mod pricing;
 mod report;
 
 pub use actor::{run_key, CostLedgerActor, CostLedgerArgs};
-pub use budget::{dollars, BudgetNotice, Limits};
+pub use budget::{dollars, BudgetNotice, Limits, MICROCENTS_PER_CENT};
 pub use period::Period;
 pub use pricing::{cost_microcents, PriceBook, PriceSource, UNKNOWN_MODEL_PRICE};
 pub use report::{cost_report, CostReport, Spend};

@@ -77,8 +77,8 @@ pub enum SessionMsg {
     },
     /// Time to look for a stall of the dispatch made at `step`.
     StallCheck { step: u64 },
-    /// The run `run_id` reached `max_duration_secs`.
-    Deadline { run_id: RunId },
+    /// The run `run_id` reached its time limit, as `why` says.
+    Deadline { run_id: RunId, why: String },
     /// The final commit of the run ending at `step` took too long.
     FinalCommitTimeout { step: u64 },
     /// End the run in flight with `status`.
@@ -195,16 +195,9 @@ impl Actor for SessionActor {
                 }
             }
             SessionMsg::Committed { result } => state.on_committed(&myself, result),
-            SessionMsg::Deadline { run_id } => {
+            SessionMsg::Deadline { run_id, why } => {
                 if state.run.as_ref().is_some_and(|r| r.id == run_id) {
-                    let limit = state.services.agent.max_duration_secs;
-                    state.finish(
-                        &myself,
-                        RunStatus::Timeout,
-                        Some(format!(
-                            "the run reached max_duration_secs ({limit}s) and was stopped"
-                        )),
-                    );
+                    state.finish(&myself, RunStatus::Timeout, Some(why));
                 }
             }
             SessionMsg::FinalCommitTimeout { step } => {

@@ -2,8 +2,9 @@
 //! receipt says whether another call may be made.
 
 use super::{SessionMsg, SessionState};
+use crate::cost_ledger::{dollars, BudgetNotice, MICROCENTS_PER_CENT};
 use crate::cost_ledger::{PriceSource, UsageReport};
-use crate::event::{EventKind, RunEvents};
+use crate::event::{BudgetScope, EventKind, RunEvents, RunStatus};
 use crate::provider::Usage;
 use crate::session::oversight::{self, Refusal};
 use ractor::ActorRef;
@@ -103,6 +104,30 @@ impl SessionState {
             });
         }
         run.refusal = oversight::admit(receipt.next_call).err();
+        // A goal's cost constraint is a per-run limit too.
+        let goal_cents = run.goal.as_ref().and_then(|g| g.constraints.cost_cents);
+        // As for every limit, 0 means none.
+        if let Some(cents) = goal_cents.filter(|c| *c > 0 && run.refusal.is_none()) {
+            let limit = cents.saturating_mul(MICROCENTS_PER_CENT);
+            if run.cost_microcents >= limit {
+                let message = format!(
+                    "the run has spent {} of its goal's cost constraint ({}); it stops before \
+                     its next model call",
+                    dollars(run.cost_microcents),
+                    dollars(limit)
+                );
+                run.refusal = Some(Refusal {
+                    status: RunStatus::BudgetExceeded,
+                    limit: Some(BudgetNotice {
+                        scope: BudgetScope::Run,
+                        spent_microcents: run.cost_microcents,
+                        limit_microcents: limit,
+                        message: message.clone(),
+                    }),
+                    reason: message,
+                });
+            }
+        }
         if let Some(refusal) = &run.refusal {
             // Said now, even if this call's answer ends the run.
             announce(&run.events, refusal);

@@ -85,14 +85,22 @@ impl SessionState {
         self.history.push(Message::user(spec.prompt));
         run.turn_first_seq = self.history.next_seq();
         let record = run.record(None);
-        let deadline = self.services.agent.max_duration();
+        let limit = self.services.agent.max_duration_secs;
+        let mut why = format!("the run reached max_duration_secs ({limit}s) and was stopped");
+        let mut deadline = self.services.agent.max_duration();
+        // A goal's time constraint is a limit too, when it is the tighter one.
+        let goal_secs = run.goal.as_ref().and_then(|g| g.constraints.time_secs);
+        if let Some(secs) = goal_secs.filter(|s| *s < limit) {
+            deadline = std::time::Duration::from_secs(secs);
+            why = format!("the run reached its goal's time constraint ({secs}s) and was stopped");
+        }
         self.run = Some(run);
         self.submit(myself, None, Some(record));
         events.emit(EventKind::RunStarted);
         for message in assembled.warnings {
             events.emit(EventKind::Warning { message });
         }
-        myself.send_after(deadline, move || SessionMsg::Deadline { run_id });
+        myself.send_after(deadline, move || SessionMsg::Deadline { run_id, why });
         // A prompt that brings the conversation past its budget is made room for first.
         self.prompt_memory_flush();
         if let Some(cut) = self.cut_needed() {
