@@ -30,6 +30,15 @@ const DIAMOND: &str = r#"{"steps": [
     {"id": "d", "goal": "write the report", "depends_on": ["c"], "criteria": ["contains:report"]}
 ]}"#;
 
+/// A judge model's acceptance of a step without criteria.
+const ACCEPT: &str = r#"{"verdict": "accept", "reason": "the step is done", "criteria": []}"#;
+
+fn is_judge(request: &Value) -> bool {
+    request["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("You are the Judge"))
+}
+
 /// Answers a Director's requests by what they ask. Steps a and b are both held until both have
 /// been asked for: run one after the other, they would wait for ever.
 fn diamond_router(plans: Vec<&'static str>) -> (Router, Arc<Mutex<Vec<String>>>) {
@@ -40,7 +49,10 @@ fn diamond_router(plans: Vec<&'static str>) -> (Router, Arc<Mutex<Vec<String>>>)
     let log = seen.clone();
     let router: Router = Arc::new(move |request: &Value| {
         let prompt = asked(request);
-        let reply = if prompt.starts_with("[Director] Plan how")
+        let reply = if is_judge(request) {
+            log.lock().unwrap().push("judge".into());
+            Reply::text(&[ACCEPT])
+        } else if prompt.starts_with("[Director] Plan how")
             || prompt.starts_with("[Director] That plan was refused")
         {
             log.lock().unwrap().push("plan".into());
@@ -86,7 +98,22 @@ async fn a_four_step_plan_runs_its_independent_steps_together_and_finishes() {
     let (events, outcome) = h.run(request).await;
     assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
     assert_eq!(outcome.output, "There are 7 fruits.");
-    let order = seen.lock().unwrap().clone();
+    let order: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|s| *s != "judge")
+        .cloned()
+        .collect();
+    // Steps a, b and c (no criteria) were judged by the judge model; d by its criterion.
+    assert_eq!(
+        seen.lock()
+            .unwrap()
+            .iter()
+            .filter(|s| *s == "judge")
+            .count(),
+        3
+    );
     assert_eq!(order.len(), 6, "{order:?}");
     assert_eq!(order[0], "plan");
     assert_eq!(order[3..], ["c", "d", "final"]);
@@ -133,7 +160,13 @@ async fn a_four_step_plan_runs_its_independent_steps_together_and_finishes() {
         })
         .collect();
     assert_eq!(sessions.len(), 4);
-    let d_session = ryvos::SessionId::new(format!("{}-d", outcome.session_id));
+    let record = h
+        .runtime
+        .store()
+        .plan(&outcome.session_id)
+        .unwrap()
+        .unwrap();
+    let d_session = record.step_session("d");
     let d_runs = h.runtime.store().session_runs(&d_session).unwrap();
     let verdicts = h.runtime.store().verdicts(&d_runs[0].run_id).unwrap();
     assert_eq!(verdicts.len(), 1);
@@ -174,4 +207,91 @@ async fn a_cyclic_plan_is_refused_and_asked_for_again() {
         again.contains("'a', 'b'") && again.contains("cycle"),
         "{again}"
     );
+}
+
+/// A Director's router where step `x` always fails (its model call is refused) and every
+/// other step answers; `revised` is the plan given when the plan must change.
+fn failing_router(first: &'static str, revised: &'static str) -> (Router, Arc<Mutex<Vec<String>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let router: Router = Arc::new(move |request: &Value| {
+        let prompt = asked(request);
+        let entry = |what: &str| log.lock().unwrap().push(what.to_owned());
+        Some(if is_judge(request) {
+            Reply::text(&[ACCEPT])
+        } else if prompt.starts_with("[Director] Plan how") {
+            entry("plan");
+            Reply::text(&[first])
+        } else if prompt.starts_with("[Director] The plan must change") {
+            entry("revise");
+            Reply::text(&[revised])
+        } else if prompt.starts_with("[Director] You carry out step 'x'") {
+            entry("x");
+            Reply::error(400, "this step is refused")
+        } else if prompt.starts_with("[Director] You carry out step") {
+            entry("step");
+            Reply::text(&["done"])
+        } else {
+            entry("final");
+            Reply::text(&["Finished."])
+        })
+    });
+    (router, seen)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_step_is_retried_then_the_plan_is_revised_once() {
+    let first = r#"{"steps": [{"id": "a", "goal": "prepare"}, {"id": "x", "goal": "the impossible", "depends_on": ["a"]}]}"#;
+    let revised = r#"{"steps": [{"id": "a", "goal": "prepare"}, {"id": "y", "goal": "the possible", "depends_on": ["a"]}]}"#;
+    let (router, seen) = failing_router(first, revised);
+    let h = Harness::start_routed(Vec::new(), router, |_| {}).await;
+    let (events, outcome) = h.run(h.request("do the thing").director()).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["plan", "step", "x", "x", "revise", "step", "final"],
+        "a ran once, x twice, y once after the revision"
+    );
+    let x: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::DirectorStep { step, status, .. } if step == "x" => {
+                Some(format!("{status:?}"))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(x, ["Started", "Retrying", "Started", "Failed"]);
+    assert!(events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::DirectorPlan { revision: 1, .. })));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plan_that_fails_after_its_revision_ends_the_run_and_another_task_replaces_it() {
+    let stuck = r#"{"steps": [{"id": "x", "goal": "the impossible"}]}"#;
+    let (router, seen) = failing_router(stuck, stuck);
+    let h = Harness::start_routed(Vec::new(), router, |_| {}).await;
+    let (_, first) = h.run(h.request("do the impossible").director()).await;
+    assert_eq!(first.status, RunStatus::Failed);
+    let reason = first.reason.unwrap_or_default();
+    assert!(
+        reason.contains("after the plan was already revised"),
+        "{reason}"
+    );
+    let unfinished = h.runtime.store().plan(&first.session_id).unwrap().unwrap();
+    assert!(!unfinished.finished);
+    // Another task on the session: the unfinished plan is not taken up for it.
+    seen.lock().unwrap().clear();
+    let again = h
+        .request("do something else")
+        .session(first.session_id.clone())
+        .director();
+    let (events, second) = h.run(again).await;
+    assert_eq!(seen.lock().unwrap()[0], "plan", "a new plan was asked for");
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::Warning { message } if message.contains("another task")
+    )));
+    assert_eq!(second.status, RunStatus::Failed, "its step x fails too");
 }

@@ -304,3 +304,23 @@ async fn a_goals_time_constraint_is_the_runs_deadline_when_tighter() {
     let reason = outcome.reason.unwrap();
     assert!(reason.contains("goal's time constraint (1s)"), "{reason}");
 }
+
+#[tokio::test]
+async fn an_escalate_verdict_stops_the_run_with_its_reason() {
+    let h = Harness::start_routed(
+        vec![Reply::text(&["I cannot reach the server."])],
+        judge_answers(|| {
+            Reply::text(&[r#"{"verdict": "escalate", "reason": "the server is out of reach", "criteria": [{"index": 1, "met": false, "reason": "no deploy"}]}"#])
+        }),
+        |_| {},
+    )
+    .await;
+    let request = h
+        .request("deploy it")
+        .goal(goal(&["llm:the service is deployed"]));
+    let (events, outcome) = h.run(request).await;
+    assert_eq!(outcome.status, RunStatus::Escalated);
+    assert_eq!(verdicts(&events), [Verdict::Escalate]);
+    let reason = outcome.reason.unwrap_or_default();
+    assert!(reason.contains("the server is out of reach"), "{reason}");
+}

@@ -70,6 +70,37 @@ fn judge_models(
     )))
 }
 
+/// A session held by its Director until the guard is dropped.
+struct Directing {
+    sessions: Arc<std::sync::Mutex<std::collections::HashSet<SessionId>>>,
+    session: SessionId,
+}
+
+impl Directing {
+    /// Holds `session`, unless a Director already does.
+    fn claim(
+        sessions: &Arc<std::sync::Mutex<std::collections::HashSet<SessionId>>>,
+        session: &SessionId,
+    ) -> Option<Self> {
+        let mut held = sessions.lock().unwrap_or_else(|e| e.into_inner());
+        held.insert(session.clone()).then(|| Self {
+            sessions: sessions.clone(),
+            session: session.clone(),
+        })
+    }
+
+    fn session(&self) -> &SessionId {
+        &self.session
+    }
+}
+
+impl Drop for Directing {
+    fn drop(&mut self) {
+        let mut held = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        held.remove(&self.session);
+    }
+}
+
 /// Starts a run through the session supervisor in `sessions`.
 pub async fn start_run(
     sessions: &ChildSlot<SessionSupervisorMsg>,
@@ -136,6 +167,8 @@ pub struct Engine {
     director: DirectorConfig,
     /// A run's longest time (`max_duration_secs`).
     max_run: Duration,
+    /// Sessions a Director is running on.
+    directing: Arc<std::sync::Mutex<std::collections::HashSet<SessionId>>>,
 }
 
 impl Engine {
@@ -258,6 +291,7 @@ impl Engine {
             budget: config.budget,
             director: config.agent.director.clone(),
             max_run: config.agent.max_duration(),
+            directing: Arc::default(),
         })
     }
 
@@ -280,6 +314,10 @@ impl Engine {
         spec: RunSpec,
     ) -> Result<RunTicket, EngineError> {
         let session_id = session.unwrap_or_else(SessionId::generate);
+        // One Director per session: two would take up the same plan.
+        let Some(directing) = Directing::claim(&self.directing, &session_id) else {
+            return Err(StartRunError::SessionBusy(session_id).into());
+        };
         let run_id = RunId::generate();
         let stream = SessionEvents::new(self.global_events.clone());
         let events = stream.subscribe();
@@ -291,7 +329,8 @@ impl Engine {
             max_run: self.max_run,
         };
         let publisher = stream.for_run(session_id.clone(), run_id.clone());
-        tokio::spawn(director.run(session_id.clone(), spec, publisher));
+        let session = directing.session().clone();
+        tokio::spawn(director.run(session, spec, publisher, directing));
         Ok(RunTicket {
             session_id,
             run_id,

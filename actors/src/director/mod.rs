@@ -100,8 +100,15 @@ impl End {
 
 impl Director {
     /// Drives a Director run on `session` to its end, publishing on `events`; it ends with
-    /// `RunComplete` like any run.
-    pub async fn run(self, session: SessionId, spec: RunSpec, events: RunEvents) {
+    /// `RunComplete` like any run. `held` (the claim on the session) is let go just before: a
+    /// caller that starts again on seeing the end is not refused.
+    pub async fn run(
+        self,
+        session: SessionId,
+        spec: RunSpec,
+        events: RunEvents,
+        held: impl Send + 'static,
+    ) {
         let started = Instant::now();
         events.emit(EventKind::RunStarted);
         let mut totals = Totals::default();
@@ -115,6 +122,7 @@ impl Director {
                 });
             }
         }
+        drop(held);
         events.emit(EventKind::RunComplete {
             status: end.status,
             output: end.output,
@@ -139,7 +147,18 @@ impl Director {
             .store
             .plan(session)
             .map_err(|e| End::failed(format!("reading the session's plan: {e}")))?;
-        let mut record = match stored.filter(|r| !r.finished) {
+        let unfinished = stored.filter(|r| !r.finished);
+        if let Some(old) = unfinished.as_ref().filter(|r| r.prompt != spec.prompt) {
+            events.emit(EventKind::Warning {
+                message: format!(
+                    "the session's unfinished plan was for another task ({:?}); a new plan \
+                     replaces it",
+                    old.prompt.chars().take(80).collect::<String>()
+                ),
+            });
+        }
+        // The same task again on the session takes up its unfinished plan.
+        let mut record = match unfinished.filter(|r| r.prompt == spec.prompt) {
             Some(record) => {
                 let record = record.resumed(run_id);
                 events.emit(EventKind::DirectorPlan {
@@ -257,14 +276,20 @@ impl Director {
                 progress.state = StepState::Running;
                 progress.attempts += 1;
                 let prompt = prompts::step(record, &step);
-                let goal = (!step.criteria.is_empty()).then(|| {
-                    Arc::new(Goal {
-                        description: step.goal.clone(),
-                        criteria: step.criteria.clone(),
-                        ..Goal::default()
-                    })
-                });
-                let child = step_session(&record.session_id, &id);
+                // Every step is judged: by its criteria, or (with none) by the judge model.
+                let mut constraints = record
+                    .goal
+                    .as_ref()
+                    .map(|g| g.constraints.clone())
+                    .unwrap_or_default();
+                // Time and cost bound the task as a whole, not each step.
+                (constraints.time_secs, constraints.cost_cents) = (None, None);
+                let goal = Some(Arc::new(Goal {
+                    description: step.goal.clone(),
+                    criteria: step.criteria.clone(),
+                    constraints,
+                }));
+                let child = record.step_session(&id);
                 events.emit(EventKind::DirectorStep {
                     step: id.clone(),
                     status: StepEvent::Started,
@@ -291,7 +316,24 @@ impl Director {
             };
             let (id, ran) =
                 joined.map_err(|e| End::failed(format!("a step's task failed: {e}")))?;
-            let child = step_session(&record.session_id, &id);
+            let child = record.step_session(&id);
+            // A run stopped from outside (a shutdown, a cancel) or never started says nothing
+            // about the step: the plan stops as it stands, the step to be run again on resume.
+            let interrupted = match &ran {
+                Ok(r) if r.status == RunStatus::Cancelled => Some(format!(
+                    "step '{id}' was stopped: {}",
+                    r.reason.clone().unwrap_or_default()
+                )),
+                Err(e) => Some(format!("step '{id}' could not be run: {e}")),
+                Ok(_) => None,
+            };
+            if let Some(why) = interrupted {
+                return Err(End {
+                    status: RunStatus::Cancelled,
+                    output: String::new(),
+                    reason: Some(format!("{why}; run the same task again to go on")),
+                });
+            }
             let (ok, run_id, detail) = match &ran {
                 Ok(r) if r.status == RunStatus::Completed => {
                     (true, Some(r.run_id.clone()), r.output.clone())
@@ -367,6 +409,7 @@ impl Director {
         let ticket = crate::engine::start_run(&self.sessions, session, spec)
             .await
             .map_err(|e| e.to_string())?;
+        let session_id = ticket.session_id.clone();
         let run_id = ticket.run_id.clone();
         let mut events = ticket.events;
         let waiting = async {
@@ -377,7 +420,13 @@ impl Director {
                             return Ok(ran);
                         }
                     }
-                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Ok(_) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        // Its end may have been among the missed events: the store knows.
+                        if let Some(ran) = self.stored_end(&session_id, &run_id) {
+                            return Ok(ran);
+                        }
+                    }
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => {
                         return Err(format!("run {run_id} ended without reporting its end"))
                     }
@@ -387,6 +436,22 @@ impl Director {
         tokio::time::timeout(self.max_run + Duration::from_secs(60), waiting)
             .await
             .map_err(|_| format!("run {run_id} did not end within its max_duration_secs"))?
+    }
+
+    /// The end of run `run_id` as its record says, if it has ended.
+    fn stored_end(&self, session: &SessionId, run_id: &RunId) -> Option<Ran> {
+        let runs = self.store.session_runs(session).ok()?;
+        let run = runs.into_iter().find(|r| r.run_id == *run_id)?;
+        Some(Ran {
+            run_id: run.run_id,
+            status: run.status?,
+            output: run.output,
+            reason: run.reason,
+            turns: run.turns,
+            input_tokens: run.input_tokens,
+            output_tokens: run.output_tokens,
+            cost_cents: run.cost_microcents as f64 / 1_000_000.0,
+        })
     }
 
     /// Stores the plan's progress and waits until it is durable.
@@ -423,15 +488,4 @@ fn ended(event: &Event) -> Option<Ran> {
         }),
         _ => None,
     }
-}
-
-/// The session a step runs in: the Director's, with the step's id.
-pub fn step_session(parent: &SessionId, step: &str) -> SessionId {
-    let room = 128usize.saturating_sub(step.len() + 1);
-    let parent = parent.as_str();
-    let mut cut = parent.len().min(room);
-    while !parent.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    SessionId::new(format!("{}-{step}", &parent[..cut]))
 }

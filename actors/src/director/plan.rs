@@ -74,14 +74,8 @@ impl Plan {
     /// Reads and validates the model's plan: one JSON object (a fenced block is accepted),
     /// criteria as `KIND:VALUE[@WEIGHT]` text.
     pub fn parse(text: &str, max_steps: usize) -> Result<Plan, PlanError> {
-        let body = text.trim();
-        let body = body
-            .strip_prefix("```json")
-            .or_else(|| body.strip_prefix("```"))
-            .and_then(|b| b.strip_suffix("```"))
-            .map_or(body, str::trim);
-        let wire: WirePlan =
-            serde_json::from_str(body).map_err(|e| PlanError::NotJson(e.to_string()))?;
+        let wire: WirePlan = serde_json::from_str(crate::judge::rubric::unfenced(text))
+            .map_err(|e| PlanError::NotJson(e.to_string()))?;
         let mut steps = Vec::with_capacity(wire.steps.len());
         for s in wire.steps {
             let criteria = s

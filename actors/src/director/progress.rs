@@ -12,6 +12,9 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlanRecord {
     pub session_id: SessionId,
+    /// Names this plan's step sessions, so a later plan on the session never continues an
+    /// earlier plan's step conversations.
+    pub key: String,
     /// The Director run that made the plan (a resumed run has a new id).
     pub run_id: RunId,
     pub prompt: String,
@@ -64,8 +67,12 @@ impl PlanRecord {
             .iter()
             .map(|s| (s.id.clone(), StepProgress::default()))
             .collect();
+        // The run id's last characters: random, short, stable for the plan's life.
+        let id = run_id.as_str();
+        let key = id[id.len().saturating_sub(6)..].to_owned();
         Self {
             session_id,
+            key,
             run_id,
             prompt,
             goal,
@@ -126,15 +133,28 @@ impl PlanRecord {
         self.steps.get(id).map_or(StepState::Pending, |p| p.state)
     }
 
-    /// A resumed record: steps that were in flight when the process stopped start over.
+    /// A resumed record: steps that were in flight when the process stopped, or that had
+    /// failed (their revision never came), start over.
     pub fn resumed(mut self, run_id: RunId) -> Self {
         self.run_id = run_id;
         for p in self.steps.values_mut() {
-            if p.state == StepState::Running {
+            if matches!(p.state, StepState::Running | StepState::Failed) {
                 p.state = StepState::Pending;
+                p.attempts = 0;
             }
         }
         self
+    }
+
+    /// The session step `step` runs in.
+    pub fn step_session(&self, step: &str) -> SessionId {
+        let suffix = format!("-{}-{step}", self.key);
+        let parent = self.session_id.as_str();
+        let mut cut = parent.len().min(128usize.saturating_sub(suffix.len()));
+        while !parent.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        SessionId::new(format!("{}{suffix}", &parent[..cut]))
     }
 }
 

@@ -100,6 +100,8 @@ pub enum CriterionError {
     Weight(String),
     #[error("criterion '{0}': the regular expression does not compile: {1}")]
     Regex(String, String),
+    #[error("the goal has no description: say what the run must achieve")]
+    NoDescription,
 }
 
 impl std::str::FromStr for Criterion {
@@ -176,8 +178,12 @@ impl std::fmt::Display for Criterion {
 }
 
 impl Goal {
-    /// Refuses a goal whose criteria could never be checked.
+    /// Refuses a goal that could never be judged: no description, or a criterion that could
+    /// never be checked.
     pub fn validate(&self) -> Result<(), CriterionError> {
+        if self.description.trim().is_empty() {
+            return Err(CriterionError::NoDescription);
+        }
         self.criteria.iter().try_for_each(Criterion::validate)
     }
 

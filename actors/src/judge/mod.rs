@@ -34,6 +34,8 @@ pub struct Evaluation {
     pub conversation: Arc<Vec<Arc<Message>>>,
     /// Where `command` criteria run; cancelled when the run stops.
     pub ctx: ToolContext,
+    /// The run's budget still allows a model call: without it the judge model is not asked.
+    pub model_allowed: bool,
     pub on_done: Callback<Evaluated>,
 }
 
@@ -110,10 +112,12 @@ impl Actor for JudgeActor {
                         answer,
                         conversation,
                         ctx,
+                        model_allowed,
                         on_done,
                     } = *job;
                     let cancel = ctx.cancel.clone();
-                    let evaluating = evaluate(&args, &goal, &answer, &conversation, &ctx);
+                    let evaluating =
+                        evaluate(&args, &goal, &answer, &conversation, &ctx, model_allowed);
                     tokio::select! {
                         evaluated = evaluating => on_done.answer(evaluated),
                         // The run stopped: nobody waits for the verdict.
@@ -136,6 +140,7 @@ async fn evaluate(
     answer: &str,
     conversation: &[Arc<Message>],
     ctx: &ToolContext,
+    model_allowed: bool,
 ) -> Evaluated {
     let timeout = Duration::from_secs(args.config.command_timeout_secs.max(1));
     let mut free: Vec<CriterionResult> = Vec::new();
@@ -151,11 +156,23 @@ async fn evaluate(
         .iter()
         .filter(|c| !c.kind.is_deterministic())
         .collect();
-    let threshold = args.config.accept_threshold;
+    // A threshold outside (0, 1] could accept anything or nothing: all criteria count then.
+    let threshold = Some(args.config.accept_threshold)
+        .filter(|t| *t > 0.0 && *t <= 1.0)
+        .unwrap_or(1.0);
     let needs_model = !judged.is_empty() || goal.criteria.is_empty();
     if !needs_model || verdict::hopeless(goal, &free, threshold) {
         return Evaluated {
             judgement: verdict::decide(goal, free, ModelOpinion::NotAsked, threshold),
+            judge_call: None,
+            cut_calls: Vec::new(),
+        };
+    }
+    if !model_allowed {
+        let opinion =
+            ModelOpinion::Unreadable("the run's budget allows no further model call".into());
+        return Evaluated {
+            judgement: verdict::decide(goal, free, opinion, threshold),
             judge_call: None,
             cut_calls: Vec::new(),
         };

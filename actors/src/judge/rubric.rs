@@ -56,6 +56,16 @@ pub fn request(
     }
 }
 
+/// `text` without a Markdown code fence around it, if it has one: a fenced block is how
+/// models often give JSON; prose around it is not accepted.
+pub fn unfenced(text: &str) -> &str {
+    let body = text.trim();
+    body.strip_prefix("```json")
+        .or_else(|| body.strip_prefix("```"))
+        .and_then(|b| b.strip_suffix("```"))
+        .map_or(body, str::trim)
+}
+
 /// What the judge model decided.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JudgeAnswer {
@@ -92,14 +102,7 @@ struct WireCriterion {
 /// Parses the judge model's text. `None` when it is not the JSON the rubric asks for, or does
 /// not answer every criterion exactly once: the caller treats that as `Continue`.
 pub fn parse(text: &str, criteria: &[&Criterion]) -> Option<JudgeAnswer> {
-    let body = text.trim();
-    // A fenced block is accepted; prose around the object is not.
-    let body = body
-        .strip_prefix("```json")
-        .or_else(|| body.strip_prefix("```"))
-        .and_then(|b| b.strip_suffix("```"))
-        .map_or(body, str::trim);
-    let wire: WireVerdict = serde_json::from_str(body).ok()?;
+    let wire: WireVerdict = serde_json::from_str(unfenced(text)).ok()?;
     if wire.reason.trim().is_empty() || wire.criteria.len() != criteria.len() {
         return None;
     }

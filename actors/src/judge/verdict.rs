@@ -51,7 +51,7 @@ pub fn decide(
         ModelOpinion::Unreadable(why) => {
             return Judgement {
                 verdict: Verdict::Continue,
-                reason: format!("the judge's verdict could not be read ({why}); not accepted"),
+                reason: format!("the judge model gave no verdict ({why}); not accepted"),
                 score: score(goal, &results),
                 criteria: results,
             }

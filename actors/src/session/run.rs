@@ -70,7 +70,7 @@ pub struct ActiveRun {
     pub system_base: Arc<str>,
     /// For a goal-driven run: its goal, and how the Judge has found it so far.
     pub goal: Option<Arc<crate::judge::Goal>>,
-    pub judging: Judging,
+    pub judging: JudgeTally,
     pub cancel: CancellationToken,
     /// The model call in flight: a child of `cancel`, so a stalled call can be cut alone.
     pub call_cancel: CancellationToken,
@@ -119,7 +119,7 @@ pub struct ActiveRun {
 
 /// Where the Judge's evaluation of a goal-driven run stands.
 #[derive(Default)]
-pub struct Judging {
+pub struct JudgeTally {
     /// `Retry` (and unreadable) verdicts so far.
     pub retries: u32,
     /// Verdicts so far.
@@ -148,7 +148,7 @@ impl ActiveRun {
             system_base: system.clone(),
             system,
             goal: None,
-            judging: Judging::default(),
+            judging: JudgeTally::default(),
             call_cancel: cancel.child_token(),
             heartbeat: Heartbeat::new(),
             cancel: cancel.clone(),

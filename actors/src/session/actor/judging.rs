@@ -24,8 +24,13 @@ impl SessionState {
 
     /// Asks the Judge about `answer`; the run waits in [`Phase::Judging`].
     pub(super) fn judge(&mut self, myself: &ActorRef<SessionMsg>, answer: String, periodic: bool) {
+        // The answer is stored before it is judged: a slow check must not risk it.
+        let checkpoint = self.turn_checkpoint(Vec::new());
+        self.submit(myself, checkpoint, None);
         let conversation = self.history.snapshot();
+        let next_seq = self.history.next_seq();
         let Some(run) = self.run.as_mut() else { return };
+        run.turn_first_seq = next_seq;
         let Some(goal) = run.goal.clone() else { return };
         run.step = next_step();
         let step = run.step;
@@ -44,6 +49,7 @@ impl SessionState {
                 run_id: run.id.clone(),
                 cancel: run.cancel.clone(),
             },
+            model_allowed: run.refusal.is_none(),
             on_done: Callback::new(
                 move |evaluated| {
                     if me.cast(SessionMsg::Judged { step, evaluated }).is_err() {
@@ -68,6 +74,23 @@ impl SessionState {
             return;
         };
         let turn = run.turns;
+        let judgement = evaluated.judgement;
+        // The verdict is published and stored first: whatever follows, it is not lost.
+        run.judging.verdicts += 1;
+        run.events.emit(EventKind::JudgeVerdict {
+            verdict: judgement.verdict,
+            reason: judgement.reason.clone(),
+            score: judgement.score,
+            criteria: judgement.criteria.clone(),
+            periodic,
+        });
+        run.judging.unstored.push(VerdictRecord {
+            run_id: run.id.clone(),
+            n: run.judging.verdicts,
+            turn,
+            at_ms: now_ms(),
+            judgement: judgement.clone(),
+        });
         // The judge model's calls are paid for like any.
         let judge_input = evaluated
             .judge_call
@@ -86,22 +109,6 @@ impl SessionState {
         }
         let max_retries = self.services.agent.judge.max_retries;
         let Some(run) = self.run.as_mut() else { return };
-        let judgement = evaluated.judgement;
-        run.judging.verdicts += 1;
-        run.events.emit(EventKind::JudgeVerdict {
-            verdict: judgement.verdict,
-            reason: judgement.reason.clone(),
-            score: judgement.score,
-            criteria: judgement.criteria.clone(),
-            periodic,
-        });
-        run.judging.unstored.push(VerdictRecord {
-            run_id: run.id.clone(),
-            n: run.judging.verdicts,
-            turn,
-            at_ms: now_ms(),
-            judgement: judgement.clone(),
-        });
         match (judgement.verdict, periodic) {
             (Verdict::Accept, _) => self.finish_with(
                 myself,
@@ -152,12 +159,9 @@ impl SessionState {
                 };
                 let status = format!("retry {retries} of {max_retries}: {}", judgement.reason);
                 run.refocus(Some(&status));
+                // The note goes with the next turn; the verdict is stored now.
                 self.history.push(Message::System { content: note });
-                let checkpoint = self.turn_checkpoint(Vec::new());
-                self.submit(myself, checkpoint, None);
-                if let Some(run) = self.run.as_mut() {
-                    run.turn_first_seq = self.history.next_seq();
-                }
+                self.submit(myself, None, None);
                 self.next_turn(myself);
             }
         }

@@ -90,7 +90,7 @@ impl SessionState {
         let mut deadline = self.services.agent.max_duration();
         // A goal's time constraint is a limit too, when it is the tighter one.
         let goal_secs = run.goal.as_ref().and_then(|g| g.constraints.time_secs);
-        if let Some(secs) = goal_secs.filter(|s| *s < limit) {
+        if let Some(secs) = goal_secs.filter(|s| *s > 0 && *s < limit) {
             deadline = std::time::Duration::from_secs(secs);
             why = format!("the run reached its goal's time constraint ({secs}s) and was stopped");
         }
