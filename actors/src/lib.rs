@@ -41,6 +41,7 @@ pub mod memory;
 pub mod message;
 pub mod provider;
 pub mod root;
+pub mod security;
 pub mod session;
 pub mod store;
 pub mod supervision;
