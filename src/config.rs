@@ -5,7 +5,8 @@
 //! the file, the line and the key, so a typo never turns into a silently ignored setting.
 
 use ryvos_actors::config::{
-    expand_env, AgentConfig, BudgetConfig, EmbeddingConfig, ModelConfig, SupervisionConfig,
+    expand_env, AgentConfig, BudgetConfig, EmbeddingConfig, ModelConfig, SecurityConfig,
+    SupervisionConfig,
 };
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -24,27 +25,6 @@ pub struct Config {
     pub security: SecurityConfig,
     pub daemon: DaemonConfig,
     pub supervision: SupervisionConfig,
-}
-
-/// `[security]`: read by the security gate.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SecurityConfig {
-    /// Tools whose calls need no approval (never a T4 call).
-    pub auto_approve: Vec<String>,
-    /// An unanswered approval is denied after this many seconds.
-    pub approval_timeout_secs: u64,
-}
-
-impl Default for SecurityConfig {
-    fn default() -> Self {
-        Self {
-            auto_approve: ["read", "glob", "grep", "memory_search"]
-                .map(String::from)
-                .to_vec(),
-            approval_timeout_secs: 60,
-        }
-    }
 }
 
 /// `[daemon]`.

@@ -33,9 +33,27 @@ pub enum Method {
     Run(Box<RunParams>),
     Status,
     Sessions,
-    History { session_id: String },
+    History {
+        session_id: String,
+    },
     Cost,
+    /// The tool calls waiting for approval.
+    Approvals,
+    /// Answers an approval request.
+    Answer(ApprovalParams),
     Shutdown,
+}
+
+/// `approve`'s and `deny`'s parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalParams {
+    pub request_id: String,
+    /// Set by the method: `approve` or `deny`.
+    #[serde(skip)]
+    pub approved: bool,
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// `run`'s parameters.
@@ -92,11 +110,18 @@ impl Request {
                 session_id: serde_json::from_value::<SessionParam>(params()).map_err(bad)?.session,
             },
             "cost" => Method::Cost,
+            "approvals" => Method::Approvals,
+            "approve" | "deny" => {
+                let mut params: ApprovalParams =
+                    serde_json::from_value(params()).map_err(bad)?;
+                params.approved = self.method == "approve";
+                Method::Answer(params)
+            }
             "shutdown" => Method::Shutdown,
             other => {
                 return Err(ErrorBody::new(
                     ErrorCode::UnknownMethod,
-                    format!("unknown method '{other}'; the methods are run, status, sessions, history, cost, shutdown"),
+                    format!("unknown method '{other}'; the methods are run, status, sessions, history, cost, approvals, approve, deny, shutdown"),
                 ))
             }
         })

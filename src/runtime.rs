@@ -6,6 +6,7 @@ use ryvos_actors::event::{Event, EventKind, RunStatus};
 use ryvos_actors::ids::{RunId, SessionId};
 use ryvos_actors::judge::Goal;
 use ryvos_actors::provider::Provider;
+use ryvos_actors::security::{Answer, ApprovalError, Approvals, PendingApproval};
 use ryvos_actors::session::RunSpec;
 use ryvos_actors::store::Store;
 use ryvos_actors::tools::{builtin, Tool, Workspace};
@@ -70,6 +71,7 @@ impl RuntimeBuilder {
             agent: self.config.agent,
             budget: self.config.budget,
             embedding: self.config.embedding,
+            security: self.config.security,
             supervision: self.config.supervision,
             max_in_flight_runs: self.config.daemon.max_in_flight_runs,
         };
@@ -147,6 +149,32 @@ impl Runtime {
     /// up where it stood.
     pub async fn run_with_director(&self, request: RunRequest) -> Result<RunHandle, RuntimeError> {
         self.run(request.director()).await
+    }
+
+    /// The approval requests, to answer from another task.
+    pub fn approvals(&self) -> Approvals {
+        self.engine.approvals().clone()
+    }
+
+    /// The tool calls waiting for a person's approval, oldest first.
+    pub fn pending_approvals(&self) -> Vec<PendingApproval> {
+        self.engine.approvals().pending()
+    }
+
+    /// Answers approval request `request_id` on behalf of `by` (who answered, for the audit).
+    pub fn answer_approval(
+        &self,
+        request_id: &str,
+        approved: bool,
+        reason: Option<String>,
+        by: &str,
+    ) -> Result<(), ApprovalError> {
+        let answer = Answer {
+            approved,
+            reason,
+            by: by.to_owned(),
+        };
+        self.engine.approvals().answer(request_id, answer)
     }
 
     /// Every event of every run from now on. A subscriber that falls far behind misses the

@@ -27,9 +27,20 @@ impl Home {
 
     /// A home whose `[model]` section has `model_extra` too.
     fn with_model(server: &ScriptedModelServer, model_extra: &str, extra: &str) -> Self {
+        let tools_run = "t1 = \"allow\"\nt2 = \"allow\"\nt3 = \"allow\"";
+        Self::with_sections(server, model_extra, tools_run, extra)
+    }
+
+    /// A home with `model_extra` in `[model]` and `policy` as `[security.policy]`.
+    fn with_sections(
+        server: &ScriptedModelServer,
+        model_extra: &str,
+        policy: &str,
+        extra: &str,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let config = format!(
-            "[model]\nbase_url = \"{}\"\nmodel = \"scripted\"\napi_key = \"\"\n{model_extra}\n[supervision]\nbackoff_initial_ms = 20\n{extra}",
+            "[model]\nbase_url = \"{}\"\nmodel = \"scripted\"\napi_key = \"\"\n{model_extra}\n[supervision]\nbackoff_initial_ms = 20\n[security.policy]\n{policy}\n{extra}",
             server.base_url()
         );
         std::fs::write(dir.path().join("config.toml"), config).unwrap();
@@ -238,7 +249,7 @@ async fn a_config_with_a_wrong_type_is_refused_naming_the_key() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("agent.max_turns") && stderr.contains("config.toml:10"),
+        stderr.contains("agent.max_turns") && stderr.contains("config.toml:14"),
         "{stderr}"
     );
     assert!(!home.socket().exists());
@@ -535,4 +546,68 @@ fn is_judge(request: &Value) -> bool {
     request["messages"][0]["content"]
         .as_str()
         .is_some_and(|s| s.starts_with("You are the Judge"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_waiting_for_approval_runs_once_ryvos_approve_answers_from_another_terminal() {
+    let server = ScriptedModelServer::start([
+        Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo approved > proof.txt"}"#)]),
+        Reply::text(&["Done."]),
+    ])
+    .await;
+    // The default policy: T3 (bash) asks.
+    let home = Home::with_sections(&server, "", "", "");
+    let _daemon = home.daemon().await;
+    let mut client = home
+        .command(env!("CARGO_BIN_EXE_ryvos"))
+        .args(["run", "--json", "make the proof"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(client.stdout.take().unwrap()).lines();
+    let request_id = tokio::time::timeout(WAIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let event: Value = serde_json::from_str(&line).unwrap();
+            if event["type"] == "ApprovalRequested" {
+                assert_eq!(event["tier"], "T3");
+                return event["request_id"].as_str().unwrap().to_owned();
+            }
+        }
+        panic!("the run ended without asking");
+    })
+    .await
+    .unwrap();
+    assert!(
+        !home.workspace.path().join("proof.txt").exists(),
+        "nothing ran before the answer"
+    );
+    let (code, listed, _) = home.ryvos(&["approvals"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        listed.contains(&request_id) && listed.contains("bash"),
+        "{listed}"
+    );
+    let (code, _, stderr) = home.ryvos(&["approve", &request_id]).await;
+    assert_eq!(code, 0, "{stderr}");
+    // Answering twice is refused: the request is gone.
+    let (code, _, stderr) = home.ryvos(&["approve", &request_id]).await;
+    assert_ne!(code, 0);
+    assert!(stderr.contains("no approval request"), "{stderr}");
+    let mut rest = Vec::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        rest.push(serde_json::from_str::<Value>(&line).unwrap());
+    }
+    let exit = tokio::time::timeout(WAIT, client.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(exit.code(), Some(0));
+    assert!(rest.iter().any(|e| e["type"] == "ApprovalResolved"
+        && e["approved"] == true
+        && e["by"] == "ryvos approve"));
+    assert_eq!(
+        std::fs::read_to_string(home.workspace.path().join("proof.txt")).unwrap(),
+        "approved\n"
+    );
 }

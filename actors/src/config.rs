@@ -485,3 +485,66 @@ mod tests {
         assert_eq!(expand_env("plain", "k").unwrap(), "plain");
     }
 }
+
+/// `[security]`: the security gate's policy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SecurityConfig {
+    /// Tools whose calls need no approval (never a T4 call).
+    pub auto_approve: Vec<String>,
+    /// An unanswered approval is denied (as unanswered) after this many seconds.
+    pub approval_timeout_secs: u64,
+    /// Regular expressions a whole `bash` command may match to run without approval; a T4
+    /// command runs only when a pattern names it this way.
+    pub command_allowlist: Vec<String>,
+    /// What each tier gets when neither list covers the call.
+    pub policy: TierPolicy,
+}
+
+impl Default for SecurityConfig {
+    fn default() -> Self {
+        Self {
+            auto_approve: ["read", "glob", "grep", "memory_search"]
+                .map(String::from)
+                .to_vec(),
+            approval_timeout_secs: 60,
+            command_allowlist: Vec::new(),
+            policy: TierPolicy::default(),
+        }
+    }
+}
+
+/// `[security.policy]`: a decision per tier.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TierPolicy {
+    pub t0: Decision,
+    pub t1: Decision,
+    pub t2: Decision,
+    pub t3: Decision,
+    pub t4: Decision,
+}
+
+impl Default for TierPolicy {
+    fn default() -> Self {
+        Self {
+            t0: Decision::Allow,
+            t1: Decision::Ask,
+            t2: Decision::Ask,
+            t3: Decision::Ask,
+            t4: Decision::Deny,
+        }
+    }
+}
+
+/// What the policy does with a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// It runs.
+    Allow,
+    /// It waits for a person's approval (denied, as unanswered, after the timeout).
+    Ask,
+    /// It does not run; the model is told why.
+    Deny,
+}

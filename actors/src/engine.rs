@@ -1,7 +1,8 @@
 //! The engine: the actor tree started, addressed, and stopped as one.
 
 use crate::config::{
-    AgentConfig, BudgetConfig, DirectorConfig, EmbeddingConfig, ModelConfig, SupervisionConfig,
+    AgentConfig, BudgetConfig, DirectorConfig, EmbeddingConfig, ModelConfig, SecurityConfig,
+    SupervisionConfig,
 };
 use crate::cost_ledger::{CostLedgerArgs, CostReport};
 use crate::director::Director;
@@ -14,6 +15,7 @@ use crate::memory::{Memory, MemorySearch, MemoryWrite};
 use crate::provider::retry::RetryPolicy;
 use crate::provider::{Provider, ProviderError};
 use crate::root::{RootArgs, RootMsg, RootSupervisor, Slots, SupervisorNotice};
+use crate::security::{Approvals, Gate};
 use crate::session::{
     RunSpec, RunTicket, Services, SessionSupervisorArgs, SessionSupervisorMsg, StartRunError,
 };
@@ -43,6 +45,7 @@ pub struct EngineConfig {
     pub agent: AgentConfig,
     pub budget: BudgetConfig,
     pub embedding: EmbeddingConfig,
+    pub security: SecurityConfig,
     pub supervision: SupervisionConfig,
     /// Runs in flight past this are refused as busy.
     pub max_in_flight_runs: usize,
@@ -134,6 +137,8 @@ pub enum EngineError {
     Provider(#[from] ProviderError),
     #[error("the memory: {0}")]
     Memory(String),
+    #[error("the security policy: {0}")]
+    Security(String),
     #[error("the actor system: {0}")]
     Actors(String),
     #[error(transparent)]
@@ -169,6 +174,8 @@ pub struct Engine {
     max_run: Duration,
     /// Sessions a Director is running on.
     directing: Arc<std::sync::Mutex<std::collections::HashSet<SessionId>>>,
+    /// Tool calls waiting for a person's approval.
+    approvals: Approvals,
 }
 
 impl Engine {
@@ -216,6 +223,7 @@ impl Engine {
             &retries,
         )
         .map_err(|e| EngineError::Memory(e.to_string()))?;
+        let approvals = Approvals::default();
         let registry = ToolRegistry::new(with_memory_tools(tools, &memory))?;
         let agent = Arc::new(config.agent.clone());
         let global_events = GlobalEvents::new();
@@ -254,6 +262,12 @@ impl Engine {
             },
             models,
             tools: ToolExecutorArgs {
+                gate: Gate::new(
+                    &config.security,
+                    approvals.clone(),
+                    slots.checkpoint.clone(),
+                )
+                .map_err(EngineError::Security)?,
                 registry,
                 settings: ExecutionSettings {
                     parallel: agent.parallel_tools,
@@ -292,6 +306,7 @@ impl Engine {
             director: config.agent.director.clone(),
             max_run: config.agent.max_duration(),
             directing: Arc::default(),
+            approvals,
         })
     }
 
@@ -336,6 +351,11 @@ impl Engine {
             run_id,
             events,
         })
+    }
+
+    /// The tool calls waiting for a person's approval, to list and answer.
+    pub fn approvals(&self) -> &Approvals {
+        &self.approvals
     }
 
     /// Every event of every session from now on.

@@ -70,6 +70,23 @@ pub enum EventKind {
         to: String,
         discarded_text: bool,
     },
+    /// A tool call waits for a person's approval (`ryvos approve REQ` / `ryvos deny REQ`).
+    ApprovalRequested {
+        request_id: String,
+        tool: String,
+        input: serde_json::Value,
+        tier: crate::tools::SafetyTier,
+        /// What made the call's tier what it is, for bash commands.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasons: Vec<String>,
+    },
+    /// An approval request was answered, or denied as unanswered (`by`: `unanswered`).
+    ApprovalResolved {
+        request_id: String,
+        approved: bool,
+        reason: Option<String>,
+        by: String,
+    },
     /// The Judge's verdict on a goal-driven run's answer (`periodic`: judged mid-run, every
     /// `evaluate_every_turns`), with the weighted `score` and each criterion's result.
     JudgeVerdict {

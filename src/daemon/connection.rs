@@ -165,8 +165,9 @@ async fn answer(
                     .map(|m| json!({"seq": m.seq, "tokens": m.tokens, "message": &*m.message}))
                     .collect();
                 let runs = store.session_runs(&id)?;
+                let audit = store.audit(&id)?;
                 Ok(Some(
-                    json!({"session": record, "messages": messages, "runs": runs}),
+                    json!({"session": record, "messages": messages, "runs": runs, "audit": audit}),
                 ))
             })
             .await
@@ -179,6 +180,21 @@ async fn answer(
                 .map_err(|e| ErrorBody::new(ErrorCode::Internal, e.to_string())),
             Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
         },
+        Ok(Method::Approvals) => Ok(json!(shared.runtime.pending_approvals())),
+        Ok(Method::Answer(a)) => {
+            let by = if a.approved {
+                "ryvos approve"
+            } else {
+                "ryvos deny"
+            };
+            match shared
+                .runtime
+                .answer_approval(&a.request_id, a.approved, a.reason, by)
+            {
+                Ok(()) => Ok(json!({"request_id": a.request_id, "approved": a.approved})),
+                Err(e) => Err(ErrorBody::new(ErrorCode::NotFound, e.to_string())),
+            }
+        }
         Ok(Method::Shutdown) => {
             shared.shutdown.cancel();
             Ok(json!({"stopping": true}))

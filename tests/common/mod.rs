@@ -4,6 +4,7 @@
 
 pub mod cli;
 
+use ryvos::engine::config::Decision;
 use ryvos::{Config, Event, EventKind, RunHandle, RunOutcome, RunRequest, Runtime};
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use std::sync::Arc;
@@ -33,6 +34,9 @@ pub fn config_for(server: &ScriptedModelServer, home: &std::path::Path) -> Confi
     config.supervision.backoff_max_ms = 200;
     // Retries stay on, with short backoffs (a server's Retry-After is still honoured).
     config.model.retry_base_ms = 5;
+    // Tools run without asking (T4 is still denied); the security tests set their own policy.
+    let policy = &mut config.security.policy;
+    (policy.t1, policy.t2, policy.t3) = (Decision::Allow, Decision::Allow, Decision::Allow);
     config
 }
 

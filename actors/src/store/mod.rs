@@ -11,8 +11,8 @@ pub mod repair;
 mod tables;
 
 pub use records::{
-    now_ms, Compaction, CostTotals, MemoryEntry, RunRecord, SessionRecord, TurnCheckpoint,
-    VerdictRecord,
+    now_ms, AuditRecord, Compaction, CostTotals, MemoryEntry, RunRecord, SessionRecord,
+    TurnCheckpoint, VerdictRecord,
 };
 
 use crate::guardian::RunWatch;
@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
 use tables::{
-    CHECKPOINTS, COMPACTIONS, COSTS, GUARDIAN, MEMORIES, MEMORY_STATS, MEMORY_TERMS, MESSAGES,
-    PLANS, RUNS, SESSIONS, VERDICTS,
+    AUDIT, CHECKPOINTS, COMPACTIONS, COSTS, GUARDIAN, MEMORIES, MEMORY_STATS, MEMORY_TERMS,
+    MESSAGES, PLANS, RUNS, SESSIONS, VERDICTS,
 };
 
 /// A storage failure, saying what was being done. Cloneable so that one failed group commit
@@ -96,6 +96,8 @@ pub struct WriteBatch {
     pub verdicts: Vec<VerdictRecord>,
     /// A Director run's plan and progress, as they now stand.
     pub plan: Option<crate::director::PlanRecord>,
+    /// Decisions of the security gate.
+    pub audit: Vec<AuditRecord>,
 }
 
 impl WriteBatch {
@@ -113,6 +115,7 @@ impl WriteBatch {
             memories: Vec::new(),
             verdicts: Vec::new(),
             plan: None,
+            audit: Vec::new(),
         }
     }
 }
@@ -173,6 +176,7 @@ impl Store {
         txn.open_table(MEMORY_STATS).doing(doing)?;
         txn.open_table(VERDICTS).doing(doing)?;
         txn.open_table(PLANS).doing(doing)?;
+        txn.open_table(AUDIT).doing(doing)?;
         txn.commit().doing(doing)
     }
 
@@ -191,6 +195,7 @@ impl Store {
             let mut compactions = txn.open_table(COMPACTIONS).doing(doing)?;
             let mut verdicts = txn.open_table(VERDICTS).doing(doing)?;
             let mut plans = txn.open_table(PLANS).doing(doing)?;
+            let mut audit = txn.open_table(AUDIT).doing(doing)?;
             for batch in batches {
                 let sid = batch.session_id.as_str();
                 for m in &batch.messages {
@@ -239,6 +244,14 @@ impl Store {
                 if let Some(p) = &batch.plan {
                     let row = serde_json::to_vec(p).doing(doing)?;
                     plans.insert(sid, row.as_slice()).doing(doing)?;
+                }
+                for a in &batch.audit {
+                    let row = serde_json::to_vec(a).doing(doing)?;
+                    // Ulids sort by time: the trail reads in order.
+                    let id = ulid::Ulid::new().to_string();
+                    audit
+                        .insert((sid, id.as_str()), row.as_slice())
+                        .doing(doing)?;
                 }
                 for v in &batch.verdicts {
                     let row = serde_json::to_vec(v).doing(doing)?;
@@ -372,6 +385,21 @@ impl Store {
             .doing(doing)?
             .map(|v| serde_json::from_slice(v.value()).doing(doing))
             .transpose()
+    }
+
+    /// The security gate's decisions in session `id`, in order.
+    pub fn audit(&self, id: &SessionId) -> Result<Vec<AuditRecord>, StoreError> {
+        let doing = || format!("reading the audit trail of session {id}");
+        let txn = self.db.begin_read().doing(doing)?;
+        let table = txn.open_table(AUDIT).doing(doing)?;
+        let mut out = Vec::new();
+        for row in table
+            .range((id.as_str(), "")..(id.as_str(), "\u{10FFFF}"))
+            .doing(doing)?
+        {
+            out.push(serde_json::from_slice(row.doing(doing)?.1.value()).doing(doing)?);
+        }
+        Ok(out)
     }
 
     /// The Judge's verdicts on a run, in order.

@@ -132,3 +132,27 @@ pub fn now_ms() -> u64 {
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
 }
+
+/// One decision of the security gate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    pub at_ms: u64,
+    pub session_id: SessionId,
+    pub run_id: RunId,
+    pub call_id: crate::ids::CallId,
+    pub tool: String,
+    /// The call's arguments as the model gave them (long ones clipped).
+    pub input: String,
+    pub tier: crate::tools::SafetyTier,
+    /// What raised the tier above the tool's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+    pub allowed: bool,
+    /// `policy`, `auto_approve`, `command_allowlist`, who answered an approval request,
+    /// `unanswered` (it timed out), or `run_ended`.
+    pub decided_by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}

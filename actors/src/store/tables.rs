@@ -42,3 +42,6 @@ pub const VERDICTS: TableDefinition<(&str, u32), &[u8]> = TableDefinition::new("
 
 /// `session_id -> PlanRecord`: a Director run's plan and how far it got, so a crash resumes it.
 pub const PLANS: TableDefinition<&str, &[u8]> = TableDefinition::new("plans");
+
+/// `(session_id, decision id) -> AuditRecord`: every decision of the security gate.
+pub const AUDIT: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("audit");

@@ -1,7 +1,8 @@
 //! ToolExecutorActor: runs the tool calls of one model response.
 //!
-//! Every call is looked up, its arguments parsed and validated against the tool's schema, then
-//! executed in its own task with a timeout; whatever goes wrong becomes a tool result starting
+//! Every call is looked up, its arguments parsed and validated against the tool's schema,
+//! passed through the security gate (which may ask a person), then executed in its own task
+//! with a timeout; whatever goes wrong becomes a tool result starting
 //! with its kind (`unknown_tool`, `validation_error`, `execution_error`, `denied`), so the model
 //! sees it and the loop goes on. The actor only dispatches: each batch runs in its own task, so
 //! a slow tool never holds up another session's calls.
@@ -11,6 +12,7 @@ use crate::callback::Callback;
 use crate::event::{EventKind, RunEvents};
 use crate::ids::CallId;
 use crate::message::ToolCall;
+use crate::security::Gate;
 use futures_util::StreamExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::time::Duration;
@@ -76,6 +78,7 @@ pub struct ToolExecutorActor;
 pub struct ToolExecutorArgs {
     pub registry: ToolRegistry,
     pub settings: ExecutionSettings,
+    pub gate: Gate,
 }
 
 impl Actor for ToolExecutorActor {
@@ -101,10 +104,17 @@ impl Actor for ToolExecutorActor {
             ToolMsg::Execute(batch) => {
                 let registry = state.registry.clone();
                 let settings = state.settings.clone();
+                let gate = state.gate.clone();
                 tokio::spawn(async move {
-                    let outcomes =
-                        run_batch(&registry, batch.calls, &batch.ctx, &batch.events, &settings)
-                            .await;
+                    let outcomes = run_batch(
+                        &registry,
+                        &gate,
+                        batch.calls,
+                        &batch.ctx,
+                        &batch.events,
+                        &settings,
+                    )
+                    .await;
                     batch.on_done.answer(outcomes);
                 });
             }
@@ -118,6 +128,7 @@ impl Actor for ToolExecutorActor {
 /// Runs `calls`, concurrently when the settings allow, and returns outcomes in call order.
 pub async fn run_batch(
     registry: &ToolRegistry,
+    gate: &Gate,
     calls: Vec<ToolCall>,
     ctx: &ToolContext,
     events: &RunEvents,
@@ -131,7 +142,7 @@ pub async fn run_batch(
     futures_util::stream::iter(
         calls
             .into_iter()
-            .map(|call| run_call(registry, call, ctx, events, settings)),
+            .map(|call| run_call(registry, gate, call, ctx, events, settings)),
     )
     .buffered(width)
     .collect()
@@ -140,6 +151,7 @@ pub async fn run_batch(
 
 async fn run_call(
     registry: &ToolRegistry,
+    gate: &Gate,
     call: ToolCall,
     ctx: &ToolContext,
     events: &RunEvents,
@@ -160,7 +172,10 @@ async fn run_call(
         )),
         Some(tool) => match registry.validate(&call.name, &call.arguments) {
             Err(e) => Err(e.to_string()),
-            Ok(input) => execute_guarded(tool.clone(), input, ctx, settings.timeout).await,
+            Ok(input) => match gate.admit(&call, tool.as_ref(), &input, ctx, events).await {
+                Ok(()) => execute_guarded(tool.clone(), input, ctx, settings.timeout).await,
+                Err(denied) => Err(denied),
+            },
         },
     };
     let (content, is_error) = match result {

@@ -4,6 +4,7 @@
 //! Exit codes: 0 the run completed (or the command succeeded); 1 the run ended otherwise, or
 //! the command failed; 2 bad usage or config; 3 the daemon was lost or could not be reached.
 
+mod inline_approval;
 mod render;
 
 use clap::{Parser, Subcommand};
@@ -11,7 +12,7 @@ use render::Renderer;
 use ryvos::client::{Client, ClientError};
 use ryvos::config::Config;
 use ryvos::protocol::Reply;
-use ryvos::{RunRequest, RunStatus, Runtime, SessionId};
+use ryvos::{EventKind, RunRequest, RunStatus, Runtime, SessionId};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -80,6 +81,21 @@ enum Command {
     Logs {
         /// The session id.
         id: String,
+    },
+    /// List the tool calls waiting for approval.
+    Approvals,
+    /// Approve a tool call waiting for approval (REQ from `ApprovalRequested` or `approvals`).
+    Approve {
+        /// The request id.
+        request_id: String,
+    },
+    /// Deny a tool call waiting for approval; the model is told, with the reason.
+    Deny {
+        /// The request id.
+        request_id: String,
+        /// Why, for the model and the audit.
+        #[arg(long)]
+        reason: Option<String>,
     },
     /// Stop the daemon gracefully (runs in flight are checkpointed and end `cancelled`).
     Shutdown,
@@ -164,6 +180,7 @@ async fn dispatch(command: Command, config: Config) -> u8 {
                         prompt,
                         goal,
                         director,
+                        socket: socket.clone(),
                     };
                     run_remote(client, run).await
                 }
@@ -222,6 +239,33 @@ async fn dispatch(command: Command, config: Config) -> u8 {
             simple(&socket, "history", json!({"session": id}), print_history).await
         }
         Command::Cost => simple(&socket, "cost", json!({}), print_cost).await,
+        Command::Approvals => {
+            simple(&socket, "approvals", json!({}), |v| {
+                let pending = v.as_array().cloned().unwrap_or_default();
+                if pending.is_empty() {
+                    println!("no tool call is waiting for approval");
+                }
+                for p in pending {
+                    println!(
+                        "{}  {} {}  {}  (session {})",
+                        p["request_id"].as_str().unwrap_or("?"),
+                        p["tier"].as_str().unwrap_or("?"),
+                        p["tool"].as_str().unwrap_or("?"),
+                        p["input"],
+                        p["session_id"].as_str().unwrap_or("?")
+                    );
+                }
+            })
+            .await
+        }
+        Command::Approve { request_id } => {
+            let params = json!({"request_id": request_id});
+            simple(&socket, "approve", params, |_| println!("approved")).await
+        }
+        Command::Deny { request_id, reason } => {
+            let params = json!({"request_id": request_id, "reason": reason});
+            simple(&socket, "deny", params, |_| println!("denied")).await
+        }
         Command::Logs { id } => match ryvos::run_log::read(&config.logs_dir(), &id) {
             Ok(lines) => {
                 for line in lines {
@@ -395,6 +439,8 @@ struct Remote {
     prompt: String,
     goal: Option<ryvos::Goal>,
     director: bool,
+    /// The daemon's socket, to answer approval requests on.
+    socket: PathBuf,
 }
 
 async fn run_remote(mut client: Client, run: Remote) -> u8 {
@@ -406,7 +452,9 @@ async fn run_remote(mut client: Client, run: Remote) -> u8 {
         prompt,
         goal,
         director,
+        socket,
     } = run;
+    let inline = inline_approval::wanted(json_out);
     let cwd = std::env::current_dir().ok();
     let params = json!({"prompt": prompt, "workspace": workspace, "cwd": cwd,
                         "session": session, "resume": resume, "goal": goal,
@@ -422,6 +470,11 @@ async fn run_remote(mut client: Client, run: Remote) -> u8 {
             Ok(Reply::Event { event, .. }) => {
                 session_seen.get_or_insert_with(|| event.session_id.to_string());
                 renderer.show(&event);
+                if let (true, EventKind::ApprovalRequested { request_id, .. }) =
+                    (inline, &event.kind)
+                {
+                    inline_approval::answer_remote(socket.clone(), request_id.clone());
+                }
             }
             Ok(Reply::Result { result, .. }) => {
                 let status: RunStatus =
@@ -507,8 +560,22 @@ async fn run_local(config: Config, local: Local) -> u8 {
     let code = match runtime.run(request).await {
         Ok(mut handle) => {
             let mut code = EXIT_RUN_FAILED;
+            let inline = inline_approval::wanted(json_out);
             while let Some(event) = renderer.wait(handle.next_event()).await {
                 renderer.show(&event);
+                if let EventKind::ApprovalRequested { request_id, .. } = &event.kind {
+                    if inline {
+                        inline_approval::answer_local(runtime.approvals(), request_id.clone());
+                    } else {
+                        // In-process, no other terminal can reach this run.
+                        eprintln!(
+                            "ryvos: this run is hosted in-process and not at a terminal: nobody \
+                             can answer {request_id}; it is denied after approval_timeout_secs \
+                             ({}s). Run ryvosd to answer from another terminal.",
+                            config.security.approval_timeout_secs
+                        );
+                    }
+                }
                 if let Some(o) = ryvos::RunOutcome::from_event(&event) {
                     renderer.finish(o.status, o.reason.as_deref(), o.session_id.as_str());
                     code = exit_for(o.status);

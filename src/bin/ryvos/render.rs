@@ -195,6 +195,38 @@ impl Renderer {
                 let first = detail.lines().next().unwrap_or_default();
                 eprintln!("  [director] step {step} {status:?}: {}", clip(first, 100));
             }
+            EventKind::ApprovalRequested {
+                request_id,
+                tool,
+                input,
+                tier,
+                reasons,
+            } => {
+                self.end_line();
+                let why = if reasons.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", reasons.join("; "))
+                };
+                eprintln!(
+                    "  [approval] {tool} {} needs approval, {tier:?}{why}\n             `ryvos approve {request_id}` or `ryvos deny {request_id} --reason …`",
+                    clip(&input.to_string(), 100)
+                );
+            }
+            EventKind::ApprovalResolved {
+                approved,
+                reason,
+                by,
+                ..
+            } => {
+                self.end_line();
+                let what = if *approved { "approved" } else { "denied" };
+                let why = reason
+                    .as_deref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default();
+                eprintln!("  [approval] {what} by {by}{why}");
+            }
             EventKind::GuardianHint { message, .. } => {
                 self.end_line();
                 eprintln!(

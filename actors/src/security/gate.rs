@@ -1,0 +1,269 @@
+//! The gate every tool call passes before it runs. Its tier comes from the tool (or, for
+//! `bash`, from reading the command); the command allowlist, `auto_approve` (never for T4)
+//! and the tier policy decide: allow, ask a person, or deny. Every decision — tier, reasons,
+//! who decided — is stored in the audit table before the call runs, and published. An asked
+//! call that nobody answers within `approval_timeout_secs` is denied and recorded as
+//! unanswered, never as a person's denial. A denied call is never silent: the model gets
+//! `denied: …` and the loop goes on.
+
+use super::approvals::{Answer, Approvals, PendingApproval};
+use super::classify::{self, Classification};
+use crate::checkpoint::{self, CheckpointMsg};
+use crate::config::{Decision, SecurityConfig};
+use crate::event::{EventKind, RunEvents};
+use crate::message::ToolCall;
+use crate::store::{now_ms, AuditRecord, WriteBatch};
+use crate::supervision::ChildSlot;
+use crate::tools::{SafetyTier, Tool, ToolContext};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The longest input kept in an audit record, in characters.
+const AUDIT_INPUT_CHARS: usize = 2000;
+
+/// The security gate.
+#[derive(Clone)]
+pub struct Gate {
+    config: Arc<SecurityConfig>,
+    allowlist: Arc<Vec<regex::Regex>>,
+    approvals: Approvals,
+    checkpoint: ChildSlot<CheckpointMsg>,
+}
+
+/// Who let a call through, or kept it out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rule {
+    Allowlist,
+    AutoApprove,
+    Policy(Decision),
+}
+
+impl Gate {
+    /// The gate of `config`; a command allowlist pattern that does not compile is an error.
+    pub fn new(
+        config: &SecurityConfig,
+        approvals: Approvals,
+        checkpoint: ChildSlot<CheckpointMsg>,
+    ) -> Result<Self, String> {
+        let allowlist = config
+            .command_allowlist
+            .iter()
+            .map(|p| {
+                // A pattern names a whole command, never a part of one.
+                regex::Regex::new(&format!("^(?:{p})$")).map_err(|e| {
+                    format!("security.command_allowlist: '{p}' is not a regular expression: {e}")
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            config: Arc::new(config.clone()),
+            allowlist: Arc::new(allowlist),
+            approvals,
+            checkpoint,
+        })
+    }
+
+    /// A call's tier: the tool's own, or for `bash`, what its command does.
+    pub fn classify(
+        &self,
+        tool: &dyn Tool,
+        input: &serde_json::Value,
+        ctx: &ToolContext,
+    ) -> Classification {
+        let base = tool.tier();
+        match input.get("command").and_then(|c| c.as_str()) {
+            Some(command) if tool.name() == "bash" => {
+                classify::bash(command, ctx.workspace.root(), base)
+            }
+            _ => Classification {
+                tier: base,
+                reasons: Vec::new(),
+            },
+        }
+    }
+
+    /// Decides whether `call` may run; `Err` is the `denied: …` result for the model.
+    pub async fn admit(
+        &self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        input: &serde_json::Value,
+        ctx: &ToolContext,
+        events: &RunEvents,
+    ) -> Result<(), String> {
+        let class = self.classify(tool, input, ctx);
+        let rule = self.rule(tool.name(), input, &class);
+        let mut record = AuditRecord {
+            at_ms: now_ms(),
+            session_id: ctx.session_id.clone(),
+            run_id: ctx.run_id.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            input: clip(&call.arguments),
+            tier: class.tier,
+            reasons: class.reasons.clone(),
+            allowed: false,
+            decided_by: String::new(),
+            reason: None,
+            request_id: None,
+        };
+        let result = match rule {
+            Rule::Allowlist | Rule::AutoApprove | Rule::Policy(Decision::Allow) => {
+                record.allowed = true;
+                record.decided_by = match rule {
+                    Rule::Allowlist => "command_allowlist",
+                    Rule::AutoApprove => "auto_approve",
+                    _ => "policy",
+                }
+                .into();
+                Ok(())
+            }
+            Rule::Policy(Decision::Deny) => {
+                record.decided_by = "policy".into();
+                Err(format!(
+                    "denied: the security policy does not allow {} calls{}; the call was not run. \
+                     Do it another way, or ask the user to allow it.",
+                    tier_name(class.tier),
+                    because(&class.reasons)
+                ))
+            }
+            Rule::Policy(Decision::Ask) => {
+                self.ask(call, input, &class, ctx, events, &mut record)
+                    .await
+            }
+        };
+        if !record.allowed && record.reason.is_none() {
+            record.reason = result.as_ref().err().cloned();
+        }
+        // Nothing runs without its decision on record.
+        let mut batch = WriteBatch::new(ctx.session_id.clone());
+        batch.audit.push(record);
+        if let Err(e) = checkpoint::store(&self.checkpoint, batch).await {
+            return Err(format!(
+                "denied: the decision could not be recorded in the audit table ({e}); the call \
+                 was not run"
+            ));
+        }
+        result
+    }
+
+    fn rule(&self, tool: &str, input: &serde_json::Value, class: &Classification) -> Rule {
+        let command = input
+            .get("command")
+            .and_then(|c| c.as_str())
+            .filter(|_| tool == "bash");
+        if command.is_some_and(|c| self.allowlist.iter().any(|p| p.is_match(c.trim()))) {
+            return Rule::Allowlist;
+        }
+        if class.tier < SafetyTier::T4 && self.config.auto_approve.iter().any(|t| t == tool) {
+            return Rule::AutoApprove;
+        }
+        let policy = &self.config.policy;
+        Rule::Policy(match class.tier {
+            SafetyTier::T0 => policy.t0,
+            SafetyTier::T1 => policy.t1,
+            SafetyTier::T2 => policy.t2,
+            SafetyTier::T3 => policy.t3,
+            SafetyTier::T4 => policy.t4,
+        })
+    }
+
+    /// Asks a person and waits, at most `approval_timeout_secs`, or until the run ends.
+    async fn ask(
+        &self,
+        call: &ToolCall,
+        input: &serde_json::Value,
+        class: &Classification,
+        ctx: &ToolContext,
+        events: &RunEvents,
+        record: &mut AuditRecord,
+    ) -> Result<(), String> {
+        let request_id = format!("ap_{}", ulid::Ulid::new().to_string().to_lowercase());
+        record.request_id = Some(request_id.clone());
+        let answer = self.approvals.open(PendingApproval {
+            request_id: request_id.clone(),
+            session_id: ctx.session_id.clone(),
+            run_id: ctx.run_id.clone(),
+            tool: call.name.clone(),
+            input: input.clone(),
+            tier: class.tier,
+            asked_at_ms: now_ms(),
+        });
+        events.emit(EventKind::ApprovalRequested {
+            request_id: request_id.clone(),
+            tool: call.name.clone(),
+            input: input.clone(),
+            tier: class.tier,
+            reasons: class.reasons.clone(),
+        });
+        let timeout = Duration::from_secs(self.config.approval_timeout_secs.max(1));
+        let answered = tokio::select! {
+            answered = tokio::time::timeout(timeout, answer) => answered,
+            _ = ctx.cancel.cancelled() => {
+                self.approvals.withdraw(&request_id);
+                record.decided_by = "run_ended".into();
+                return Err("denied: the run ended before anyone answered the approval request".into());
+            }
+        };
+        let (approved, reason, by) = match answered {
+            Ok(Ok(Answer {
+                approved,
+                reason,
+                by,
+            })) => (approved, reason, by),
+            // Nobody answered: that is not a person's denial, and is recorded as such.
+            _ => {
+                self.approvals.withdraw(&request_id);
+                let why = format!(
+                    "nobody answered the approval request within {}s (approval_timeout_secs)",
+                    timeout.as_secs()
+                );
+                (false, Some(why), "unanswered".to_owned())
+            }
+        };
+        record.allowed = approved;
+        record.decided_by = by.clone();
+        record.reason = reason.clone();
+        events.emit(EventKind::ApprovalResolved {
+            request_id,
+            approved,
+            reason: reason.clone(),
+            by: by.clone(),
+        });
+        if approved {
+            return Ok(());
+        }
+        let why = reason.unwrap_or_else(|| "no reason given".into());
+        Err(if by == "unanswered" {
+            format!("denied: {why}; the call was not run")
+        } else {
+            format!("denied: the user ({by}) denied this call: {why}")
+        })
+    }
+}
+
+fn tier_name(tier: SafetyTier) -> &'static str {
+    match tier {
+        SafetyTier::T0 => "T0 (read-only)",
+        SafetyTier::T1 => "T1 (small local effects)",
+        SafetyTier::T2 => "T2 (file changes)",
+        SafetyTier::T3 => "T3 (running programs)",
+        SafetyTier::T4 => "T4 (critical)",
+    }
+}
+
+fn because(reasons: &[String]) -> String {
+    if reasons.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", reasons.join("; "))
+    }
+}
+
+fn clip(text: &str) -> String {
+    if text.chars().count() <= AUDIT_INPUT_CHARS {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(AUDIT_INPUT_CHARS).collect();
+    format!("{kept}…")
+}
