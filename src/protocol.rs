@@ -39,6 +39,10 @@ pub enum Method {
     Cost,
     /// The tool calls waiting for approval.
     Approvals,
+    /// Stops a session's run in flight for good.
+    Cancel {
+        session_id: String,
+    },
     /// Answers an approval request.
     Answer(ApprovalParams),
     Shutdown,
@@ -111,6 +115,9 @@ impl Request {
             },
             "cost" => Method::Cost,
             "approvals" => Method::Approvals,
+            "cancel" => Method::Cancel {
+                session_id: serde_json::from_value::<SessionParam>(params()).map_err(bad)?.session,
+            },
             "approve" | "deny" => {
                 let mut params: ApprovalParams =
                     serde_json::from_value(params()).map_err(bad)?;
@@ -121,7 +128,7 @@ impl Request {
             other => {
                 return Err(ErrorBody::new(
                     ErrorCode::UnknownMethod,
-                    format!("unknown method '{other}'; the methods are run, status, sessions, history, cost, approvals, approve, deny, shutdown"),
+                    format!("unknown method '{other}'; the methods are run, status, sessions, history, cost, approvals, approve, deny, cancel, shutdown"),
                 ))
             }
         })

@@ -151,6 +151,15 @@ impl Runtime {
         self.run(request.director()).await
     }
 
+    /// Stops the run in flight on `session` for good (status `cancelled`); whether there was
+    /// one. Its completed turns stay stored.
+    pub async fn cancel(&self, session: &SessionId) -> Result<bool, RuntimeError> {
+        Ok(self
+            .engine
+            .cancel_run(session, "the run was cancelled")
+            .await?)
+    }
+
     /// The approval requests, to answer from another task.
     pub fn approvals(&self) -> Approvals {
         self.engine.approvals().clone()

@@ -353,6 +353,26 @@ impl Engine {
         })
     }
 
+    /// Ends the run in flight on `session` with status `cancelled`; whether there was one.
+    pub async fn cancel_run(&self, session: &SessionId, reason: &str) -> Result<bool, EngineError> {
+        let supervisor = self
+            .slots
+            .sessions
+            .get()
+            .map_err(|e| EngineError::Actors(e.to_string()))?;
+        ractor::call_t!(
+            supervisor,
+            |reply| SessionSupervisorMsg::StopRun {
+                session_id: session.clone(),
+                status: crate::event::RunStatus::Cancelled,
+                reason: reason.to_owned(),
+                reply,
+            },
+            START_RUN_TIMEOUT.as_millis() as u64
+        )
+        .map_err(|e| EngineError::Actors(format!("the session supervisor did not answer: {e}")))
+    }
+
     /// The tool calls waiting for a person's approval, to list and answer.
     pub fn approvals(&self) -> &Approvals {
         &self.approvals

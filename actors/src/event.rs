@@ -73,12 +73,25 @@ pub enum EventKind {
     /// A tool call waits for a person's approval (`ryvos approve REQ` / `ryvos deny REQ`).
     ApprovalRequested {
         request_id: String,
+        call_id: CallId,
         tool: String,
         input: serde_json::Value,
         tier: crate::tools::SafetyTier,
         /// What made the call's tier what it is, for bash commands.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         reasons: Vec<String>,
+    },
+    /// The security gate decided about a call (after recording it in the audit table):
+    /// `decided_by` is `policy`, `auto_approve`, `command_allowlist`, who answered an approval
+    /// request, `unanswered`, `run_ended`, or `audit_failed`.
+    SecurityDecision {
+        call_id: CallId,
+        tool: String,
+        tier: crate::tools::SafetyTier,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasons: Vec<String>,
+        allowed: bool,
+        decided_by: String,
     },
     /// An approval request was answered, or denied as unanswered (`by`: `unanswered`).
     ApprovalResolved {

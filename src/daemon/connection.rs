@@ -181,6 +181,16 @@ async fn answer(
             Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
         },
         Ok(Method::Approvals) => Ok(json!(shared.runtime.pending_approvals())),
+        Ok(Method::Cancel { session_id }) => {
+            match shared.runtime.cancel(&SessionId::new(session_id)).await {
+                Ok(true) => Ok(json!({"cancelled": true})),
+                Ok(false) => Err(ErrorBody::new(
+                    ErrorCode::NotFound,
+                    "that session has no run in flight",
+                )),
+                Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
+            }
+        }
         Ok(Method::Answer(a)) => {
             let by = if a.approved {
                 "ryvos approve"

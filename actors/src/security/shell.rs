@@ -33,6 +33,8 @@ pub enum ShellError {
     DanglingRedirection,
     #[error("the command line is nested too deeply")]
     TooDeep,
+    #[error("{0} is not read")]
+    Unreadable(&'static str),
 }
 
 /// How deep substitutions may nest before the line counts as unreadable.
@@ -127,6 +129,10 @@ fn parse_at(line: &str, depth: usize) -> Result<CommandLine, ShellError> {
                 i += 2;
                 continue;
             }
+            '$' if chars.get(i + 1) == Some(&'\'') => {
+                // ANSI-C quoting can spell any name; it is not read, so not trusted.
+                return Err(ShellError::Unreadable("$'…' quoting"));
+            }
             '$' if chars.get(i + 1) == Some(&'(') => {
                 let (inner, next) = substitution(&chars, i + 2)?;
                 out.substitutions.push(parse_at(&inner, depth + 1)?);
@@ -149,6 +155,15 @@ fn parse_at(line: &str, depth: usize) -> Result<CommandLine, ShellError> {
             ' ' | '\t' => {
                 finish_word(&mut word, &mut in_word, &mut redirect, &mut current);
             }
+            '<' | '>' if chars.get(i + 1) == Some(&'(') => {
+                // Process substitution: a command line of its own.
+                let (inner, next) = substitution(&chars, i + 2)?;
+                out.substitutions.push(parse_at(&inner, depth + 1)?);
+                word.push_str(&format!("{c}({inner})"));
+                in_word = true;
+                i = next;
+                continue;
+            }
             '>' => {
                 finish_word(&mut word, &mut in_word, &mut redirect, &mut current);
                 // A descriptor number before it (`2>`) was read as a word: take it back.
@@ -161,10 +176,18 @@ fn parse_at(line: &str, depth: usize) -> Result<CommandLine, ShellError> {
                 {
                     current.words.pop();
                 }
-                if chars.get(i + 1) == Some(&'>') {
+                // `>>` appends and `>|` overwrites: writes all the same.
+                if matches!(chars.get(i + 1), Some('>' | '|')) {
                     i += 1;
                 }
-                if chars.get(i + 1) == Some(&'&') {
+                let to_descriptor = chars.get(i + 1) == Some(&'&')
+                    && chars
+                        .get(i + 2)
+                        .is_some_and(|c| c.is_ascii_digit() || *c == '-');
+                if chars.get(i + 1) == Some(&'&') && !to_descriptor {
+                    // `>&file`: both outputs to a file.
+                    i += 1;
+                } else if to_descriptor {
                     // `>&2`: to another descriptor, not a file.
                     i += 2;
                     while chars
@@ -180,6 +203,13 @@ fn parse_at(line: &str, depth: usize) -> Result<CommandLine, ShellError> {
             '<' => {
                 finish_word(&mut word, &mut in_word, &mut redirect, &mut current);
                 // Input is read, not written: its target is a plain word for our purposes.
+            }
+            '(' | ')' | '{' | '}' if !in_word || c == ')' || c == '}' => {
+                // Subshells and groups: their commands are commands like any.
+                finish_word(&mut word, &mut in_word, &mut redirect, &mut current);
+                if !current.words.is_empty() || !current.writes.is_empty() {
+                    out.commands.push(std::mem::take(&mut current));
+                }
             }
             '|' | ';' | '&' | '\n' => {
                 finish_word(&mut word, &mut in_word, &mut redirect, &mut current);

@@ -67,6 +67,13 @@ pub enum SessionSupervisorMsg {
     },
     /// The shutdown's wait is over, whether or not every run has ended.
     StopAllTimeout,
+    /// End the run in flight on `session_id` with `status`; answers whether one was.
+    StopRun {
+        session_id: SessionId,
+        status: RunStatus,
+        reason: String,
+        reply: RpcReplyPort<bool>,
+    },
     /// Test hook: make a session's actor panic. Answers whether the session was found.
     #[cfg(feature = "fault-injection")]
     PanicSession {
@@ -187,6 +194,24 @@ impl Actor for SessionSupervisor {
                 }
                 myself.send_after(STOP_ALL_TIMEOUT, || SessionSupervisorMsg::StopAllTimeout);
                 state.answer_stop_all_if_done();
+            }
+            SessionSupervisorMsg::StopRun {
+                session_id,
+                status,
+                reason,
+                reply,
+            } => {
+                let stopped = match state.sessions.get(&session_id) {
+                    Some(Entry {
+                        actor: Some(actor),
+                        active_run: Some(_),
+                        ..
+                    }) => actor.cast(SessionMsg::Stop { status, reason }).is_ok(),
+                    _ => false,
+                };
+                if reply.send(stopped).is_err() {
+                    tracing::debug!("the caller of a stop left");
+                }
             }
             SessionSupervisorMsg::StopAllTimeout => {
                 if let Some(reply) = state.stopping.take() {

@@ -76,6 +76,17 @@ struct MessageRowOwned {
     message: Message,
 }
 
+/// A key for the next audit record: later than every key before it.
+fn next_audit_id() -> String {
+    static IDS: std::sync::Mutex<Option<ulid::Generator>> = std::sync::Mutex::new(None);
+    let mut ids = IDS.lock().unwrap_or_else(|e| e.into_inner());
+    let generator = ids.get_or_insert_with(ulid::Generator::new);
+    generator
+        .generate()
+        .unwrap_or_else(|_| ulid::Ulid::new())
+        .to_string()
+}
+
 /// What one session adds in one commit.
 #[derive(Clone, Debug)]
 pub struct WriteBatch {
@@ -247,8 +258,8 @@ impl Store {
                 }
                 for a in &batch.audit {
                     let row = serde_json::to_vec(a).doing(doing)?;
-                    // Ulids sort by time: the trail reads in order.
-                    let id = ulid::Ulid::new().to_string();
+                    // Monotonic ulids sort by time even within a millisecond.
+                    let id = next_audit_id();
                     audit
                         .insert((sid, id.as_str()), row.as_slice())
                         .doing(doing)?;

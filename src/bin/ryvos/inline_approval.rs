@@ -20,7 +20,8 @@ pub fn wanted(json: bool) -> bool {
 /// One question at a time: calls of one answer may ask together.
 static ASKING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Asks on the terminal; `None` when stdin is closed.
+/// Asks on the terminal; `None` when stdin is closed. (A question left unanswered when its
+/// request times out is answered by the next line; the late answer is then refused and said.)
 async fn ask(request_id: String) -> Option<bool> {
     let _turn = ASKING.lock().await;
     tokio::task::spawn_blocking(move || {

@@ -84,6 +84,11 @@ enum Command {
     },
     /// List the tool calls waiting for approval.
     Approvals,
+    /// Stop a session's run in flight for good (status `cancelled`; its turns stay stored).
+    Cancel {
+        /// The session id.
+        id: String,
+    },
     /// Approve a tool call waiting for approval (REQ from `ApprovalRequested` or `approvals`).
     Approve {
         /// The request id.
@@ -121,7 +126,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    ExitCode::from(runtime.block_on(dispatch(cli.command, config)))
+    let code = runtime.block_on(dispatch(cli.command, config));
+    // An inline approval question may still wait for a line on stdin: do not wait for it.
+    runtime.shutdown_background();
+    ExitCode::from(code)
 }
 
 async fn dispatch(command: Command, config: Config) -> u8 {
@@ -239,6 +247,12 @@ async fn dispatch(command: Command, config: Config) -> u8 {
             simple(&socket, "history", json!({"session": id}), print_history).await
         }
         Command::Cost => simple(&socket, "cost", json!({}), print_cost).await,
+        Command::Cancel { id } => {
+            simple(&socket, "cancel", json!({"session": id}), |_| {
+                println!("cancelled")
+            })
+            .await
+        }
         Command::Approvals => {
             simple(&socket, "approvals", json!({}), |v| {
                 let pending = v.as_array().cloned().unwrap_or_default();

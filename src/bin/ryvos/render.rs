@@ -201,6 +201,7 @@ impl Renderer {
                 input,
                 tier,
                 reasons,
+                ..
             } => {
                 self.end_line();
                 let why = if reasons.is_empty() {
@@ -212,6 +213,16 @@ impl Renderer {
                     "  [approval] {tool} {} needs approval, {tier:?}{why}\n             `ryvos approve {request_id}` or `ryvos deny {request_id} --reason …`",
                     clip(&input.to_string(), 100)
                 );
+            }
+            EventKind::SecurityDecision {
+                tool,
+                tier,
+                allowed: false,
+                decided_by,
+                ..
+            } if decided_by == "policy" => {
+                self.end_line();
+                eprintln!("  [security] {tool} ({tier:?}) denied by the policy");
             }
             EventKind::ApprovalResolved {
                 approved,
