@@ -426,3 +426,19 @@ async fn a_session_id_that_could_leave_the_logs_directory_is_refused() {
     }
     assert!(h.server.requests().is_empty());
 }
+
+#[tokio::test]
+async fn cancel_stops_a_run_in_flight_for_good() {
+    let never = ryvos_testkit::Gate::new();
+    let h = Harness::start(vec![Reply::text(&["late"]).held(&never)], |_| {}).await;
+    let run = h.runtime.run(h.request("wait")).await.unwrap();
+    let session = run.session_id.clone();
+    h.server.wait_for_requests(1).await;
+    assert!(h.runtime.cancel(&session).await.unwrap());
+    let (_, outcome) = common::collect(run).await;
+    assert_eq!(outcome.status, RunStatus::Cancelled);
+    assert!(
+        !h.runtime.cancel(&session).await.unwrap(),
+        "nothing is left to cancel"
+    );
+}
