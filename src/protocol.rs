@@ -58,6 +58,9 @@ pub struct ApprovalParams {
     pub approved: bool,
     #[serde(default)]
     pub reason: Option<String>,
+    /// With `approve`: the same call needs no approval again in this session (never T4).
+    #[serde(default)]
+    pub always: bool,
 }
 
 /// `run`'s parameters.

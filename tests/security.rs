@@ -325,3 +325,43 @@ async fn a_denial_with_a_reason_reaches_the_model() {
     let last = h.server.requests().pop().unwrap();
     assert!(last.to_string().contains("not on a Friday"));
 }
+
+#[tokio::test]
+async fn always_allow_covers_the_same_call_for_the_rest_of_its_session_only() {
+    let write = r#"{"path": "log.txt", "content": "x"}"#;
+    let h = Harness::start(
+        vec![
+            Reply::tool_calls(&[("w1", "write", write)]),
+            Reply::tool_calls(&[("w2", "write", write)]),
+            Reply::text(&["Twice."]),
+            // Another session: asked again.
+            Reply::tool_calls(&[("w3", "write", write)]),
+            Reply::text(&["Elsewhere."]),
+        ],
+        |c| {
+            default_policy(c);
+            c.security.approval_timeout_secs = 1;
+        },
+    )
+    .await;
+    let mut run = h.runtime.run(h.request("write twice")).await.unwrap();
+    let (request, _) = approval_request(&mut run).await;
+    h.runtime.approve_always(&request, "the test").unwrap();
+    let (events, outcome) = common::collect(run).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    let asked = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::ApprovalRequested { .. }))
+        .count();
+    assert_eq!(asked, 0, "the first request was taken before collecting");
+    assert!(!result_of(&events, "w2").starts_with("denied"));
+    let audit = h.runtime.store().audit(&outcome.session_id).unwrap();
+    let by: Vec<&str> = audit.iter().map(|a| a.decided_by.as_str()).collect();
+    assert_eq!(by, ["the test (always, this session)", "always_in_session"]);
+    // A new session is asked again (and, unanswered, denied).
+    let (events, _) = h.run(h.request("write once more")).await;
+    assert!(events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::ApprovalRequested { .. })));
+    assert!(result_of(&events, "w3").starts_with("denied: nobody answered"));
+}

@@ -197,10 +197,14 @@ async fn answer(
             } else {
                 "ryvos deny"
             };
-            match shared
-                .runtime
-                .answer_approval(&a.request_id, a.approved, a.reason, by)
-            {
+            let answered = if a.approved && a.always {
+                shared.runtime.approve_always(&a.request_id, by)
+            } else {
+                shared
+                    .runtime
+                    .answer_approval(&a.request_id, a.approved, a.reason, by)
+            };
+            match answered {
                 Ok(()) => Ok(json!({"request_id": a.request_id, "approved": a.approved})),
                 Err(e) => Err(ErrorBody::new(ErrorCode::NotFound, e.to_string())),
             }

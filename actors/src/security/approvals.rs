@@ -16,6 +16,9 @@ pub struct Answer {
     pub reason: Option<String>,
     /// Who answered (`ryvos approve`, a host application, …), for the audit.
     pub by: String,
+    /// Approve the same call (the same tool; for `bash`, the same command) for the rest of the
+    /// session without asking again. Never for a T4 call.
+    pub always: bool,
 }
 
 /// A request waiting for an answer, as listed to people.

@@ -11,10 +11,12 @@ use super::classify::{self, Classification};
 use crate::checkpoint::{self, CheckpointMsg};
 use crate::config::{Decision, SecurityConfig};
 use crate::event::{EventKind, RunEvents};
+use crate::ids::SessionId;
 use crate::message::ToolCall;
 use crate::store::{now_ms, AuditRecord, WriteBatch};
 use crate::supervision::ChildSlot;
 use crate::tools::{SafetyTier, Tool, ToolContext};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,6 +30,9 @@ pub struct Gate {
     allowlist: Arc<Vec<regex::Regex>>,
     approvals: Approvals,
     checkpoint: ChildSlot<CheckpointMsg>,
+    /// Calls a person allowed "always", per session: the key is the tool, or `bash` and its
+    /// command.
+    always: Arc<std::sync::Mutex<HashMap<SessionId, HashSet<String>>>>,
 }
 
 /// Who let a call through, or kept it out.
@@ -35,6 +40,7 @@ pub struct Gate {
 enum Rule {
     Allowlist,
     AutoApprove,
+    AlwaysInSession,
     Policy(Decision),
 }
 
@@ -60,6 +66,7 @@ impl Gate {
             allowlist: Arc::new(allowlist),
             approvals,
             checkpoint,
+            always: Arc::default(),
         })
     }
 
@@ -92,7 +99,7 @@ impl Gate {
         events: &RunEvents,
     ) -> Result<(), String> {
         let class = self.classify(tool, input, ctx);
-        let rule = self.rule(tool.name(), input, &class);
+        let rule = self.rule(&ctx.session_id, tool.name(), input, &class);
         let mut record = AuditRecord {
             at_ms: now_ms(),
             session_id: ctx.session_id.clone(),
@@ -108,11 +115,15 @@ impl Gate {
             request_id: None,
         };
         let result = match rule {
-            Rule::Allowlist | Rule::AutoApprove | Rule::Policy(Decision::Allow) => {
+            Rule::Allowlist
+            | Rule::AutoApprove
+            | Rule::AlwaysInSession
+            | Rule::Policy(Decision::Allow) => {
                 record.allowed = true;
                 record.decided_by = match rule {
                     Rule::Allowlist => "command_allowlist",
                     Rule::AutoApprove => "auto_approve",
+                    Rule::AlwaysInSession => "always_in_session",
                     _ => "policy",
                 }
                 .into();
@@ -162,7 +173,16 @@ impl Gate {
         result
     }
 
-    fn rule(&self, tool: &str, input: &serde_json::Value, class: &Classification) -> Rule {
+    fn rule(
+        &self,
+        session: &SessionId,
+        tool: &str,
+        input: &serde_json::Value,
+        class: &Classification,
+    ) -> Rule {
+        if class.tier < SafetyTier::T4 && self.always_allowed(session, &always_key(tool, input)) {
+            return Rule::AlwaysInSession;
+        }
         let command = input
             .get("command")
             .and_then(|c| c.as_str())
@@ -249,7 +269,18 @@ impl Gate {
                 approved,
                 reason,
                 by,
-            }) => (approved, reason, by),
+                always,
+            }) => {
+                if approved && always && class.tier < SafetyTier::T4 {
+                    self.allow_always(&ctx.session_id, always_key(&call.name, input));
+                }
+                let by = if approved && always {
+                    format!("{by} (always, this session)")
+                } else {
+                    by
+                };
+                (approved, reason, by)
+            }
             None if ctx.cancel.is_cancelled() => (
                 false,
                 Some("the run ended before anyone answered".to_owned()),
@@ -281,6 +312,26 @@ impl Gate {
             "unanswered" | "run_ended" => format!("denied: {why}; the call was not run"),
             _ => format!("denied: the user ({by}) denied this call: {why}"),
         })
+    }
+}
+
+/// What an "always" approval covers: the tool, or for `bash`, the exact command.
+fn always_key(tool: &str, input: &serde_json::Value) -> String {
+    match input.get("command").and_then(|c| c.as_str()) {
+        Some(command) if tool == "bash" => format!("bash\u{0}{}", command.trim()),
+        _ => tool.to_owned(),
+    }
+}
+
+impl Gate {
+    fn always_allowed(&self, session: &SessionId, key: &str) -> bool {
+        let always = self.always.lock().unwrap_or_else(|e| e.into_inner());
+        always.get(session).is_some_and(|keys| keys.contains(key))
+    }
+
+    fn allow_always(&self, session: &SessionId, key: String) {
+        let mut always = self.always.lock().unwrap_or_else(|e| e.into_inner());
+        always.entry(session.clone()).or_default().insert(key);
     }
 }
 

@@ -41,6 +41,7 @@ fn answer(approved: bool) -> Answer {
         approved,
         reason: (!approved).then(|| "denied at the terminal".to_owned()),
         by: BY.to_owned(),
+        always: false,
     }
 }
 

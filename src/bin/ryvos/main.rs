@@ -93,6 +93,10 @@ enum Command {
     Approve {
         /// The request id.
         request_id: String,
+        /// Also approve the same call (the tool; for bash, the same command) for the rest of
+        /// the session. Never covers a T4 call.
+        #[arg(long)]
+        always: bool,
     },
     /// Deny a tool call waiting for approval; the model is told, with the reason.
     Deny {
@@ -272,8 +276,8 @@ async fn dispatch(command: Command, config: Config) -> u8 {
             })
             .await
         }
-        Command::Approve { request_id } => {
-            let params = json!({"request_id": request_id});
+        Command::Approve { request_id, always } => {
+            let params = json!({"request_id": request_id, "always": always});
             simple(&socket, "approve", params, |_| println!("approved")).await
         }
         Command::Deny { request_id, reason } => {
