@@ -133,19 +133,13 @@ impl Renderer {
                 message,
                 discarded_text,
                 ..
-            } => {
-                self.end_line();
-                if *discarded_text {
-                    eprintln!("  [model] {message}; the text above is discarded, the answer starts again below");
-                } else {
-                    eprintln!("  [model] {message}");
-                }
             }
-            EventKind::ModelFallback {
+            | EventKind::ModelFallback {
                 message,
                 discarded_text,
                 ..
             } => {
+                // A retried call streams its answer again: the cut text ends here, marked.
                 self.end_line();
                 if *discarded_text {
                     eprintln!("  [model] {message}; the text above is discarded, the answer starts again below");
