@@ -146,11 +146,18 @@ impl Gate {
         if !record.allowed && record.reason.is_none() {
             record.reason = result.as_ref().err().cloned();
         }
-        // Nothing runs without its decision on record.
         let mut batch = WriteBatch::new(ctx.session_id.clone());
         let (allowed, decided_by) = (record.allowed, record.decided_by.clone());
         batch.audit.push(record);
-        let stored = checkpoint::store(&self.checkpoint, batch).await;
+        let stored = if allowed && class.tier == SafetyTier::T0 {
+            // A read changes nothing: its record goes with the next group commit, and a
+            // failure to store it is reported, not waited for.
+            self.record_detached(batch, events);
+            Ok(())
+        } else {
+            // Nothing that can change anything runs without its decision on record.
+            checkpoint::store(&self.checkpoint, batch).await
+        };
         let (allowed, decided_by, result) = match stored {
             Ok(()) => (allowed, decided_by, result),
             Err(e) => (
@@ -312,6 +319,38 @@ impl Gate {
             "unanswered" | "run_ended" => format!("denied: {why}; the call was not run"),
             _ => format!("denied: the user ({by}) denied this call: {why}"),
         })
+    }
+}
+
+impl Gate {
+    /// Hands `batch` to the store without waiting; a failure becomes an `Error` event.
+    fn record_detached(&self, batch: WriteBatch, events: &RunEvents) {
+        let events = events.clone();
+        let notify = crate::callback::Callback::new(
+            move |stored: Result<(), crate::store::StoreError>| {
+                if let Err(e) = stored {
+                    events.emit(EventKind::Error {
+                        message: format!(
+                            "a security decision could not be stored in the audit table: {e}"
+                        ),
+                    });
+                }
+            },
+            || Err(checkpoint::writer_gone()),
+        );
+        let append = CheckpointMsg::Append {
+            batch: Box::new(batch),
+            notify,
+        };
+        // An undelivered message drops its callback, which reports the failure as an event.
+        match self.checkpoint.get() {
+            Ok(writer) => {
+                if let Err(e) = writer.cast(append) {
+                    tracing::warn!("the audit record could not be handed to the writer: {e}");
+                }
+            }
+            Err(e) => tracing::warn!("the audit record could not be handed to the writer: {e}"),
+        }
     }
 }
 
