@@ -235,6 +235,8 @@ async fn measure(history: u64, tool: &'static str, tier: SafetyTier) -> Figures 
     let mut config = Config::with_home(home.path());
     config.agent.max_turns = TURNS_PER_RUN + 1;
     config.agent.max_context_tokens = 10_000_000;
+    // The gate decides every call (and audits it), but no person is there to be asked.
+    config.security.auto_approve.push(tool.to_owned());
     let sessions: Vec<SessionId> = (0..SESSIONS).map(|_| SessionId::generate()).collect();
     {
         let store = Store::open(&config.database_path(), true).unwrap();
