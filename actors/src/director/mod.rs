@@ -264,6 +264,7 @@ impl Director {
         let mut running: JoinSet<(String, Result<Ran, String>)> = JoinSet::new();
         loop {
             let slots = self.config.max_parallel_steps.max(1);
+            let mut started = false;
             for id in record
                 .ready()
                 .into_iter()
@@ -303,8 +304,12 @@ impl Director {
                     let ran = director.run_to_end(Some(child), &spec, prompt, goal).await;
                     (id, ran)
                 });
+                started = true;
             }
-            self.save(record).await?;
+            // Steps now in flight are on record (finished ones were saved as they ended).
+            if started {
+                self.save(record).await?;
+            }
             let Some(joined) = running.join_next().await else {
                 if record.all_done() {
                     return Ok(());
