@@ -8,6 +8,7 @@ use ryvos_actors::config::{
     expand_env, AgentConfig, BudgetConfig, EmbeddingConfig, ModelConfig, SecurityConfig,
     SupervisionConfig,
 };
+use ryvos_actors::guardrail::GuardrailConfig;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -23,6 +24,7 @@ pub struct Config {
     pub budget: BudgetConfig,
     pub embedding: EmbeddingConfig,
     pub security: SecurityConfig,
+    pub guardrails: GuardrailConfig,
     pub daemon: DaemonConfig,
     pub supervision: SupervisionConfig,
 }
@@ -55,6 +57,7 @@ impl Default for Config {
             budget: BudgetConfig::default(),
             embedding: EmbeddingConfig::default(),
             security: SecurityConfig::default(),
+            guardrails: GuardrailConfig::default(),
             daemon: DaemonConfig::default(),
             supervision: SupervisionConfig::default(),
         }

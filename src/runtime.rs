@@ -3,6 +3,7 @@
 use crate::config::Config;
 use ryvos_actors::cost_ledger::CostReport;
 use ryvos_actors::event::{Event, EventKind, RunStatus};
+use ryvos_actors::guardrail::Guardrail;
 use ryvos_actors::ids::{RunId, SessionId};
 use ryvos_actors::judge::Goal;
 use ryvos_actors::provider::Provider;
@@ -45,6 +46,7 @@ const RUN_LOG_DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 pub struct RuntimeBuilder {
     config: Config,
     tools: Vec<Arc<dyn Tool>>,
+    guardrails: Vec<Arc<dyn Guardrail>>,
     provider: Option<Arc<dyn Provider>>,
 }
 
@@ -52,6 +54,13 @@ impl RuntimeBuilder {
     /// Adds a tool of the host application's, next to the built-in ones.
     pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
         self.tools.push(tool);
+        self
+    }
+
+    /// Adds a guardrail around every model call: it may pass, transform or block the request,
+    /// and pass or block the answer; a block ends the run `blocked`.
+    pub fn guardrail(mut self, guardrail: Arc<dyn Guardrail>) -> Self {
+        self.guardrails.push(guardrail);
         self
     }
 
@@ -72,12 +81,15 @@ impl RuntimeBuilder {
             budget: self.config.budget,
             embedding: self.config.embedding,
             security: self.config.security,
+            guardrails: self.config.guardrails,
             supervision: self.config.supervision,
             max_in_flight_runs: self.config.daemon.max_in_flight_runs,
         };
         let engine = match self.provider {
-            Some(provider) => Engine::start_with_provider(config, provider, self.tools).await?,
-            None => Engine::start(config, self.tools).await?,
+            Some(provider) => {
+                Engine::start_with_provider(config, provider, self.tools, self.guardrails).await?
+            }
+            None => Engine::start(config, self.tools, self.guardrails).await?,
         };
         let run_log =
             crate::run_log::spawn(logs, engine.subscribe()).map_err(RuntimeError::RunLog)?;
@@ -91,6 +103,7 @@ impl Runtime {
         RuntimeBuilder {
             config,
             tools: builtin::all(),
+            guardrails: Vec::new(),
             provider: None,
         }
     }

@@ -8,6 +8,7 @@ use crate::cost_ledger::{CostLedgerArgs, CostReport};
 use crate::director::Director;
 use crate::event::{Event, GlobalEvents, SessionEvents};
 use crate::guardian::{GuardianArgs, Thresholds};
+use crate::guardrail::{Guardrail, GuardrailConfig, Patterns};
 use crate::ids::{RunId, SessionId};
 use crate::judge::JudgeArgs;
 use crate::llm_stream::ModelChain;
@@ -46,6 +47,7 @@ pub struct EngineConfig {
     pub budget: BudgetConfig,
     pub embedding: EmbeddingConfig,
     pub security: SecurityConfig,
+    pub guardrails: GuardrailConfig,
     pub supervision: SupervisionConfig,
     /// Runs in flight past this are refused as busy.
     pub max_in_flight_runs: usize,
@@ -183,9 +185,10 @@ impl Engine {
     pub async fn start(
         config: EngineConfig,
         tools: Vec<Arc<dyn Tool>>,
+        guardrails: Vec<Arc<dyn Guardrail>>,
     ) -> Result<Self, EngineError> {
         let chain = crate::provider::chain_from_config(&config.model)?;
-        Self::start_with_chain(config, chain, tools).await
+        Self::start_with_chain(config, chain, tools, guardrails).await
     }
 
     /// Starts the engine with a provider of the caller's (a test server, a replay, a custom
@@ -194,8 +197,9 @@ impl Engine {
         config: EngineConfig,
         provider: Arc<dyn Provider>,
         tools: Vec<Arc<dyn Tool>>,
+        guardrails: Vec<Arc<dyn Guardrail>>,
     ) -> Result<Self, EngineError> {
-        Self::start_with_chain(config, vec![provider], tools).await
+        Self::start_with_chain(config, vec![provider], tools, guardrails).await
     }
 
     /// Starts the engine with `providers` tried in order (the first is the primary).
@@ -203,7 +207,13 @@ impl Engine {
         config: EngineConfig,
         providers: Vec<Arc<dyn Provider>>,
         tools: Vec<Arc<dyn Tool>>,
+        mut guardrails: Vec<Arc<dyn Guardrail>>,
     ) -> Result<Self, EngineError> {
+        if let Some(patterns) =
+            Patterns::from_config(&config.guardrails).map_err(EngineError::Security)?
+        {
+            guardrails.push(patterns);
+        }
         let models = Arc::new(ModelChain::new(
             providers,
             RetryPolicy::from_config(&config.model),
@@ -242,6 +252,7 @@ impl Engine {
             tools: slots.tools.clone(),
             registry: registry.clone(),
             agent: agent.clone(),
+            guardrails: Arc::new(guardrails),
             global_events: global_events.clone(),
         };
         let args = RootArgs {

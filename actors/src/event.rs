@@ -128,6 +128,13 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "String::is_empty")]
         detail: String,
     },
+    /// A guardrail blocked the run (status `blocked`): `stage` `before` (the model was not
+    /// called) or `after` (the answer was kept out of the history).
+    GuardrailTripwire {
+        reason: String,
+        guardrail: String,
+        stage: String,
+    },
     /// The Guardian put a corrective note into the conversation; the next request carries it.
     GuardianHint {
         message: String,

@@ -34,6 +34,7 @@ pub mod director;
 pub mod engine;
 pub mod event;
 pub mod guardian;
+pub mod guardrail;
 pub mod ids;
 pub mod judge;
 pub mod llm_stream;

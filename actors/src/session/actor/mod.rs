@@ -18,6 +18,7 @@
 mod context;
 mod ending;
 mod guardian;
+mod guarding;
 mod judging;
 mod reload;
 mod spending;
@@ -257,12 +258,17 @@ impl SessionState {
         run.heartbeat = Heartbeat::new();
         let step = run.step;
         let me = myself.clone();
+        let request = ChatRequest {
+            system: run.system.clone(),
+            messages: self.history.snapshot(),
+            tools: self.services.registry.specs(),
+        };
+        let Some(request) = self.guard_request(myself, request) else {
+            return;
+        };
+        let Some(run) = self.run.as_mut() else { return };
         let job = StreamJob {
-            request: ChatRequest {
-                system: run.system.clone(),
-                messages: self.history.snapshot(),
-                tools: self.services.registry.specs(),
-            },
+            request,
             events: run.events.clone(),
             publish_text: true,
             cancel: run.call_cancel.clone(),
@@ -311,6 +317,9 @@ impl SessionState {
             .await
         {
             return self.fail(myself, reason);
+        }
+        if !self.guard_answer(myself, &reply.response) {
+            return;
         }
         let Some(run) = self.run.as_mut() else { return };
         let text = reply.response.text;
