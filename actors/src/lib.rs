@@ -46,6 +46,7 @@ pub mod security;
 pub mod session;
 pub mod store;
 pub mod supervision;
+pub mod text;
 pub mod tokens;
 pub mod tools;
 

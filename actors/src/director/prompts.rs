@@ -4,9 +4,10 @@
 use super::plan::{Plan, PlanError, Step};
 use super::progress::{PlanRecord, StepState};
 use crate::judge::Goal;
+use crate::text::truncate;
 
-/// The longest result of a dependency put into a step's prompt, in characters.
-const RESULT_CHARS: usize = 2000;
+/// The longest result of a dependency put into a step's prompt, in bytes.
+const RESULT_BYTES: usize = 2000;
 
 const PLAN_SHAPE: &str = "Answer with one JSON object and nothing else: {\"steps\": [{\"id\": \
 \"short-id\", \"goal\": \"what this step must achieve\", \"criteria\": [\"KIND:VALUE\"], \
@@ -98,9 +99,5 @@ fn ordered(plan: &Plan) -> Vec<&Step> {
 }
 
 fn clip(text: &str) -> String {
-    if text.chars().count() <= RESULT_CHARS {
-        return text.to_owned();
-    }
-    let kept: String = text.chars().take(RESULT_CHARS).collect();
-    format!("{kept}… (cut)")
+    truncate(text, RESULT_BYTES)
 }

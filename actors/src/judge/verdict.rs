@@ -86,33 +86,32 @@ pub fn decide(
 /// Whether the free criteria alone already rule acceptance out, so the judge model need not be
 /// paid for.
 pub fn hopeless(goal: &Goal, free: &[CriterionResult], threshold: f64) -> bool {
-    let total: f64 = goal.criteria.iter().map(|c| c.weight).sum();
-    let lost: f64 = goal
-        .criteria
-        .iter()
-        .filter(|c| free.iter().any(|r| !r.met && r.criterion == c.to_string()))
-        .map(|c| c.weight)
-        .sum();
-    total > 0.0 && (total - lost) / total < threshold
+    let lost = share(goal, free, false);
+    goal.criteria.iter().any(|c| c.weight > 0.0) && 1.0 - lost < threshold
 }
 
 /// The weighted share of the goal's criteria that `results` says are met.
 fn score(goal: &Goal, results: &[CriterionResult]) -> f64 {
+    share(goal, results, true)
+}
+
+/// The weighted share of the goal's criteria whose result in `results` has `met` as given
+/// (0 for a goal without weight).
+fn share(goal: &Goal, results: &[CriterionResult], met: bool) -> f64 {
     let total: f64 = goal.criteria.iter().map(|c| c.weight).sum();
     if total <= 0.0 {
         return 0.0;
     }
-    let met: f64 = goal
+    let matching: f64 = goal
         .criteria
         .iter()
         .filter(|c| {
-            results
-                .iter()
-                .any(|r| r.met && r.criterion == c.to_string())
+            let name = c.to_string();
+            results.iter().any(|r| r.met == met && r.criterion == name)
         })
         .map(|c| c.weight)
         .sum();
-    met / total
+    matching / total
 }
 
 fn accepted(results: &[CriterionResult], answer: Option<&JudgeAnswer>) -> String {

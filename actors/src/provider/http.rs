@@ -143,17 +143,7 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// `text` cut to at most `max` bytes on a character boundary, marked when cut.
-pub fn truncate(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}…", &text[..cut])
-}
+pub use crate::text::truncate;
 
 #[derive(Deserialize)]
 struct WireErrorBody {

@@ -15,13 +15,14 @@ use crate::ids::SessionId;
 use crate::message::ToolCall;
 use crate::store::{now_ms, AuditRecord, WriteBatch};
 use crate::supervision::ChildSlot;
+use crate::text::truncate;
 use crate::tools::{SafetyTier, Tool, ToolContext};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The longest input kept in an audit record, in characters.
-const AUDIT_INPUT_CHARS: usize = 2000;
+/// The longest input kept in an audit record, in bytes.
+const AUDIT_INPUT_BYTES: usize = 2000;
 
 /// The security gate.
 #[derive(Clone)]
@@ -78,10 +79,8 @@ impl Gate {
         ctx: &ToolContext,
     ) -> Classification {
         let base = tool.tier();
-        match input.get("command").and_then(|c| c.as_str()) {
-            Some(command) if tool.name() == "bash" => {
-                classify::bash(command, ctx.workspace.root(), base)
-            }
+        match bash_command(tool.name(), input) {
+            Some(command) => classify::bash(command, ctx.workspace.root(), base),
             _ => Classification {
                 tier: base,
                 reasons: Vec::new(),
@@ -106,7 +105,7 @@ impl Gate {
             run_id: ctx.run_id.clone(),
             call_id: call.id.clone(),
             tool: call.name.clone(),
-            input: clip(&call.arguments),
+            input: truncate(&call.arguments, AUDIT_INPUT_BYTES),
             tier: class.tier,
             reasons: class.reasons.clone(),
             allowed: false,
@@ -190,11 +189,7 @@ impl Gate {
         if class.tier < SafetyTier::T4 && self.always_allowed(session, &always_key(tool, input)) {
             return Rule::AlwaysInSession;
         }
-        let command = input
-            .get("command")
-            .and_then(|c| c.as_str())
-            .filter(|_| tool == "bash");
-        if command.is_some_and(|c| self.allowlisted(c)) {
+        if bash_command(tool, input).is_some_and(|c| self.allowlisted(c)) {
             return Rule::Allowlist;
         }
         if class.tier < SafetyTier::T4 && self.config.auto_approve.iter().any(|t| t == tool) {
@@ -354,11 +349,19 @@ impl Gate {
     }
 }
 
+/// The command of a `bash` call; `None` for any other tool.
+fn bash_command<'a>(tool: &str, input: &'a serde_json::Value) -> Option<&'a str> {
+    input
+        .get("command")
+        .and_then(|c| c.as_str())
+        .filter(|_| tool == "bash")
+}
+
 /// What an "always" approval covers: the tool, or for `bash`, the exact command.
 fn always_key(tool: &str, input: &serde_json::Value) -> String {
-    match input.get("command").and_then(|c| c.as_str()) {
-        Some(command) if tool == "bash" => format!("bash\u{0}{}", command.trim()),
-        _ => tool.to_owned(),
+    match bash_command(tool, input) {
+        Some(command) => format!("bash\u{0}{}", command.trim()),
+        None => tool.to_owned(),
     }
 }
 
@@ -390,12 +393,4 @@ fn because(reasons: &[String]) -> String {
     } else {
         format!(" ({})", reasons.join("; "))
     }
-}
-
-fn clip(text: &str) -> String {
-    if text.chars().count() <= AUDIT_INPUT_CHARS {
-        return text.to_owned();
-    }
-    let kept: String = text.chars().take(AUDIT_INPUT_CHARS).collect();
-    format!("{kept}…")
 }
