@@ -26,10 +26,14 @@ pub mod run_log;
 mod runtime;
 
 pub use config::Config;
-pub use runtime::{RunHandle, RunOutcome, RunRequest, Runtime, RuntimeBuilder, RuntimeError};
+pub use runtime::{
+    Interrupter, OnMessage, RunHandle, RunOutcome, RunRequest, Runtime, RuntimeBuilder,
+    RuntimeError,
+};
 pub use ryvos_actors::event::{Event, EventKind, RunStatus};
 pub use ryvos_actors::ids::{CallId, RunId, SessionId};
 pub use ryvos_actors::judge::{Constraints, Criterion, CriterionKind, Goal, Verdict};
+pub use ryvos_actors::message::{Message, ToolCall};
 pub use ryvos_actors::provider::Provider;
 pub use ryvos_actors::tools::{SafetyTier, Tool, ToolContext, ToolError};
 

@@ -39,6 +39,10 @@ pub enum Method {
     Cost,
     /// The tool calls waiting for approval.
     Approvals,
+    /// Pauses a session's run in flight after its current step.
+    Interrupt {
+        session_id: String,
+    },
     /// Stops a session's run in flight for good.
     Cancel {
         session_id: String,
@@ -118,6 +122,9 @@ impl Request {
             },
             "cost" => Method::Cost,
             "approvals" => Method::Approvals,
+            "interrupt" => Method::Interrupt {
+                session_id: serde_json::from_value::<SessionParam>(params()).map_err(bad)?.session,
+            },
             "cancel" => Method::Cancel {
                 session_id: serde_json::from_value::<SessionParam>(params()).map_err(bad)?.session,
             },
@@ -131,7 +138,7 @@ impl Request {
             other => {
                 return Err(ErrorBody::new(
                     ErrorCode::UnknownMethod,
-                    format!("unknown method '{other}'; the methods are run, status, sessions, history, cost, approvals, approve, deny, cancel, shutdown"),
+                    format!("unknown method '{other}'; the methods are run, status, sessions, history, cost, approvals, approve, deny, interrupt, cancel, shutdown"),
                 ))
             }
         })

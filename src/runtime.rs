@@ -5,7 +5,9 @@ use ryvos_actors::cost_ledger::CostReport;
 use ryvos_actors::event::{Event, EventKind, RunStatus};
 use ryvos_actors::guardrail::Guardrail;
 use ryvos_actors::ids::{RunId, SessionId};
+pub use ryvos_actors::interrupt::{Interrupter, OnMessage};
 use ryvos_actors::judge::Goal;
+use ryvos_actors::message::Message;
 use ryvos_actors::provider::Provider;
 use ryvos_actors::security::{Answer, ApprovalError, Approvals, PendingApproval};
 use ryvos_actors::session::RunSpec;
@@ -132,6 +134,7 @@ impl Runtime {
             workspace,
             caller_dir: request.caller_dir,
             goal: request.goal.map(Arc::new),
+            on_message: request.on_message,
         };
         let ticket = if request.director {
             self.engine.start_director(request.session, spec)?
@@ -164,6 +167,15 @@ impl Runtime {
         self.run(request.director()).await
     }
 
+    /// Pauses the run in flight on `session` after its current step (status `interrupted`);
+    /// whether there was one. Resuming the session runs the calls it left pending first.
+    pub async fn interrupt(&self, session: &SessionId) -> Result<bool, RuntimeError> {
+        Ok(self
+            .engine
+            .interrupt_run(session, "the run was interrupted")
+            .await?)
+    }
+
     /// Stops the run in flight on `session` for good (status `cancelled`); whether there was
     /// one. Its completed turns stay stored.
     pub async fn cancel(&self, session: &SessionId) -> Result<bool, RuntimeError> {
@@ -184,7 +196,7 @@ impl Runtime {
     }
 
     /// Answers approval request `request_id` on behalf of `by` (who answered, for the audit).
-    pub fn answer_approval(
+    pub async fn answer_approval(
         &self,
         request_id: &str,
         approved: bool,
@@ -197,19 +209,19 @@ impl Runtime {
             by: by.to_owned(),
             always: false,
         };
-        self.engine.approvals().answer(request_id, answer)
+        self.engine.answer_approval(request_id, answer).await
     }
 
     /// Approves `request_id` and the same call (the tool; for bash, the command) for the rest
     /// of its session, never a T4 one. Recorded in the audit as such.
-    pub fn approve_always(&self, request_id: &str, by: &str) -> Result<(), ApprovalError> {
+    pub async fn approve_always(&self, request_id: &str, by: &str) -> Result<(), ApprovalError> {
         let answer = Answer {
             approved: true,
             reason: None,
             by: by.to_owned(),
             always: true,
         };
-        self.engine.approvals().answer(request_id, answer)
+        self.engine.answer_approval(request_id, answer).await
     }
 
     /// Every event of every run from now on. A subscriber that falls far behind misses the
@@ -239,7 +251,7 @@ impl Runtime {
         self.engine.stopped().await
     }
 
-    /// Ends the runs in flight (status `cancelled`), waits until everything they wrote is
+    /// Pauses the runs in flight (status `interrupted`), waits until everything they wrote is
     /// durable, and stops. The database file stays open until the `Runtime` is dropped.
     pub async fn shutdown(&self) -> Result<(), RuntimeError> {
         Ok(self.engine.shutdown().await?)
@@ -267,8 +279,9 @@ impl Runtime {
 }
 
 /// A run to start.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct RunRequest {
+    /// Empty to continue the session without a new prompt (see [`RunRequest::continuing`]).
     pub prompt: String,
     /// Continue this session (its history is the run's context); a new session when `None`.
     pub session: Option<SessionId>,
@@ -281,6 +294,8 @@ pub struct RunRequest {
     pub goal: Option<Goal>,
     /// Run as a Director: plan a graph of steps, then carry them out.
     pub director: bool,
+    /// Shown each message the run adds; it may interrupt the run after any of them.
+    pub on_message: Option<OnMessage>,
 }
 
 impl RunRequest {
@@ -293,7 +308,25 @@ impl RunRequest {
             caller_dir: None,
             goal: None,
             director: false,
+            on_message: None,
         }
+    }
+
+    /// Continues `session` without a new prompt: the calls its last run left pending run
+    /// first, and the turns since its last prompt count against `max_turns`.
+    pub fn continuing(session: SessionId) -> Self {
+        Self::new("").session(session)
+    }
+
+    /// Shows `callback` each message the run adds (its prompt, each answer, each tool result
+    /// as it comes); calling [`Interrupter::interrupt`] pauses the run after that message
+    /// (status `interrupted`). Calls not yet started stay pending for the next run.
+    pub fn on_message(
+        mut self,
+        callback: impl Fn(&Message, &Interrupter) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_message = Some(Arc::new(callback));
+        self
     }
 
     /// Runs as a Director (see [`Runtime::run_with_director`]).

@@ -611,3 +611,109 @@ async fn a_call_waiting_for_approval_runs_once_ryvos_approve_answers_from_anothe
         "approved\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupted_run_keeps_its_waiting_call_across_a_restart_and_resumes_with_it() {
+    let server = ScriptedModelServer::start([
+        Reply::tool_calls(&[
+            ("a", "write", r#"{"path": "a.txt", "content": "first"}"#),
+            ("b", "bash", r#"{"command": "echo second > b.txt"}"#),
+        ]),
+        Reply::text(&["Both done."]),
+    ])
+    .await;
+    // The default policy (T3 asks), with `write` auto-approved.
+    let home = Home::with_sections(&server, "", "", "[security]\nauto_approve = [\"write\"]\n");
+    let mut daemon = home.daemon().await;
+    let mut client = home
+        .command(env!("CARGO_BIN_EXE_ryvos"))
+        .args(["run", "--json", "make", "two", "files"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(client.stdout.take().unwrap()).lines();
+    let (request_id, session) = tokio::time::timeout(WAIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let event: Value = serde_json::from_str(&line).unwrap();
+            if event["type"] == "ApprovalRequested" {
+                assert_eq!(event["call_id"], "b");
+                return (
+                    event["request_id"].as_str().unwrap().to_owned(),
+                    event["session_id"].as_str().unwrap().to_owned(),
+                );
+            }
+        }
+        panic!("the run ended without asking");
+    })
+    .await
+    .unwrap();
+    let (code, _, stderr) = home.ryvos(&["interrupt", &session]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let mut rest = Vec::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        rest.push(serde_json::from_str::<Value>(&line).unwrap());
+    }
+    let exit = tokio::time::timeout(WAIT, client.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(exit.code(), Some(1), "an interrupted run is not completed");
+    let interrupt = rest.iter().find(|e| e["type"] == "Interrupt").unwrap();
+    assert_eq!(interrupt["pending_calls"], serde_json::json!(["b"]));
+    assert_eq!(rest.last().unwrap()["status"], "interrupted");
+    assert!(home.workspace.path().join("a.txt").exists());
+    assert!(!home.workspace.path().join("b.txt").exists());
+
+    // The daemon restarts; the waiting request is still there, and is answered.
+    let (code, _, stderr) = home.ryvos(&["shutdown"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    tokio::time::timeout(WAIT, daemon.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    let _daemon = home.daemon().await;
+    let (code, listed, _) = home.ryvos(&["approvals"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        listed.contains(&request_id) && listed.contains("run paused"),
+        "{listed}"
+    );
+    let (code, _, stderr) = home.ryvos(&["approve", &request_id]).await;
+    assert_eq!(code, 0, "{stderr}");
+
+    let (code, stdout, stderr) = home
+        .ryvos(&["run", "--json", "--resume", &session, "carry", "on"])
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    let resumed = events(&stdout);
+    let types: Vec<&str> = resumed
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert!(!types.contains(&"ApprovalRequested"), "not asked twice");
+    let first_tool = resumed.iter().find(|e| e["type"] == "ToolStart").unwrap();
+    assert_eq!(first_tool["call_id"], "b");
+    assert!(resumed.iter().any(|e| e["type"] == "ApprovalResolved"
+        && e["request_id"] == request_id.as_str()
+        && e["by"] == "ryvos approve"));
+    assert_eq!(
+        std::fs::read_to_string(home.workspace.path().join("b.txt")).unwrap(),
+        "second\n"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let roles: Vec<&str> = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "tool", "user"]
+    );
+    let (_, listed, _) = home.ryvos(&["approvals"]).await;
+    assert!(!listed.contains(&request_id), "{listed}");
+    server.assert_no_orphans();
+}

@@ -129,6 +129,7 @@ async fn an_asked_call_runs_once_approved_and_the_approval_is_audited() {
     );
     h.runtime
         .answer_approval(&request, true, None, "the test")
+        .await
         .unwrap();
     let (events, outcome) = common::collect(run).await;
     assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
@@ -315,6 +316,7 @@ async fn a_denial_with_a_reason_reaches_the_model() {
     let (request, _) = approval_request(&mut run).await;
     h.runtime
         .answer_approval(&request, false, Some("not on a Friday".into()), "the test")
+        .await
         .unwrap();
     let (events, outcome) = common::collect(run).await;
     assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
@@ -346,7 +348,10 @@ async fn always_allow_covers_the_same_call_for_the_rest_of_its_session_only() {
     .await;
     let mut run = h.runtime.run(h.request("write twice")).await.unwrap();
     let (request, _) = approval_request(&mut run).await;
-    h.runtime.approve_always(&request, "the test").unwrap();
+    h.runtime
+        .approve_always(&request, "the test")
+        .await
+        .unwrap();
     let (events, outcome) = common::collect(run).await;
     assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
     let asked = events

@@ -16,7 +16,7 @@ use crate::memory::{Memory, MemorySearch, MemoryWrite};
 use crate::provider::retry::RetryPolicy;
 use crate::provider::{Provider, ProviderError};
 use crate::root::{RootArgs, RootMsg, RootSupervisor, Slots, SupervisorNotice};
-use crate::security::{Approvals, Gate};
+use crate::security::{ApprovalError, Approvals, Gate};
 use crate::session::{
     RunSpec, RunTicket, Services, SessionSupervisorArgs, SessionSupervisorMsg, StartRunError,
 };
@@ -234,6 +234,12 @@ impl Engine {
         )
         .map_err(|e| EngineError::Memory(e.to_string()))?;
         let approvals = Approvals::default();
+        // Requests whose runs paused before the last stop can still be answered.
+        approvals.restore(
+            store
+                .paused_approvals()
+                .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))?,
+        );
         let registry = ToolRegistry::new(with_memory_tools(tools, &memory))?;
         let agent = Arc::new(config.agent.clone());
         let global_events = GlobalEvents::new();
@@ -384,6 +390,51 @@ impl Engine {
         .map_err(|e| EngineError::Actors(format!("the session supervisor did not answer: {e}")))
     }
 
+    /// Pauses the run in flight on `session` after its current step (status `interrupted`):
+    /// the calls it asked for and did not start stay pending, and the next run on the session
+    /// executes them first. Whether a run was in flight.
+    pub async fn interrupt_run(
+        &self,
+        session: &SessionId,
+        reason: &str,
+    ) -> Result<bool, EngineError> {
+        let supervisor = self
+            .slots
+            .sessions
+            .get()
+            .map_err(|e| EngineError::Actors(e.to_string()))?;
+        ractor::call_t!(
+            supervisor,
+            |reply| SessionSupervisorMsg::InterruptRun {
+                session_id: session.clone(),
+                reason: reason.to_owned(),
+                reply,
+            },
+            START_RUN_TIMEOUT.as_millis() as u64
+        )
+        .map_err(|e| EngineError::Actors(format!("the session supervisor did not answer: {e}")))
+    }
+
+    /// Answers approval request `request_id`. A request whose run is paused keeps the answer,
+    /// in the store too, for the session's next run.
+    pub async fn answer_approval(
+        &self,
+        request_id: &str,
+        answer: crate::security::Answer,
+    ) -> Result<(), ApprovalError> {
+        let crate::security::Answered::Kept(request) = self.approvals.answer(request_id, answer)?
+        else {
+            return Ok(());
+        };
+        let mut batch = crate::store::WriteBatch::new(request.session_id.clone());
+        batch
+            .approvals
+            .push((request_id.to_owned(), Some(*request)));
+        crate::checkpoint::store(&self.slots.checkpoint, batch)
+            .await
+            .map_err(|e| ApprovalError::NotStored(request_id.to_owned(), e.to_string()))
+    }
+
     /// The tool calls waiting for a person's approval, to list and answer.
     pub fn approvals(&self) -> &Approvals {
         &self.approvals
@@ -430,8 +481,8 @@ impl Engine {
         }
     }
 
-    /// Ends the runs in flight (status `cancelled`), waits until everything written is
-    /// durable, and stops the actors.
+    /// Pauses the runs in flight (status `interrupted`: each resumes with its session), waits
+    /// until everything written is durable, and stops the actors.
     pub async fn shutdown(&self) -> Result<(), EngineError> {
         if !self.is_running() {
             return Ok(());

@@ -135,6 +135,13 @@ pub enum EventKind {
         guardrail: String,
         stage: String,
     },
+    /// The run paused (status `interrupted`, or `max_turns`): `pending_calls` were left
+    /// without results, for the next run on the session to execute first.
+    Interrupt {
+        reason: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pending_calls: Vec<CallId>,
+    },
     /// The Guardian put a corrective note into the conversation; the next request carries it.
     GuardianHint {
         message: String,
@@ -274,6 +281,12 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// True for the ends that pause a run rather than close it: tool calls it asked for and
+    /// never started stay pending, and the next run on the session executes them first.
+    pub fn pauses(self) -> bool {
+        matches!(self, RunStatus::Interrupted | RunStatus::MaxTurns)
+    }
+
     /// The status as written in events and the store.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -36,6 +36,7 @@ pub mod event;
 pub mod guardian;
 pub mod guardrail;
 pub mod ids;
+pub mod interrupt;
 pub mod judge;
 pub mod llm_stream;
 pub mod memory;

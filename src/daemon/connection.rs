@@ -181,6 +181,16 @@ async fn answer(
             Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
         },
         Ok(Method::Approvals) => Ok(json!(shared.runtime.pending_approvals())),
+        Ok(Method::Interrupt { session_id }) => {
+            match shared.runtime.interrupt(&SessionId::new(session_id)).await {
+                Ok(true) => Ok(json!({"interrupting": true})),
+                Ok(false) => Err(ErrorBody::new(
+                    ErrorCode::NotFound,
+                    "that session has no run in flight",
+                )),
+                Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
+            }
+        }
         Ok(Method::Cancel { session_id }) => {
             match shared.runtime.cancel(&SessionId::new(session_id)).await {
                 Ok(true) => Ok(json!({"cancelled": true})),
@@ -198,11 +208,12 @@ async fn answer(
                 "ryvos deny"
             };
             let answered = if a.approved && a.always {
-                shared.runtime.approve_always(&a.request_id, by)
+                shared.runtime.approve_always(&a.request_id, by).await
             } else {
                 shared
                     .runtime
                     .answer_approval(&a.request_id, a.approved, a.reason, by)
+                    .await
             };
             match answered {
                 Ok(()) => Ok(json!({"request_id": a.request_id, "approved": a.approved})),

@@ -4,7 +4,7 @@
 //! instead of fighting over the database. The socket is mode 0600 inside the home directory,
 //! which is made 0700, and every peer's uid is checked. Connections are bounded; runs in flight
 //! are bounded by the engine ("busy" past it). SIGTERM, SIGINT and the `shutdown` request stop
-//! it gracefully: runs in flight end with status `cancelled` once their turns are durable.
+//! it gracefully: runs in flight are paused (status `interrupted`) once their turns are durable.
 
 mod connection;
 mod lock;

@@ -325,16 +325,24 @@ impl Director {
             // A run stopped from outside (a shutdown, a cancel) or never started says nothing
             // about the step: the plan stops as it stands, the step to be run again on resume.
             let interrupted = match &ran {
-                Ok(r) if r.status == RunStatus::Cancelled => Some(format!(
-                    "step '{id}' was stopped: {}",
-                    r.reason.clone().unwrap_or_default()
+                Ok(r) if matches!(r.status, RunStatus::Cancelled | RunStatus::Interrupted) => {
+                    Some((
+                        r.status,
+                        format!(
+                            "step '{id}' was stopped: {}",
+                            r.reason.clone().unwrap_or_default()
+                        ),
+                    ))
+                }
+                Err(e) => Some((
+                    RunStatus::Cancelled,
+                    format!("step '{id}' could not be run: {e}"),
                 )),
-                Err(e) => Some(format!("step '{id}' could not be run: {e}")),
                 Ok(_) => None,
             };
-            if let Some(why) = interrupted {
+            if let Some((status, why)) = interrupted {
                 return Err(End {
-                    status: RunStatus::Cancelled,
+                    status,
                     output: String::new(),
                     reason: Some(format!("{why}; run the same task again to go on")),
                 });

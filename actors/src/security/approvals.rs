@@ -1,16 +1,18 @@
 //! Approvals waiting for a person: each call the policy asks about is registered here until it
 //! is answered (`ryvos approve` / `ryvos deny`, or a host application), times out, or its run
 //! ends. Only an answer given here can approve a call: nothing in a model's arguments can.
+//! A request whose run pauses (an interrupt, a daemon shutdown) is kept, in the store too: it
+//! can still be answered, and the session's next run takes the answer or asks again.
 
-use crate::ids::{RunId, SessionId};
+use crate::ids::{CallId, RunId, SessionId};
 use crate::tools::SafetyTier;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
 /// A person's answer to an approval request.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Answer {
     pub approved: bool,
     pub reason: Option<String>,
@@ -21,21 +23,37 @@ pub struct Answer {
     pub always: bool,
 }
 
-/// A request waiting for an answer, as listed to people.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// A request for a person's approval, as listed to people and kept in the store while its run
+/// is paused.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PendingApproval {
     pub request_id: String,
     pub session_id: SessionId,
     pub run_id: RunId,
+    pub call_id: CallId,
     pub tool: String,
     pub input: serde_json::Value,
     pub tier: SafetyTier,
     pub asked_at_ms: u64,
+    /// The run paused (an interrupt, a daemon shutdown) while this call waited. The request
+    /// stays answerable; the session's next run takes the answer, or asks again.
+    #[serde(default)]
+    pub paused: bool,
+    /// The answer given while the run was paused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Answer>,
 }
 
-struct Waiting {
+enum Slot {
+    /// A call waits for the answer.
+    Waiting(oneshot::Sender<Answer>),
+    /// The call's run paused; the answer is kept for the next run.
+    Paused,
+}
+
+struct Entry {
     shown: PendingApproval,
-    answer: oneshot::Sender<Answer>,
+    slot: Slot,
 }
 
 /// Why an answer was not taken.
@@ -43,11 +61,24 @@ struct Waiting {
 pub enum ApprovalError {
     #[error("no approval request '{0}' is waiting (it was answered, timed out, or its run ended)")]
     NotWaiting(String),
+    #[error("approval request '{0}' was already answered while its run is paused")]
+    AlreadyAnswered(String),
+    #[error("the answer to approval request '{0}' is kept until the session resumes, but it could not be stored ({1}): it is lost if the daemon stops first")]
+    NotStored(String, String),
+}
+
+/// Where an answer went.
+#[derive(Debug, PartialEq)]
+pub enum Answered {
+    /// To the call waiting for it.
+    Delivered,
+    /// Into a paused request: this record, to be stored, carries it to the session's next run.
+    Kept(Box<PendingApproval>),
 }
 
 /// The requests waiting, shared by the gate and whoever answers.
 #[derive(Clone, Default)]
-pub struct Approvals(Arc<Mutex<HashMap<String, Waiting>>>);
+pub struct Approvals(Arc<Mutex<HashMap<String, Entry>>>);
 
 impl Approvals {
     /// Registers `request`; the receiver gets its answer.
@@ -56,25 +87,42 @@ impl Approvals {
         let id = request.request_id.clone();
         self.lock().insert(
             id,
-            Waiting {
-                shown: request,
-                answer,
+            Entry {
+                shown: PendingApproval {
+                    paused: false,
+                    answer: None,
+                    ..request
+                },
+                slot: Slot::Waiting(answer),
             },
         );
         receiver
     }
 
     /// Answers request `id`.
-    pub fn answer(&self, id: &str, answer: Answer) -> Result<(), ApprovalError> {
-        let waiting = self
-            .lock()
-            .remove(id)
-            .ok_or_else(|| ApprovalError::NotWaiting(id.to_owned()))?;
+    pub fn answer(&self, id: &str, answer: Answer) -> Result<Answered, ApprovalError> {
+        let mut all = self.lock();
+        let not_waiting = || ApprovalError::NotWaiting(id.to_owned());
+        let entry = all.get_mut(id).ok_or_else(not_waiting)?;
+        if let Slot::Paused = entry.slot {
+            if entry.shown.answer.is_some() {
+                return Err(ApprovalError::AlreadyAnswered(id.to_owned()));
+            }
+            entry.shown.answer = Some(answer);
+            return Ok(Answered::Kept(Box::new(entry.shown.clone())));
+        }
+        let Some(Entry {
+            slot: Slot::Waiting(waiter),
+            ..
+        }) = all.remove(id)
+        else {
+            return Err(not_waiting());
+        };
         // The waiter may have given up a moment ago: then the answer is no longer wanted.
-        waiting
-            .answer
+        waiter
             .send(answer)
-            .map_err(|_| ApprovalError::NotWaiting(id.to_owned()))
+            .map(|_| Answered::Delivered)
+            .map_err(|_| not_waiting())
     }
 
     /// Withdraws request `id` (it timed out, or its run ended).
@@ -82,14 +130,55 @@ impl Approvals {
         self.lock().remove(id);
     }
 
-    /// Every request waiting, oldest first.
+    /// Keeps request `id` for the session's next run: its own run paused while it waited.
+    /// Returns the record to store.
+    pub fn park(&self, id: &str) -> Option<PendingApproval> {
+        let mut all = self.lock();
+        let entry = all.get_mut(id)?;
+        entry.slot = Slot::Paused;
+        entry.shown.paused = true;
+        Some(entry.shown.clone())
+    }
+
+    /// Takes the paused request of `call` in `session`, if its run paused while it waited.
+    pub fn take_paused(&self, session: &SessionId, call: &CallId) -> Option<PendingApproval> {
+        let mut all = self.lock();
+        let id = all
+            .iter()
+            .find(|(_, e)| {
+                matches!(e.slot, Slot::Paused)
+                    && e.shown.session_id == *session
+                    && e.shown.call_id == *call
+            })
+            .map(|(id, _)| id.clone())?;
+        all.remove(&id).map(|e| e.shown)
+    }
+
+    /// Puts back the paused requests read from the store (after a restart).
+    pub fn restore(&self, paused: Vec<PendingApproval>) {
+        let mut all = self.lock();
+        for shown in paused {
+            all.insert(
+                shown.request_id.clone(),
+                Entry {
+                    shown: PendingApproval {
+                        paused: true,
+                        ..shown
+                    },
+                    slot: Slot::Paused,
+                },
+            );
+        }
+    }
+
+    /// Every request, waiting or paused, oldest first.
     pub fn pending(&self) -> Vec<PendingApproval> {
-        let mut all: Vec<PendingApproval> = self.lock().values().map(|w| w.shown.clone()).collect();
+        let mut all: Vec<PendingApproval> = self.lock().values().map(|e| e.shown.clone()).collect();
         all.sort_by_key(|p| p.asked_at_ms);
         all
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiting>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
         // A panic while holding the map cannot leave it half-changed: take it as it is.
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -36,6 +36,16 @@ pub struct Gate {
     always: Arc<std::sync::Mutex<HashMap<SessionId, HashSet<String>>>>,
 }
 
+/// Why a call does not run now.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Refused {
+    /// The `denied: …` result for the model.
+    Denied(String),
+    /// The run paused while the call waited for a person: it is left for the next run, and
+    /// its request is kept.
+    Parked,
+}
+
 /// Who let a call through, or kept it out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Rule {
@@ -88,7 +98,7 @@ impl Gate {
         }
     }
 
-    /// Decides whether `call` may run; `Err` is the `denied: …` result for the model.
+    /// Decides whether `call` may run.
     pub async fn admit(
         &self,
         call: &ToolCall,
@@ -96,7 +106,7 @@ impl Gate {
         input: &serde_json::Value,
         ctx: &ToolContext,
         events: &RunEvents,
-    ) -> Result<(), String> {
+    ) -> Result<(), Refused> {
         let class = self.classify(tool, input, ctx);
         let rule = self.rule(&ctx.session_id, tool.name(), input, &class);
         let mut record = AuditRecord {
@@ -138,14 +148,24 @@ impl Gate {
                 ))
             }
             Rule::Policy(Decision::Ask) => {
-                self.ask(call, input, &class, ctx, events, &mut record)
+                match self
+                    .ask(call, input, &class, ctx, events, &mut record)
                     .await
+                {
+                    Err(Refused::Parked) => return Err(Refused::Parked),
+                    Err(Refused::Denied(why)) => Err(why),
+                    Ok(()) => Ok(()),
+                }
             }
         };
         if !record.allowed && record.reason.is_none() {
             record.reason = result.as_ref().err().cloned();
         }
         let mut batch = WriteBatch::new(ctx.session_id.clone());
+        if let Some(id) = &record.request_id {
+            // Decided: a request kept while its run was paused is done with.
+            batch.approvals.push((id.clone(), None));
+        }
         let (allowed, decided_by) = (record.allowed, record.decided_by.clone());
         batch.audit.push(record);
         let stored = if allowed && class.tier == SafetyTier::T0 {
@@ -176,7 +196,7 @@ impl Gate {
             allowed,
             decided_by,
         });
-        result
+        result.map_err(Refused::Denied)
     }
 
     fn rule(
@@ -226,7 +246,9 @@ impl Gate {
             })
     }
 
-    /// Asks a person and waits, at most `approval_timeout_secs`, or until the run ends.
+    /// Asks a person and waits, at most `approval_timeout_secs`, or until the run ends or
+    /// pauses. A request kept from a paused run is asked again under its id, or, when it was
+    /// answered meanwhile, decided by that answer.
     async fn ask(
         &self,
         call: &ToolCall,
@@ -235,37 +257,56 @@ impl Gate {
         ctx: &ToolContext,
         events: &RunEvents,
         record: &mut AuditRecord,
-    ) -> Result<(), String> {
-        let request_id = format!("ap_{}", ulid::Ulid::new().to_string().to_lowercase());
+    ) -> Result<(), Refused> {
+        let kept = self.approvals.take_paused(&ctx.session_id, &call.id);
+        let request_id = kept.as_ref().map_or_else(
+            || format!("ap_{}", ulid::Ulid::new().to_string().to_lowercase()),
+            |k| k.request_id.clone(),
+        );
         record.request_id = Some(request_id.clone());
-        let answer = self.approvals.open(PendingApproval {
-            request_id: request_id.clone(),
-            session_id: ctx.session_id.clone(),
-            run_id: ctx.run_id.clone(),
-            tool: call.name.clone(),
-            input: input.clone(),
-            tier: class.tier,
-            asked_at_ms: now_ms(),
-        });
-        events.emit(EventKind::ApprovalRequested {
-            request_id: request_id.clone(),
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            input: input.clone(),
-            tier: class.tier,
-            reasons: class.reasons.clone(),
-        });
         let timeout = Duration::from_secs(self.config.approval_timeout_secs.max(1));
-        let mut answer = answer;
-        let waited = tokio::select! {
-            answered = tokio::time::timeout(timeout, &mut answer) => answered.ok().and_then(Result::ok),
-            _ = ctx.cancel.cancelled() => None,
+        let answered = match kept.and_then(|k| k.answer) {
+            Some(answer) => Some(answer),
+            None => {
+                let mut answer = self.approvals.open(PendingApproval {
+                    request_id: request_id.clone(),
+                    session_id: ctx.session_id.clone(),
+                    run_id: ctx.run_id.clone(),
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    input: input.clone(),
+                    tier: class.tier,
+                    asked_at_ms: now_ms(),
+                    paused: false,
+                    answer: None,
+                });
+                events.emit(EventKind::ApprovalRequested {
+                    request_id: request_id.clone(),
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    input: input.clone(),
+                    tier: class.tier,
+                    reasons: class.reasons.clone(),
+                });
+                let waited = tokio::select! {
+                    answered = tokio::time::timeout(timeout, &mut answer) => answered.ok().and_then(Result::ok),
+                    _ = ctx.cancel.cancelled() => None,
+                    _ = ctx.interrupt.requested() => None,
+                };
+                if waited.is_none() && ctx.interrupt.is_requested() {
+                    if let Some(paused) = self.approvals.park(&request_id) {
+                        self.keep_paused(paused, ctx, events).await;
+                        return Err(Refused::Parked);
+                    }
+                }
+                // Withdrawn first, then a last look: an answer given just as the wait ended
+                // counts.
+                waited.or_else(|| {
+                    self.approvals.withdraw(&request_id);
+                    answer.try_recv().ok()
+                })
+            }
         };
-        // Withdrawn first, then a last look: an answer given just as the wait ended counts.
-        let answered = waited.or_else(|| {
-            self.approvals.withdraw(&request_id);
-            answer.try_recv().ok()
-        });
         let (approved, reason, by) = match answered {
             Some(Answer {
                 approved,
@@ -310,10 +351,26 @@ impl Gate {
             return Ok(());
         }
         let why = reason.unwrap_or_else(|| "no reason given".into());
-        Err(match by.as_str() {
+        Err(Refused::Denied(match by.as_str() {
             "unanswered" | "run_ended" => format!("denied: {why}; the call was not run"),
             _ => format!("denied: the user ({by}) denied this call: {why}"),
-        })
+        }))
+    }
+
+    /// Stores a request whose run paused, so it outlives the daemon; a failure is reported
+    /// (the request still stands until the daemon stops).
+    async fn keep_paused(&self, paused: PendingApproval, ctx: &ToolContext, events: &RunEvents) {
+        let mut batch = WriteBatch::new(ctx.session_id.clone());
+        let id = paused.request_id.clone();
+        batch.approvals.push((id.clone(), Some(paused)));
+        if let Err(e) = checkpoint::store(&self.checkpoint, batch).await {
+            events.emit(EventKind::Error {
+                message: format!(
+                    "approval request {id} could not be stored while its run is paused: {e}; \
+                     it will be asked again if the daemon restarts"
+                ),
+            });
+        }
     }
 }
 

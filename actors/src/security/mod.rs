@@ -7,6 +7,6 @@ pub mod classify;
 pub mod gate;
 pub mod shell;
 
-pub use approvals::{Answer, ApprovalError, Approvals, PendingApproval};
+pub use approvals::{Answer, Answered, ApprovalError, Approvals, PendingApproval};
 pub use classify::Classification;
-pub use gate::Gate;
+pub use gate::{Gate, Refused};

@@ -9,7 +9,7 @@
 //! before it are left out (they stay in the store), and a summary, when there is one, stands
 //! first in their place.
 
-use crate::message::Message;
+use crate::message::{Message, ToolCall};
 use crate::store::repair::{self, interrupted_result};
 use crate::store::{Compaction, StoredMessage};
 use crate::tokens;
@@ -34,13 +34,15 @@ pub struct History {
 impl History {
     /// Rebuilds a session from its stored messages, repairing what a crash may have left: calls
     /// cut off at the end get results saying so (to be stored), faults elsewhere are mended in
-    /// this view only.
+    /// this view only. With `keep_pending` (no run was cut off: the last one paused), calls
+    /// at the end without results are pending instead, for the next run to execute.
     /// With `compaction`, only the window it starts is loaded, behind its summary. `next_seq`
     /// is the seq after the last one stored.
     pub fn load(
         stored: Vec<StoredMessage>,
         next_seq: u64,
         compaction: Option<&Compaction>,
+        keep_pending: bool,
     ) -> History {
         let first_kept = compaction.map_or(0, |c| c.first_kept_seq);
         // A compaction stored after a failed commit may point past the last stored message:
@@ -63,7 +65,9 @@ impl History {
         let mut cut_off_at_end = Vec::new();
         for (at, call) in fault.unanswered {
             if Some(at) >= last_non_result {
-                cut_off_at_end.push(interrupted_result(&call));
+                if !keep_pending {
+                    cut_off_at_end.push(interrupted_result(&call));
+                }
             } else {
                 tracing::warn!(call = %call.id, "a tool call in the middle of the history has no result; one is supplied");
                 mended_here
@@ -189,6 +193,41 @@ impl History {
         self.compaction.take()
     }
 
+    /// The calls of the last answer that have no result yet: left pending by a run that paused
+    /// (an interrupt, `max_turns`), for the next run to execute first.
+    pub fn pending_calls(&self) -> Vec<ToolCall> {
+        let mut answered = HashSet::new();
+        for message in self.messages.iter().rev() {
+            match message.as_ref() {
+                Message::ToolResult { call_id, .. } => {
+                    answered.insert(call_id.clone());
+                }
+                other => {
+                    return other
+                        .tool_calls()
+                        .iter()
+                        .filter(|c| !answered.contains(&c.id))
+                        .cloned()
+                        .collect();
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    /// The model's answers since the last prompt: the turns a run that continues without a
+    /// prompt of its own has already used.
+    pub fn turns_since_prompt(&self) -> u32 {
+        let answers = self
+            .messages
+            .iter()
+            .rev()
+            .take_while(|m| !matches!(m.as_ref(), Message::User { .. }))
+            .filter(|m| matches!(m.as_ref(), Message::Assistant { .. }))
+            .count();
+        u32::try_from(answers).unwrap_or(u32::MAX)
+    }
+
     /// How many messages the conversation holds.
     pub fn len(&self) -> usize {
         self.messages.len()
@@ -234,11 +273,64 @@ mod tests {
             ],
             2,
             None,
+            false,
         );
         assert_eq!(h.len(), 3);
         assert_eq!(h.next_seq(), 3);
         assert!(h.has_unsubmitted());
         assert!(crate::store::repair::check(h.snapshot().iter().map(|m| m.as_ref())).is_clean());
+        assert!(h.pending_calls().is_empty());
+    }
+
+    #[test]
+    fn calls_left_by_a_paused_run_stay_pending() {
+        let call = |id: &str| ToolCall {
+            id: CallId::new(id),
+            name: "bash".into(),
+            arguments: "{}".into(),
+        };
+        let result = Message::ToolResult {
+            call_id: CallId::new("a"),
+            name: "bash".into(),
+            content: "done".into(),
+            is_error: false,
+        };
+        let h = History::load(
+            vec![
+                stored(0, Message::user("go")),
+                stored(
+                    1,
+                    Message::Assistant {
+                        content: String::new(),
+                        tool_calls: vec![call("x")],
+                    },
+                ),
+                stored(
+                    2,
+                    Message::ToolResult {
+                        call_id: CallId::new("x"),
+                        name: "bash".into(),
+                        content: "ok".into(),
+                        is_error: false,
+                    },
+                ),
+                stored(
+                    3,
+                    Message::Assistant {
+                        content: String::new(),
+                        tool_calls: vec![call("a"), call("b")],
+                    },
+                ),
+                stored(4, result),
+            ],
+            5,
+            None,
+            true,
+        );
+        assert_eq!(h.len(), 5);
+        assert!(!h.has_unsubmitted());
+        assert_eq!(h.pending_calls(), vec![call("b")]);
+        assert_eq!(h.turns_since_prompt(), 2);
     }
 
     #[test]
@@ -263,7 +355,7 @@ mod tests {
         assert_eq!(h.total_tokens(), counted, "the total is the window's");
         // The store reads only the window.
         let window: Vec<StoredMessage> = stored.into_iter().filter(|m| m.seq >= 4).collect();
-        let reloaded = History::load(window, 6, Some(&compaction));
+        let reloaded = History::load(window, 6, Some(&compaction), false);
         assert_eq!(*reloaded.snapshot(), *view);
         assert_eq!(reloaded.total_tokens(), h.total_tokens());
         assert_eq!(reloaded.next_seq(), 6);
@@ -276,7 +368,12 @@ mod tests {
             first_kept_seq: 9,
             summary: Some("earlier".into()),
         };
-        let h = History::load(vec![stored(7, Message::user("old"))], 8, Some(&compaction));
+        let h = History::load(
+            vec![stored(7, Message::user("old"))],
+            8,
+            Some(&compaction),
+            false,
+        );
         assert_eq!(h.next_seq(), 9);
     }
 
@@ -353,7 +450,7 @@ mod tests {
                     .enumerate()
                     .map(|(i, m)| stored(i as u64, m.clone()))
                     .collect();
-                let h = History::load(prefix, 0, None);
+                let h = History::load(prefix, 0, None, false);
                 let view = h.snapshot();
                 prop_assert!(crate::store::repair::check(view.iter().map(|m| m.as_ref())).is_clean());
                 prop_assert_eq!(&view[..keep].iter().map(|m| (**m).clone()).collect::<Vec<_>>(), &messages[..keep]);

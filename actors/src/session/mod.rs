@@ -57,8 +57,10 @@ pub struct Services {
 }
 
 /// A run to start, as a caller asks for it.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct RunSpec {
+    /// Empty to continue the session without a new prompt: the run executes the calls left
+    /// pending and goes on, counting its turns from the last prompt.
     pub prompt: String,
     pub workspace: Workspace,
     /// The caller's current directory, the first place context files (`SOUL.md`, …) are
@@ -66,4 +68,6 @@ pub struct RunSpec {
     pub caller_dir: Option<std::path::PathBuf>,
     /// For a goal-driven run: what the Judge holds its answers to.
     pub goal: Option<Arc<crate::judge::Goal>>,
+    /// The host's callback, shown each message the run adds; it may interrupt the run.
+    pub on_message: Option<crate::interrupt::OnMessage>,
 }

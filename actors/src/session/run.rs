@@ -4,6 +4,7 @@ use crate::context::Cut;
 use crate::event::{RunEvents, RunStatus};
 use crate::guardian::{CallReport, Hint};
 use crate::ids::RunId;
+use crate::interrupt::{Interrupter, OnMessage};
 use crate::llm_stream::Heartbeat;
 use crate::message::ToolCall;
 use crate::provider::Usage;
@@ -72,6 +73,13 @@ pub struct ActiveRun {
     pub goal: Option<Arc<crate::judge::Goal>>,
     pub judging: JudgeTally,
     pub cancel: CancellationToken,
+    /// Set to pause the run after its current step (status `interrupted`).
+    pub interrupter: Interrupter,
+    /// The host's callback, shown each message the run adds.
+    pub on_message: Option<OnMessage>,
+    /// A prompt held back while the calls a paused run left are executed: their results must
+    /// follow the answer that asked for them.
+    pub held_prompt: Option<String>,
     /// The model call in flight: a child of `cancel`, so a stalled call can be cut alone.
     pub call_cancel: CancellationToken,
     /// When the model call in flight last streamed, or the tools in flight were dispatched.
@@ -149,6 +157,9 @@ impl ActiveRun {
             system,
             goal: None,
             judging: JudgeTally::default(),
+            interrupter: Interrupter::default(),
+            on_message: None,
+            held_prompt: None,
             call_cancel: cancel.child_token(),
             heartbeat: Heartbeat::new(),
             cancel: cancel.clone(),
@@ -189,6 +200,11 @@ impl ActiveRun {
             self.system_tokens = crate::tokens::count_text(&system) as u64;
             self.system = system.into();
         }
+    }
+
+    /// Shows `message` to the host's callback, which may interrupt the run.
+    pub fn observe(&self, message: &crate::message::Message) {
+        crate::interrupt::observe(self.on_message.as_ref(), message, &self.interrupter);
     }
 
     /// The run's record in the store; `ending` is `None` while it is in flight.

@@ -60,7 +60,8 @@ pub enum SessionSupervisorMsg {
     Hibernate { session_id: SessionId },
     /// Restart a failed session's actor.
     Restart { session_id: SessionId },
-    /// Stop every run in flight with status `cancelled`; answers once all have ended.
+    /// Pause every run in flight at once (status `interrupted`, resumable); answers once all
+    /// have ended.
     StopAll {
         reason: String,
         reply: RpcReplyPort<()>,
@@ -71,6 +72,13 @@ pub enum SessionSupervisorMsg {
     StopRun {
         session_id: SessionId,
         status: RunStatus,
+        reason: String,
+        reply: RpcReplyPort<bool>,
+    },
+    /// Pause the run in flight on `session_id` after its current step (status
+    /// `interrupted`); answers whether one was in flight.
+    InterruptRun {
+        session_id: SessionId,
         reason: String,
         reply: RpcReplyPort<bool>,
     },
@@ -183,9 +191,10 @@ impl Actor for SessionSupervisor {
                 state.stopping = Some(reply);
                 for entry in state.sessions.values() {
                     if let (Some(actor), Some(_)) = (&entry.actor, &entry.active_run) {
-                        let stop = SessionMsg::Stop {
-                            status: RunStatus::Cancelled,
+                        // Paused, not closed: the runs go on when their sessions resume.
+                        let stop = SessionMsg::Interrupt {
                             reason: reason.clone(),
+                            now: true,
                         };
                         if actor.cast(stop).is_err() {
                             tracing::warn!("a session stopped before it could be told to stop");
@@ -211,6 +220,25 @@ impl Actor for SessionSupervisor {
                 };
                 if reply.send(stopped).is_err() {
                     tracing::debug!("the caller of a stop left");
+                }
+            }
+            SessionSupervisorMsg::InterruptRun {
+                session_id,
+                reason,
+                reply,
+            } => {
+                let asked = match state.sessions.get(&session_id) {
+                    Some(Entry {
+                        actor: Some(actor),
+                        active_run: Some(_),
+                        ..
+                    }) => actor
+                        .cast(SessionMsg::Interrupt { reason, now: false })
+                        .is_ok(),
+                    _ => false,
+                };
+                if reply.send(asked).is_err() {
+                    tracing::debug!("the caller of an interrupt left");
                 }
             }
             SessionSupervisorMsg::StopAllTimeout => {

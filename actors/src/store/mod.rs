@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
 use tables::{
-    AUDIT, CHECKPOINTS, COMPACTIONS, COSTS, GUARDIAN, MEMORIES, MEMORY_STATS, MEMORY_TERMS,
-    MESSAGES, PLANS, RUNS, SESSIONS, VERDICTS,
+    APPROVALS, AUDIT, CHECKPOINTS, COMPACTIONS, COSTS, GUARDIAN, MEMORIES, MEMORY_STATS,
+    MEMORY_TERMS, MESSAGES, PLANS, RUNS, SESSIONS, VERDICTS,
 };
 
 /// A storage failure, saying what was being done. Cloneable so that one failed group commit
@@ -109,6 +109,8 @@ pub struct WriteBatch {
     pub plan: Option<crate::director::PlanRecord>,
     /// Decisions of the security gate.
     pub audit: Vec<AuditRecord>,
+    /// Approval requests kept while their run is paused (`None`: done with, forget it).
+    pub approvals: Vec<(String, Option<crate::security::PendingApproval>)>,
 }
 
 impl WriteBatch {
@@ -127,6 +129,7 @@ impl WriteBatch {
             verdicts: Vec::new(),
             plan: None,
             audit: Vec::new(),
+            approvals: Vec::new(),
         }
     }
 }
@@ -188,6 +191,7 @@ impl Store {
         txn.open_table(VERDICTS).doing(doing)?;
         txn.open_table(PLANS).doing(doing)?;
         txn.open_table(AUDIT).doing(doing)?;
+        txn.open_table(APPROVALS).doing(doing)?;
         txn.commit().doing(doing)
     }
 
@@ -207,6 +211,7 @@ impl Store {
             let mut verdicts = txn.open_table(VERDICTS).doing(doing)?;
             let mut plans = txn.open_table(PLANS).doing(doing)?;
             let mut audit = txn.open_table(AUDIT).doing(doing)?;
+            let mut approvals = txn.open_table(APPROVALS).doing(doing)?;
             for batch in batches {
                 let sid = batch.session_id.as_str();
                 for m in &batch.messages {
@@ -263,6 +268,17 @@ impl Store {
                     audit
                         .insert((sid, id.as_str()), row.as_slice())
                         .doing(doing)?;
+                }
+                for (id, kept) in &batch.approvals {
+                    match kept {
+                        Some(request) => {
+                            let row = serde_json::to_vec(request).doing(doing)?;
+                            approvals.insert(id.as_str(), row.as_slice()).doing(doing)?;
+                        }
+                        None => {
+                            approvals.remove(id.as_str()).doing(doing)?;
+                        }
+                    }
                 }
                 for v in &batch.verdicts {
                     let row = serde_json::to_vec(v).doing(doing)?;
@@ -408,6 +424,18 @@ impl Store {
             .range((id.as_str(), "")..(id.as_str(), "\u{10FFFF}"))
             .doing(doing)?
         {
+            out.push(serde_json::from_slice(row.doing(doing)?.1.value()).doing(doing)?);
+        }
+        Ok(out)
+    }
+
+    /// The approval requests kept while their runs are paused.
+    pub fn paused_approvals(&self) -> Result<Vec<crate::security::PendingApproval>, StoreError> {
+        let doing = || "reading the approval requests of paused runs".to_string();
+        let txn = self.db.begin_read().doing(doing)?;
+        let table = txn.open_table(APPROVALS).doing(doing)?;
+        let mut out = Vec::new();
+        for row in table.iter().doing(doing)? {
             out.push(serde_json::from_slice(row.doing(doing)?.1.value()).doing(doing)?);
         }
         Ok(out)

@@ -45,3 +45,6 @@ pub const PLANS: TableDefinition<&str, &[u8]> = TableDefinition::new("plans");
 
 /// `(session_id, decision id) -> AuditRecord`: every decision of the security gate.
 pub const AUDIT: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("audit");
+
+/// `request_id -> PendingApproval`: approval requests whose run paused while they waited.
+pub const APPROVALS: TableDefinition<&str, &[u8]> = TableDefinition::new("approvals");

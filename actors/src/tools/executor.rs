@@ -11,8 +11,9 @@ use super::{compact_output, ToolContext, ToolRegistry};
 use crate::callback::Callback;
 use crate::event::{EventKind, RunEvents};
 use crate::ids::CallId;
-use crate::message::ToolCall;
-use crate::security::Gate;
+use crate::interrupt::{self, OnMessage};
+use crate::message::{Message, ToolCall};
+use crate::security::{Gate, Refused};
 use futures_util::StreamExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::time::Duration;
@@ -58,13 +59,16 @@ pub struct ToolBatch {
     pub calls: Vec<ToolCall>,
     pub ctx: ToolContext,
     pub events: RunEvents,
-    /// Receives the outcomes, in call order.
+    /// The host's callback, shown each result as it comes (it may interrupt the run).
+    pub on_message: Option<OnMessage>,
+    /// Receives the outcomes of the calls that ran, in call order; a call not started because
+    /// the run was interrupted has none.
     pub on_done: Callback<Vec<ToolOutcome>>,
 }
 
 /// Messages of the [`ToolExecutorActor`].
 pub enum ToolMsg {
-    Execute(ToolBatch),
+    Execute(Box<ToolBatch>),
     /// Test hook: panic inside the handler.
     #[cfg(feature = "fault-injection")]
     Panic,
@@ -113,6 +117,7 @@ impl Actor for ToolExecutorActor {
                         &batch.ctx,
                         &batch.events,
                         &settings,
+                        batch.on_message.as_ref(),
                     )
                     .await;
                     batch.on_done.answer(outcomes);
@@ -126,6 +131,8 @@ impl Actor for ToolExecutorActor {
 }
 
 /// Runs `calls`, concurrently when the settings allow, and returns outcomes in call order.
+/// Once the run is interrupted, calls not yet started are left for the next run (no outcome),
+/// and so is a call waiting for a person's approval.
 pub async fn run_batch(
     registry: &ToolRegistry,
     gate: &Gate,
@@ -133,22 +140,35 @@ pub async fn run_batch(
     ctx: &ToolContext,
     events: &RunEvents,
     settings: &ExecutionSettings,
+    on_message: Option<&OnMessage>,
 ) -> Vec<ToolOutcome> {
     let width = if settings.parallel {
         settings.max_parallel.max(1)
     } else {
         1
     };
-    futures_util::stream::iter(
-        calls
-            .into_iter()
-            .map(|call| run_call(registry, gate, call, ctx, events, settings)),
-    )
-    .buffered(width)
-    .collect()
-    .await
+    let ran: Vec<Option<ToolOutcome>> =
+        futures_util::stream::iter(calls.into_iter().map(|call| async {
+            if ctx.interrupt.is_requested() {
+                return None;
+            }
+            let outcome = run_call(registry, gate, call, ctx, events, settings).await?;
+            let message = Message::ToolResult {
+                call_id: outcome.call_id.clone(),
+                name: outcome.name.clone(),
+                content: outcome.content.clone(),
+                is_error: outcome.is_error,
+            };
+            interrupt::observe(on_message, &message, &ctx.interrupt);
+            Some(outcome)
+        }))
+        .buffered(width)
+        .collect()
+        .await;
+    ran.into_iter().flatten().collect()
 }
 
+/// Runs one call; `None` when it was left for the next run (its approval is parked).
 async fn run_call(
     registry: &ToolRegistry,
     gate: &Gate,
@@ -156,7 +176,7 @@ async fn run_call(
     ctx: &ToolContext,
     events: &RunEvents,
     settings: &ExecutionSettings,
-) -> ToolOutcome {
+) -> Option<ToolOutcome> {
     let input_shown = serde_json::from_str(&call.arguments)
         .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
     events.emit(EventKind::ToolStart {
@@ -174,7 +194,8 @@ async fn run_call(
             Err(e) => Err(e.to_string()),
             Ok(input) => match gate.admit(&call, tool.as_ref(), &input, ctx, events).await {
                 Ok(()) => execute_guarded(tool.clone(), input, ctx, settings.timeout).await,
-                Err(denied) => Err(denied),
+                Err(Refused::Denied(denied)) => Err(denied),
+                Err(Refused::Parked) => return None,
             },
         },
     };
@@ -189,12 +210,12 @@ async fn run_call(
         is_error,
         output: content.clone(),
     });
-    ToolOutcome {
+    Some(ToolOutcome {
         call_id: call.id,
         name: call.name,
         content,
         is_error,
-    }
+    })
 }
 
 /// Runs one tool in its own task: a panic, a timeout or the run's end becomes an error result.

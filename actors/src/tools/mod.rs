@@ -51,6 +51,9 @@ pub struct ToolContext {
     pub run_id: RunId,
     /// Cancelled when the run stops (timeout, cancel, shutdown); long tools should watch it.
     pub cancel: CancellationToken,
+    /// Set when the run is to pause after its current step: calls not yet started wait for
+    /// the next run instead.
+    pub interrupt: crate::interrupt::Interrupter,
 }
 
 /// Why a tool call failed. Reported to the model as `execution_error: …` or `denied: …`.

@@ -62,8 +62,9 @@ enum Command {
         /// judged. With --resume, a plan cut off by a crash goes on where it stood.
         #[arg(long)]
         director: bool,
-        /// What to do.
-        #[arg(required = true, num_args = 1..)]
+        /// What to do. With --resume it may be left out: the session goes on from where it
+        /// paused, its pending tool calls first, its turns still counted against max_turns.
+        #[arg(required_unless_present = "resume", num_args = 1..)]
         prompt: Vec<String>,
     },
     /// Is a daemon running? Exits 0 if one answers.
@@ -84,6 +85,12 @@ enum Command {
     },
     /// List the tool calls waiting for approval.
     Approvals,
+    /// Pause a session's run in flight after its current step (status `interrupted`); tool
+    /// calls it did not start stay pending, and `run --resume ID` runs them first.
+    Interrupt {
+        /// The session id.
+        id: String,
+    },
     /// Stop a session's run in flight for good (status `cancelled`; its turns stay stored).
     Cancel {
         /// The session id.
@@ -106,7 +113,8 @@ enum Command {
         #[arg(long)]
         reason: Option<String>,
     },
-    /// Stop the daemon gracefully (runs in flight are checkpointed and end `cancelled`).
+    /// Stop the daemon gracefully (runs in flight are paused: they end `interrupted`, and
+    /// resume with their sessions).
     Shutdown,
 }
 
@@ -251,6 +259,12 @@ async fn dispatch(command: Command, config: Config) -> u8 {
             simple(&socket, "history", json!({"session": id}), print_history).await
         }
         Command::Cost => simple(&socket, "cost", json!({}), print_cost).await,
+        Command::Interrupt { id } => {
+            simple(&socket, "interrupt", json!({"session": id}), |_| {
+                println!("interrupting: the run pauses after its current step")
+            })
+            .await
+        }
         Command::Cancel { id } => {
             simple(&socket, "cancel", json!({"session": id}), |_| {
                 println!("cancelled")
@@ -264,8 +278,14 @@ async fn dispatch(command: Command, config: Config) -> u8 {
                     println!("no tool call is waiting for approval");
                 }
                 for p in pending {
+                    let state = match (p["paused"].as_bool(), p["answer"]["approved"].as_bool()) {
+                        (Some(true), Some(true)) => "  [run paused; approved, runs on resume]",
+                        (Some(true), Some(false)) => "  [run paused; denied]",
+                        (Some(true), None) => "  [run paused; asked again on resume]",
+                        _ => "",
+                    };
                     println!(
-                        "{}  {} {}  {}  (session {})",
+                        "{}  {} {}  {}  (session {}){state}",
                         p["request_id"].as_str().unwrap_or("?"),
                         p["tier"].as_str().unwrap_or("?"),
                         p["tool"].as_str().unwrap_or("?"),

@@ -277,6 +277,13 @@ impl Renderer {
                 self.end_line();
                 eprintln!("  [budget] limit reached: {message}");
             }
+            EventKind::Interrupt { pending_calls, .. } if !pending_calls.is_empty() => {
+                self.end_line();
+                eprintln!(
+                    "  [paused] {} tool call(s) left pending; `ryvos run --resume SESSION` runs them first",
+                    pending_calls.len()
+                );
+            }
             EventKind::RunComplete { .. } => self.end_line(),
             _ => {}
         }

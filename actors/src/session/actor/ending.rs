@@ -50,18 +50,34 @@ impl SessionState {
         run.step = next_step();
         let step = run.step;
         let phase = std::mem::replace(&mut run.phase, Phase::Finishing(ending.clone()));
-        if let Phase::AwaitingDurability { calls } | Phase::RunningTools { calls } = phase {
-            for call in calls {
-                self.history.push(Message::ToolResult {
-                    call_id: call.id,
-                    name: call.name,
-                    content: format!(
-                        "execution_error: the call was stopped because the run ended ({})",
-                        ending.status
-                    ),
-                    is_error: true,
-                });
-            }
+        let stopped = match phase {
+            // Never started: a pause leaves them pending for the next run.
+            Phase::AwaitingDurability { .. } if ending.status.pauses() => Vec::new(),
+            Phase::AwaitingDurability { calls } | Phase::RunningTools { calls } => calls,
+            _ => Vec::new(),
+        };
+        for call in stopped {
+            self.history.push(Message::ToolResult {
+                call_id: call.id,
+                name: call.name,
+                content: format!(
+                    "execution_error: the call was stopped because the run ended ({})",
+                    ending.status
+                ),
+                is_error: true,
+            });
+        }
+        if ending.status.pauses() {
+            let pending_calls = self
+                .history
+                .pending_calls()
+                .into_iter()
+                .map(|c| c.id)
+                .collect();
+            run.events.emit(EventKind::Interrupt {
+                reason: ending.reason.clone().unwrap_or_default(),
+                pending_calls,
+            });
         }
         let checkpoint = self.turn_checkpoint(Vec::new());
         let record = self.run.as_ref().map(|r| r.record(Some(&ending)));

@@ -48,6 +48,7 @@ impl SessionState {
                 session_id: self.id.clone(),
                 run_id: run.id.clone(),
                 cancel: run.cancel.clone(),
+                interrupt: run.interrupter.clone(),
             },
             model_allowed: run.refusal.is_none(),
             on_done: Callback::new(
@@ -128,7 +129,7 @@ impl SessionState {
                 let status = format!("not met yet at turn {turn}: {}", judgement.reason);
                 run.refocus(Some(&status));
                 self.submit(myself, None, None);
-                self.next_turn(myself);
+                self.begin_turn(myself);
             }
             (Verdict::Retry | Verdict::Continue, false) => {
                 run.judging.retries += 1;
@@ -162,7 +163,7 @@ impl SessionState {
                 // The note goes with the next turn; the verdict is stored now.
                 self.history.push(Message::System { content: note });
                 self.submit(myself, None, None);
-                self.next_turn(myself);
+                self.begin_turn(myself);
             }
         }
     }

@@ -13,13 +13,15 @@
 //!
 //! The loop's steps are in this file; [`starting`] holds how a run begins, [`spending`] the
 //! ledger's part, [`guardian`] the Guardian's, [`context`] how the conversation keeps within
-//! its budget, [`ending`] how a run ends and is reported, [`reload`] how a session comes back.
+//! its budget, [`pausing`] how an interrupt pauses it, [`ending`] how a run ends and is
+//! reported, [`reload`] how a session comes back.
 
 mod context;
 mod ending;
 mod guardian;
 mod guarding;
 mod judging;
+mod pausing;
 mod reload;
 mod spending;
 mod starting;
@@ -84,6 +86,9 @@ pub enum SessionMsg {
     FinalCommitTimeout { step: u64 },
     /// End the run in flight with `status`.
     Stop { status: RunStatus, reason: String },
+    /// Pause the run in flight (status `interrupted`) after its current step, or at once
+    /// (`now`: the daemon is stopping).
+    Interrupt { reason: String, now: bool },
     /// Ask the supervisor to stop this actor if it is still idle since `epoch`.
     Hibernate { epoch: u64 },
     /// Test hook: panic inside the handler.
@@ -211,6 +216,7 @@ impl Actor for SessionActor {
                 }
             }
             SessionMsg::Stop { status, reason } => state.finish(&myself, status, Some(reason)),
+            SessionMsg::Interrupt { reason, now } => state.interrupt(&myself, reason, now),
             SessionMsg::Hibernate { epoch } => {
                 if state.run.is_none() && epoch == state.idle_epoch {
                     let request = SessionSupervisorMsg::Hibernate {
@@ -233,12 +239,17 @@ impl SessionState {
         self.run.as_ref().is_some_and(|r| r.step == step)
     }
 
-    /// Sends the conversation to the model, unless the last call's receipt refused another.
+    /// Sends the conversation to the model, unless the last call's receipt refused another,
+    /// the run was interrupted, or it has used its `max_turns`.
     fn begin_turn(&mut self, myself: &ActorRef<SessionMsg>) {
         let Some(run) = self.run.as_mut() else { return };
         if let Some(refusal) = run.refusal.take() {
             return self.refuse(myself, refusal, true);
         }
+        if self.pause_if_interrupted(myself) || self.stop_at_max_turns(myself) {
+            return;
+        }
+        let Some(run) = self.run.as_mut() else { return };
         run.step = next_step();
         // A retried call belongs to the turn its cut predecessor began.
         if !matches!(run.phase, Phase::AwaitingModel) {
@@ -327,10 +338,12 @@ impl SessionState {
         if !text.is_empty() {
             run.last_text = text.clone();
         }
-        self.history.push(Message::Assistant {
+        let answer = Message::Assistant {
             content: text.clone(),
             tool_calls: calls.clone(),
-        });
+        };
+        run.observe(&answer);
+        self.history.push(answer);
         if calls.is_empty() {
             if run.goal.is_some() {
                 return self.judge(myself, text, false);
@@ -343,6 +356,10 @@ impl SessionState {
                     reason: None,
                 },
             );
+        }
+        // A run that pauses here leaves the calls it was given pending, for the next run.
+        if self.pause_if_interrupted(myself) || self.stop_at_max_turns(myself) {
+            return;
         }
         let registry = &self.services.registry;
         let side_effects = calls.iter().any(|c| {
@@ -380,8 +397,10 @@ impl SessionState {
                 session_id: self.id.clone(),
                 run_id: run.id.clone(),
                 cancel: run.cancel.clone(),
+                interrupt: run.interrupter.clone(),
             },
             events: run.events.clone(),
+            on_message: run.on_message.clone(),
             on_done: Callback::new(
                 move |outcomes| {
                     if me.cast(SessionMsg::ToolsDone { step, outcomes }).is_err() {
@@ -391,7 +410,7 @@ impl SessionState {
                 move || lost_outcomes(&lost),
             ),
         };
-        if let Err(e) = self.services.tools.cast(ToolMsg::Execute(batch)) {
+        if let Err(e) = self.services.tools.cast(ToolMsg::Execute(Box::new(batch))) {
             return self.fail(myself, e.to_string());
         }
         self.schedule_stall_check(myself, step, None);
@@ -418,8 +437,15 @@ impl SessionState {
             });
         }
         let Some(run) = self.run.as_mut() else { return };
-        // Every call has its result: a stop from here on must not add another.
+        // Every call that ran has its result: a stop from here on must not add another.
         run.phase = Phase::BetweenTurns;
+        if self.pause_if_interrupted(myself) {
+            return;
+        }
+        if let Some(prompt) = self.run.as_mut().and_then(|r| r.held_prompt.take()) {
+            // The calls a paused run left are done: the run goes on as if it had just begun.
+            return self.after_pending_calls(myself, prompt).await;
+        }
         let turn = TurnEnd {
             reports,
             tools_called,
@@ -471,22 +497,7 @@ impl SessionState {
                 .unwrap_or_default();
             return self.judge(myself, progress, true);
         }
-        self.next_turn(myself);
-    }
-
-    /// The next model call, unless the run has used its `max_turns`.
-    fn next_turn(&mut self, myself: &ActorRef<SessionMsg>) {
-        let Some(run) = self.run.as_ref() else { return };
-        let max_turns = self.services.agent.max_turns;
-        if run.turns >= max_turns {
-            self.finish(
-                myself,
-                RunStatus::MaxTurns,
-                Some(format!("the run reached max_turns ({max_turns})")),
-            );
-        } else {
-            self.begin_turn(myself);
-        }
+        self.begin_turn(myself);
     }
 
     /// The checkpoint of the turn in progress, if it appended anything.

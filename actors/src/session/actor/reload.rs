@@ -44,7 +44,15 @@ impl SessionState {
         };
         self.load_error = None;
         self.needs_reload = false;
-        self.history = History::load(loaded.messages, loaded.next_seq, loaded.compaction.as_ref());
+        // Calls left without results are pending when the last run paused; when a run was cut
+        // off (a crash, a failed actor) they may have run, and get results saying so.
+        let cut_off = recover.is_some() || !loaded.unfinished_runs.is_empty();
+        self.history = History::load(
+            loaded.messages,
+            loaded.next_seq,
+            loaded.compaction.as_ref(),
+            !cut_off,
+        );
         if let Some(record) = &loaded.record {
             self.created_at_ms = record.created_at_ms;
             self.last_run = record.last_run.clone();

@@ -4,7 +4,6 @@
 use super::{next_step, SessionMsg, SessionState};
 use crate::event::{EventKind, RunStatus};
 use crate::ids::RunId;
-use crate::message::Message;
 use crate::session::oversight;
 use crate::session::prompt;
 use crate::session::run::{ActiveRun, AfterCompaction, Ending, Phase};
@@ -61,9 +60,23 @@ impl SessionState {
             events.emit(EventKind::RunStarted);
             return self.refuse(myself, refusal, false);
         }
+        // A run without a prompt continues the conversation: it needs one to continue.
+        let continuing = spec.prompt.is_empty();
+        if continuing && self.history.is_empty() {
+            self.run = Some(run_without_prompt(spec));
+            events.emit(EventKind::RunStarted);
+            return self.fail(
+                myself,
+                "the run has no prompt and the session has nothing to continue; give a prompt"
+                    .into(),
+            );
+        }
         let mut recall_warnings = Vec::new();
-        let recalled =
-            prompt::recall(&self.services.memory, &spec.prompt, &mut recall_warnings).await;
+        let recalled = if continuing {
+            Vec::new()
+        } else {
+            prompt::recall(&self.services.memory, &spec.prompt, &mut recall_warnings).await
+        };
         let mut assembled = prompt::assemble(
             &spec.workspace,
             spec.caller_dir.as_deref(),
@@ -82,7 +95,22 @@ impl SessionState {
         )
         .with_goal(spec.goal);
         run.step = next_step();
-        self.history.push(Message::user(spec.prompt));
+        run.on_message = spec.on_message;
+        if continuing {
+            // Limits hold across resumes: the turns since the last prompt are this run's too.
+            run.turns = self.history.turns_since_prompt();
+        }
+        // Calls a paused run left come first: their results must follow the answer that asked
+        // for them, so the prompt waits until they have run.
+        let pending = self.history.pending_calls();
+        let prompt = spec.prompt;
+        self.run = Some(run);
+        if pending.is_empty() {
+            self.push_prompt(prompt);
+        } else if let Some(run) = self.run.as_mut() {
+            run.held_prompt = Some(prompt);
+        }
+        let Some(run) = self.run.as_mut() else { return };
         run.turn_first_seq = self.history.next_seq();
         let record = run.record(None);
         let limit = self.services.agent.max_duration_secs;
@@ -94,13 +122,16 @@ impl SessionState {
             deadline = std::time::Duration::from_secs(secs);
             why = format!("the run reached its goal's time constraint ({secs}s) and was stopped");
         }
-        self.run = Some(run);
         self.submit(myself, None, Some(record));
         events.emit(EventKind::RunStarted);
         for message in assembled.warnings {
             events.emit(EventKind::Warning { message });
         }
         myself.send_after(deadline, move || SessionMsg::Deadline { run_id, why });
+        if !pending.is_empty() {
+            // The answer that asked for them is durable: the paused run stored it.
+            return self.dispatch_tools(myself, pending);
+        }
         // A prompt that brings the conversation past its budget is made room for first.
         self.prompt_memory_flush();
         if let Some(cut) = self.cut_needed() {
