@@ -339,6 +339,9 @@ async fn always_allow_covers_the_same_call_for_the_rest_of_its_session_only() {
             // Another session: asked again.
             Reply::tool_calls(&[("w3", "write", write)]),
             Reply::text(&["Elsewhere."]),
+            // The first session again, after a restart: still allowed.
+            Reply::tool_calls(&[("w4", "write", write)]),
+            Reply::text(&["Still allowed."]),
         ],
         |c| {
             default_policy(c);
@@ -369,4 +372,17 @@ async fn always_allow_covers_the_same_call_for_the_rest_of_its_session_only() {
         .iter()
         .any(|e| matches!(e.kind, EventKind::ApprovalRequested { .. })));
     assert!(result_of(&events, "w3").starts_with("denied: nobody answered"));
+    // The allowance is stored: it holds for its session across a restart.
+    let h = h.restart().await;
+    let (events, again) = h
+        .run(
+            h.request("write after the restart")
+                .session(outcome.session_id.clone()),
+        )
+        .await;
+    assert_eq!(again.status, RunStatus::Completed, "{:?}", again.reason);
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::ApprovalRequested { .. })));
+    assert!(!result_of(&events, "w4").starts_with("denied"));
 }

@@ -283,6 +283,9 @@ impl Engine {
                     &config.security,
                     approvals.clone(),
                     slots.checkpoint.clone(),
+                    store
+                        .always_allowed()
+                        .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))?,
                 )
                 .map_err(EngineError::Security)?,
                 registry,

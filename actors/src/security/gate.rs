@@ -32,7 +32,7 @@ pub struct Gate {
     approvals: Approvals,
     checkpoint: ChildSlot<CheckpointMsg>,
     /// Calls a person allowed "always", per session: the key is the tool, or `bash` and its
-    /// command.
+    /// command. Stored too, so they hold across restarts.
     always: Arc<std::sync::Mutex<HashMap<SessionId, HashSet<String>>>>,
 }
 
@@ -57,10 +57,12 @@ enum Rule {
 
 impl Gate {
     /// The gate of `config`; a command allowlist pattern that does not compile is an error.
+    /// `always` is what people allowed "always" before, as stored.
     pub fn new(
         config: &SecurityConfig,
         approvals: Approvals,
         checkpoint: ChildSlot<CheckpointMsg>,
+        always: HashMap<SessionId, HashSet<String>>,
     ) -> Result<Self, String> {
         let allowlist = config
             .command_allowlist
@@ -77,7 +79,7 @@ impl Gate {
             allowlist: Arc::new(allowlist),
             approvals,
             checkpoint,
-            always: Arc::default(),
+            always: Arc::new(std::sync::Mutex::new(always)),
         })
     }
 
@@ -123,6 +125,8 @@ impl Gate {
             reason: None,
             request_id: None,
         };
+        // What the decision stores with its audit record.
+        let mut batch = WriteBatch::new(ctx.session_id.clone());
         let result = match rule {
             Rule::Allowlist
             | Rule::AutoApprove
@@ -149,7 +153,7 @@ impl Gate {
             }
             Rule::Policy(Decision::Ask) => {
                 match self
-                    .ask(call, input, &class, ctx, events, &mut record)
+                    .ask(call, input, &class, ctx, events, &mut record, &mut batch)
                     .await
                 {
                     Err(Refused::Parked) => return Err(Refused::Parked),
@@ -161,7 +165,6 @@ impl Gate {
         if !record.allowed && record.reason.is_none() {
             record.reason = result.as_ref().err().cloned();
         }
-        let mut batch = WriteBatch::new(ctx.session_id.clone());
         if let Some(id) = &record.request_id {
             // Decided: a request kept while its run was paused is done with.
             batch.approvals.push((id.clone(), None));
@@ -248,7 +251,9 @@ impl Gate {
 
     /// Asks a person and waits, at most `approval_timeout_secs`, or until the run ends or
     /// pauses. A request kept from a paused run is asked again under its id, or, when it was
-    /// answered meanwhile, decided by that answer.
+    /// answered meanwhile, decided by that answer. An "always" approval joins `batch`, to be
+    /// stored with the decision.
+    #[allow(clippy::too_many_arguments)]
     async fn ask(
         &self,
         call: &ToolCall,
@@ -257,6 +262,7 @@ impl Gate {
         ctx: &ToolContext,
         events: &RunEvents,
         record: &mut AuditRecord,
+        batch: &mut WriteBatch,
     ) -> Result<(), Refused> {
         let kept = self.approvals.take_paused(&ctx.session_id, &call.id);
         let request_id = kept.as_ref().map_or_else(
@@ -315,7 +321,9 @@ impl Gate {
                 always,
             }) => {
                 if approved && always && class.tier < SafetyTier::T4 {
-                    self.allow_always(&ctx.session_id, always_key(&call.name, input));
+                    let key = always_key(&call.name, input);
+                    self.allow_always(&ctx.session_id, key.clone());
+                    batch.always.push(key);
                 }
                 let by = if approved && always {
                     format!("{by} (always, this session)")

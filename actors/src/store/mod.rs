@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
 use tables::{
-    APPROVALS, AUDIT, CHECKPOINTS, COMPACTIONS, COSTS, GUARDIAN, MEMORIES, MEMORY_STATS,
+    ALWAYS, APPROVALS, AUDIT, CHECKPOINTS, COMPACTIONS, COSTS, GUARDIAN, MEMORIES, MEMORY_STATS,
     MEMORY_TERMS, MESSAGES, PLANS, RUNS, SESSIONS, VERDICTS,
 };
 
@@ -111,6 +111,8 @@ pub struct WriteBatch {
     pub audit: Vec<AuditRecord>,
     /// Approval requests kept while their run is paused (`None`: done with, forget it).
     pub approvals: Vec<(String, Option<crate::security::PendingApproval>)>,
+    /// What a person approved "always" in this batch's session.
+    pub always: Vec<String>,
 }
 
 impl WriteBatch {
@@ -130,6 +132,7 @@ impl WriteBatch {
             plan: None,
             audit: Vec::new(),
             approvals: Vec::new(),
+            always: Vec::new(),
         }
     }
 }
@@ -192,6 +195,7 @@ impl Store {
         txn.open_table(PLANS).doing(doing)?;
         txn.open_table(AUDIT).doing(doing)?;
         txn.open_table(APPROVALS).doing(doing)?;
+        txn.open_table(ALWAYS).doing(doing)?;
         txn.commit().doing(doing)
     }
 
@@ -212,6 +216,7 @@ impl Store {
             let mut plans = txn.open_table(PLANS).doing(doing)?;
             let mut audit = txn.open_table(AUDIT).doing(doing)?;
             let mut approvals = txn.open_table(APPROVALS).doing(doing)?;
+            let mut always = txn.open_table(ALWAYS).doing(doing)?;
             for batch in batches {
                 let sid = batch.session_id.as_str();
                 for m in &batch.messages {
@@ -279,6 +284,9 @@ impl Store {
                             approvals.remove(id.as_str()).doing(doing)?;
                         }
                     }
+                }
+                for key in &batch.always {
+                    always.insert((sid, key.as_str()), ()).doing(doing)?;
                 }
                 for v in &batch.verdicts {
                     let row = serde_json::to_vec(v).doing(doing)?;
@@ -437,6 +445,26 @@ impl Store {
         let mut out = Vec::new();
         for row in table.iter().doing(doing)? {
             out.push(serde_json::from_slice(row.doing(doing)?.1.value()).doing(doing)?);
+        }
+        Ok(out)
+    }
+
+    /// What people approved "always", per session.
+    pub fn always_allowed(
+        &self,
+    ) -> Result<std::collections::HashMap<SessionId, std::collections::HashSet<String>>, StoreError>
+    {
+        let doing = || "reading the calls approved for whole sessions".to_string();
+        let txn = self.db.begin_read().doing(doing)?;
+        let table = txn.open_table(ALWAYS).doing(doing)?;
+        let mut out: std::collections::HashMap<SessionId, std::collections::HashSet<String>> =
+            Default::default();
+        for row in table.iter().doing(doing)? {
+            let (key, _) = row.doing(doing)?;
+            let (session, what) = key.value();
+            out.entry(SessionId::new(session))
+                .or_default()
+                .insert(what.to_owned());
         }
         Ok(out)
     }

@@ -48,3 +48,6 @@ pub const AUDIT: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("au
 
 /// `request_id -> PendingApproval`: approval requests whose run paused while they waited.
 pub const APPROVALS: TableDefinition<&str, &[u8]> = TableDefinition::new("approvals");
+
+/// `(session_id, what) -> ()`: calls a person approved "always" for the rest of a session.
+pub const ALWAYS: TableDefinition<(&str, &str), ()> = TableDefinition::new("always");
