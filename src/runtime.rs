@@ -33,6 +33,8 @@ pub enum RuntimeError {
     RunLog(std::io::Error),
     #[error("the goal: {0}")]
     BadGoal(#[from] ryvos_actors::judge::goal::CriterionError),
+    #[error("{0}")]
+    BadRequest(String),
 }
 
 /// A running Ryvos runtime: the actor system, its store and its tools.
@@ -128,6 +130,12 @@ impl Runtime {
         };
         if let Some(goal) = &request.goal {
             goal.validate()?;
+        }
+        if request.director && request.prompt.trim().is_empty() {
+            return Err(RuntimeError::BadRequest(
+                "a Director run needs its task: give a prompt (the same task resumes its plan)"
+                    .into(),
+            ));
         }
         let spec = RunSpec {
             prompt: request.prompt,

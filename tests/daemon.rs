@@ -3,100 +3,15 @@
 
 mod common;
 
-use common::cli::{self, json_lines as events};
+use common::cli::json_lines as events;
+use common::home::{Home, WAIT};
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, Command};
-
-const WAIT: Duration = Duration::from_secs(60);
-
-struct Home {
-    dir: tempfile::TempDir,
-    workspace: tempfile::TempDir,
-}
-
-impl Home {
-    fn new(server: &ScriptedModelServer, extra: &str) -> Self {
-        Self::with_model(server, "", extra)
-    }
-
-    /// A home whose `[model]` section has `model_extra` too.
-    fn with_model(server: &ScriptedModelServer, model_extra: &str, extra: &str) -> Self {
-        let tools_run = "t1 = \"allow\"\nt2 = \"allow\"\nt3 = \"allow\"";
-        Self::with_sections(server, model_extra, tools_run, extra)
-    }
-
-    /// A home with `model_extra` in `[model]` and `policy` as `[security.policy]`.
-    fn with_sections(
-        server: &ScriptedModelServer,
-        model_extra: &str,
-        policy: &str,
-        extra: &str,
-    ) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let config = format!(
-            "[model]\nbase_url = \"{}\"\nmodel = \"scripted\"\napi_key = \"\"\n{model_extra}\n[supervision]\nbackoff_initial_ms = 20\n[security.policy]\n{policy}\n{extra}",
-            server.base_url()
-        );
-        std::fs::write(dir.path().join("config.toml"), config).unwrap();
-        Self {
-            dir,
-            workspace: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn socket(&self) -> PathBuf {
-        self.path().join("ryvosd.sock")
-    }
-
-    fn command(&self, binary: &str) -> Command {
-        let mut c = Command::new(binary);
-        c.env("RYVOS_HOME", self.path())
-            .env("RUST_LOG", "warn")
-            .current_dir(self.workspace.path())
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
-        c
-    }
-
-    /// Starts ryvosd and waits until it says it is listening.
-    async fn daemon(&self) -> Child {
-        let mut child = self
-            .command(env!("CARGO_BIN_EXE_ryvosd"))
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let ready = async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if line.contains("listening on") {
-                    return;
-                }
-            }
-            panic!("ryvosd exited before listening");
-        };
-        tokio::time::timeout(WAIT, ready)
-            .await
-            .expect("ryvosd became ready");
-        // Keep reading its log so that it never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        child
-    }
-
-    /// Runs `ryvos ARGS` to its end: (exit code, stdout, stderr).
-    async fn ryvos(&self, args: &[&str]) -> (i32, String, String) {
-        cli::output(self.command(env!("CARGO_BIN_EXE_ryvos")).args(args)).await
-    }
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_streams_its_events_as_json_through_the_daemon() {

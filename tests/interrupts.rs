@@ -119,6 +119,13 @@ async fn a_callback_interrupt_after_the_first_of_two_calls_resumes_with_the_seco
         .collect();
     assert_eq!(results, ["a", "b"]);
     h.server.assert_no_orphans();
+    // A run without a prompt has nothing to continue after an answer, and says so.
+    let (_, refused) = h
+        .run(RunRequest::continuing(resumed.session_id.clone()).workspace(h.workspace.path()))
+        .await;
+    assert_eq!(refused.status, RunStatus::Failed);
+    assert!(refused.reason.unwrap().contains("nothing to continue"));
+    assert_eq!(h.server.requests().len(), 2);
 }
 
 #[tokio::test]
@@ -158,6 +165,7 @@ async fn max_turns_leaves_the_last_calls_pending_and_each_resume_takes_exactly_i
         .run(RunRequest::continuing(session).workspace(h.workspace.path()))
         .await;
     assert_eq!(third.status, RunStatus::MaxTurns);
+    assert_eq!(third.turns, 0, "its own turns");
     assert_eq!(ended(&events), ["6"]);
     assert_eq!(h.server.requests().len(), 6);
     h.server.assert_no_orphans();

@@ -259,6 +259,7 @@ impl Engine {
             registry: registry.clone(),
             agent: agent.clone(),
             guardrails: Arc::new(guardrails),
+            approvals: approvals.clone(),
             global_events: global_events.clone(),
         };
         let args = RootArgs {

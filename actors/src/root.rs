@@ -138,6 +138,18 @@ impl Slots {
         }
     }
 
+    fn close(&self, kind: ChildKind) {
+        match kind {
+            ChildKind::Checkpoint => self.checkpoint.close(),
+            ChildKind::CostLedger => self.ledger.close(),
+            ChildKind::Guardian => self.guardian.close(),
+            ChildKind::LlmStream => self.llm.close(),
+            ChildKind::ToolExecutor => self.tools.close(),
+            ChildKind::Judge => self.judge.close(),
+            ChildKind::Sessions => self.sessions.close(),
+        }
+    }
+
     fn clear(&self, kind: ChildKind) {
         match kind {
             ChildKind::Checkpoint => self.checkpoint.clear(),
@@ -344,6 +356,10 @@ impl RootState {
                     child: kind,
                     why: why.clone(),
                 });
+                // Nothing comes back: messages waiting for a restart are dropped now.
+                for kind in ChildKind::ALL {
+                    self.slots.close(kind);
+                }
                 Err(why.into())
             }
         }
@@ -380,7 +396,7 @@ impl RootState {
             Err(e) => Err(StoreError::from_cause("flushing the store at shutdown", e)),
         };
         for kind in ChildKind::ALL.iter().rev() {
-            self.slots.clear(*kind);
+            self.slots.close(*kind);
         }
         flushed
     }

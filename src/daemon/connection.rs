@@ -7,6 +7,7 @@ use crate::protocol::{
 use crate::runtime::{RunOutcome, RunRequest, RuntimeError};
 use futures_util::StreamExt;
 use ryvos_actors::ids::SessionId;
+use ryvos_actors::security::ApprovalError;
 use ryvos_actors::session::StartRunError;
 use ryvos_actors::EngineError;
 use serde_json::{json, Value};
@@ -217,6 +218,12 @@ async fn answer(
             };
             match answered {
                 Ok(()) => Ok(json!({"request_id": a.request_id, "approved": a.approved})),
+                Err(e @ ApprovalError::NotStored(..)) => {
+                    Err(ErrorBody::new(ErrorCode::Internal, e.to_string()))
+                }
+                Err(e @ ApprovalError::AlreadyAnswered(_)) => {
+                    Err(ErrorBody::new(ErrorCode::BadRequest, e.to_string()))
+                }
                 Err(e) => Err(ErrorBody::new(ErrorCode::NotFound, e.to_string())),
             }
         }
@@ -351,9 +358,9 @@ fn run_error(e: RuntimeError) -> ErrorBody {
             ErrorBody::new(code, e.to_string())
         }
         RuntimeError::Workspace(e) => ErrorBody::new(ErrorCode::BadRequest, e.to_string()),
-        e @ (RuntimeError::BadSessionId(_) | RuntimeError::BadGoal(_)) => {
-            ErrorBody::new(ErrorCode::BadRequest, e.to_string())
-        }
+        e @ (RuntimeError::BadSessionId(_)
+        | RuntimeError::BadGoal(_)
+        | RuntimeError::BadRequest(_)) => ErrorBody::new(ErrorCode::BadRequest, e.to_string()),
         other => ErrorBody::new(ErrorCode::Internal, other.to_string()),
     }
 }

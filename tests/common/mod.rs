@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod home;
 
 use ryvos::engine::config::Decision;
 use ryvos::{Config, Event, EventKind, RunHandle, RunOutcome, RunRequest, Runtime};

@@ -82,12 +82,14 @@ impl ModelChain {
                     return ModelAnswer {
                         result: Ok(reply),
                         cut_calls: call.cut_calls,
+                        lost: false,
                     }
                 }
                 Err(Stop::Call(error)) => {
                     return ModelAnswer {
                         result: Err(error),
                         cut_calls: call.cut_calls,
+                        lost: false,
                     }
                 }
                 Err(Stop::Model(gave_up)) => previous = Some((model, gave_up)),
@@ -101,6 +103,7 @@ impl ModelChain {
         ModelAnswer {
             result: Err(error),
             cut_calls: call.cut_calls,
+            lost: false,
         }
     }
 

@@ -73,6 +73,8 @@ pub struct ModelAnswer {
     /// The models of attempts whose streams were cut after the server began to answer: they
     /// may have been billed for their input, and are counted whatever the call came to.
     pub cut_calls: Vec<String>,
+    /// The job never ran: it was lost with an actor that failed. Asking again is safe.
+    pub lost: bool,
 }
 
 impl ModelAnswer {
@@ -81,6 +83,17 @@ impl ModelAnswer {
         Self {
             result: Err(error),
             cut_calls: Vec::new(),
+            lost: false,
+        }
+    }
+
+    /// A job lost with its actor (`what` says which), before it ran.
+    pub fn lost(what: &str) -> Self {
+        Self {
+            lost: true,
+            ..Self::failed(ProviderError::StreamCut(format!(
+                "{what} was lost (its actor or task failed)"
+            )))
         }
     }
 }

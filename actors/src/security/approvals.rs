@@ -140,8 +140,15 @@ impl Approvals {
         Some(entry.shown.clone())
     }
 
-    /// Takes the paused request of `call` in `session`, if its run paused while it waited.
-    pub fn take_paused(&self, session: &SessionId, call: &CallId) -> Option<PendingApproval> {
+    /// Takes the paused request of `call` (the same tool and input) in `session`, if its run
+    /// paused while it waited.
+    pub fn take_paused(
+        &self,
+        session: &SessionId,
+        call: &CallId,
+        tool: &str,
+        input: &serde_json::Value,
+    ) -> Option<PendingApproval> {
         let mut all = self.lock();
         let id = all
             .iter()
@@ -149,9 +156,30 @@ impl Approvals {
                 matches!(e.slot, Slot::Paused)
                     && e.shown.session_id == *session
                     && e.shown.call_id == *call
+                    && e.shown.tool == tool
+                    && e.shown.input == *input
             })
             .map(|(id, _)| id.clone())?;
         all.remove(&id).map(|e| e.shown)
+    }
+
+    /// Forgets the paused requests of `session` whose calls are not in `pending`; returns
+    /// their ids.
+    pub fn drop_paused(&self, session: &SessionId, pending: &[CallId]) -> Vec<String> {
+        let mut all = self.lock();
+        let stale: Vec<String> = all
+            .iter()
+            .filter(|(_, e)| {
+                matches!(e.slot, Slot::Paused)
+                    && e.shown.session_id == *session
+                    && !pending.contains(&e.shown.call_id)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &stale {
+            all.remove(id);
+        }
+        stale
     }
 
     /// Puts back the paused requests read from the store (after a restart).

@@ -264,7 +264,9 @@ impl Gate {
         record: &mut AuditRecord,
         batch: &mut WriteBatch,
     ) -> Result<(), Refused> {
-        let kept = self.approvals.take_paused(&ctx.session_id, &call.id);
+        let kept = self
+            .approvals
+            .take_paused(&ctx.session_id, &call.id, &call.name, input);
         let request_id = kept.as_ref().map_or_else(
             || format!("ap_{}", ulid::Ulid::new().to_string().to_lowercase()),
             |k| k.request_id.clone(),

@@ -215,6 +215,13 @@ impl History {
         Vec::new()
     }
 
+    /// True when the conversation ends with the model's answer (no calls waiting for results).
+    pub fn ends_with_answer(&self) -> bool {
+        self.messages.last().is_some_and(|m| {
+            matches!(m.as_ref(), Message::Assistant { tool_calls, .. } if tool_calls.is_empty())
+        })
+    }
+
     /// The model's answers since the last prompt: the turns a run that continues without a
     /// prompt of its own has already used.
     pub fn turns_since_prompt(&self) -> u32 {

@@ -51,6 +51,8 @@ pub struct Services {
     pub tools: ChildSlot<ToolMsg>,
     pub registry: ToolRegistry,
     pub agent: Arc<AgentConfig>,
+    /// Approval requests, to forget those of a session's calls that are no longer pending.
+    pub approvals: crate::security::Approvals,
     /// Checks around every model call.
     pub guardrails: Arc<Vec<Arc<dyn crate::guardrail::Guardrail>>>,
     pub global_events: GlobalEvents,

@@ -91,6 +91,9 @@ pub struct ActiveRun {
     pub started_at_ms: u64,
     /// Model calls answered so far.
     pub turns: u32,
+    /// For a run continuing without a prompt: the turns taken since the last prompt, before
+    /// it began. They count against `max_turns` with its own.
+    pub turns_before: u32,
     /// The step of the latest dispatch (unique in the process); a reply carrying another step is
     /// stale and ignored.
     pub step: u64,
@@ -114,6 +117,8 @@ pub struct ActiveRun {
     /// The model rejected the current turn's request as too large, and the conversation was
     /// pruned for it: a second rejection fails the run.
     pub pruned_for_overflow: bool,
+    /// This turn's model call was lost with its actor and asked again; a second loss fails.
+    pub resent_lost_call: bool,
     /// The system prompt's size, part of the context the token budget measures.
     pub system_tokens: u64,
     /// The seq of the first message of the turn in progress.
@@ -167,6 +172,7 @@ impl ActiveRun {
             started: Instant::now(),
             started_at_ms: now_ms(),
             turns: 0,
+            turns_before: 0,
             step: 0,
             phase: Phase::AwaitingModel,
             usage: Usage::default(),
@@ -179,6 +185,7 @@ impl ActiveRun {
             pending_hints: Vec::new(),
             flush_prompted: false,
             pruned_for_overflow: false,
+            resent_lost_call: false,
             turn_first_seq: next_seq,
             turn_input_tokens: 0,
             turn_output_tokens: 0,

@@ -7,17 +7,23 @@
 use arc_swap::ArcSwapOption;
 use ractor::rpc::CallResult;
 use ractor::{ActorRef, RpcReplyPort};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+/// How long a message sent with [`ChildSlot::send`] waits for an actor being restarted.
+pub const RESTART_PATIENCE: Duration = Duration::from_secs(30);
+
 /// The current incarnation of a supervised actor, if it is up.
 pub struct ChildSlot<M: ractor::Message> {
     name: &'static str,
     current: Arc<ArcSwapOption<ActorRef<M>>>,
-    /// Woken whenever a new incarnation is put in the slot.
+    /// Woken whenever a new incarnation is put in the slot, and when it closes.
     filled: Arc<Notify>,
+    /// Set when the actor will not come back (the runtime stopped).
+    closed: Arc<AtomicBool>,
 }
 
 impl<M: ractor::Message> Clone for ChildSlot<M> {
@@ -26,6 +32,7 @@ impl<M: ractor::Message> Clone for ChildSlot<M> {
             name: self.name,
             current: self.current.clone(),
             filled: self.filled.clone(),
+            closed: self.closed.clone(),
         }
     }
 }
@@ -37,6 +44,7 @@ impl<M: ractor::Message> ChildSlot<M> {
             name,
             current: Arc::new(ArcSwapOption::empty()),
             filled: Arc::new(Notify::new()),
+            closed: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -51,6 +59,13 @@ impl<M: ractor::Message> ChildSlot<M> {
         self.current.store(None);
     }
 
+    /// Empties the slot for good: the actor will not be restarted.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.current.store(None);
+        self.filled.notify_waiters();
+    }
+
     /// The current incarnation.
     pub fn get(&self) -> Result<ActorRef<M>, Unavailable> {
         self.current
@@ -63,6 +78,52 @@ impl<M: ractor::Message> ChildSlot<M> {
     /// Sends `msg` to the current incarnation.
     pub fn cast(&self, msg: M) -> Result<(), Unavailable> {
         self.get()?.cast(msg).map_err(|_| Unavailable(self.name))
+    }
+
+    /// Sends `msg`, riding out a restart: while the actor is down the message waits (at most
+    /// [`RESTART_PATIENCE`]) for its next incarnation. A message that cannot be delivered is
+    /// dropped, which answers the callback it carries with its failure; so only for messages
+    /// that carry one, and whose order against other messages does not matter.
+    pub fn send(&self, msg: M) {
+        let msg = match self.get() {
+            Ok(actor) => match actor.cast(msg) {
+                Ok(()) => return,
+                Err(ractor::MessagingErr::SendErr(msg)) => msg,
+                Err(_) => return,
+            },
+            Err(_) => msg,
+        };
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        let slot = self.clone();
+        tokio::spawn(async move {
+            let deadline = Instant::now() + RESTART_PATIENCE;
+            let mut msg = msg;
+            loop {
+                let waiting = slot.filled.notified();
+                tokio::pin!(waiting);
+                // Registered before the slot is read, so a restart in between is not missed.
+                waiting.as_mut().enable();
+                if slot.closed.load(Ordering::SeqCst) {
+                    return;
+                }
+                if let Ok(actor) = slot.get() {
+                    match actor.cast(msg) {
+                        Ok(()) => return,
+                        Err(ractor::MessagingErr::SendErr(back)) => msg = back,
+                        Err(_) => return,
+                    }
+                }
+                if tokio::time::timeout_at(deadline, waiting).await.is_err() {
+                    tracing::warn!(
+                        actor = slot.name,
+                        "a message waited {RESTART_PATIENCE:?} for its actor's restart and was dropped"
+                    );
+                    return;
+                }
+            }
+        });
     }
 
     /// Asks the actor and waits for its answer, riding out a restart: while the actor is down

@@ -159,7 +159,10 @@ pub async fn run_batch(
                 content: outcome.content.clone(),
                 is_error: outcome.is_error,
             };
-            interrupt::observe(on_message, &message, &ctx.interrupt);
+            // A run that ended meanwhile records its own results; the host is not shown these.
+            if !ctx.cancel.is_cancelled() {
+                interrupt::observe(on_message, &message, &ctx.interrupt);
+            }
             Some(outcome)
         }))
         .buffered(width)
@@ -177,14 +180,8 @@ async fn run_call(
     events: &RunEvents,
     settings: &ExecutionSettings,
 ) -> Option<ToolOutcome> {
-    let input_shown = serde_json::from_str(&call.arguments)
-        .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
-    events.emit(EventKind::ToolStart {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        input: input_shown,
-    });
-    let result = match registry.get(&call.name) {
+    // Decided first: a call the gate parks never starts, in this run.
+    let admitted = match registry.get(&call.name) {
         None => Err(format!(
             "unknown_tool: there is no tool named '{}'; the tools are: {}",
             call.name,
@@ -193,11 +190,22 @@ async fn run_call(
         Some(tool) => match registry.validate(&call.name, &call.arguments) {
             Err(e) => Err(e.to_string()),
             Ok(input) => match gate.admit(&call, tool.as_ref(), &input, ctx, events).await {
-                Ok(()) => execute_guarded(tool.clone(), input, ctx, settings.timeout).await,
+                Ok(()) => Ok((tool.clone(), input)),
                 Err(Refused::Denied(denied)) => Err(denied),
                 Err(Refused::Parked) => return None,
             },
         },
+    };
+    let input_shown = serde_json::from_str(&call.arguments)
+        .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
+    events.emit(EventKind::ToolStart {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        input: input_shown,
+    });
+    let result = match admitted {
+        Ok((tool, input)) => execute_guarded(tool, input, ctx, settings.timeout).await,
+        Err(refused) => Err(refused),
     };
     let (content, is_error) = match result {
         Ok(output) => (output, false),

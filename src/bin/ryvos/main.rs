@@ -165,6 +165,10 @@ async fn dispatch(command: Command, config: Config) -> u8 {
             prompt,
         } => {
             let prompt = prompt.join(" ");
+            if director && prompt.trim().is_empty() {
+                eprintln!("ryvos: a Director run needs its task: give a prompt");
+                return EXIT_USAGE;
+            }
             let goal = match goal_of(goal, &criterion, &prompt) {
                 Ok(goal) => goal,
                 Err(e) => {

@@ -280,7 +280,7 @@ impl Renderer {
             EventKind::Interrupt { pending_calls, .. } if !pending_calls.is_empty() => {
                 self.end_line();
                 eprintln!(
-                    "  [paused] {} tool call(s) left pending; `ryvos run --resume SESSION` runs them first",
+                    "  [paused] {} tool call(s) left pending; `ryvos run --resume SESSION PROMPT` runs them first",
                     pending_calls.len()
                 );
             }

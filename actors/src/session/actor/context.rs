@@ -8,7 +8,6 @@ use crate::callback::Callback;
 use crate::context::{prune_to_budget, summary, Cut};
 use crate::event::EventKind;
 use crate::llm_stream::{Heartbeat, LlmMsg, ModelAnswer, StreamJob};
-use crate::provider::ProviderError;
 use crate::session::run::{AfterCompaction, Phase};
 use ractor::ActorRef;
 
@@ -170,17 +169,11 @@ impl SessionState {
                         tracing::debug!("a summary arrived for a session that has stopped");
                     }
                 },
-                || {
-                    ModelAnswer::failed(ProviderError::StreamCut(
-                        "the summary call was lost (its actor or task failed)".into(),
-                    ))
-                },
+                || ModelAnswer::lost("the summary call"),
             ),
         };
-        if let Err(e) = self.services.llm.cast(LlmMsg::Stream(job)) {
-            // The dropped job answered its callback with the failure: pruning goes on without.
-            tracing::warn!(session = %self.id, "asking for a summary failed: {e}");
-        }
+        // Undelivered, the job answers its callback with the failure: pruning goes on without.
+        self.services.llm.send(LlmMsg::Stream(job));
         self.schedule_stall_check(myself, step, None);
     }
 

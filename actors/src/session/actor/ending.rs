@@ -67,6 +67,20 @@ impl SessionState {
                 is_error: true,
             });
         }
+        let held = self.run.as_mut().and_then(|r| r.held_prompt.take());
+        if let Some(prompt) = held.filter(|p| !p.is_empty()) {
+            if self.history.pending_calls().is_empty() {
+                // Every call a paused run left has a result: the prompt can follow them.
+                self.history.push(Message::user(prompt));
+            } else if let Some(run) = &self.run {
+                run.events.emit(EventKind::Warning {
+                    message: "the run's prompt was not given to the model: it waited behind \
+                              tool calls that are still pending; give it again when resuming"
+                        .into(),
+                });
+            }
+        }
+        let Some(run) = self.run.as_ref() else { return };
         if ending.status.pauses() {
             let pending_calls = self
                 .history

@@ -60,10 +60,8 @@ impl SessionState {
                 || Evaluated::failed("the Judge was lost (its actor or task failed)"),
             ),
         };
-        if let Err(e) = self.services.judge.cast(JudgeMsg::Evaluate(Box::new(job))) {
-            // The undelivered job answered its callback: no verdict, so no acceptance.
-            tracing::warn!(session = %self.id, "asking the Judge failed: {e}");
-        }
+        // Undelivered, the job answers its callback: no verdict, so no acceptance.
+        self.services.judge.send(JudgeMsg::Evaluate(Box::new(job)));
     }
 
     /// The Judge has spoken: the verdict is published, stored, and acted on.

@@ -291,21 +291,23 @@ impl SessionState {
                         tracing::debug!("a model answer arrived for a session that has stopped");
                     }
                 },
-                || {
-                    ModelAnswer::failed(ProviderError::StreamCut(
-                        "the model call was lost (its actor or task failed)".into(),
-                    ))
-                },
+                || ModelAnswer::lost("the model call"),
             ),
         };
-        if let Err(e) = self.services.llm.cast(LlmMsg::Stream(job)) {
-            return self.fail(myself, e.to_string());
-        }
+        // A model actor being restarted gets the job once it is back.
+        self.services.llm.send(LlmMsg::Stream(job));
         self.schedule_stall_check(myself, step, None);
     }
 
     async fn on_model_done(&mut self, myself: &ActorRef<SessionMsg>, answer: ModelAnswer) {
-        let Some(run) = self.run.as_ref() else { return };
+        let Some(run) = self.run.as_mut() else { return };
+        if answer.lost && !run.resent_lost_call {
+            // The model actor failed with the request in its mailbox: nothing was asked or
+            // billed, so it is asked once more, of its next incarnation.
+            run.resent_lost_call = true;
+            tracing::warn!(session = %self.id, "a model call was lost with its actor; asking again");
+            return self.begin_turn(myself);
+        }
         let (turn, input) = (run.turns + 1, self.context_tokens());
         if let Err(reason) = self.record_cut_calls(turn, &answer.cut_calls, input).await {
             return self.fail(myself, reason);
@@ -319,6 +321,7 @@ impl SessionState {
         };
         let Some(run) = self.run.as_mut() else { return };
         run.pruned_for_overflow = false;
+        run.resent_lost_call = false;
         run.turns += 1;
         run.turn_input_tokens = reply.usage.input_tokens;
         run.turn_output_tokens = reply.usage.output_tokens;
@@ -410,9 +413,7 @@ impl SessionState {
                 move || lost_outcomes(&lost),
             ),
         };
-        if let Err(e) = self.services.tools.cast(ToolMsg::Execute(Box::new(batch))) {
-            return self.fail(myself, e.to_string());
-        }
+        self.services.tools.send(ToolMsg::Execute(Box::new(batch)));
         self.schedule_stall_check(myself, step, None);
     }
 

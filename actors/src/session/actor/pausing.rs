@@ -7,6 +7,7 @@ use super::{SessionMsg, SessionState};
 use crate::event::RunStatus;
 use crate::message::Message;
 use crate::session::run::{AfterCompaction, Phase};
+use crate::store::WriteBatch;
 use ractor::ActorRef;
 
 impl SessionState {
@@ -50,7 +51,11 @@ impl SessionState {
     /// answer, if any, stay pending.
     pub(super) fn stop_at_max_turns(&mut self, myself: &ActorRef<SessionMsg>) -> bool {
         let max_turns = self.services.agent.max_turns;
-        if self.run.as_ref().is_none_or(|r| r.turns < max_turns) {
+        if self
+            .run
+            .as_ref()
+            .is_none_or(|r| r.turns_before + r.turns < max_turns)
+        {
             return false;
         }
         self.finish(
@@ -59,6 +64,22 @@ impl SessionState {
             Some(format!("the run reached max_turns ({max_turns})")),
         );
         true
+    }
+
+    /// Forgets the approval requests this session's paused runs left for calls that are not
+    /// pending any more (they got results another way), in memory and in the store.
+    pub(super) fn drop_stale_approvals(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        pending: &[crate::ids::CallId],
+    ) {
+        let stale = self.services.approvals.drop_paused(&self.id, pending);
+        if stale.is_empty() {
+            return;
+        }
+        let mut batch = WriteBatch::new(self.id.clone());
+        batch.approvals = stale.into_iter().map(|id| (id, None)).collect();
+        self.submit_batch(myself, batch);
     }
 
     /// Appends the run's prompt (none when it continues without one), shown to the host first.

@@ -62,12 +62,13 @@ impl SessionState {
         }
         // A run without a prompt continues the conversation: it needs one to continue.
         let continuing = spec.prompt.is_empty();
-        if continuing && self.history.is_empty() {
+        if continuing && (self.history.is_empty() || self.history.ends_with_answer()) {
             self.run = Some(run_without_prompt(spec));
             events.emit(EventKind::RunStarted);
             return self.fail(
                 myself,
-                "the run has no prompt and the session has nothing to continue; give a prompt"
+                "the run has no prompt and there is nothing to continue: the session is empty \
+                 or its last run ended with an answer; give a prompt"
                     .into(),
             );
         }
@@ -97,8 +98,8 @@ impl SessionState {
         run.step = next_step();
         run.on_message = spec.on_message;
         if continuing {
-            // Limits hold across resumes: the turns since the last prompt are this run's too.
-            run.turns = self.history.turns_since_prompt();
+            // Limits hold across resumes: the turns since the last prompt count here too.
+            run.turns_before = self.history.turns_since_prompt();
         }
         // Calls a paused run left come first: their results must follow the answer that asked
         // for them, so the prompt waits until they have run.
@@ -129,9 +130,17 @@ impl SessionState {
         }
         myself.send_after(deadline, move || SessionMsg::Deadline { run_id, why });
         if !pending.is_empty() {
-            // The answer that asked for them is durable: the paused run stored it.
-            return self.dispatch_tools(myself, pending);
+            // Stale requests of calls no longer pending are done with.
+            let pending_ids: Vec<_> = pending.iter().map(|c| c.id.clone()).collect();
+            self.drop_stale_approvals(myself, &pending_ids);
+            // They run once this run is on record: after a crash from here on, the run is
+            // found unfinished and their results are repaired rather than run again.
+            if let Some(run) = self.run.as_mut() {
+                run.phase = Phase::AwaitingDurability { calls: pending };
+            }
+            return self.advance(myself);
         }
+        self.drop_stale_approvals(myself, &[]);
         // A prompt that brings the conversation past its budget is made room for first.
         self.prompt_memory_flush();
         if let Some(cut) = self.cut_needed() {

@@ -1,0 +1,97 @@
+//! A Ryvos home for the tests that drive the real binaries: a config pointing at a scripted
+//! model server, a workspace, and ways to start `ryvosd` and run `ryvos`.
+
+use super::cli;
+use ryvos_testkit::ScriptedModelServer;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// The longest a test waits for the daemon or a client; longer is a hang.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// A home directory with its config, and a workspace.
+pub struct Home {
+    pub dir: tempfile::TempDir,
+    pub workspace: tempfile::TempDir,
+}
+
+impl Home {
+    pub fn new(server: &ScriptedModelServer, extra: &str) -> Self {
+        Self::with_model(server, "", extra)
+    }
+
+    /// A home whose `[model]` section has `model_extra` too.
+    pub fn with_model(server: &ScriptedModelServer, model_extra: &str, extra: &str) -> Self {
+        let tools_run = "t1 = \"allow\"\nt2 = \"allow\"\nt3 = \"allow\"";
+        Self::with_sections(server, model_extra, tools_run, extra)
+    }
+
+    /// A home with `model_extra` in `[model]` and `policy` as `[security.policy]`.
+    pub fn with_sections(
+        server: &ScriptedModelServer,
+        model_extra: &str,
+        policy: &str,
+        extra: &str,
+    ) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config = format!(
+            "[model]\nbase_url = \"{}\"\nmodel = \"scripted\"\napi_key = \"\"\n{model_extra}\n[supervision]\nbackoff_initial_ms = 20\n[security.policy]\n{policy}\n{extra}",
+            server.base_url()
+        );
+        std::fs::write(dir.path().join("config.toml"), config).unwrap();
+        Self {
+            dir,
+            workspace: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.path().join("ryvosd.sock")
+    }
+
+    pub fn command(&self, binary: &str) -> Command {
+        let mut c = Command::new(binary);
+        c.env("RYVOS_HOME", self.path())
+            .env("RUST_LOG", "warn")
+            .current_dir(self.workspace.path())
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        c
+    }
+
+    /// Starts ryvosd and waits until it says it is listening.
+    pub async fn daemon(&self) -> Child {
+        let mut child = self
+            .command(env!("CARGO_BIN_EXE_ryvosd"))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let ready = async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if line.contains("listening on") {
+                    return;
+                }
+            }
+            panic!("ryvosd exited before listening");
+        };
+        tokio::time::timeout(WAIT, ready)
+            .await
+            .expect("ryvosd became ready");
+        // Keep reading its log so that it never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        child
+    }
+
+    /// Runs `ryvos ARGS` to its end: (exit code, stdout, stderr).
+    pub async fn ryvos(&self, args: &[&str]) -> (i32, String, String) {
+        cli::output(self.command(env!("CARGO_BIN_EXE_ryvos")).args(args)).await
+    }
+}

@@ -1,0 +1,290 @@
+//! The crash loop: `ryvosd` is killed with SIGKILL at random moments while runs are in
+//! flight (mid-stream, mid-tool, mid-commit), restarted, and every session resumed.
+//!
+//! After every kill the database must open; every turn a client was told is durable
+//! (`CheckpointSaved`) must be stored, once; no tool call and no tool result may be stored
+//! twice. At the end every session resumes to completion, and its whole stored history pairs
+//! each call with exactly one result.
+//!
+//! CI runs a few iterations. For a long run, and to replay a failure by its seed:
+//!
+//!     RYVOS_CRASH_ITERATIONS=100 cargo test --release --test crash_loop -- --nocapture
+//!     RYVOS_CRASH_SEED=1234 cargo test --test crash_loop -- --nocapture
+
+mod common;
+
+use common::home::{Home, WAIT};
+use rand::{Rng, SeedableRng};
+use ryvos::client::Client;
+use ryvos::engine::message::Message;
+use ryvos::engine::store::{repair, Store};
+use ryvos::protocol::Reply as Line;
+use ryvos::{Config, EventKind, RunId, SessionId};
+use ryvos_testkit::{Reply, ScriptedModelServer};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Sessions driven at once.
+const SESSIONS: usize = 4;
+/// Tool turns the model takes after each prompt before it answers.
+const TOOL_TURNS: usize = 3;
+
+fn setting(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The model: after each prompt, `TOOL_TURNS` turns that each append to a file through bash
+/// (text streamed first, so a kill can land mid-stream), then an answer. Call ids are unique
+/// across the whole test, so a stored duplicate is a real one.
+fn model() -> ryvos_testkit::Router {
+    let next_call = Arc::new(AtomicU64::new(1));
+    Arc::new(move |request: &Value| {
+        let messages = request["messages"].as_array()?;
+        let since_prompt = messages
+            .iter()
+            .rev()
+            .take_while(|m| m["role"] != "user")
+            .filter(|m| m["role"] == "assistant")
+            .count();
+        let prompt = messages
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default();
+        if prompt == "finish" || since_prompt >= TOOL_TURNS {
+            return Some(Reply::text(&["All ", "done."]).pause_between(Duration::from_millis(2)));
+        }
+        let id = format!("c{}", next_call.fetch_add(1, Ordering::Relaxed));
+        let command = format!(r#"{{"command": "echo {id} >> trail.txt"}}"#);
+        Some(
+            Reply::text_then_tools(
+                &["Appending ", "once ", "more."],
+                &[(&id, "bash", &command)],
+            )
+            .pause_between(Duration::from_millis(2)),
+        )
+    })
+}
+
+/// What the clients saw: the turns confirmed durable, per session and run.
+#[derive(Default)]
+struct Seen {
+    durable: HashSet<(String, String, u32)>,
+    sessions: Vec<String>,
+}
+
+/// Starts a run over the socket and forwards its events until it ends or the daemon dies.
+async fn drive(
+    home: &Home,
+    session: Option<String>,
+    prompt: &str,
+    events: mpsc::UnboundedSender<Value>,
+) -> Option<String> {
+    let mut client = Client::connect(&home.socket()).await.ok()?;
+    let mut params = json!({"prompt": prompt, "workspace": home.workspace.path()});
+    if let Some(s) = session {
+        params["resume"] = json!(s);
+    }
+    client.send("run", params).await.ok()?;
+    let mut status = None;
+    while let Ok(line) = client.next().await {
+        match line {
+            Line::Event { event, .. } => {
+                if let EventKind::RunComplete { status: s, .. } = &event.kind {
+                    status = Some(s.to_string());
+                }
+                let _ = events.send(serde_json::to_value(&event).ok()?);
+            }
+            Line::Result { .. } | Line::Error { .. } => break,
+        }
+    }
+    status
+}
+
+/// Checks the store as a kill left it: it opens, holds every durable turn once, and no call
+/// or result twice.
+fn check_after_kill(config: &Config, seen: &Seen) {
+    let store =
+        Store::open(&config.database_path(), true).expect("the database opens after a kill");
+    let mut by_session: HashMap<&str, Vec<(String, u32)>> = HashMap::new();
+    for (session, run, turn) in &seen.durable {
+        by_session
+            .entry(session)
+            .or_default()
+            .push((run.clone(), *turn));
+    }
+    for session in &seen.sessions {
+        let id = SessionId::new(session.as_str());
+        let checkpoints = store.checkpoints(&id).unwrap();
+        let mut unique = HashSet::new();
+        for c in &checkpoints {
+            assert!(
+                unique.insert((c.run_id.clone(), c.turn)),
+                "turn {} of {} stored twice",
+                c.turn,
+                c.run_id
+            );
+        }
+        for (run, turn) in by_session.get(session.as_str()).into_iter().flatten() {
+            assert!(
+                unique.contains(&(RunId::new(run.as_str()), *turn)),
+                "turn {turn} of run {run} was confirmed durable but is not stored"
+            );
+        }
+        let history = store.load_session(&id).unwrap();
+        let stored_seqs: HashSet<u64> = history.messages.iter().map(|m| m.seq).collect();
+        for c in &checkpoints {
+            for seq in c.first_seq..=c.last_seq {
+                assert!(
+                    stored_seqs.contains(&seq),
+                    "message {seq} of a stored turn is missing"
+                );
+            }
+        }
+        no_duplicates(session, history.messages.iter().map(|m| m.message.as_ref()));
+    }
+}
+
+fn no_duplicates<'a>(session: &str, messages: impl Iterator<Item = &'a Message>) {
+    let (mut calls, mut results) = (HashSet::new(), HashSet::new());
+    for m in messages {
+        for call in m.tool_calls() {
+            assert!(
+                calls.insert(call.id.clone()),
+                "call {} stored twice in {session}",
+                call.id
+            );
+        }
+        if let Message::ToolResult { call_id, .. } = m {
+            assert!(
+                results.insert(call_id.clone()),
+                "result of {call_id} stored twice in {session}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killed_at_random_moments_the_daemon_loses_and_duplicates_nothing() {
+    let iterations = setting("RYVOS_CRASH_ITERATIONS", 4);
+    let seed = setting("RYVOS_CRASH_SEED", rand::random::<u32>() as u64);
+    eprintln!("crash loop: {iterations} iterations, seed {seed}");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let server = ScriptedModelServer::start_routed([], Some(model())).await;
+    let home = Arc::new(Home::new(&server, ""));
+    let config = Config::with_home(home.path());
+    let mut seen = Seen::default();
+    let mut kills_mid_run = 0;
+    for iteration in 0..iterations {
+        let mut daemon = home.daemon().await;
+        let (events, mut incoming) = mpsc::unbounded_channel();
+        let mut runs = Vec::new();
+        for n in 0..SESSIONS {
+            let session = seen.sessions.get(n).cloned();
+            let (home, events) = (home.clone(), events.clone());
+            runs.push(tokio::spawn(async move {
+                drive(&home, session, "go on", events).await
+            }));
+        }
+        drop(events);
+        // Kill after a random number of events: at a delta, a tool start, a commit, or idle.
+        let target = rng.random_range(1..=60usize);
+        let mut count = 0;
+        while count < target {
+            let Ok(Some(event)) = tokio::time::timeout(WAIT, incoming.recv()).await else {
+                break;
+            };
+            count += 1;
+            record(&mut seen, &event);
+        }
+        daemon.start_kill().unwrap();
+        tokio::time::timeout(WAIT, daemon.wait())
+            .await
+            .expect("the daemon dies")
+            .unwrap();
+        while let Ok(Some(event)) = tokio::time::timeout(WAIT, incoming.recv()).await {
+            record(&mut seen, &event);
+        }
+        for run in runs {
+            let status = tokio::time::timeout(WAIT, run)
+                .await
+                .expect("no client hangs")
+                .unwrap();
+            kills_mid_run += usize::from(status.is_none());
+        }
+        if seen.sessions.len() < SESSIONS {
+            // The first iteration may be killed before every session began: start the others
+            // on the next one.
+            eprintln!(
+                "iteration {iteration}: {} sessions began",
+                seen.sessions.len()
+            );
+        }
+        check_after_kill(&config, &seen);
+    }
+    eprintln!(
+        "crash loop: {kills_mid_run} runs were cut off by a kill; {} turns were confirmed durable \
+         before their kill",
+        seen.durable.len()
+    );
+    assert!(
+        !seen.durable.is_empty(),
+        "the loop stored nothing: it proved nothing"
+    );
+
+    // Every session resumes to the end, on a daemon that is not killed.
+    let mut daemon = home.daemon().await;
+    for session in seen.sessions.clone() {
+        let (events, mut incoming) = mpsc::unbounded_channel();
+        let status = drive(&home, Some(session.clone()), "finish", events).await;
+        while let Ok(event) = incoming.try_recv() {
+            record(&mut seen, &event);
+        }
+        assert_eq!(
+            status.as_deref(),
+            Some("completed"),
+            "session {session} resumes"
+        );
+    }
+    let (code, _, stderr) = home.ryvos(&["shutdown"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    tokio::time::timeout(WAIT, daemon.wait())
+        .await
+        .expect("the daemon stops")
+        .unwrap();
+    let store = Store::open(&config.database_path(), true).unwrap();
+    for session in &seen.sessions {
+        let history = store
+            .load_session(&SessionId::new(session.as_str()))
+            .unwrap();
+        let messages: Vec<&Message> = history
+            .messages
+            .iter()
+            .map(|m| m.message.as_ref())
+            .collect();
+        let fault = repair::check(messages.iter().copied());
+        assert!(fault.is_clean(), "session {session}: {fault:?}");
+        no_duplicates(session, messages.into_iter());
+    }
+    server.assert_no_orphans();
+}
+
+fn record(seen: &mut Seen, event: &Value) {
+    let session = event["session_id"].as_str().unwrap_or_default().to_owned();
+    if event["type"] == "RunStarted" && !seen.sessions.contains(&session) {
+        seen.sessions.push(session.clone());
+    }
+    if event["type"] == "CheckpointSaved" {
+        let run = event["run_id"].as_str().unwrap_or_default().to_owned();
+        let turn = event["turn"].as_u64().unwrap_or_default() as u32;
+        seen.durable.insert((session, run, turn));
+    }
+}
