@@ -98,6 +98,21 @@ struct SessionParam {
 }
 
 impl Request {
+    /// Reads one frame (a line, without its newline) as a request. A frame that is not one is
+    /// answered with this error, under the id it gave if it gave one; the connection closes.
+    pub fn decode(line: &str) -> Result<Request, (u64, ErrorBody)> {
+        serde_json::from_str(line).map_err(|e| {
+            let id = serde_json::from_str::<Value>(line)
+                .ok()
+                .and_then(|v| v["id"].as_u64())
+                .unwrap_or(0);
+            let message = format!(
+                "not a request ({e}); send one JSON object per line: {{\"id\": N, \"method\": \"...\", \"params\": {{...}}}}; the connection is closed"
+            );
+            (id, ErrorBody::new(ErrorCode::BadFrame, message))
+        })
+    }
+
     /// The method, with its parameters checked.
     pub fn method(&self) -> Result<Method, ErrorBody> {
         let params = || {

@@ -337,9 +337,13 @@ impl Default for GlobalEvents {
 }
 
 /// One session's event stream.
+///
+/// Its buffer is made when a run or a subscriber first needs it and let go when the session's
+/// run ends ([`SessionEvents::release`]): an idle session holds none. Publishers and
+/// subscribers of the run that ended keep theirs until they are done with it.
 #[derive(Clone)]
 pub struct SessionEvents {
-    session: broadcast::Sender<Arc<Event>>,
+    session: Arc<std::sync::Mutex<Option<broadcast::Sender<Arc<Event>>>>>,
     global: GlobalEvents,
 }
 
@@ -347,20 +351,34 @@ impl SessionEvents {
     /// A stream for one session that also feeds `global`.
     pub fn new(global: GlobalEvents) -> Self {
         Self {
-            session: broadcast::channel(EVENT_BUFFER).0,
+            session: Arc::default(),
             global,
         }
     }
 
+    fn sender(&self) -> broadcast::Sender<Arc<Event>> {
+        let mut current = self.session.lock().unwrap_or_else(|e| e.into_inner());
+        current
+            .get_or_insert_with(|| broadcast::channel(EVENT_BUFFER).0)
+            .clone()
+    }
+
     /// Follows this session's events from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
-        self.session.subscribe()
+        self.sender().subscribe()
+    }
+
+    /// Lets go of the buffer: the session's run has ended. The next run or subscriber gets a
+    /// new one.
+    pub fn release(&self) {
+        *self.session.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// A publisher stamping every event with this run's ids.
     pub fn for_run(&self, session_id: SessionId, run_id: RunId) -> RunEvents {
         RunEvents {
-            stream: self.clone(),
+            session: self.sender(),
+            global: self.global.clone(),
             session_id,
             run_id,
         }
@@ -370,7 +388,8 @@ impl SessionEvents {
 /// Publishes the events of one run.
 #[derive(Clone)]
 pub struct RunEvents {
-    stream: SessionEvents,
+    session: broadcast::Sender<Arc<Event>>,
+    global: GlobalEvents,
     session_id: SessionId,
     run_id: RunId,
 }
@@ -389,8 +408,8 @@ impl RunEvents {
             kind,
         });
         // Having no subscriber is normal (a headless run); there is nothing to deliver then.
-        self.stream.global.0.send(event.clone()).ok();
-        self.stream.session.send(event).ok();
+        self.global.0.send(event.clone()).ok();
+        self.session.send(event).ok();
     }
 
     /// The session these events belong to.

@@ -68,18 +68,10 @@ pub(super) async fn serve(stream: UnixStream, shared: &Shared) {
         if line.trim().is_empty() {
             continue;
         }
-        let request: Request = match serde_json::from_str(&line) {
+        let request = match Request::decode(&line) {
             Ok(r) => r,
-            Err(e) => {
-                let id = serde_json::from_str::<Value>(&line)
-                    .ok()
-                    .and_then(|v| v["id"].as_u64())
-                    .unwrap_or(0);
-                let message = format!(
-                    "not a request ({e}); send one JSON object per line: {{\"id\": N, \"method\": \"...\", \"params\": {{...}}}}; the connection is closed"
-                );
-                tracing::warn!("bad frame: {message}");
-                let error = ErrorBody::new(ErrorCode::BadFrame, message);
+            Err((id, error)) => {
+                tracing::warn!("bad frame: {}", error.message);
                 return close_with(Reply::Error { id, error }, frames, write).await;
             }
         };

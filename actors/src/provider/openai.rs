@@ -60,20 +60,23 @@ impl Provider for OpenAiProvider {
             self.idle_timeout,
         )
         .await?;
-        Ok(sse::deltas(response, self.idle_timeout, |data| {
-            if data == "[DONE]" {
-                return Ok(Decoded {
-                    deltas: Vec::new(),
-                    end: true,
-                });
-            }
-            parse_chunk(data).map(|deltas| Decoded { deltas, end: false })
-        }))
+        Ok(sse::deltas(response, self.idle_timeout, decode_event))
     }
 
     fn key_label(&self) -> String {
         self.keys.label()
     }
+}
+
+/// Decodes one event's data: a chunk of the answer, or the `[DONE]` marker.
+pub(crate) fn decode_event(data: &str) -> Result<Decoded, ProviderError> {
+    if data == "[DONE]" {
+        return Ok(Decoded {
+            deltas: Vec::new(),
+            end: true,
+        });
+    }
+    parse_chunk(data).map(|deltas| Decoded { deltas, end: false })
 }
 
 /// Parses one `data:` payload into deltas.

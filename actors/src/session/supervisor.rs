@@ -162,6 +162,8 @@ impl Actor for SessionSupervisor {
                 if let Some(entry) = state.sessions.get_mut(&session_id) {
                     if entry.active_run.as_ref() == Some(&run_id) {
                         entry.active_run = None;
+                        // An idle session holds no event buffer.
+                        entry.events.release();
                         state.in_flight -= 1;
                     }
                     // A recovered run has been reported by the restarted actor.

@@ -83,13 +83,17 @@ impl Provider for AnthropicProvider {
             self.idle_timeout,
         )
         .await?;
-        let mut parser = EventParser::default();
-        Ok(sse::deltas(response, self.idle_timeout, move |data| {
-            parser.parse(data)
-        }))
+        Ok(sse::deltas(response, self.idle_timeout, decoder()))
     }
 
     fn key_label(&self) -> String {
         self.keys.label()
     }
+}
+
+/// A decoder of one message's events.
+pub(crate) fn decoder(
+) -> impl FnMut(&str) -> Result<crate::provider::sse::Decoded, ProviderError> + Send + 'static {
+    let mut parser = EventParser::default();
+    move |data| parser.parse(data)
 }

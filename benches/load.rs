@@ -1,0 +1,441 @@
+//! The load generator: the real runtime under many sessions, long histories, held runs, and
+//! through `ryvosd` over its socket, each figure beside its target.
+//!
+//!     cargo bench --bench load
+//!
+//! In-process figures use a model that answers at once (no HTTP) and a tool that does
+//! nothing, so what is measured is the runtime: actors, events, token counting, the security
+//! gate, and durable checkpoints (an fsync per grouped commit). The daemon figures use the
+//! real binaries and the scripted model server on 127.0.0.1. Results are printed and written
+//! to target/ryvos-bench/load.txt.
+
+mod support;
+
+use async_trait::async_trait;
+use ryvos::client::Client;
+use ryvos::engine::provider::{ChatRequest, DeltaStream, FinishReason, ProviderError, StreamDelta};
+use ryvos::{Config, EventKind, Provider, RunRequest, RunStatus, Runtime, SafetyTier};
+use ryvos_testkit::{Reply, ScriptedModelServer};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::{machine, measure, percentile, resident_bytes, InstantModel, Noop};
+
+/// A runtime answering with `model`, with the no-op tool, durable checkpoints, and room for
+/// `sessions` runs at once.
+async fn runtime(home: &std::path::Path, model: Arc<dyn Provider>, sessions: usize) -> Runtime {
+    let mut config = Config::with_home(home);
+    config.agent.max_turns = support::TURNS_PER_RUN + 1;
+    config.agent.max_context_tokens = 10_000_000;
+    config.daemon.max_in_flight_runs = sessions + 16;
+    config.security.auto_approve.push("noop".into());
+    Runtime::builder(config)
+        .provider(model)
+        .tool(Arc::new(Noop {
+            name: "noop",
+            tier: SafetyTier::T0,
+            marks: Arc::default(),
+        }))
+        .start()
+        .await
+        .unwrap()
+}
+
+fn instant_model(
+    turns_per_run: u32,
+    hold: Option<Arc<tokio::sync::Semaphore>>,
+) -> Arc<InstantModel> {
+    Arc::new(InstantModel {
+        marks: Arc::default(),
+        tool: "noop",
+        turns_per_run,
+        record: false,
+        hold,
+    })
+}
+
+/// Runs `count` new sessions at once, one run each; returns the seconds it took.
+async fn run_sessions(runtime: &Runtime, workspace: &std::path::Path, count: usize) -> f64 {
+    let started = Instant::now();
+    let mut handles = Vec::with_capacity(count);
+    for n in 0..count {
+        let request = RunRequest::new(format!("task {n}")).workspace(workspace);
+        handles.push(runtime.run(request).await.unwrap());
+    }
+    for handle in handles {
+        let outcome = handle.outcome().await.unwrap();
+        assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    }
+    started.elapsed().as_secs_f64()
+}
+
+/// Turns per second with `sessions` sessions running at once (each run: TURNS_PER_RUN turns).
+async fn throughput(sessions: usize) -> f64 {
+    let (home, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let runtime = runtime(
+        home.path(),
+        instant_model(support::TURNS_PER_RUN, None),
+        sessions,
+    )
+    .await;
+    run_sessions(&runtime, workspace.path(), sessions.min(16)).await;
+    let secs = run_sessions(&runtime, workspace.path(), sessions).await;
+    runtime.shutdown().await.unwrap();
+    (sessions as f64 * f64::from(support::TURNS_PER_RUN)) / secs
+}
+
+/// Resident bytes per idle session (10,000 created, each after one run) and per session with
+/// a run in flight (1,000 held at the model).
+async fn memory() -> (f64, f64) {
+    let (home, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let hold = Arc::new(tokio::sync::Semaphore::new(0));
+    let held = instant_model(1, Some(hold.clone()));
+    let free = instant_model(1, None);
+    let switch = Arc::new(Switch {
+        held,
+        free,
+        holding: AtomicUsize::new(0),
+        arrived: AtomicUsize::new(0),
+    });
+    let runtime = runtime(home.path(), switch.clone(), 2_000).await;
+    run_sessions(&runtime, workspace.path(), 200).await;
+    let before = resident_bytes();
+    for _ in 0..20 {
+        run_sessions(&runtime, workspace.path(), 500).await;
+    }
+    let idle = (resident_bytes().saturating_sub(before)) as f64 / 10_000.0;
+
+    switch.holding.store(1, Ordering::SeqCst);
+    let before = resident_bytes();
+    let mut handles = Vec::new();
+    for n in 0..1_000 {
+        let request = RunRequest::new(format!("held {n}")).workspace(workspace.path());
+        handles.push(runtime.run(request).await.unwrap());
+    }
+    while switch.arrived.load(Ordering::SeqCst) < 1_000 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let active = (resident_bytes().saturating_sub(before)) as f64 / 1_000.0;
+    hold.add_permits(1_000);
+    for handle in handles {
+        handle.outcome().await.unwrap();
+    }
+    runtime.shutdown().await.unwrap();
+    (idle, active)
+}
+
+/// Answers at once, or (while `holding`) holds each request at the model.
+struct Switch {
+    held: Arc<InstantModel>,
+    free: Arc<InstantModel>,
+    holding: AtomicUsize,
+    arrived: AtomicUsize,
+}
+
+#[async_trait]
+impl Provider for Switch {
+    fn model(&self) -> &str {
+        "instant"
+    }
+    async fn stream(&self, request: &ChatRequest) -> Result<DeltaStream, ProviderError> {
+        if self.holding.load(Ordering::SeqCst) == 1 {
+            self.arrived.fetch_add(1, Ordering::SeqCst);
+            return self.held.stream(request).await;
+        }
+        self.free.stream(request).await
+    }
+}
+
+/// Streams `DELTAS` text deltas a millisecond apart, each named and stamped when it leaves.
+struct Stamped {
+    sent: Arc<Mutex<HashMap<String, Instant>>>,
+    next: AtomicU64,
+}
+
+const DELTAS: usize = 50;
+
+#[async_trait]
+impl Provider for Stamped {
+    fn model(&self) -> &str {
+        "stamped"
+    }
+    async fn stream(&self, _request: &ChatRequest) -> Result<DeltaStream, ProviderError> {
+        let base = self.next.fetch_add(DELTAS as u64, Ordering::Relaxed);
+        let sent = self.sent.clone();
+        let deltas = futures_util::stream::unfold(0usize, move |i| {
+            let sent = sent.clone();
+            async move {
+                if i > DELTAS {
+                    return None;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                let delta = if i == DELTAS {
+                    StreamDelta::Finish {
+                        reason: FinishReason::Stop,
+                    }
+                } else {
+                    let text = format!("<{}>", base + i as u64);
+                    sent.lock().unwrap().insert(text.clone(), Instant::now());
+                    StreamDelta::Text { text }
+                };
+                Some((Ok(delta), i + 1))
+            }
+        });
+        Ok(Box::pin(deltas))
+    }
+}
+
+/// Microseconds from a delta leaving the model to a subscriber reading its `TextDelta`.
+async fn delta_latency() -> Vec<f64> {
+    let (home, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let sent = Arc::new(Mutex::new(HashMap::new()));
+    let model = Arc::new(Stamped {
+        sent: sent.clone(),
+        next: AtomicU64::new(0),
+    });
+    let runtime = runtime(home.path(), model, 16).await;
+    let mut latencies = Vec::new();
+    for n in 0..21 {
+        let request = RunRequest::new(format!("stream {n}")).workspace(workspace.path());
+        let mut handle = runtime.run(request).await.unwrap();
+        while let Some(event) = handle.next_event().await {
+            let read = Instant::now();
+            if let EventKind::TextDelta { text } = &event.kind {
+                if let Some(left) = sent.lock().unwrap().get(text) {
+                    if n > 0 {
+                        latencies.push(read.duration_since(*left).as_secs_f64() * 1e6);
+                    }
+                }
+            }
+        }
+    }
+    runtime.shutdown().await.unwrap();
+    latencies.sort_by(|a, b| a.total_cmp(b));
+    latencies
+}
+
+/// A home for the binaries, its config pointing at `server`.
+fn daemon_home(server: &ScriptedModelServer) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[model]\nbase_url = \"{}\"\nmodel = \"scripted\"\napi_key = \"\"\n\n[agent]\nmax_turns = {}\n\n[daemon]\nmax_in_flight_runs = 256\n",
+        server.base_url(),
+        support::TURNS_PER_RUN + 1
+    );
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    home
+}
+
+fn command(binary: &str, home: &std::path::Path) -> tokio::process::Command {
+    let mut c = tokio::process::Command::new(binary);
+    c.env("RYVOS_HOME", home)
+        .env("RUST_LOG", "error")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    c
+}
+
+/// Starts ryvosd; returns it and the milliseconds until its socket answered `status`.
+async fn start_daemon(home: &std::path::Path) -> (tokio::process::Child, f64) {
+    let socket = home.join("ryvosd.sock");
+    let started = Instant::now();
+    let child = command(env!("CARGO_BIN_EXE_ryvosd"), home).spawn().unwrap();
+    loop {
+        if let Ok(mut client) = Client::connect(&socket).await {
+            if let Ok(Ok(_)) = client.call("status", json!({})).await {
+                return (child, started.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "ryvosd never answered"
+        );
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+}
+
+async fn stop_daemon(home: &std::path::Path, mut child: tokio::process::Child) {
+    let mut client = Client::connect(&home.join("ryvosd.sock")).await.unwrap();
+    client.call("shutdown", json!({})).await.unwrap().unwrap();
+    child.wait().await.unwrap();
+}
+
+/// A model that calls `glob` for every turn but the last, then answers.
+fn glob_turns() -> ryvos_testkit::Router {
+    Arc::new(|request: &Value| {
+        let messages = request["messages"].as_array()?;
+        let answers = messages
+            .iter()
+            .rev()
+            .take_while(|m| m["role"] != "user")
+            .filter(|m| m["role"] == "assistant")
+            .count() as u32;
+        if answers + 1 >= support::TURNS_PER_RUN {
+            return Some(Reply::text(&["done"]));
+        }
+        // A new input every turn: an agent making progress, not a doom loop.
+        let (id, input) = (
+            format!("g{answers}"),
+            format!(r#"{{"pattern": "*{answers}*"}}"#),
+        );
+        Some(Reply::tool_calls(&[(&id, "glob", &input)]))
+    })
+}
+
+/// Turns per second through ryvosd: `sessions` socket clients at once.
+async fn daemon_throughput(sessions: usize) -> f64 {
+    let server = ScriptedModelServer::start_routed([], Some(glob_turns())).await;
+    let home = daemon_home(&server);
+    let workspace = tempfile::tempdir().unwrap();
+    let (daemon, _) = start_daemon(home.path()).await;
+    let socket = home.path().join("ryvosd.sock");
+    let run = |n: usize| {
+        let (socket, workspace) = (socket.clone(), workspace.path().to_owned());
+        tokio::spawn(async move {
+            let mut client = Client::connect(&socket).await.unwrap();
+            let params = json!({"prompt": format!("task {n}"), "workspace": workspace});
+            let result = client.call("run", params).await.unwrap().unwrap();
+            assert_eq!(result["status"], "completed", "{result}");
+        })
+    };
+    for n in 0..8 {
+        run(n).await.unwrap();
+    }
+    let started = Instant::now();
+    let runs: Vec<_> = (0..sessions).map(run).collect();
+    for r in runs {
+        r.await.unwrap();
+    }
+    let secs = started.elapsed().as_secs_f64();
+    stop_daemon(home.path(), daemon).await;
+    (sessions as f64 * f64::from(support::TURNS_PER_RUN)) / secs
+}
+
+/// Milliseconds from starting `ryvos run` (no daemon: the runtime in-process) to its first
+/// model request arriving at the server.
+async fn embedded_first_request() -> f64 {
+    let server = ScriptedModelServer::start([Reply::text(&["hi"])]).await;
+    let home = daemon_home(&server);
+    let workspace = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let status = command(env!("CARGO_BIN_EXE_ryvos"), home.path())
+        .current_dir(workspace.path())
+        .args(["run", "say hi"])
+        .status()
+        .await
+        .unwrap();
+    assert!(status.success());
+    let first = server.captured()[0].at;
+    first.duration_since(started).as_secs_f64() * 1e3
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "MISSED"
+    }
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut report = format!(
+        "Ryvos under load\nmachine: {}\nin-process: a model answering at once, a no-op tool, durable checkpoints\n\n",
+        machine()
+    );
+    let mut line = |text: String| {
+        println!("{text}");
+        report.push_str(&text);
+        report.push('\n');
+    };
+
+    rt.block_on(measure(20, "noop", SafetyTier::T0));
+    let small = rt.block_on(measure(20, "noop", SafetyTier::T0));
+    let large = rt.block_on(measure(2000, "noop", SafetyTier::T0));
+    line(format!(
+        "overhead per turn, history 20:    p50 {:7.1} us  p99 {:7.1} us   target p50 <= 1000 us: {}",
+        small.p50,
+        small.p99,
+        verdict(small.p50 <= 1000.0)
+    ));
+    line(format!(
+        "overhead per turn, history 2,000: p50 {:7.1} us  p99 {:7.1} us",
+        large.p50, large.p99
+    ));
+    let ratio = large.p50 / small.p50;
+    line(format!(
+        "ratio 2,000 / 20 (p50): {ratio:.2}   target <= 1.5: {}",
+        verdict(ratio <= 1.5)
+    ));
+
+    for sessions in [1, 100, 1_000] {
+        let tps = rt.block_on(throughput(sessions));
+        let target = if sessions == 100 {
+            format!("   target >= 2000: {}", verdict(tps >= 2000.0))
+        } else {
+            String::new()
+        };
+        line(format!(
+            "turns/s, {sessions:5} sessions at once: {tps:8.0}{target}"
+        ));
+    }
+
+    let (idle, active) = rt.block_on(memory());
+    line(format!(
+        "resident memory per idle session (10,000 created):   {:7.1} KB   target <= 64 KB: {}",
+        idle / 1024.0,
+        verdict(idle <= 64.0 * 1024.0)
+    ));
+    line(format!(
+        "resident memory per active session (1,000 in flight): {:7.1} KB",
+        active / 1024.0
+    ));
+
+    let latencies = rt.block_on(delta_latency());
+    let p99 = percentile(&latencies, 0.99);
+    line(format!(
+        "model delta -> client: p50 {:6.1} us  p99 {:6.1} us  ({} deltas)   target p99 <= 2000 us: {}",
+        percentile(&latencies, 0.5),
+        p99,
+        latencies.len(),
+        verdict(p99 <= 2000.0)
+    ));
+
+    let tps = rt.block_on(daemon_throughput(100));
+    line(format!(
+        "through ryvosd (socket + HTTP model server), 100 sessions: {tps:6.0} turns/s"
+    ));
+
+    let mut ready = Vec::new();
+    for _ in 0..10 {
+        let server = rt.block_on(ScriptedModelServer::start([]));
+        let home = daemon_home(&server);
+        let (daemon, ms) = rt.block_on(start_daemon(home.path()));
+        ready.push(ms);
+        rt.block_on(stop_daemon(home.path(), daemon));
+    }
+    ready.sort_by(|a, b| a.total_cmp(b));
+    let ready_p50 = percentile(&ready, 0.5);
+    line(format!(
+        "ryvosd start -> socket answers: p50 {ready_p50:5.1} ms  max {:5.1} ms   target <= 50 ms: {}",
+        ready[ready.len() - 1],
+        verdict(ready_p50 <= 50.0)
+    ));
+    let mut first = Vec::new();
+    for _ in 0..5 {
+        first.push(rt.block_on(embedded_first_request()));
+    }
+    first.sort_by(|a, b| a.total_cmp(b));
+    line(format!(
+        "ryvos run (embedded) start -> first model request: p50 {:5.1} ms",
+        percentile(&first, 0.5)
+    ));
+    support::save("load.txt", &report);
+}
