@@ -237,3 +237,71 @@ async fn a_shutdown_while_a_call_waits_for_approval_keeps_the_request_for_the_ne
     assert_eq!(audit[0].decided_by, "the test");
     h.server.assert_no_orphans();
 }
+
+#[tokio::test]
+async fn a_prompt_held_behind_calls_that_stay_pending_is_not_given_and_says_so() {
+    let write = |id: &'static str| (id, "write", r#"{"path": "log.txt", "content": "x"}"#);
+    let h = Harness::start(
+        vec![
+            Reply::tool_calls(&[write("a"), write("b"), write("c")]),
+            Reply::text(&["All three."]),
+        ],
+        |c| c.agent.parallel_tools = false,
+    )
+    .await;
+    let interrupt_after_a_result = |message: &Message, interrupter: &ryvos::Interrupter| {
+        if matches!(message, Message::ToolResult { .. }) {
+            interrupter.interrupt("one at a time");
+        }
+    };
+    let request = h
+        .request("write three times")
+        .on_message(interrupt_after_a_result);
+    let (events, first) = h.run(request).await;
+    assert_eq!(left_pending(&events), ["b", "c"]);
+
+    // The next run pauses again after b: its prompt never reached the model, and it says so.
+    let request = h
+        .request("first follow-up")
+        .session(first.session_id.clone())
+        .on_message(interrupt_after_a_result);
+    let (events, second) = h.run(request).await;
+    assert_eq!(second.status, RunStatus::Interrupted);
+    assert_eq!(ended(&events), ["b"]);
+    assert_eq!(left_pending(&events), ["c"]);
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::Warning { message } if message.contains("prompt was not given")
+    )));
+
+    let (_, third) = h
+        .run(
+            h.request("second follow-up")
+                .session(first.session_id.clone()),
+        )
+        .await;
+    assert_eq!(third.status, RunStatus::Completed, "{:?}", third.reason);
+    let requests = h.server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        roles(&requests[1]),
+        [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "tool",
+            "tool",
+            "user"
+        ]
+    );
+    let prompts: Vec<&str> = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(prompts, ["write three times", "second follow-up"]);
+    h.server.assert_no_orphans();
+}
