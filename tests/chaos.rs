@@ -25,24 +25,11 @@ use std::time::Duration;
 const RUNS: usize = 16;
 const TOOL_TURNS: usize = 3;
 
-fn setting(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// After each prompt: `TOOL_TURNS` turns that write a file, then an answer with "done".
 fn model() -> ryvos_testkit::Router {
     let next_call = Arc::new(AtomicU64::new(1));
     Arc::new(move |request: &Value| {
-        let messages = request["messages"].as_array()?;
-        let since_prompt = messages
-            .iter()
-            .rev()
-            .take_while(|m| m["role"] != "user")
-            .filter(|m| m["role"] == "assistant")
-            .count();
+        let since_prompt = common::answers_since_prompt(request);
         if since_prompt >= TOOL_TURNS {
             return Some(Reply::text(&["All ", "done."]));
         }
@@ -60,8 +47,8 @@ fn model() -> ryvos_testkit::Router {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn panics_in_every_actor_kind_end_every_run_with_a_status_and_lose_nothing() {
-    let faults = setting("RYVOS_CHAOS_FAULTS", 40);
-    let seed = setting("RYVOS_CHAOS_SEED", u64::from(rand::random::<u32>()));
+    let faults = common::env_setting("RYVOS_CHAOS_FAULTS", 40);
+    let seed = common::env_setting("RYVOS_CHAOS_SEED", u64::from(rand::random::<u32>()));
     eprintln!("chaos: {faults} faults, seed {seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let h = Harness::start_routed(Vec::new(), model(), |c| {

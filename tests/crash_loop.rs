@@ -33,13 +33,6 @@ const SESSIONS: usize = 4;
 /// Tool turns the model takes after each prompt before it answers.
 const TOOL_TURNS: usize = 3;
 
-fn setting(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// The model: after each prompt, `TOOL_TURNS` turns that each append to a file through bash
 /// (text streamed first, so a kill can land mid-stream), then an answer. Call ids are unique
 /// across the whole test, so a stored duplicate is a real one.
@@ -47,12 +40,7 @@ fn model() -> ryvos_testkit::Router {
     let next_call = Arc::new(AtomicU64::new(1));
     Arc::new(move |request: &Value| {
         let messages = request["messages"].as_array()?;
-        let since_prompt = messages
-            .iter()
-            .rev()
-            .take_while(|m| m["role"] != "user")
-            .filter(|m| m["role"] == "assistant")
-            .count();
+        let since_prompt = common::answers_since_prompt(request);
         let prompt = messages
             .iter()
             .rev()
@@ -174,8 +162,8 @@ fn no_duplicates<'a>(session: &str, messages: impl Iterator<Item = &'a Message>)
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killed_at_random_moments_the_daemon_loses_and_duplicates_nothing() {
-    let iterations = setting("RYVOS_CRASH_ITERATIONS", 4);
-    let seed = setting("RYVOS_CRASH_SEED", rand::random::<u32>() as u64);
+    let iterations = common::env_setting("RYVOS_CRASH_ITERATIONS", 4);
+    let seed = common::env_setting("RYVOS_CRASH_SEED", rand::random::<u32>() as u64);
     eprintln!("crash loop: {iterations} iterations, seed {seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let server = ScriptedModelServer::start_routed([], Some(model())).await;

@@ -376,22 +376,27 @@ impl Engine {
 
     /// Ends the run in flight on `session` with status `cancelled`; whether there was one.
     pub async fn cancel_run(&self, session: &SessionId, reason: &str) -> Result<bool, EngineError> {
+        self.ask_sessions(|reply| SessionSupervisorMsg::StopRun {
+            session_id: session.clone(),
+            status: crate::event::RunStatus::Cancelled,
+            reason: reason.to_owned(),
+            reply,
+        })
+        .await
+    }
+
+    /// Asks the session supervisor and waits (bounded) for its answer.
+    async fn ask_sessions<R: Send + 'static>(
+        &self,
+        request: impl FnOnce(ractor::RpcReplyPort<R>) -> SessionSupervisorMsg,
+    ) -> Result<R, EngineError> {
         let supervisor = self
             .slots
             .sessions
             .get()
             .map_err(|e| EngineError::Actors(e.to_string()))?;
-        ractor::call_t!(
-            supervisor,
-            |reply| SessionSupervisorMsg::StopRun {
-                session_id: session.clone(),
-                status: crate::event::RunStatus::Cancelled,
-                reason: reason.to_owned(),
-                reply,
-            },
-            START_RUN_TIMEOUT.as_millis() as u64
-        )
-        .map_err(|e| EngineError::Actors(format!("the session supervisor did not answer: {e}")))
+        ractor::call_t!(supervisor, request, START_RUN_TIMEOUT.as_millis() as u64)
+            .map_err(|e| EngineError::Actors(format!("the session supervisor did not answer: {e}")))
     }
 
     /// Pauses the run in flight on `session` after its current step (status `interrupted`):
@@ -402,21 +407,12 @@ impl Engine {
         session: &SessionId,
         reason: &str,
     ) -> Result<bool, EngineError> {
-        let supervisor = self
-            .slots
-            .sessions
-            .get()
-            .map_err(|e| EngineError::Actors(e.to_string()))?;
-        ractor::call_t!(
-            supervisor,
-            |reply| SessionSupervisorMsg::InterruptRun {
-                session_id: session.clone(),
-                reason: reason.to_owned(),
-                reply,
-            },
-            START_RUN_TIMEOUT.as_millis() as u64
-        )
-        .map_err(|e| EngineError::Actors(format!("the session supervisor did not answer: {e}")))
+        self.ask_sessions(|reply| SessionSupervisorMsg::InterruptRun {
+            session_id: session.clone(),
+            reason: reason.to_owned(),
+            reply,
+        })
+        .await
     }
 
     /// Answers approval request `request_id`. A request whose run is paused keeps the answer,

@@ -173,3 +173,24 @@ pub fn tool_results(request: &serde_json::Value) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// A number from the environment variable `name`, else `default`: for the long-running
+/// harnesses' sizes and seeds.
+pub fn env_setting(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// In a captured request: the model's answers since the last prompt.
+pub fn answers_since_prompt(request: &serde_json::Value) -> usize {
+    request["messages"].as_array().map_or(0, |messages| {
+        messages
+            .iter()
+            .rev()
+            .take_while(|m| m["role"] != "user")
+            .filter(|m| m["role"] == "assistant")
+            .count()
+    })
+}

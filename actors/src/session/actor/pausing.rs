@@ -6,7 +6,7 @@
 use super::{SessionMsg, SessionState};
 use crate::event::RunStatus;
 use crate::message::Message;
-use crate::session::run::{AfterCompaction, Phase};
+use crate::session::run::Phase;
 use crate::store::WriteBatch;
 use ractor::ActorRef;
 
@@ -106,12 +106,6 @@ impl SessionState {
         if let Some(run) = self.run.as_mut() {
             run.turn_first_seq = self.history.next_seq();
         }
-        self.prompt_memory_flush();
-        if let Some(cut) = self.cut_needed() {
-            return self
-                .compact_then(myself, cut, AfterCompaction::CallModel)
-                .await;
-        }
-        self.begin_turn(myself);
+        self.first_call(myself).await;
     }
 }

@@ -141,7 +141,12 @@ impl SessionState {
             return self.advance(myself);
         }
         self.drop_stale_approvals(myself, &[]);
-        // A prompt that brings the conversation past its budget is made room for first.
+        self.first_call(myself).await;
+    }
+
+    /// The run's first model call; a prompt that brings the conversation past its budget is
+    /// made room for first.
+    pub(super) async fn first_call(&mut self, myself: &ActorRef<SessionMsg>) {
         self.prompt_memory_flush();
         if let Some(cut) = self.cut_needed() {
             return self
