@@ -122,7 +122,20 @@ async fn panics_in_every_actor_kind_end_every_run_with_a_status_and_lose_nothing
     let mut ended: HashMap<RunStatus, usize> = HashMap::new();
     let mut reasons: HashMap<String, usize> = HashMap::new();
     for run in runs {
-        let (_, outcome) = run.await.expect("a run's follower never panics");
+        let (events, outcome) = run.await.expect("a run's follower never panics");
+        // Every turn the run was told is durable is in the store.
+        let stored = h.runtime.store().checkpoints(&outcome.session_id).unwrap();
+        for event in &events {
+            if let ryvos::EventKind::CheckpointSaved { turn } = event.kind {
+                assert!(
+                    stored
+                        .iter()
+                        .any(|c| c.run_id == outcome.run_id && c.turn == turn),
+                    "turn {turn} of {} was confirmed durable but is not stored",
+                    outcome.run_id
+                );
+            }
+        }
         if outcome.status != RunStatus::Completed {
             let reason = outcome.reason.clone().unwrap_or_default();
             assert!(

@@ -22,6 +22,13 @@ impl<T> Callback<T> {
         }
     }
 
+    /// The same callback with another answer for the case it is dropped: the work has moved
+    /// on, and losing it now means something else.
+    pub fn if_dropped(mut self, if_dropped: impl FnOnce() -> T + Send + 'static) -> Self {
+        self.if_dropped = Some(Box::new(if_dropped));
+        self
+    }
+
     /// Answers with `value`.
     pub fn answer(mut self, value: T) {
         if let Some(call) = self.call.take() {

@@ -188,6 +188,22 @@ fn write_loop(store: &Store, queue: &mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
+        // A batch that would leave a hole in its session's history is refused, and the
+        // session's later batches with it: an earlier batch was lost (its actor failed), and
+        // what follows it must not be stored past the gap.
+        let mut refused: std::collections::HashMap<usize, StoreError> =
+            holes(store, &group).into_iter().collect();
+        let mut group: Vec<Job> = group
+            .into_iter()
+            .enumerate()
+            .filter_map(|(at, job)| match refused.remove(&at) {
+                Some(why) => {
+                    job.notify.answer(Err(why));
+                    None
+                }
+                None => Some(job),
+            })
+            .collect();
         let batches: Vec<WriteBatch> = group
             .iter_mut()
             .filter_map(|j| j.batch.take().map(|b| *b))
@@ -203,5 +219,93 @@ fn write_loop(store: &Store, queue: &mpsc::Receiver<Job>) {
         for job in group {
             job.notify.answer(result.clone());
         }
+    }
+}
+
+/// The batches of `group` (by index) that would leave a hole in their session's history,
+/// with why.
+fn holes(store: &Store, group: &[Job]) -> Vec<(usize, StoreError)> {
+    let mut next: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    let mut refused = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for (at, batch) in group
+        .iter()
+        .enumerate()
+        .filter_map(|(at, j)| j.batch.as_deref().map(|b| (at, b)))
+    {
+        let sid = batch.session_id.as_str();
+        let (Some(first), Some(last)) = (batch.messages.first(), batch.messages.last()) else {
+            continue;
+        };
+        let floor = match next.get(sid) {
+            Some(n) => *n,
+            None => match store.next_seq(&batch.session_id) {
+                Ok(n) => n,
+                // The write itself will meet and report the same failure.
+                Err(_) => continue,
+            },
+        };
+        let floor = floor.max(batch.compaction.as_ref().map_or(0, |c| c.first_kept_seq));
+        if refused.contains(sid) || first.seq > floor {
+            refused.insert(sid);
+            out.push((
+                at,
+                StoreError::from_cause(
+                    format!("storing session {sid}'s messages from {}", first.seq),
+                    format!(
+                        "the store holds them only up to {floor}: an earlier batch was lost, \
+                         and nothing is stored past the gap"
+                    ),
+                ),
+            ));
+            continue;
+        }
+        next.insert(sid, floor.max(last.seq + 1));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::SessionId;
+    use crate::message::Message;
+    use crate::store::StoredMessage;
+    use std::sync::Arc;
+
+    fn batch(session: &str, seqs: std::ops::Range<u64>) -> Job {
+        let mut batch = WriteBatch::new(SessionId::new(session));
+        batch.messages = seqs
+            .map(|seq| StoredMessage {
+                seq,
+                tokens: 1,
+                message: Arc::new(Message::user("m")),
+            })
+            .collect();
+        Job {
+            batch: Some(Box::new(batch)),
+            notify: Callback::new(|_| {}, || Ok(())),
+        }
+    }
+
+    #[test]
+    fn a_batch_past_a_hole_is_refused_with_its_sessions_later_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db.redb"), false).unwrap();
+        let stored = batch("s", 0..2);
+        store.write(&[*stored.batch.unwrap()]).unwrap();
+        let group = [
+            batch("s", 5..6), // 2..5 was lost
+            batch("t", 0..3),
+            batch("s", 6..7),
+            batch("s", 2..3), // the same session, but after a refused batch
+        ];
+        let refused: Vec<usize> = holes(&store, &group)
+            .into_iter()
+            .map(|(at, _)| at)
+            .collect();
+        assert_eq!(refused, [0, 2, 3]);
+        let in_order = [batch("s", 2..4), batch("s", 4..5)];
+        assert!(holes(&store, &in_order).is_empty());
     }
 }

@@ -138,6 +138,18 @@ impl Slots {
         }
     }
 
+    fn is_filled(&self, kind: ChildKind) -> bool {
+        match kind {
+            ChildKind::Checkpoint => self.checkpoint.is_filled(),
+            ChildKind::CostLedger => self.ledger.is_filled(),
+            ChildKind::Guardian => self.guardian.is_filled(),
+            ChildKind::LlmStream => self.llm.is_filled(),
+            ChildKind::ToolExecutor => self.tools.is_filled(),
+            ChildKind::Judge => self.judge.is_filled(),
+            ChildKind::Sessions => self.sessions.is_filled(),
+        }
+    }
+
     fn close(&self, kind: ChildKind) {
         match kind {
             ChildKind::Checkpoint => self.checkpoint.close(),
@@ -372,6 +384,13 @@ impl RootState {
 
     /// Ends the runs in flight, waits for their last commits, and stops the children.
     async fn shut_down(&mut self) -> Result<(), StoreError> {
+        // A child down now is not restarted during the shutdown: work waiting for it is
+        // dropped (and reported) at once rather than at the end of its patience.
+        for kind in ChildKind::ALL {
+            if !self.slots.is_filled(kind) {
+                self.slots.close(kind);
+            }
+        }
         if let Ok(sessions) = self.slots.sessions.get() {
             let stopped = ractor::call_t!(
                 sessions,

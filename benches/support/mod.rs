@@ -312,7 +312,9 @@ pub fn resident_bytes() -> u64 {
         .nth(1)
         .and_then(|p| p.parse().ok())
         .unwrap_or(0);
-    pages * 4096
+    // SAFETY: sysconf only reads a configuration value.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    pages * u64::try_from(page).unwrap_or(4096)
 }
 
 /// Writes `report` to target/ryvos-bench/`name` and prints it.

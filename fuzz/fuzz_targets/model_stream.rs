@@ -1,5 +1,7 @@
 //! A model's streamed answer as it comes off the wire: server-sent events, the OpenAI or the
-//! Anthropic decoder (chosen by the first byte), and the assembled answer.
+//! Anthropic decoder (chosen by the first byte's low bit), and the assembled answer. The
+//! first byte's other bits choose where the body is cut into the chunks it arrives in, so
+//! lines and characters split across reads are read too.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -14,6 +16,10 @@ fuzz_target!(|data: &[u8]| {
     } else {
         WireFormat::Anthropic
     };
-    let body = bytes::Bytes::copy_from_slice(body);
-    let _ = futures_executor::block_on(decode_body(format, body));
+    let chunk = usize::from(first / 2) + 1;
+    let chunks = body
+        .chunks(chunk)
+        .map(bytes::Bytes::copy_from_slice)
+        .collect();
+    let _ = futures_executor::block_on(decode_body(format, chunks));
 });

@@ -157,6 +157,13 @@ impl Actor for LlmStreamActor {
                         input_tokens,
                         on_done,
                     } = job;
+                    // From here on the model may be asked: a task that fails now has not lost
+                    // the job unasked, and it must not be asked again as if it had.
+                    let on_done = on_done.if_dropped(|| {
+                        ModelAnswer::failed(ProviderError::StreamCut(
+                            "the model call's task failed while it was being answered".into(),
+                        ))
+                    });
                     let streaming = chain.answer(
                         &request,
                         publish_text.then_some(&events),

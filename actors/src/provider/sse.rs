@@ -78,13 +78,14 @@ pub enum WireFormat {
 
 /// Decodes a whole streamed response body, as read from the wire, the way a live answer is
 /// read: server-sent events, the provider's decoder, then the answer assembled. For looking
-/// at recorded bodies, and for fuzzing the readers.
+/// at recorded bodies, and for fuzzing the readers. `chunks` are the body's pieces as they
+/// arrived: lines and characters may be split across them.
 pub async fn decode_body(
     format: WireFormat,
-    body: bytes::Bytes,
+    chunks: Vec<bytes::Bytes>,
 ) -> Result<super::AssistantResponse, ProviderError> {
-    let events: SseEvents =
-        Box::pin(futures_util::stream::iter([Ok::<_, reqwest::Error>(body)]).eventsource());
+    let chunks = chunks.into_iter().map(Ok::<_, reqwest::Error>);
+    let events: SseEvents = Box::pin(futures_util::stream::iter(chunks).eventsource());
     let idle = Duration::from_secs(1);
     let mut deltas = match format {
         WireFormat::OpenAi => decode_events(events, idle, super::openai::decode_event),

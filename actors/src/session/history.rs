@@ -34,15 +34,15 @@ pub struct History {
 impl History {
     /// Rebuilds a session from its stored messages, repairing what a crash may have left: calls
     /// cut off at the end get results saying so (to be stored), faults elsewhere are mended in
-    /// this view only. With `keep_pending` (no run was cut off: the last one paused), calls
-    /// at the end without results are pending instead, for the next run to execute.
+    /// this view only. Calls at the end listed in `pending` (left by a run that paused) stay
+    /// without results instead, for the next run to execute.
     /// With `compaction`, only the window it starts is loaded, behind its summary. `next_seq`
     /// is the seq after the last one stored.
     pub fn load(
         stored: Vec<StoredMessage>,
         next_seq: u64,
         compaction: Option<&Compaction>,
-        keep_pending: bool,
+        pending: &[crate::ids::CallId],
     ) -> History {
         let first_kept = compaction.map_or(0, |c| c.first_kept_seq);
         // A compaction stored after a failed commit may point past the last stored message:
@@ -65,7 +65,7 @@ impl History {
         let mut cut_off_at_end = Vec::new();
         for (at, call) in fault.unanswered {
             if Some(at) >= last_non_result {
-                if !keep_pending {
+                if !pending.contains(&call.id) {
                     cut_off_at_end.push(interrupted_result(&call));
                 }
             } else {
@@ -280,7 +280,7 @@ mod tests {
             ],
             2,
             None,
-            false,
+            &[],
         );
         assert_eq!(h.len(), 3);
         assert_eq!(h.next_seq(), 3);
@@ -332,7 +332,7 @@ mod tests {
             ],
             5,
             None,
-            true,
+            &[CallId::new("b")],
         );
         assert_eq!(h.len(), 5);
         assert!(!h.has_unsubmitted());
@@ -362,7 +362,7 @@ mod tests {
         assert_eq!(h.total_tokens(), counted, "the total is the window's");
         // The store reads only the window.
         let window: Vec<StoredMessage> = stored.into_iter().filter(|m| m.seq >= 4).collect();
-        let reloaded = History::load(window, 6, Some(&compaction), false);
+        let reloaded = History::load(window, 6, Some(&compaction), &[]);
         assert_eq!(*reloaded.snapshot(), *view);
         assert_eq!(reloaded.total_tokens(), h.total_tokens());
         assert_eq!(reloaded.next_seq(), 6);
@@ -379,7 +379,7 @@ mod tests {
             vec![stored(7, Message::user("old"))],
             8,
             Some(&compaction),
-            false,
+            &[],
         );
         assert_eq!(h.next_seq(), 9);
     }
@@ -457,7 +457,7 @@ mod tests {
                     .enumerate()
                     .map(|(i, m)| stored(i as u64, m.clone()))
                     .collect();
-                let h = History::load(prefix, 0, None, false);
+                let h = History::load(prefix, 0, None, &[]);
                 let view = h.snapshot();
                 prop_assert!(crate::store::repair::check(view.iter().map(|m| m.as_ref())).is_clean());
                 prop_assert_eq!(&view[..keep].iter().map(|m| (**m).clone()).collect::<Vec<_>>(), &messages[..keep]);

@@ -162,13 +162,15 @@ impl Actor for SessionSupervisor {
                 if let Some(entry) = state.sessions.get_mut(&session_id) {
                     if entry.active_run.as_ref() == Some(&run_id) {
                         entry.active_run = None;
-                        // An idle session holds no event buffer.
-                        entry.events.release();
                         state.in_flight -= 1;
                     }
                     // A recovered run has been reported by the restarted actor.
                     if entry.recover.as_ref().is_some_and(|(r, _)| *r == run_id) {
                         entry.recover = None;
+                    }
+                    if entry.active_run.is_none() {
+                        // An idle session holds no event buffer.
+                        entry.events.release();
                     }
                 }
                 state.answer_stop_all_if_done();

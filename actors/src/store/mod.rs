@@ -302,6 +302,29 @@ impl Store {
         txn.commit().doing(doing)
     }
 
+    /// The highest seq a new message of session `id` may take without leaving a hole: one
+    /// past the last one stored, or the start of the context window if a compaction moved it
+    /// further.
+    pub fn next_seq(&self, id: &SessionId) -> Result<u64, StoreError> {
+        let doing = || format!("reading where session {id} goes on");
+        let txn = self.db.begin_read().doing(doing)?;
+        let messages = txn.open_table(MESSAGES).doing(doing)?;
+        let mut next = match messages
+            .range((id.as_str(), 0)..=(id.as_str(), u64::MAX))
+            .doing(doing)?
+            .next_back()
+        {
+            Some(row) => row.doing(doing)?.0.value().1 + 1,
+            None => 0,
+        };
+        let compactions = txn.open_table(COMPACTIONS).doing(doing)?;
+        if let Some(row) = compactions.get(id.as_str()).doing(doing)? {
+            let compaction: Compaction = serde_json::from_slice(row.value()).doing(doing)?;
+            next = next.max(compaction.first_kept_seq);
+        }
+        Ok(next)
+    }
+
     /// Loads a session's whole history, record and unfinished runs. An unknown session loads
     /// empty.
     pub fn load_session(&self, id: &SessionId) -> Result<SessionHistory, StoreError> {

@@ -68,6 +68,11 @@ pub struct SessionRecord {
     pub updated_at_ms: u64,
     pub message_count: u64,
     pub last_run: Option<RunId>,
+    /// Tool calls a run left pending when it paused (an interrupt, `max_turns`), not yet taken
+    /// up by another run: on reload they stay pending, while any other call found without a
+    /// result was cut off by a crash and gets a result saying so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paused_calls: Vec<crate::ids::CallId>,
 }
 
 /// Spending under one ledger key: `run:<id>`, `session:<id>`, `day:YYYY-MM-DD` or

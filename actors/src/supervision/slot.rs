@@ -59,6 +59,11 @@ impl<M: ractor::Message> ChildSlot<M> {
         self.current.store(None);
     }
 
+    /// True while an incarnation is in the slot.
+    pub fn is_filled(&self) -> bool {
+        self.current.load().is_some()
+    }
+
     /// Empties the slot for good: the actor will not be restarted.
     pub fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
@@ -140,6 +145,9 @@ impl<M: ractor::Message> ChildSlot<M> {
             tokio::pin!(waiting);
             // Registered before the slot is read, so a restart in between is not missed.
             waiting.as_mut().enable();
+            if self.closed.load(Ordering::SeqCst) {
+                return Err(Unavailable(self.name));
+            }
             if let Ok(actor) = self.get() {
                 let left = deadline.saturating_duration_since(Instant::now());
                 match actor.call(&request, Some(left)).await {

@@ -82,7 +82,7 @@ impl SessionState {
         }
         let Some(run) = self.run.as_ref() else { return };
         if ending.status.pauses() {
-            let pending_calls = self
+            let pending_calls: Vec<_> = self
                 .history
                 .pending_calls()
                 .into_iter()
@@ -90,8 +90,10 @@ impl SessionState {
                 .collect();
             run.events.emit(EventKind::Interrupt {
                 reason: ending.reason.clone().unwrap_or_default(),
-                pending_calls,
+                pending_calls: pending_calls.clone(),
             });
+            // Stored with the run's end: on reload these stay pending.
+            self.paused_calls = pending_calls;
         }
         let checkpoint = self.turn_checkpoint(Vec::new());
         let record = self.run.as_ref().map(|r| r.record(Some(&ending)));

@@ -126,6 +126,8 @@ pub struct SessionState {
     commits: Commits,
     run: Option<ActiveRun>,
     last_run: Option<RunId>,
+    /// The calls a paused run left pending, not yet taken up by another run.
+    paused_calls: Vec<crate::ids::CallId>,
     idle_epoch: u64,
 }
 
@@ -152,6 +154,7 @@ impl Actor for SessionActor {
             commits: Commits::default(),
             run: None,
             last_run: None,
+            paused_calls: Vec::new(),
             idle_epoch: 0,
         })
     }
@@ -530,6 +533,13 @@ impl SessionState {
         batch.checkpoint = checkpoint;
         batch.run = run;
         batch.compaction = self.history.take_compaction();
+        if self.needs_reload {
+            // A commit failed: the store refuses messages past what it lost, and the session
+            // reloads from it before its next run. Only the records go.
+            batch.messages.clear();
+            batch.checkpoint = None;
+            batch.compaction = None;
+        }
         if let Some(active) = self.run.as_mut() {
             batch.verdicts = std::mem::take(&mut active.judging.unstored);
             let ended = batch.run.as_ref().is_some_and(|r| r.status.is_some());
@@ -553,6 +563,7 @@ impl SessionState {
             updated_at_ms: now_ms(),
             message_count: self.history.next_seq(),
             last_run: self.last_run.clone(),
+            paused_calls: self.paused_calls.clone(),
         });
         self.commits
             .submitted(batch.checkpoint.as_ref().map(|c| c.turn));

@@ -44,14 +44,18 @@ impl SessionState {
         };
         self.load_error = None;
         self.needs_reload = false;
-        // Calls left without results are pending when the last run paused; when a run was cut
-        // off (a crash, a failed actor) they may have run, and get results saying so.
-        let cut_off = recover.is_some() || !loaded.unfinished_runs.is_empty();
+        // Calls a paused run left stay pending; any other call without a result was cut off
+        // (a crash, a failed actor, a lost commit): it may have run, and gets a result saying so.
+        self.paused_calls = loaded
+            .record
+            .as_ref()
+            .map(|r| r.paused_calls.clone())
+            .unwrap_or_default();
         self.history = History::load(
             loaded.messages,
             loaded.next_seq,
             loaded.compaction.as_ref(),
-            !cut_off,
+            &self.paused_calls,
         );
         if let Some(record) = &loaded.record {
             self.created_at_ms = record.created_at_ms;

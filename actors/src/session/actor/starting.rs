@@ -104,6 +104,9 @@ impl SessionState {
         // Calls a paused run left come first: their results must follow the answer that asked
         // for them, so the prompt waits until they have run.
         let pending = self.history.pending_calls();
+        // Taken up by this run: from its first batch on, a crash while they run leaves them
+        // cut off (repaired on reload), never pending again.
+        self.paused_calls.clear();
         let prompt = spec.prompt;
         self.run = Some(run);
         if pending.is_empty() {
