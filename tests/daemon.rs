@@ -473,26 +473,15 @@ async fn a_call_waiting_for_approval_runs_once_ryvos_approve_answers_from_anothe
     // The default policy: T3 (bash) asks.
     let home = Home::with_sections(&server, "", "", "");
     let _daemon = home.daemon().await;
-    let mut client = home
-        .command(env!("CARGO_BIN_EXE_ryvos"))
-        .args(["run", "--json", "make the proof"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(client.stdout.take().unwrap()).lines();
-    let request_id = tokio::time::timeout(WAIT, async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            let event: Value = serde_json::from_str(&line).unwrap();
-            if event["type"] == "ApprovalRequested" {
+    let mut run = home.follow(&["run", "--json", "make the proof"]);
+    let request_id = run
+        .until(|event| {
+            (event["type"] == "ApprovalRequested").then(|| {
                 assert_eq!(event["tier"], "T3");
-                return event["request_id"].as_str().unwrap().to_owned();
-            }
-        }
-        panic!("the run ended without asking");
-    })
-    .await
-    .unwrap();
+                event["request_id"].as_str().unwrap().to_owned()
+            })
+        })
+        .await;
     assert!(
         !home.workspace.path().join("proof.txt").exists(),
         "nothing ran before the answer"
@@ -509,15 +498,8 @@ async fn a_call_waiting_for_approval_runs_once_ryvos_approve_answers_from_anothe
     let (code, _, stderr) = home.ryvos(&["approve", &request_id]).await;
     assert_ne!(code, 0);
     assert!(stderr.contains("no approval request"), "{stderr}");
-    let mut rest = Vec::new();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        rest.push(serde_json::from_str::<Value>(&line).unwrap());
-    }
-    let exit = tokio::time::timeout(WAIT, client.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(exit.code(), Some(0));
+    let (rest, exit) = run.rest().await;
+    assert_eq!(exit, Some(0));
     assert!(rest.iter().any(|e| e["type"] == "ApprovalResolved"
         && e["approved"] == true
         && e["by"] == "ryvos approve"));
@@ -540,40 +522,22 @@ async fn an_interrupted_run_keeps_its_waiting_call_across_a_restart_and_resumes_
     // The default policy (T3 asks), with `write` auto-approved.
     let home = Home::with_sections(&server, "", "", "[security]\nauto_approve = [\"write\"]\n");
     let mut daemon = home.daemon().await;
-    let mut client = home
-        .command(env!("CARGO_BIN_EXE_ryvos"))
-        .args(["run", "--json", "make", "two", "files"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(client.stdout.take().unwrap()).lines();
-    let (request_id, session) = tokio::time::timeout(WAIT, async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            let event: Value = serde_json::from_str(&line).unwrap();
-            if event["type"] == "ApprovalRequested" {
+    let mut run = home.follow(&["run", "--json", "make", "two", "files"]);
+    let (request_id, session) = run
+        .until(|event| {
+            (event["type"] == "ApprovalRequested").then(|| {
                 assert_eq!(event["call_id"], "b");
-                return (
+                (
                     event["request_id"].as_str().unwrap().to_owned(),
                     event["session_id"].as_str().unwrap().to_owned(),
-                );
-            }
-        }
-        panic!("the run ended without asking");
-    })
-    .await
-    .unwrap();
+                )
+            })
+        })
+        .await;
     let (code, _, stderr) = home.ryvos(&["interrupt", &session]).await;
     assert_eq!(code, 0, "{stderr}");
-    let mut rest = Vec::new();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        rest.push(serde_json::from_str::<Value>(&line).unwrap());
-    }
-    let exit = tokio::time::timeout(WAIT, client.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(exit.code(), Some(1), "an interrupted run is not completed");
+    let (rest, exit) = run.rest().await;
+    assert_eq!(exit, Some(1), "an interrupted run is not completed");
     let interrupt = rest.iter().find(|e| e["type"] == "Interrupt").unwrap();
     assert_eq!(interrupt["pending_calls"], serde_json::json!(["b"]));
     assert_eq!(rest.last().unwrap()["status"], "interrupted");

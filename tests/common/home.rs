@@ -95,3 +95,54 @@ impl Home {
         cli::output(self.command(env!("CARGO_BIN_EXE_ryvos")).args(args)).await
     }
 }
+
+/// A `ryvos run --json …` going on in the background, read event by event.
+pub struct Follower {
+    child: Child,
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+}
+
+impl Home {
+    /// Starts `ryvos ARGS` (a `run --json`) and follows its events.
+    pub fn follow(&self, args: &[&str]) -> Follower {
+        let mut child = self
+            .command(env!("CARGO_BIN_EXE_ryvos"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Follower { child, lines }
+    }
+}
+
+impl Follower {
+    /// What `pick` makes of the first event it takes; fails the test if the run ends first.
+    pub async fn until<T>(&mut self, mut pick: impl FnMut(&serde_json::Value) -> Option<T>) -> T {
+        tokio::time::timeout(WAIT, async {
+            while let Some(line) = self.lines.next_line().await.unwrap() {
+                let event: serde_json::Value = serde_json::from_str(&line).unwrap();
+                if let Some(found) = pick(&event) {
+                    return found;
+                }
+            }
+            panic!("the run ended before the event looked for");
+        })
+        .await
+        .expect("the event came in time")
+    }
+
+    /// The events left, and the exit code, once the run ends.
+    pub async fn rest(mut self) -> (Vec<serde_json::Value>, Option<i32>) {
+        let mut rest = Vec::new();
+        while let Some(line) = self.lines.next_line().await.unwrap() {
+            rest.push(serde_json::from_str(&line).unwrap());
+        }
+        let exit = tokio::time::timeout(WAIT, self.child.wait())
+            .await
+            .expect("the client never hangs")
+            .unwrap();
+        (rest, exit.code())
+    }
+}
