@@ -11,7 +11,7 @@ use super::{compact_output, ToolContext, ToolRegistry};
 use crate::callback::Callback;
 use crate::event::{EventKind, RunEvents};
 use crate::ids::CallId;
-use crate::interrupt::{self, OnMessage};
+use crate::interrupt::OnMessage;
 use crate::message::{Message, ToolCall};
 use crate::security::{Gate, Refused};
 use futures_util::StreamExt;
@@ -28,6 +28,18 @@ pub struct ToolOutcome {
     pub name: String,
     pub content: String,
     pub is_error: bool,
+}
+
+impl From<ToolOutcome> for Message {
+    /// The outcome as the conversation holds it.
+    fn from(o: ToolOutcome) -> Message {
+        Message::ToolResult {
+            call_id: o.call_id,
+            name: o.name,
+            content: o.content,
+            is_error: o.is_error,
+        }
+    }
 }
 
 /// The outcomes of calls that were lost before they could report (the executor failed).
@@ -153,15 +165,9 @@ pub async fn run_batch(
                 return None;
             }
             let outcome = run_call(registry, gate, call, ctx, events, settings).await?;
-            let message = Message::ToolResult {
-                call_id: outcome.call_id.clone(),
-                name: outcome.name.clone(),
-                content: outcome.content.clone(),
-                is_error: outcome.is_error,
-            };
             // A run that ended meanwhile records its own results; the host is not shown these.
-            if !ctx.cancel.is_cancelled() {
-                interrupt::observe(on_message, &message, &ctx.interrupt);
+            if let Some(hook) = on_message.filter(|_| !ctx.cancel.is_cancelled()) {
+                hook(&Message::from(outcome.clone()), &ctx.interrupt);
             }
             Some(outcome)
         }))

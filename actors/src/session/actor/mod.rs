@@ -433,12 +433,7 @@ impl SessionState {
                 .find(|c| c.id == o.call_id)
                 .map_or("", |c| c.arguments.as_str());
             reports.push(CallReport::new(&o.name, arguments, &o.content, o.is_error));
-            self.history.push(Message::ToolResult {
-                call_id: o.call_id,
-                name: o.name,
-                content: o.content,
-                is_error: o.is_error,
-            });
+            self.history.push(Message::from(o));
         }
         let Some(run) = self.run.as_mut() else { return };
         // Every call that ran has its result: a stop from here on must not add another.
