@@ -2,7 +2,8 @@
 
 use crate::config::Config;
 use ryvos_actors::cost_ledger::CostReport;
-use ryvos_actors::event::{Event, EventKind, RunStatus};
+pub use ryvos_actors::event::RunOutcome;
+use ryvos_actors::event::{Event, EventKind};
 use ryvos_actors::guardrail::Guardrail;
 use ryvos_actors::ids::{RunId, SessionId};
 pub use ryvos_actors::interrupt::{Interrupter, OnMessage};
@@ -409,51 +410,5 @@ impl RunHandle {
             }
         }
         Err(RuntimeError::RunLost)
-    }
-}
-
-/// How a run ended.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunOutcome {
-    pub session_id: SessionId,
-    pub run_id: RunId,
-    pub status: RunStatus,
-    pub output: String,
-    pub reason: Option<String>,
-    pub turns: u32,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cost_cents: Option<f64>,
-    pub duration_ms: u64,
-}
-
-impl RunOutcome {
-    /// The outcome a `RunComplete` event reports.
-    pub fn from_event(event: &Event) -> Option<Self> {
-        let EventKind::RunComplete {
-            status,
-            output,
-            turns,
-            input_tokens,
-            output_tokens,
-            cost_cents,
-            duration_ms,
-            reason,
-        } = &event.kind
-        else {
-            return None;
-        };
-        Some(Self {
-            session_id: event.session_id.clone(),
-            run_id: event.run_id.clone(),
-            status: *status,
-            output: output.clone(),
-            reason: reason.clone(),
-            turns: *turns,
-            input_tokens: *input_tokens,
-            output_tokens: *output_tokens,
-            cost_cents: *cost_cents,
-            duration_ms: *duration_ms,
-        })
     }
 }

@@ -310,6 +310,52 @@ impl std::fmt::Display for RunStatus {
     }
 }
 
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunOutcome {
+    pub session_id: SessionId,
+    pub run_id: RunId,
+    pub status: RunStatus,
+    pub output: String,
+    pub reason: Option<String>,
+    pub turns: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_cents: Option<f64>,
+    pub duration_ms: u64,
+}
+
+impl RunOutcome {
+    /// The outcome a `RunComplete` event reports.
+    pub fn from_event(event: &Event) -> Option<Self> {
+        let EventKind::RunComplete {
+            status,
+            output,
+            turns,
+            input_tokens,
+            output_tokens,
+            cost_cents,
+            duration_ms,
+            reason,
+        } = &event.kind
+        else {
+            return None;
+        };
+        Some(Self {
+            session_id: event.session_id.clone(),
+            run_id: event.run_id.clone(),
+            status: *status,
+            output: output.clone(),
+            reason: reason.clone(),
+            turns: *turns,
+            input_tokens: *input_tokens,
+            output_tokens: *output_tokens,
+            cost_cents: *cost_cents,
+            duration_ms: *duration_ms,
+        })
+    }
+}
+
 /// How many events a subscriber may fall behind before it starts missing the oldest ones. A slow
 /// subscriber lags; it never blocks the run.
 pub const EVENT_BUFFER: usize = 4096;

@@ -18,7 +18,7 @@ pub use progress::{PlanRecord, StepProgress, StepState};
 
 use crate::checkpoint::CheckpointMsg;
 use crate::config::DirectorConfig;
-use crate::event::{Event, EventKind, RunEvents, RunStatus};
+use crate::event::{EventKind, RunEvents, RunOutcome, RunStatus};
 use crate::ids::{RunId, SessionId};
 use crate::judge::Goal;
 use crate::session::{RunSpec, SessionSupervisorMsg};
@@ -50,19 +50,6 @@ pub struct Director {
     pub max_run: Duration,
 }
 
-/// How one run (a planning, step or final run) ended, as the Director needs it.
-#[derive(Clone, Debug)]
-struct Ran {
-    run_id: RunId,
-    status: RunStatus,
-    output: String,
-    reason: Option<String>,
-    turns: u32,
-    input_tokens: u64,
-    output_tokens: u64,
-    cost_cents: f64,
-}
-
 /// The sums over every run a Director made.
 #[derive(Default)]
 struct Totals {
@@ -73,11 +60,11 @@ struct Totals {
 }
 
 impl Totals {
-    fn add(&mut self, ran: &Ran) {
+    fn add(&mut self, ran: &RunOutcome) {
         self.turns += ran.turns;
         self.input_tokens += ran.input_tokens;
         self.output_tokens += ran.output_tokens;
-        self.cost_cents += ran.cost_cents;
+        self.cost_cents += ran.cost_cents.unwrap_or(0.0);
     }
 }
 
@@ -261,7 +248,7 @@ impl Director {
         events: &RunEvents,
         totals: &mut Totals,
     ) -> Result<(), End> {
-        let mut running: JoinSet<(String, Result<Ran, String>)> = JoinSet::new();
+        let mut running: JoinSet<(String, Result<RunOutcome, String>)> = JoinSet::new();
         loop {
             let slots = self.config.max_parallel_steps.max(1);
             let mut started = false;
@@ -413,7 +400,7 @@ impl Director {
         spec: &RunSpec,
         prompt: String,
         goal: Option<Arc<Goal>>,
-    ) -> Result<Ran, String> {
+    ) -> Result<RunOutcome, String> {
         let spec = RunSpec {
             prompt,
             goal,
@@ -429,7 +416,7 @@ impl Director {
             loop {
                 match events.recv().await {
                     Ok(event) if event.run_id == run_id => {
-                        if let Some(ran) = ended(&event) {
+                        if let Some(ran) = RunOutcome::from_event(&event) {
                             return Ok(ran);
                         }
                     }
@@ -452,10 +439,11 @@ impl Director {
     }
 
     /// The end of run `run_id` as its record says, if it has ended.
-    fn stored_end(&self, session: &SessionId, run_id: &RunId) -> Option<Ran> {
+    fn stored_end(&self, session: &SessionId, run_id: &RunId) -> Option<RunOutcome> {
         let runs = self.store.session_runs(session).ok()?;
         let run = runs.into_iter().find(|r| r.run_id == *run_id)?;
-        Some(Ran {
+        Some(RunOutcome {
+            session_id: run.session_id,
             run_id: run.run_id,
             status: run.status?,
             output: run.output,
@@ -463,7 +451,8 @@ impl Director {
             turns: run.turns,
             input_tokens: run.input_tokens,
             output_tokens: run.output_tokens,
-            cost_cents: run.cost_microcents as f64 / 1_000_000.0,
+            cost_cents: Some(run.cost_microcents as f64 / 1_000_000.0),
+            duration_ms: run.ended_at_ms?.saturating_sub(run.started_at_ms),
         })
     }
 
@@ -474,31 +463,5 @@ impl Director {
         crate::checkpoint::store(&self.checkpoint, batch)
             .await
             .map_err(|e| End::failed(format!("the plan's progress could not be stored: {e}")))
-    }
-}
-
-/// The run's end, from its `RunComplete`.
-fn ended(event: &Event) -> Option<Ran> {
-    match &event.kind {
-        EventKind::RunComplete {
-            status,
-            output,
-            turns,
-            input_tokens,
-            output_tokens,
-            cost_cents,
-            reason,
-            ..
-        } => Some(Ran {
-            run_id: event.run_id.clone(),
-            status: *status,
-            output: output.clone(),
-            reason: reason.clone(),
-            turns: *turns,
-            input_tokens: *input_tokens,
-            output_tokens: *output_tokens,
-            cost_cents: cost_cents.unwrap_or(0.0),
-        }),
-        _ => None,
     }
 }
