@@ -4,14 +4,13 @@
 mod common;
 
 use common::cli::json_lines as events;
-use common::home::{Home, WAIT};
+use common::home::{Ended, Home, WAIT};
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_streams_its_events_as_json_through_the_daemon() {
@@ -200,41 +199,18 @@ async fn after_kill_9_mid_run_the_client_fails_and_a_resume_sees_every_completed
     .await;
     let home = Home::new(&server, "");
     let mut daemon = home.daemon().await;
-    let mut client = home
-        .command(env!("CARGO_BIN_EXE_ryvos"))
-        .args(["run", "--json", "first"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(client.stdout.take().unwrap()).lines();
-    let session = tokio::time::timeout(WAIT, async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            let event: Value = serde_json::from_str(&line).unwrap();
-            if event["type"] == "CheckpointSaved" && event["turn"] == 1 {
-                return event["session_id"].as_str().unwrap().to_owned();
-            }
-        }
-        panic!("the run ended before its first checkpoint");
-    })
-    .await
-    .unwrap();
+    let mut run = home.follow(&["run", "--json", "first"]);
+    let session = run
+        .until(|event| {
+            (event["type"] == "CheckpointSaved" && event["turn"] == 1)
+                .then(|| event["session_id"].as_str().unwrap().to_owned())
+        })
+        .await;
     daemon.start_kill().unwrap(); // SIGKILL
     daemon.wait().await.unwrap();
 
-    let client_exit = tokio::time::timeout(WAIT, client.wait())
-        .await
-        .expect("the client never hangs")
-        .unwrap();
-    assert_eq!(client_exit.code(), Some(3));
-    let mut stderr = String::new();
-    client
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .await
-        .unwrap();
+    let Ended { code, stderr, .. } = run.rest().await;
+    assert_eq!(code, Some(3));
     assert!(
         stderr.contains("lost ryvosd") && stderr.contains(&session),
         "{stderr}"
@@ -363,25 +339,13 @@ async fn a_director_run_killed_mid_plan_resumes_without_redoing_finished_steps()
     let server = ScriptedModelServer::start_routed([], Some(router)).await;
     let home = Home::new(&server, "");
     let mut daemon = home.daemon().await;
-    let mut client = home
-        .command(env!("CARGO_BIN_EXE_ryvos"))
-        .args(["run", "--json", "--director", "how many fruits?"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(client.stdout.take().unwrap()).lines();
-    let session = tokio::time::timeout(WAIT, async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            let event: Value = serde_json::from_str(&line).unwrap();
-            if event["type"] == "DirectorStep" && event["step"] == "c" {
-                return event["session_id"].as_str().unwrap().to_owned();
-            }
-        }
-        panic!("the run ended before step c started");
-    })
-    .await
-    .unwrap();
+    let mut run = home.follow(&["run", "--json", "--director", "how many fruits?"]);
+    let session = run
+        .until(|event| {
+            (event["type"] == "DirectorStep" && event["step"] == "c")
+                .then(|| event["session_id"].as_str().unwrap().to_owned())
+        })
+        .await;
     // Wait until step c's request is in: c is in flight.
     let c_asked = |requests: Vec<Value>| {
         requests
@@ -399,11 +363,7 @@ async fn a_director_run_killed_mid_plan_resumes_without_redoing_finished_steps()
     .unwrap();
     daemon.start_kill().unwrap(); // SIGKILL
     daemon.wait().await.unwrap();
-    let exit = tokio::time::timeout(WAIT, client.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(exit.code(), Some(3));
+    assert_eq!(run.rest().await.code, Some(3));
 
     restarted.store(true, std::sync::atomic::Ordering::SeqCst);
     let _daemon = home.daemon().await;
@@ -498,8 +458,10 @@ async fn a_call_waiting_for_approval_runs_once_ryvos_approve_answers_from_anothe
     let (code, _, stderr) = home.ryvos(&["approve", &request_id]).await;
     assert_ne!(code, 0);
     assert!(stderr.contains("no approval request"), "{stderr}");
-    let (rest, exit) = run.rest().await;
-    assert_eq!(exit, Some(0));
+    let Ended {
+        events: rest, code, ..
+    } = run.rest().await;
+    assert_eq!(code, Some(0));
     assert!(rest.iter().any(|e| e["type"] == "ApprovalResolved"
         && e["approved"] == true
         && e["by"] == "ryvos approve"));
@@ -536,8 +498,10 @@ async fn an_interrupted_run_keeps_its_waiting_call_across_a_restart_and_resumes_
         .await;
     let (code, _, stderr) = home.ryvos(&["interrupt", &session]).await;
     assert_eq!(code, 0, "{stderr}");
-    let (rest, exit) = run.rest().await;
-    assert_eq!(exit, Some(1), "an interrupted run is not completed");
+    let Ended {
+        events: rest, code, ..
+    } = run.rest().await;
+    assert_eq!(code, Some(1), "an interrupted run is not completed");
     let interrupt = rest.iter().find(|e| e["type"] == "Interrupt").unwrap();
     assert_eq!(interrupt["pending_calls"], serde_json::json!(["b"]));
     assert_eq!(rest.last().unwrap()["status"], "interrupted");

@@ -6,7 +6,7 @@ use ryvos_testkit::ScriptedModelServer;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 /// The longest a test waits for the daemon or a client; longer is a hang.
@@ -133,16 +133,31 @@ impl Follower {
         .expect("the event came in time")
     }
 
-    /// The events left, and the exit code, once the run ends.
-    pub async fn rest(mut self) -> (Vec<serde_json::Value>, Option<i32>) {
-        let mut rest = Vec::new();
+    /// How the client ended: the events left, its exit code and what it said on stderr.
+    pub async fn rest(mut self) -> Ended {
+        let mut events = Vec::new();
         while let Some(line) = self.lines.next_line().await.unwrap() {
-            rest.push(serde_json::from_str(&line).unwrap());
+            events.push(serde_json::from_str(&line).unwrap());
         }
         let exit = tokio::time::timeout(WAIT, self.child.wait())
             .await
             .expect("the client never hangs")
             .unwrap();
-        (rest, exit.code())
+        let mut stderr = String::new();
+        if let Some(mut pipe) = self.child.stderr.take() {
+            pipe.read_to_string(&mut stderr).await.unwrap();
+        }
+        Ended {
+            events,
+            code: exit.code(),
+            stderr,
+        }
     }
+}
+
+/// How a followed client ended.
+pub struct Ended {
+    pub events: Vec<serde_json::Value>,
+    pub code: Option<i32>,
+    pub stderr: String,
 }
