@@ -225,29 +225,32 @@ fn write_loop(store: &Store, queue: &mpsc::Receiver<Job>) {
 /// The batches of `group` (by index) that would leave a hole in their session's history,
 /// with why.
 fn holes(store: &Store, group: &[Job]) -> Vec<(usize, StoreError)> {
-    let mut next: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
-    let mut refused = std::collections::HashSet::new();
-    let mut out = Vec::new();
-    for (at, batch) in group
+    let batches: Vec<(usize, &WriteBatch)> = group
         .iter()
         .enumerate()
         .filter_map(|(at, j)| j.batch.as_deref().map(|b| (at, b)))
-    {
-        let sid = batch.session_id.as_str();
+        .filter(|(_, b)| !b.messages.is_empty())
+        .collect();
+    if batches.is_empty() {
+        return Vec::new();
+    }
+    // Where each session stands, advanced batch by batch as the group would write it.
+    let mut next = match store.next_seqs(batches.iter().map(|(_, b)| &b.session_id)) {
+        Ok(next) => next,
+        // The write itself will meet and report the same failure.
+        Err(_) => return Vec::new(),
+    };
+    let mut refused = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for (at, batch) in batches {
+        let sid = &batch.session_id;
         let (Some(first), Some(last)) = (batch.messages.first(), batch.messages.last()) else {
             continue;
         };
-        let floor = match next.get(sid) {
-            Some(n) => *n,
-            None => match store.next_seq(&batch.session_id) {
-                Ok(n) => n,
-                // The write itself will meet and report the same failure.
-                Err(_) => continue,
-            },
-        };
-        let floor = floor.max(batch.compaction.as_ref().map_or(0, |c| c.first_kept_seq));
+        let stored = next.get(sid).copied().unwrap_or(0);
+        let floor = stored.max(batch.compaction.as_ref().map_or(0, |c| c.first_kept_seq));
         if refused.contains(sid) || first.seq > floor {
-            refused.insert(sid);
+            refused.insert(sid.clone());
             out.push((
                 at,
                 StoreError::from_cause(
@@ -260,7 +263,7 @@ fn holes(store: &Store, group: &[Job]) -> Vec<(usize, StoreError)> {
             ));
             continue;
         }
-        next.insert(sid, floor.max(last.seq + 1));
+        next.insert(sid.clone(), floor.max(last.seq + 1));
     }
     out
 }

@@ -20,6 +20,7 @@ use crate::ids::{RunId, SessionId};
 use crate::message::Message;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable};
 use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use tables::{
@@ -302,27 +303,34 @@ impl Store {
         txn.commit().doing(doing)
     }
 
-    /// The highest seq a new message of session `id` may take without leaving a hole: one
+    /// For each of `ids`, the highest seq a new message may take without leaving a hole: one
     /// past the last one stored, or the start of the context window if a compaction moved it
-    /// further.
-    pub fn next_seq(&self, id: &SessionId) -> Result<u64, StoreError> {
-        let doing = || format!("reading where session {id} goes on");
+    /// further. Read in one transaction.
+    pub fn next_seqs<'a>(
+        &self,
+        ids: impl IntoIterator<Item = &'a SessionId>,
+    ) -> Result<HashMap<SessionId, u64>, StoreError> {
+        let doing = || "reading where sessions go on".to_string();
         let txn = self.db.begin_read().doing(doing)?;
         let messages = txn.open_table(MESSAGES).doing(doing)?;
-        let mut next = match messages
-            .range((id.as_str(), 0)..=(id.as_str(), u64::MAX))
-            .doing(doing)?
-            .next_back()
-        {
-            Some(row) => row.doing(doing)?.0.value().1 + 1,
-            None => 0,
-        };
         let compactions = txn.open_table(COMPACTIONS).doing(doing)?;
-        if let Some(row) = compactions.get(id.as_str()).doing(doing)? {
-            let compaction: Compaction = serde_json::from_slice(row.value()).doing(doing)?;
-            next = next.max(compaction.first_kept_seq);
+        let mut out = HashMap::new();
+        for id in ids {
+            let mut next = match messages
+                .range((id.as_str(), 0)..=(id.as_str(), u64::MAX))
+                .doing(doing)?
+                .next_back()
+            {
+                Some(row) => row.doing(doing)?.0.value().1 + 1,
+                None => 0,
+            };
+            if let Some(row) = compactions.get(id.as_str()).doing(doing)? {
+                let compaction: Compaction = serde_json::from_slice(row.value()).doing(doing)?;
+                next = next.max(compaction.first_kept_seq);
+            }
+            out.insert(id.clone(), next);
         }
-        Ok(next)
+        Ok(out)
     }
 
     /// Loads a session's whole history, record and unfinished runs. An unknown session loads
@@ -473,15 +481,11 @@ impl Store {
     }
 
     /// What people approved "always", per session.
-    pub fn always_allowed(
-        &self,
-    ) -> Result<std::collections::HashMap<SessionId, std::collections::HashSet<String>>, StoreError>
-    {
+    pub fn always_allowed(&self) -> Result<HashMap<SessionId, HashSet<String>>, StoreError> {
         let doing = || "reading the calls approved for whole sessions".to_string();
         let txn = self.db.begin_read().doing(doing)?;
         let table = txn.open_table(ALWAYS).doing(doing)?;
-        let mut out: std::collections::HashMap<SessionId, std::collections::HashSet<String>> =
-            Default::default();
+        let mut out: HashMap<SessionId, HashSet<String>> = HashMap::new();
         for row in table.iter().doing(doing)? {
             let (key, _) = row.doing(doing)?;
             let (session, what) = key.value();
