@@ -18,7 +18,7 @@ use ryvos::{Config, EventKind, Provider, RunRequest, RunStatus, Runtime, SafetyT
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::{machine, measure, percentile, resident_bytes, InstantModel, Noop};
@@ -98,7 +98,7 @@ async fn memory() -> (f64, f64) {
     let switch = Arc::new(Switch {
         held,
         free,
-        holding: AtomicUsize::new(0),
+        holding: AtomicBool::new(false),
         arrived: AtomicUsize::new(0),
     });
     let runtime = runtime(home.path(), switch.clone(), 2_000).await;
@@ -109,7 +109,7 @@ async fn memory() -> (f64, f64) {
     }
     let idle = (resident_bytes().saturating_sub(before)) as f64 / 10_000.0;
 
-    switch.holding.store(1, Ordering::SeqCst);
+    switch.holding.store(true, Ordering::SeqCst);
     let before = resident_bytes();
     let mut handles = Vec::new();
     for n in 0..1_000 {
@@ -132,7 +132,7 @@ async fn memory() -> (f64, f64) {
 struct Switch {
     held: Arc<InstantModel>,
     free: Arc<InstantModel>,
-    holding: AtomicUsize,
+    holding: AtomicBool,
     arrived: AtomicUsize,
 }
 
@@ -142,7 +142,7 @@ impl Provider for Switch {
         "instant"
     }
     async fn stream(&self, request: &ChatRequest) -> Result<DeltaStream, ProviderError> {
-        if self.holding.load(Ordering::SeqCst) == 1 {
+        if self.holding.load(Ordering::SeqCst) {
             self.arrived.fetch_add(1, Ordering::SeqCst);
             return self.held.stream(request).await;
         }
