@@ -142,7 +142,8 @@ impl Runtime {
             prompt: request.prompt,
             workspace,
             caller_dir: request.caller_dir,
-            goal: request.goal.map(Arc::new),
+            // What the caller gives is the user's own: its commands run without approval.
+            goal: request.goal.map(|g| Arc::new(g.from_user())),
             on_message: request.on_message,
         };
         let ticket = if request.director {

@@ -11,7 +11,7 @@ mod common;
 
 use common::{collect, Harness};
 use rand::{Rng, SeedableRng};
-use ryvos::engine::judge::{Criterion, CriterionKind, Goal};
+use ryvos::engine::judge::{Criterion, CriterionKind, CriterionOrigin, Goal};
 use ryvos::engine::root::{ChildKind, SupervisorNotice};
 use ryvos::engine::store::repair;
 use ryvos::{RunStatus, SessionId};
@@ -70,6 +70,7 @@ async fn panics_in_every_actor_kind_end_every_run_with_a_status_and_lose_nothing
                     kind: CriterionKind::Contains,
                     value: "done".into(),
                     weight: 1.0,
+                    origin: CriterionOrigin::User,
                 }],
                 constraints: Default::default(),
             });

@@ -499,6 +499,8 @@ pub struct SecurityConfig {
     pub command_allowlist: Vec<String>,
     /// What each tier gets when neither list covers the call.
     pub policy: TierPolicy,
+    /// The OS sandbox every command the model causes runs in.
+    pub sandbox: SandboxConfig,
 }
 
 impl Default for SecurityConfig {
@@ -510,6 +512,53 @@ impl Default for SecurityConfig {
             approval_timeout_secs: 60,
             command_allowlist: Vec::new(),
             policy: TierPolicy::default(),
+            sandbox: SandboxConfig::default(),
+        }
+    }
+}
+
+/// `[security.sandbox]`: how the processes started on the model's behalf are confined.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    pub mode: SandboxMode,
+    /// `false` denies TCP connect and bind (Landlock ABI 4 or later).
+    pub network: bool,
+    /// More directories a command may write in, under `workspace-write` (`~/` and `${VAR}`
+    /// are expanded; each must exist).
+    pub writable_paths: Vec<String>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            mode: SandboxMode::WorkspaceWrite,
+            network: true,
+            writable_paths: Vec::new(),
+        }
+    }
+}
+
+/// What a sandboxed command may write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Everything is readable; writes only in the workspace, the run's private temp dir and
+    /// `writable_paths`.
+    WorkspaceWrite,
+    /// Everything is readable; writes only in the run's private temp dir.
+    ReadOnly,
+    /// No sandbox at all: commands can write anywhere the user can.
+    Off,
+}
+
+impl SandboxMode {
+    /// The name the config uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::Off => "off",
         }
     }
 }

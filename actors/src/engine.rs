@@ -1,8 +1,8 @@
 //! The engine: the actor tree started, addressed, and stopped as one.
 
 use crate::config::{
-    AgentConfig, BudgetConfig, DirectorConfig, EmbeddingConfig, ModelConfig, SecurityConfig,
-    SupervisionConfig,
+    AgentConfig, BudgetConfig, DirectorConfig, EmbeddingConfig, ModelConfig, SandboxMode,
+    SecurityConfig, SupervisionConfig,
 };
 use crate::cost_ledger::{CostLedgerArgs, CostReport};
 use crate::director::Director;
@@ -16,6 +16,7 @@ use crate::memory::{Memory, MemorySearch, MemoryWrite};
 use crate::provider::retry::RetryPolicy;
 use crate::provider::{Provider, ProviderError};
 use crate::root::{RootArgs, RootMsg, RootSupervisor, Slots, SupervisorNotice};
+use crate::sandbox::Sandbox;
 use crate::security::{ApprovalError, Approvals, Gate};
 use crate::session::{
     RunSpec, RunTicket, Services, SessionSupervisorArgs, SessionSupervisorMsg, StartRunError,
@@ -178,6 +179,8 @@ pub struct Engine {
     directing: Arc<std::sync::Mutex<std::collections::HashSet<SessionId>>>,
     /// Tool calls waiting for a person's approval.
     approvals: Approvals,
+    /// The OS sandbox of the programs runs start.
+    sandbox: Sandbox,
 }
 
 impl Engine {
@@ -241,6 +244,24 @@ impl Engine {
                 .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))?,
         );
         let registry = ToolRegistry::new(with_memory_tools(tools, &memory))?;
+        let gate = Gate::new(
+            &config.security,
+            approvals.clone(),
+            slots.checkpoint.clone(),
+            store
+                .always_allowed()
+                .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))?,
+        )
+        .map_err(EngineError::Security)?;
+        let sandbox = Sandbox::new(&config.security.sandbox)
+            .map_err(|e| EngineError::Security(e.to_string()))?;
+        match sandbox.unenforceable() {
+            Some(_) => tracing::error!("sandbox: {}", sandbox.describe()),
+            None if sandbox.mode() == SandboxMode::Off => {
+                tracing::warn!("sandbox: {}", sandbox.describe())
+            }
+            None => tracing::info!("sandbox: {}", sandbox.describe()),
+        }
         let agent = Arc::new(config.agent.clone());
         let global_events = GlobalEvents::new();
         let policy = RestartPolicy::from(&config.supervision);
@@ -257,6 +278,7 @@ impl Engine {
             memory: memory.clone(),
             tools: slots.tools.clone(),
             registry: registry.clone(),
+            sandbox: sandbox.clone(),
             agent: agent.clone(),
             guardrails: Arc::new(guardrails),
             approvals: approvals.clone(),
@@ -277,18 +299,11 @@ impl Engine {
             judge: JudgeArgs {
                 models: judge_models(&config.model, &agent.judge, &models)?,
                 config: agent.judge.clone(),
+                gate: gate.clone(),
             },
             models,
             tools: ToolExecutorArgs {
-                gate: Gate::new(
-                    &config.security,
-                    approvals.clone(),
-                    slots.checkpoint.clone(),
-                    store
-                        .always_allowed()
-                        .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))?,
-                )
-                .map_err(EngineError::Security)?,
+                gate,
                 registry,
                 settings: ExecutionSettings {
                     parallel: agent.parallel_tools,
@@ -328,6 +343,7 @@ impl Engine {
             max_run: config.agent.max_duration(),
             directing: Arc::default(),
             approvals,
+            sandbox,
         })
     }
 
@@ -438,6 +454,11 @@ impl Engine {
     /// The tool calls waiting for a person's approval, to list and answer.
     pub fn approvals(&self) -> &Approvals {
         &self.approvals
+    }
+
+    /// The OS sandbox of the programs runs start, as configured and as the kernel allows.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
     }
 
     /// Every event of every session from now on.

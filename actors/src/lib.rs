@@ -43,6 +43,7 @@ pub mod memory;
 pub mod message;
 pub mod provider;
 pub mod root;
+pub mod sandbox;
 pub mod security;
 pub mod session;
 pub mod store;

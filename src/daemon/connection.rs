@@ -136,6 +136,8 @@ async fn answer(
             "home": shared.config.home,
             "socket": shared.socket,
             "uptime_secs": shared.started.elapsed().as_secs(),
+            "sandbox": shared.runtime.engine().sandbox().describe(),
+            "sandbox_enforced": shared.runtime.engine().sandbox().unenforceable().is_none(),
         })),
         Ok(Method::Sessions) => {
             read_store(shared, |store| {

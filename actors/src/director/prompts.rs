@@ -13,7 +13,9 @@ const PLAN_SHAPE: &str = "Answer with one JSON object and nothing else: {\"steps
 \"short-id\", \"goal\": \"what this step must achieve\", \"criteria\": [\"KIND:VALUE\"], \
 \"depends_on\": [\"id\"]}]}. KIND is contains, equals or regex (checked on the step's answer), \
 command (a shell command that must exit 0 in the workspace) or llm (a question a judge model \
-answers); criteria may be empty. Ids use letters, digits, '_' and '-'. The steps must not \
+answers); criteria may be empty. A command criterion passes the security gate like a bash \
+call (it may need a person's approval, or be denied) and runs in the sandbox: prefer contains, \
+equals or regex where they suffice. Ids use letters, digits, '_' and '-'. The steps must not \
 depend on each other in a cycle.";
 
 /// Asks for the plan of `task`.

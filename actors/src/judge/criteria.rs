@@ -1,9 +1,14 @@
 //! Level 0: the criteria checked without a model, for free: the final answer's text
 //! (`contains`, `equals`, `regex`) and a shell command's exit code in the workspace
-//! (`command`, run like the `bash` tool: its own process group, killed at the timeout or when
-//! the run stops).
+//! (`command`, run by the `bash` tool: in the run's sandbox, its own process group, killed at
+//! the timeout or when the run stops). A command the model wrote is a tool call in all but
+//! name: it passes the security gate first (tier, policy, approval, audit).
 
-use super::goal::{Criterion, CriterionKind};
+use super::goal::{Criterion, CriterionKind, CriterionOrigin};
+use crate::event::RunEvents;
+use crate::ids::CallId;
+use crate::message::ToolCall;
+use crate::security::{Gate, Refused};
 use crate::tools::builtin::Bash;
 use crate::tools::{Tool, ToolContext};
 use serde::{Deserialize, Serialize};
@@ -67,16 +72,43 @@ pub fn check_text(criterion: &Criterion, answer: &str) -> Option<CriterionResult
     })
 }
 
-/// Runs a `command` criterion in the run's workspace: met when it exits 0.
+/// Runs a `command` criterion in the run's workspace: met when it exits 0. A model-written one
+/// runs only if the gate admits it; refused, it is unmet with the gate's reason.
 pub async fn check_command(
     criterion: &Criterion,
     ctx: &ToolContext,
+    gate: &Gate,
+    events: &RunEvents,
     timeout: Duration,
 ) -> CriterionResult {
     let input = serde_json::json!({
         "command": criterion.value,
         "timeout_secs": timeout.as_secs().max(1),
     });
+    if criterion.origin == CriterionOrigin::Model {
+        let call = ToolCall {
+            id: CallId::new(format!(
+                "criterion_{}",
+                ulid::Ulid::new().to_string().to_lowercase()
+            )),
+            name: Bash.name().to_owned(),
+            arguments: input.to_string(),
+        };
+        let refused = match gate.admit(&call, &Bash, &input, ctx, events).await {
+            Ok(()) => None,
+            Err(Refused::Denied(why)) => Some(why),
+            Err(Refused::Parked) => {
+                Some("the run paused before anyone decided on this command".to_owned())
+            }
+        };
+        if let Some(why) = refused {
+            return CriterionResult {
+                criterion: criterion.to_string(),
+                met: false,
+                reason: format!("not run: {}", tail(&why, MAX_REASON_CHARS)),
+            };
+        }
+    }
     let (met, reason) = match Bash.execute(input, ctx).await {
         Ok(_) => (true, "the command exited 0".to_owned()),
         Err(e) => (false, tail(&e.to_string(), MAX_REASON_CHARS)),

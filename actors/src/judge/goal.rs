@@ -26,10 +26,26 @@ pub struct Criterion {
     pub value: String,
     #[serde(default = "one")]
     pub weight: f64,
+    /// Who wrote it. A `command` the model wrote (a Director plan's) passes the security gate
+    /// like a `bash` call; one the user gave runs without approval. Both run in the sandbox.
+    /// Unknown means the model: only the embedding API and the socket mark what users give.
+    #[serde(default)]
+    pub origin: CriterionOrigin,
 }
 
 fn one() -> f64 {
     1.0
+}
+
+/// Who wrote a criterion.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CriterionOrigin {
+    /// The person (or host application) who started the run.
+    User,
+    /// The model, e.g. in a Director plan: its commands are tool calls in all but name.
+    #[default]
+    Model,
 }
 
 /// How a criterion is checked.
@@ -143,6 +159,7 @@ impl std::str::FromStr for Criterion {
             kind,
             value: value.to_owned(),
             weight,
+            origin: CriterionOrigin::Model,
         };
         criterion.validate()?;
         Ok(criterion)
@@ -178,6 +195,14 @@ impl std::fmt::Display for Criterion {
 }
 
 impl Goal {
+    /// The goal as the user gave it: its criteria are the user's own (see [`CriterionOrigin`]).
+    pub fn from_user(mut self) -> Self {
+        for c in &mut self.criteria {
+            c.origin = CriterionOrigin::User;
+        }
+        self
+    }
+
     /// Refuses a goal that could never be judged: no description, or a criterion that could
     /// never be checked.
     pub fn validate(&self) -> Result<(), CriterionError> {

@@ -11,13 +11,15 @@ pub mod goal;
 pub mod rubric;
 pub mod verdict;
 
-pub use goal::{Constraints, Criterion, CriterionKind, Goal};
+pub use goal::{Constraints, Criterion, CriterionKind, CriterionOrigin, Goal};
 pub use verdict::{Judgement, Verdict};
 
 use crate::callback::Callback;
 use crate::config::JudgeConfig;
+use crate::event::RunEvents;
 use crate::llm_stream::{Heartbeat, ModelChain, ModelReply};
 use crate::message::Message;
+use crate::security::Gate;
 use crate::tools::ToolContext;
 use criteria::CriterionResult;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -34,6 +36,8 @@ pub struct Evaluation {
     pub conversation: Arc<Vec<Arc<Message>>>,
     /// Where `command` criteria run; cancelled when the run stops.
     pub ctx: ToolContext,
+    /// The run's events: a model-written command's security decision is published there.
+    pub events: RunEvents,
     /// The run's budget still allows a model call: without it the judge model is not asked.
     pub model_allowed: bool,
     pub on_done: Callback<Evaluated>,
@@ -79,6 +83,8 @@ pub struct JudgeArgs {
     /// The models that judge `llm` criteria.
     pub models: Arc<ModelChain>,
     pub config: JudgeConfig,
+    /// The security gate a model-written `command` criterion passes, as a `bash` call would.
+    pub gate: Gate,
 }
 
 /// The actor; see the module documentation.
@@ -112,12 +118,19 @@ impl Actor for JudgeActor {
                         answer,
                         conversation,
                         ctx,
+                        events,
                         model_allowed,
                         on_done,
                     } = *job;
                     let cancel = ctx.cancel.clone();
-                    let evaluating =
-                        evaluate(&args, &goal, &answer, &conversation, &ctx, model_allowed);
+                    let asked = Asked {
+                        goal: &goal,
+                        answer: &answer,
+                        conversation: &conversation,
+                        ctx: &ctx,
+                        events: &events,
+                    };
+                    let evaluating = evaluate(&args, asked, model_allowed);
                     tokio::select! {
                         evaluated = evaluating => on_done.answer(evaluated),
                         // The run stopped: nobody waits for the verdict.
@@ -132,22 +145,31 @@ impl Actor for JudgeActor {
     }
 }
 
+/// What an evaluation looks at.
+struct Asked<'a> {
+    goal: &'a Goal,
+    answer: &'a str,
+    conversation: &'a [Arc<Message>],
+    ctx: &'a ToolContext,
+    events: &'a RunEvents,
+}
+
 /// Checks the free criteria, asks the judge model when it is needed and can still matter, and
 /// decides.
-async fn evaluate(
-    args: &JudgeArgs,
-    goal: &Goal,
-    answer: &str,
-    conversation: &[Arc<Message>],
-    ctx: &ToolContext,
-    model_allowed: bool,
-) -> Evaluated {
+async fn evaluate(args: &JudgeArgs, asked: Asked<'_>, model_allowed: bool) -> Evaluated {
+    let Asked {
+        goal,
+        answer,
+        conversation,
+        ctx,
+        events,
+    } = asked;
     let timeout = Duration::from_secs(args.config.command_timeout_secs.max(1));
     let mut free: Vec<CriterionResult> = Vec::new();
     for criterion in goal.criteria.iter().filter(|c| c.kind.is_deterministic()) {
         let result = match criteria::check_text(criterion, answer) {
             Some(result) => result,
-            None => criteria::check_command(criterion, ctx, timeout).await,
+            None => criteria::check_command(criterion, ctx, &args.gate, events, timeout).await,
         };
         free.push(result);
     }

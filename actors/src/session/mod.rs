@@ -50,6 +50,8 @@ pub struct Services {
     pub memory: crate::memory::Memory,
     pub tools: ChildSlot<ToolMsg>,
     pub registry: ToolRegistry,
+    /// The OS sandbox of every program a run starts.
+    pub sandbox: crate::sandbox::Sandbox,
     pub agent: Arc<AgentConfig>,
     /// Approval requests, to forget those of a session's calls that are no longer pending.
     pub approvals: crate::security::Approvals,

@@ -65,6 +65,8 @@ pub struct ActiveRun {
     pub prompt: String,
     pub events: RunEvents,
     pub workspace: Workspace,
+    /// Where the run's programs run (its private temp dir lives as long as the run).
+    pub sandbox: crate::sandbox::RunSandbox,
     /// The system prompt as the model gets it: `system_base`, then the goal's focus layer.
     pub system: Arc<str>,
     /// The system prompt without the focus layer (principles, context files, recall).
@@ -148,6 +150,7 @@ impl ActiveRun {
         prompt: String,
         events: RunEvents,
         workspace: Workspace,
+        sandbox: &crate::sandbox::Sandbox,
         system: Arc<str>,
         next_seq: u64,
     ) -> ActiveRun {
@@ -156,6 +159,7 @@ impl ActiveRun {
             id,
             prompt,
             events,
+            sandbox: sandbox.for_run(&workspace),
             workspace,
             system_tokens: crate::tokens::count_text(&system) as u64,
             system_base: system.clone(),
@@ -190,6 +194,18 @@ impl ActiveRun {
             turn_input_tokens: 0,
             turn_output_tokens: 0,
             last_text: String::new(),
+        }
+    }
+
+    /// What the run's tool calls (and `command` criteria) may use.
+    pub fn tool_context(&self, session_id: &crate::ids::SessionId) -> crate::tools::ToolContext {
+        crate::tools::ToolContext {
+            workspace: self.workspace.clone(),
+            session_id: session_id.clone(),
+            run_id: self.id.clone(),
+            cancel: self.cancel.clone(),
+            interrupt: self.interrupter.clone(),
+            sandbox: self.sandbox.clone(),
         }
     }
 

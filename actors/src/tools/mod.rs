@@ -54,6 +54,8 @@ pub struct ToolContext {
     /// Set when the run is to pause after its current step: calls not yet started wait for
     /// the next run instead.
     pub interrupt: crate::interrupt::Interrupter,
+    /// Where every program a call starts runs: confined to the workspace, or refused.
+    pub sandbox: crate::sandbox::RunSandbox,
 }
 
 /// Why a tool call failed. Reported to the model as `execution_error: …` or `denied: …`.

@@ -238,7 +238,8 @@ async fn dispatch(command: Command, config: Config) -> u8 {
                     v["version"].as_str().unwrap_or("?"),
                     v["uptime_secs"],
                     v["home"].as_str().unwrap_or("?")
-                )
+                );
+                println!("sandbox: {}", v["sandbox"].as_str().unwrap_or("?"));
             })
             .await
         }

@@ -10,7 +10,6 @@ use crate::judge::{Evaluated, Evaluation, JudgeMsg, Verdict};
 use crate::message::Message;
 use crate::session::run::{Ending, Phase};
 use crate::store::{now_ms, VerdictRecord};
-use crate::tools::ToolContext;
 use ractor::ActorRef;
 
 impl SessionState {
@@ -43,13 +42,8 @@ impl SessionState {
             goal,
             answer,
             conversation,
-            ctx: ToolContext {
-                workspace: run.workspace.clone(),
-                session_id: self.id.clone(),
-                run_id: run.id.clone(),
-                cancel: run.cancel.clone(),
-                interrupt: run.interrupter.clone(),
-            },
+            ctx: run.tool_context(&self.id),
+            events: run.events.clone(),
             model_allowed: run.refusal.is_none(),
             on_done: Callback::new(
                 move |evaluated| {

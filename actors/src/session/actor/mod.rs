@@ -42,7 +42,6 @@ use crate::message::{Message, ToolCall};
 use crate::provider::{ChatRequest, ProviderError};
 use crate::store::{now_ms, RunRecord, SessionRecord, StoreError, TurnCheckpoint, WriteBatch};
 use crate::tools::executor::{lost_outcomes, ToolBatch, ToolMsg, ToolOutcome};
-use crate::tools::ToolContext;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::time::Duration;
 
@@ -398,13 +397,7 @@ impl SessionState {
         let lost = calls.clone();
         let batch = ToolBatch {
             calls,
-            ctx: ToolContext {
-                workspace: run.workspace.clone(),
-                session_id: self.id.clone(),
-                run_id: run.id.clone(),
-                cancel: run.cancel.clone(),
-                interrupt: run.interrupter.clone(),
-            },
+            ctx: run.tool_context(&self.id),
             events: run.events.clone(),
             on_message: run.on_message.clone(),
             on_done: Callback::new(

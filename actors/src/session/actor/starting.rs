@@ -35,6 +35,7 @@ impl SessionState {
                 spec.prompt,
                 events.clone(),
                 spec.workspace,
+                &self.services.sandbox,
                 Arc::from(""),
                 next_seq,
             );
@@ -91,6 +92,7 @@ impl SessionState {
             spec.prompt.clone(),
             events.clone(),
             spec.workspace,
+            &self.services.sandbox,
             assembled.prompt.into(),
             next_seq,
         )
@@ -128,6 +130,13 @@ impl SessionState {
         }
         self.submit(myself, None, Some(record));
         events.emit(EventKind::RunStarted);
+        if self.services.sandbox.mode() == crate::config::SandboxMode::Off {
+            events.emit(EventKind::Warning {
+                message: "the sandbox is off ([security.sandbox] mode = \"off\"): the model's \
+                          commands can write anywhere this user can"
+                    .into(),
+            });
+        }
         for message in assembled.warnings {
             events.emit(EventKind::Warning { message });
         }

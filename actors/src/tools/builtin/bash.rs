@@ -1,4 +1,6 @@
-//! `bash {command, timeout_secs?}`: runs a shell command in the workspace.
+//! `bash {command, timeout_secs?}`: runs a shell command in the workspace, inside the run's
+//! sandbox (see [`crate::sandbox`]): a write outside the workspace fails as the command's own
+//! `Permission denied`, and the model is told why.
 //!
 //! The command runs in its own process group, so a timeout or a cancelled run kills everything
 //! it started. Output is captured up to a cap (the rest is drained and counted, never buffered),
@@ -11,7 +13,6 @@ use serde_json::{json, Value};
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::Command;
 
 const DEFAULT_TIMEOUT_SECS: u64 = 120;
 const MAX_TIMEOUT_SECS: u64 = 3600;
@@ -58,17 +59,21 @@ impl Tool for Bash {
                 .and_then(Value::as_u64)
                 .unwrap_or(DEFAULT_TIMEOUT_SECS),
         );
-        let mut child = Command::new("bash")
+        let mut command_line = ctx
+            .sandbox
+            .command("bash")
+            .map_err(|e| ToolError::Execution(e.to_string()))?;
+        let mut child = command_line
             .arg("-c")
             .arg(command)
-            .current_dir(ctx.workspace.root())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| ToolError::Execution(format!("cannot start bash: {e}")))?;
+            .map_err(|e| ToolError::Execution(format!("cannot start bash in its sandbox: {e}")))?;
+        drop(command_line);
         let group = child.id().map(|id| id as i32);
         let stdout = tokio::spawn(capture(child.stdout.take()));
         let stderr = tokio::spawn(capture(child.stderr.take()));
@@ -104,7 +109,11 @@ impl Tool for Bash {
                 }
             }
         }
-        let text = render(out.unwrap_or_default(), err.unwrap_or_default());
+        let mut text = render(out.unwrap_or_default(), err.unwrap_or_default());
+        if let Some(note) = ctx.sandbox.explain(&text) {
+            text.push('\n');
+            text.push_str(&note);
+        }
         match ended {
             Ended::Exited(Ok(status)) if status.success() => Ok(text),
             Ended::Exited(Ok(status)) => {

@@ -4,6 +4,8 @@
 //! destruction of disks or the system, and injection patterns (eval, decoded payloads run,
 //! downloads in substitutions) are T4. A command that cannot be read is T4 too.
 
+mod writes;
+
 use super::shell::{self, CommandLine, SimpleCommand};
 use crate::tools::SafetyTier;
 use serde::{Deserialize, Serialize};
@@ -220,13 +222,29 @@ fn judge_line(line: &CommandLine, workspace: &Path, reasons: &mut Vec<String>, d
                 reasons.push(format!("a write outside the workspace ({target})"));
             }
         }
-        if matches!(name, "cp" | "mv" | "install" | "ln") {
-            if let Some(dest) = cmd.words.iter().skip(1).rfind(|w| !w.starts_with('-')) {
-                if !is_inside(dest, workspace) {
-                    reasons.push(format!(
-                        "{name} into a place outside the workspace ({dest})"
-                    ));
-                }
+        reasons.extend(writes::outside(cmd, workspace));
+        // `… | xargs rm`: the files come from the command before, which lists them from
+        // outside the workspace.
+        let fed_by_xargs = raw.words.first().is_some_and(|w| w.ends_with("xargs"));
+        if fed_by_xargs && i > 0 && line.commands[i - 1].piped {
+            let source = unwrapped(&line.commands[i - 1]);
+            let listed_outside = source
+                .words
+                .iter()
+                .skip(1)
+                .filter(|w| !w.starts_with('-'))
+                .any(|w| {
+                    (w.starts_with(['/', '~', '$']) || w.contains("..")) && !is_inside(w, workspace)
+                });
+            if listed_outside
+                && matches!(
+                    name,
+                    "rm" | "mv" | "cp" | "chmod" | "chown" | "shred" | "truncate" | "touch" | "tee"
+                )
+            {
+                reasons.push(format!(
+                    "xargs {name} on files listed from outside the workspace"
+                ));
             }
         }
     }
@@ -329,9 +347,17 @@ fn is_workspace_itself(target: &str, workspace: &Path) -> bool {
     Path::new(target.trim_end_matches('/')) == workspace
 }
 
-/// Writing these is harmless wherever they are.
+/// Writing these is harmless wherever they are: the null device and the standard streams, and
+/// the run's private temporary directory (`$TMPDIR/…`, writable in the sandbox).
 fn is_harmless_sink(target: &str) -> bool {
-    matches!(target, "/dev/null" | "/dev/stdout" | "/dev/stderr")
+    if matches!(target, "/dev/null" | "/dev/stdout" | "/dev/stderr") {
+        return true;
+    }
+    ["$TMPDIR/", "${TMPDIR}/"].iter().any(|prefix| {
+        target
+            .strip_prefix(prefix)
+            .is_some_and(|rest| !rest.contains('$') && !rest.split('/').any(|part| part == ".."))
+    })
 }
 
 #[cfg(test)]
@@ -381,6 +407,33 @@ mod tests {
             "chmod u+s ./tool",
             "mkfs.btrfs /dev/sdb",
             ":(){ :|:& };:",
+            // Leaving the workspace, then writing there.
+            "cd ../.. && touch x",
+            "cd .. && mkdir evil",
+            "pushd /etc && echo x > motd",
+            "cd /tmp; cp ~/.ssh/id_rsa stolen",
+            "cd && touch .bashrc",
+            "echo x > $(pwd)/../escape",
+            "echo x > $TMPDIR/../escape",
+            // Interpreters and programs that write where their operands say.
+            "python3 -c \"open('../../x','w').write('x')\"",
+            "perl -e 'open(F, \">../../x\")'",
+            "node -e \"require('fs').writeFileSync('/etc/x', 'y')\"",
+            "ruby -e 'File.write(\"/home/me/x\", 1)'",
+            "touch /etc/cron.d/job",
+            "mkdir -p ../sibling",
+            "truncate -s 0 /var/log/syslog",
+            "sed -i 's/a/b/' /etc/hosts",
+            "find / -name '*.log' | xargs rm",
+            "find /var -delete",
+            "ls /home | xargs rm -rf",
+            "cat list | tee -a ../outside.txt",
+            "dd if=/dev/zero of=../disk.img bs=1M count=1",
+            "install -m 755 tool /usr/local/bin",
+            "rsync -a src/ /srv/www/",
+            "git -C /home/me/other reset --hard",
+            "git --work-tree=/srv checkout .",
+            "ln -s /etc ./etc && echo x > ../etc-link",
         ] {
             let (tier, reasons) = tier(command);
             assert_eq!(tier, SafetyTier::T4, "{command}");
@@ -399,6 +452,15 @@ mod tests {
             "grep -rn 'rm -rf /' src",
             "python3 script.py | tee report.txt",
             "curl -s https://example.com -o page.html",
+            "cd src && touch lib.rs",
+            "echo scratch > $TMPDIR/notes",
+            "python3 -c 'print(1 + 1)'",
+            "python3 -c \"open('out.txt','w').write('x')\"",
+            "sed -i 's/a/b/' src/main.rs",
+            "find . -name '*.tmp' | xargs rm",
+            "git -C sub status",
+            "mkdir -p build/out && touch build/out/stamp",
+            "rsync -a src/ backup/",
         ] {
             assert_eq!(tier(command), (SafetyTier::T3, vec![]), "{command}");
         }

@@ -1,0 +1,115 @@
+//! Landlock, as the sandbox uses it: a ruleset built in the parent (through the `landlock`
+//! crate, maintained by Landlock's authors) and applied in the child after fork.
+//!
+//! Between fork and exec a multi-threaded process may only make async-signal-safe calls, so the
+//! child does nothing but `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self(fd)` on a
+//! ruleset descriptor that is already complete. The descriptor is closed on exec (the kernel
+//! makes it close-on-exec) and in the parent once the command is dropped after spawning.
+
+use super::{SandboxError, ABI_FILES};
+use landlock::{
+    path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, ABI,
+};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+
+/// The file rights a confined command has: those of ABI 3, truncation included.
+const FILES: ABI = ABI::V3;
+const NETWORK: ABI = ABI::V4;
+
+/// Device files every program may write to, wherever the mode allows writes.
+const WRITABLE_DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
+
+/// The kernel's Landlock ABI; 0 when it has none.
+pub(super) fn kernel_abi() -> i32 {
+    const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
+    // SAFETY: with a null attribute, size 0 and the version flag, the call only reports the
+    // ABI version; it touches no memory.
+    let version = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    i32::try_from(version).unwrap_or(0).max(0)
+}
+
+/// Makes `command` confine itself before it runs: read everything, write only under
+/// `writable`, and, without `network`, no TCP connect or bind.
+pub(super) fn confine(
+    command: &mut tokio::process::Command,
+    writable: &[PathBuf],
+    network: bool,
+) -> Result<(), SandboxError> {
+    let ruleset = ruleset(writable, network)?;
+    // SAFETY: the hook only makes two system calls on a descriptor that stays open until the
+    // command is dropped; it allocates nothing and takes no lock.
+    unsafe {
+        command.pre_exec(move || restrict_self(&ruleset));
+    }
+    Ok(())
+}
+
+fn ruleset(writable: &[PathBuf], network: bool) -> Result<OwnedFd, SandboxError> {
+    let prepare = |e: &dyn std::fmt::Display| SandboxError::Prepare(e.to_string());
+    // A hard requirement: a kernel that cannot enforce every right asked for is an error here,
+    // never a weaker sandbox.
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(FILES))
+        .map_err(|e| prepare(&e))?;
+    if !network {
+        // Handled with no rule allowing any port: every TCP connect and bind is denied.
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(NETWORK))
+            .map_err(|e| prepare(&e))?;
+    }
+    let mut created = ruleset
+        .create()
+        .map_err(|e| prepare(&e))?
+        .add_rule(PathBeneath::new(
+            PathFd::new("/").map_err(|e| prepare(&e))?,
+            AccessFs::from_read(FILES),
+        ))
+        .map_err(|e| prepare(&e))?
+        .add_rules(path_beneath_rules(
+            WRITABLE_DEVICES,
+            AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
+        ))
+        .map_err(|e| prepare(&e))?;
+    for dir in writable {
+        let fd = PathFd::new(dir).map_err(|e| {
+            SandboxError::Prepare(format!(
+                "cannot open {} for the sandbox: {e}",
+                dir.display()
+            ))
+        })?;
+        created = created
+            .add_rule(PathBeneath::new(fd, AccessFs::from_all(FILES)))
+            .map_err(|e| prepare(&e))?;
+    }
+    let fd: Option<OwnedFd> = created.into();
+    fd.ok_or_else(|| {
+        SandboxError::Unenforceable(format!(
+            "the kernel did not create a Landlock ruleset (ABI {ABI_FILES} or later is needed)"
+        ))
+    })
+}
+
+/// Runs in the child between fork and exec: no allocation, no locks.
+fn restrict_self(ruleset: &OwnedFd) -> io::Result<()> {
+    // SAFETY: plain system calls on integers; async-signal-safe.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,111 @@
+//! Where a simple command writes, beyond its redirections: the operands of programs that
+//! change files (`touch`, `mkdir`, `sed -i`, `truncate`, `cp`, `rsync`, …), `dd of=`,
+//! `git -C DIR`, and inline programs of interpreters (`python3 -c`, `perl -e`, `node -e`)
+//! that name a path outside the workspace and look like they write. The sandbox is the
+//! guarantee; this decides what to *ask* about, so where it cannot tell, it says "outside".
+
+use super::{is_harmless_sink, is_inside, program};
+use crate::security::shell::SimpleCommand;
+use std::path::Path;
+
+/// Programs whose every operand is a file they may create, change or remove.
+const OPERAND_WRITERS: &[&str] = &[
+    "touch", "mkdir", "rmdir", "truncate", "shred", "chmod", "chown", "chgrp", "unlink", "mkfifo",
+];
+/// Programs whose last operand is where they write.
+const DESTINATION_WRITERS: &[&str] = &["cp", "mv", "install", "ln", "rsync", "scp"];
+/// Interpreters whose `-c`/`-e` argument is a program we cannot read.
+const INLINE_INTERPRETERS: &[(&str, &str)] = &[
+    ("python", "-c"),
+    ("python3", "-c"),
+    ("perl", "-e"),
+    ("ruby", "-e"),
+    ("node", "-e"),
+    ("php", "-r"),
+    ("lua", "-e"),
+];
+/// Words in inline code that suggest it writes or runs something.
+const CODE_WRITES: &[&str] = &[
+    "open(", "open ", "write", "unlink", "remove", "rmtree", "rename", "mkdir", "system", "exec",
+    "spawn", "symlink", "truncate", "'w'", "\"w\"", "'a'", "\"a\"", ">",
+];
+
+/// What `cmd` (run from `workspace`) writes outside the workspace, each as a reason.
+pub(super) fn outside(cmd: &SimpleCommand, workspace: &Path) -> Vec<String> {
+    let name = program(cmd);
+    let operands: Vec<&String> = cmd
+        .words
+        .iter()
+        .skip(1)
+        .filter(|w| !w.starts_with('-'))
+        .collect();
+    let mut reasons = Vec::new();
+    let out = |target: &str| !is_inside(target, workspace) && !is_harmless_sink(target);
+    if OPERAND_WRITERS.contains(&name) {
+        for target in operands.iter().filter(|t| out(t)) {
+            reasons.push(format!("{name} of a path outside the workspace ({target})"));
+        }
+    }
+    if name == "sed" && cmd.words.iter().any(|w| w.starts_with("-i")) {
+        for target in operands.iter().skip(1).filter(|t| out(t)) {
+            reasons.push(format!("sed -i of a file outside the workspace ({target})"));
+        }
+    }
+    if DESTINATION_WRITERS.contains(&name) {
+        if let Some(dest) = operands.last().filter(|d| out(d)) {
+            reasons.push(format!(
+                "{name} into a place outside the workspace ({dest})"
+            ));
+        }
+    }
+    if name == "dd" {
+        for target in cmd.words.iter().filter_map(|w| w.strip_prefix("of=")) {
+            if out(target) {
+                reasons.push(format!("dd writing outside the workspace ({target})"));
+            }
+        }
+    }
+    if name == "git" {
+        let words = &cmd.words;
+        for (i, w) in words.iter().enumerate() {
+            let dir = match w.as_str() {
+                "-C" | "--git-dir" | "--work-tree" => words.get(i + 1).map(String::as_str),
+                _ => w
+                    .strip_prefix("--git-dir=")
+                    .or_else(|| w.strip_prefix("--work-tree=")),
+            };
+            if let Some(dir) = dir.filter(|d| out(d)) {
+                reasons.push(format!(
+                    "git working on a repository outside the workspace ({dir})"
+                ));
+            }
+        }
+    }
+    if let Some((_, flag)) = INLINE_INTERPRETERS.iter().find(|(p, _)| *p == name) {
+        let code = cmd
+            .words
+            .iter()
+            .position(|w| w == flag)
+            .and_then(|i| cmd.words.get(i + 1));
+        if let Some(code) = code.filter(|c| inline_code_writes_outside(c, workspace)) {
+            let short: String = code.chars().take(60).collect();
+            reasons.push(format!(
+                "{name} {flag} code that may write outside the workspace ({short})"
+            ));
+        }
+    }
+    reasons
+}
+
+/// Whether inline code names a path outside the workspace (`..`, `~`, an absolute path not
+/// under it) and looks like it writes or runs something.
+fn inline_code_writes_outside(code: &str, workspace: &Path) -> bool {
+    let writes = CODE_WRITES.iter().any(|w| code.contains(w));
+    let names_outside = code.contains("..")
+        || code.contains('~')
+        || code
+            .split(|c: char| c == '\'' || c == '"' || c.is_whitespace() || c == '(' || c == ',')
+            .filter(|token| token.starts_with('/'))
+            .any(|path| !is_inside(path, workspace) && !is_harmless_sink(path));
+    writes && names_outside
+}
