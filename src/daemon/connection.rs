@@ -19,18 +19,11 @@ use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
 /// Serves one connection until the client leaves, sends a bad frame, or the daemon stops.
 pub(super) async fn serve(stream: UnixStream, shared: &Shared) {
-    let peer_ok = stream
-        .peer_cred()
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        .map(|cred| cred.uid() == unsafe { libc::geteuid() })
-        .unwrap_or(false);
+    let refused = super::peer::refusal(&stream);
     let (read, mut write) = stream.into_split();
-    if !peer_ok {
-        tracing::warn!("refused a connection from another user");
-        let refusal = ErrorBody::new(
-            ErrorCode::PermissionDenied,
-            "ryvosd serves only the user it runs as",
-        );
+    if let Some(why) = refused {
+        tracing::warn!("refused a connection: {why}");
+        let refusal = ErrorBody::new(ErrorCode::PermissionDenied, why);
         send(
             &mut write,
             &Reply::Error {

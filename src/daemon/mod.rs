@@ -8,6 +8,7 @@
 
 mod connection;
 mod lock;
+mod peer;
 
 use crate::config::Config;
 use crate::runtime::{Runtime, RuntimeError};

@@ -209,15 +209,19 @@ impl RunSandbox {
         if policy.mode == SandboxMode::Off {
             return None;
         }
-        let refused = [
-            "Permission denied",
-            "Operation not permitted",
-            "Invalid cross-device link",
-        ]
-        .iter()
-        .any(|sign| output.contains(sign));
-        if !refused {
+        let lower = output.to_lowercase();
+        let shows = |signs: &[&str]| signs.iter().any(|sign| lower.contains(sign));
+        let write_refused = shows(WRITE_REFUSED);
+        let connect_refused = !policy.network && shows(CONNECT_REFUSED);
+        if !write_refused && !connect_refused {
             return None;
+        }
+        if !write_refused {
+            return Some(
+                "[sandbox] This command runs in a sandbox without network: TCP connections \
+                 are refused (network = false)."
+                    .into(),
+            );
         }
         let tmp = self
             .scratch
@@ -242,6 +246,27 @@ impl RunSandbox {
         Some(note)
     }
 }
+
+/// How a refused write shows in a program's output (lowercased): errno names and messages.
+const WRITE_REFUSED: &[&str] = &[
+    "permission denied",
+    "eacces",
+    "operation not permitted",
+    "eperm",
+    "cross-device link",
+    "exdev",
+    "read-only file system",
+];
+/// How a refused connection shows, under `network = false`.
+const CONNECT_REFUSED: &[&str] = &[
+    "couldn't connect",
+    "could not connect",
+    "failed to connect",
+    "unable to connect",
+    "connection refused",
+    "econnrefused",
+    "network is unreachable",
+];
 
 /// `~/` and `${VAR}` expanded, then resolved: the directory must exist.
 fn resolve_writable(raw: &str) -> Result<PathBuf, SandboxConfigError> {
