@@ -228,14 +228,9 @@ fn judge_line(line: &CommandLine, workspace: &Path, reasons: &mut Vec<String>, d
         let fed_by_xargs = raw.words.first().is_some_and(|w| w.ends_with("xargs"));
         if fed_by_xargs && i > 0 && line.commands[i - 1].piped {
             let source = unwrapped(&line.commands[i - 1]);
-            let listed_outside = source
-                .words
-                .iter()
-                .skip(1)
-                .filter(|w| !w.starts_with('-'))
-                .any(|w| {
-                    (w.starts_with(['/', '~', '$']) || w.contains("..")) && !is_inside(w, workspace)
-                });
+            let listed_outside = operands(&source).into_iter().any(|w| {
+                (w.starts_with(['/', '~', '$']) || w.contains("..")) && !is_inside(w, workspace)
+            });
             if listed_outside
                 && matches!(
                     name,
@@ -273,6 +268,15 @@ fn program(cmd: &SimpleCommand) -> &str {
     first.rsplit('/').next().unwrap_or(first)
 }
 
+/// The words after the program that are not options.
+fn operands(cmd: &SimpleCommand) -> Vec<&String> {
+    cmd.words
+        .iter()
+        .skip(1)
+        .filter(|w| !w.starts_with('-'))
+        .collect()
+}
+
 fn tee_targets(cmd: &SimpleCommand) -> impl Iterator<Item = &String> {
     let is_tee = program(cmd) == "tee";
     cmd.words
@@ -291,13 +295,7 @@ fn judge_rm(cmd: &SimpleCommand, workspace: &Path, reasons: &mut Vec<String>) {
         .collect();
     let long = |name: &str| cmd.words.iter().any(|w| w == name);
     let recursive = flags.contains('r') || flags.contains('R') || long("--recursive");
-    let targets: Vec<&String> = cmd
-        .words
-        .iter()
-        .skip(1)
-        .filter(|w| !w.starts_with('-'))
-        .collect();
-    for t in targets {
+    for t in operands(cmd) {
         let everything = matches!(
             t.as_str(),
             "/" | "/*" | "~" | "~/" | "*" | "." | "./" | "./*" | ".." | "$HOME" | "${HOME}"

@@ -4,7 +4,7 @@
 //! that name a path outside the workspace and look like they write. The sandbox is the
 //! guarantee; this decides what to *ask* about, so where it cannot tell, it says "outside".
 
-use super::{is_harmless_sink, is_inside, program};
+use super::{is_harmless_sink, is_inside, operands, program};
 use crate::security::shell::SimpleCommand;
 use std::path::Path;
 
@@ -33,12 +33,7 @@ const CODE_WRITES: &[&str] = &[
 /// What `cmd` (run from `workspace`) writes outside the workspace, each as a reason.
 pub(super) fn outside(cmd: &SimpleCommand, workspace: &Path) -> Vec<String> {
     let name = program(cmd);
-    let operands: Vec<&String> = cmd
-        .words
-        .iter()
-        .skip(1)
-        .filter(|w| !w.starts_with('-'))
-        .collect();
+    let operands = operands(cmd);
     let mut reasons = Vec::new();
     let out = |target: &str| !is_inside(target, workspace) && !is_harmless_sink(target);
     if OPERAND_WRITERS.contains(&name) {
