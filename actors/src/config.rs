@@ -28,9 +28,11 @@ pub struct ModelConfig {
     pub stream_idle_timeout_secs: u64,
     /// Seconds to wait for the TCP/TLS connection to the model server.
     pub connect_timeout_secs: u64,
-    /// The longest answer asked for (Anthropic requires it; OpenAI-compatible servers are not
-    /// sent it).
+    /// The longest answer asked for, sent to every provider (0: not sent to OpenAI-compatible
+    /// servers, which then stop at their own limit; Anthropic always needs one).
     pub max_output_tokens: u32,
+    /// The field an OpenAI-compatible request carries the limit in.
+    pub max_tokens_field: MaxTokensField,
     /// Attempts after the first, per model, for a transient failure (429, 5xx, a dropped
     /// connection, a timeout, a stream cut short).
     pub max_retries: u32,
@@ -43,6 +45,16 @@ pub struct ModelConfig {
     /// All attempts of one model, waits included, end within this (each fallback has its
     /// own).
     pub call_deadline_secs: u64,
+}
+
+/// How an OpenAI-compatible request names its output limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaxTokensField {
+    /// `max_tokens`: OpenAI's chat models, vLLM, llama.cpp, Ollama, OpenRouter.
+    MaxTokens,
+    /// `max_completion_tokens`: required by OpenAI's reasoning models (o1, o3, gpt-5).
+    MaxCompletionTokens,
 }
 
 /// A model to fall back on.
@@ -141,6 +153,7 @@ impl Default for ModelConfig {
             stream_idle_timeout_secs: 120,
             connect_timeout_secs: 10,
             max_output_tokens: 8192,
+            max_tokens_field: MaxTokensField::MaxTokens,
             max_retries: 3,
             retry_base_ms: 500,
             retry_max_backoff_secs: 10,
@@ -527,6 +540,9 @@ pub struct SandboxConfig {
     /// More directories a command may write in, under `workspace-write` (`~/` and `${VAR}`
     /// are expanded; each must exist).
     pub writable_paths: Vec<String>,
+    /// `false` refuses new unix sockets (the user's D-Bus and systemd, docker, ssh-agent lead
+    /// out of any sandbox).
+    pub unix_sockets: bool,
 }
 
 impl Default for SandboxConfig {
@@ -535,6 +551,7 @@ impl Default for SandboxConfig {
             mode: SandboxMode::WorkspaceWrite,
             network: true,
             writable_paths: Vec::new(),
+            unix_sockets: false,
         }
     }
 }

@@ -253,7 +253,7 @@ impl Engine {
                 .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))?,
         )
         .map_err(EngineError::Security)?;
-        let sandbox = Sandbox::new(&config.security.sandbox)
+        let sandbox = Sandbox::new(&config.security.sandbox, &config.home)
             .map_err(|e| EngineError::Security(e.to_string()))?;
         match sandbox.unenforceable() {
             Some(_) => tracing::error!("sandbox: {}", sandbox.describe()),

@@ -199,6 +199,13 @@ pub enum EventKind {
     CheckpointSaved { turn: u32 },
     /// Something the user should know that did not stop anything (a context file left out).
     Warning { message: String },
+    /// The model's answer stopped at its output limit (`finish_reason: length`; Anthropic:
+    /// `max_tokens`). Calls it cut off (`cut_calls`) do not run; the model is told why.
+    OutputTruncated {
+        message: String,
+        model: String,
+        cut_calls: Vec<CallId>,
+    },
     /// Something went wrong; the run may go on or end (see `RunComplete`).
     Error { message: String },
     /// The run ended. Always the last event of a run.
@@ -215,6 +222,9 @@ pub enum EventKind {
         /// Why the run ended, when it did not complete.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+        /// The output was cut off at the model's output limit (`max_output_tokens`).
+        #[serde(default)]
+        truncated: bool,
     },
 }
 
@@ -323,6 +333,8 @@ pub struct RunOutcome {
     pub output_tokens: u64,
     pub cost_cents: Option<f64>,
     pub duration_ms: u64,
+    /// The output was cut off at the model's output limit.
+    pub truncated: bool,
 }
 
 impl RunOutcome {
@@ -337,6 +349,7 @@ impl RunOutcome {
             cost_cents,
             duration_ms,
             reason,
+            truncated,
         } = &event.kind
         else {
             return None;
@@ -352,6 +365,7 @@ impl RunOutcome {
             output_tokens: *output_tokens,
             cost_cents: *cost_cents,
             duration_ms: *duration_ms,
+            truncated: *truncated,
         })
     }
 }
@@ -495,6 +509,7 @@ mod tests {
             cost_cents: None,
             duration_ms: 7,
             reason: None,
+            truncated: false,
         };
         let json = serde_json::to_value(&kind).unwrap();
         for field in [

@@ -358,5 +358,6 @@ pub fn outcome_json(o: &RunOutcome) -> Value {
         "session_id": o.session_id, "run_id": o.run_id, "status": o.status, "output": o.output,
         "reason": o.reason, "turns": o.turns, "input_tokens": o.input_tokens,
         "output_tokens": o.output_tokens, "cost_cents": o.cost_cents, "duration_ms": o.duration_ms,
+        "truncated": o.truncated,
     })
 }

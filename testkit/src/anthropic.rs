@@ -11,6 +11,7 @@ pub(crate) fn events(
     deltas: &[String],
     calls: &[(String, String, String)],
     usage: Option<(u64, u64)>,
+    cut_at_limit: bool,
 ) -> Vec<(String, String)> {
     let (input_tokens, output_tokens) = usage.unwrap_or((0, 0));
     let mut out = vec![event(
@@ -53,7 +54,9 @@ pub(crate) fn events(
         out.push(block_stop(index));
         index += 1;
     }
-    let stop_reason = if calls.is_empty() {
+    let stop_reason = if cut_at_limit {
+        "max_tokens"
+    } else if calls.is_empty() {
         "end_turn"
     } else {
         "tool_use"
@@ -122,6 +125,7 @@ mod tests {
                 r#"{"path":"é.txt"}"#.into(),
             )],
             Some((12, 5)),
+            false,
         );
         let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names.first(), Some(&"message_start"));

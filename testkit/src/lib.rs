@@ -7,10 +7,14 @@
 //!
 //! Every test that uses it should end with [`ScriptedModelServer::assert_no_orphans`]: no
 //! request it received may hold a tool call without its result or a result without its call.
+//! Like llama.cpp's server, it answers HTTP 500 to a request whose history replays a tool call
+//! with arguments that are not JSON, or without a name ([`Reply::cut_at_output_limit`] makes
+//! the model produce such calls).
 
 mod anthropic;
 mod pairing;
 mod reply;
+mod strict;
 
 pub use pairing::pairing_faults;
 pub use reply::{Format, Gate, Part, Reply};
@@ -190,7 +194,14 @@ async fn answer(shared: &Shared, req: Request<hyper::body::Incoming>) -> Respons
     let json: Value = serde_json::from_slice(&body)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
     let streamed = json.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let routed = shared.router.as_ref().and_then(|route| route(&json));
+    // Like llama.cpp, a history it cannot parse is refused before anything is answered.
+    let refused = (format == Format::OpenAi)
+        .then(|| strict::refusal(&json))
+        .flatten();
+    let routed = refused
+        .is_none()
+        .then(|| shared.router.as_ref().and_then(|route| route(&json)))
+        .flatten();
     {
         // Both logs under one lock, so their indices always agree.
         let mut log = shared.captured.lock().expect("captured lock");
@@ -198,6 +209,11 @@ async fn answer(shared: &Shared, req: Request<hyper::body::Incoming>) -> Respons
         shared.requests.lock().expect("requests lock").push(json);
     }
     shared.arrived.notify_waiters();
+    if let Some(why) = refused {
+        let body =
+            serde_json::json!({"error": {"code": 500, "message": why, "type": "server_error"}});
+        return plain(500, &body.to_string());
+    }
     let next = routed.or_else(|| shared.script.lock().expect("script lock").pop_front());
     let Some(reply) = next else {
         return plain(

@@ -48,6 +48,8 @@ enum Content {
         deltas: Vec<String>,
         calls: Vec<(String, String, String)>,
         usage: Option<(u64, u64)>,
+        /// The answer stops at the output limit (`length`; Anthropic: `max_tokens`).
+        cut_at_limit: bool,
     },
     /// `data:` payloads sent as they are, then `[DONE]` unless `cut` is set.
     Events(Vec<String>),
@@ -97,6 +99,7 @@ impl Reply {
             deltas: deltas.iter().map(|d| d.to_string()).collect(),
             calls: Vec::new(),
             usage: Some((12, 5)),
+            cut_at_limit: false,
         })
     }
 
@@ -110,6 +113,7 @@ impl Reply {
                 .map(|(i, n, a)| (i.to_string(), n.to_string(), a.to_string()))
                 .collect(),
             usage: Some((12, 5)),
+            cut_at_limit: false,
         })
     }
 
@@ -170,6 +174,16 @@ impl Reply {
         self
     }
 
+    /// Ends the answer at the output limit (`finish_reason: "length"`; Anthropic:
+    /// `max_tokens`), as a server does when the model runs out of room mid-answer or
+    /// mid-call.
+    pub fn cut_at_output_limit(mut self) -> Self {
+        if let Content::Chat { cut_at_limit, .. } = &mut self.content {
+            *cut_at_limit = true;
+        }
+        self
+    }
+
     /// Waits this long before answering.
     pub fn delay(mut self, delay: Duration) -> Self {
         self.delay = delay;
@@ -216,9 +230,10 @@ impl Reply {
                 deltas,
                 calls,
                 usage,
+                cut_at_limit,
             } if format == Format::Anthropic => {
                 headers.push(("content-type".into(), "text/event-stream".into()));
-                let events = crate::anthropic::events(&deltas, &calls, usage);
+                let events = crate::anthropic::events(&deltas, &calls, usage, cut_at_limit);
                 let parts = crate::anthropic::sse(events)
                     .into_iter()
                     .map(|e| Part::Bytes(Bytes::from(e)))
@@ -229,18 +244,20 @@ impl Reply {
                 deltas,
                 calls,
                 usage,
+                cut_at_limit,
             } if !streamed => {
                 headers.push(("content-type".into(), "application/json".into()));
-                let body = completion(&deltas.concat(), &calls, usage);
+                let body = completion(&deltas.concat(), &calls, usage, cut_at_limit);
                 (200, vec![Part::Bytes(Bytes::from(body.to_string()))])
             }
             Content::Chat {
                 deltas,
                 calls,
                 usage,
+                cut_at_limit,
             } => {
                 headers.push(("content-type".into(), "text/event-stream".into()));
-                (200, sse(chunks(&deltas, &calls, usage)))
+                (200, sse(chunks(&deltas, &calls, usage, cut_at_limit)))
             }
             Content::Events(payloads) => {
                 headers.push(("content-type".into(), "text/event-stream".into()));
@@ -292,6 +309,7 @@ fn chunks(
     deltas: &[String],
     calls: &[(String, String, String)],
     usage: Option<(u64, u64)>,
+    cut_at_limit: bool,
 ) -> Vec<String> {
     let mut out = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
     for d in deltas {
@@ -316,12 +334,7 @@ fn chunks(
             }
         }
     }
-    let finish = if calls.is_empty() {
-        "stop"
-    } else {
-        "tool_calls"
-    };
-    out.push(chunk(json!({}), Some(finish)));
+    out.push(chunk(json!({}), Some(finish_reason(calls, cut_at_limit))));
     if let Some((prompt, completion)) = usage {
         out.push(
             json!({"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 0,
@@ -342,7 +355,23 @@ fn split3(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn completion(text: &str, calls: &[(String, String, String)], usage: Option<(u64, u64)>) -> Value {
+/// Why a chat answer stopped, as OpenAI says it.
+fn finish_reason(calls: &[(String, String, String)], cut_at_limit: bool) -> &'static str {
+    if cut_at_limit {
+        "length"
+    } else if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    }
+}
+
+fn completion(
+    text: &str,
+    calls: &[(String, String, String)],
+    usage: Option<(u64, u64)>,
+    cut_at_limit: bool,
+) -> Value {
     let tool_calls: Vec<Value> = calls
         .iter()
         .map(|(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}))
@@ -354,7 +383,7 @@ fn completion(text: &str, calls: &[(String, String, String)], usage: Option<(u64
     let mut body = json!({
         "id": "chatcmpl-scripted", "object": "chat.completion", "created": 0, "model": "scripted",
         "choices": [{"index": 0, "message": message,
-                     "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" }}]
+                     "finish_reason": finish_reason(calls, cut_at_limit)}]
     });
     if let Some((p, c)) = usage {
         body["usage"] = json!({"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c});

@@ -119,6 +119,7 @@ impl Director {
             cost_cents: Some(totals.cost_cents),
             duration_ms: started.elapsed().as_millis() as u64,
             reason: end.reason,
+            truncated: false,
         });
     }
 
@@ -453,6 +454,7 @@ impl Director {
             output_tokens: run.output_tokens,
             cost_cents: Some(run.cost_microcents as f64 / 1_000_000.0),
             duration_ms: run.ended_at_ms?.saturating_sub(run.started_at_ms),
+            truncated: false,
         })
     }
 

@@ -8,6 +8,7 @@ pub mod http;
 pub mod keys;
 pub mod openai;
 pub mod recording;
+pub mod replay;
 pub mod retry;
 pub mod sse;
 pub mod wait_hint;

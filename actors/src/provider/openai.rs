@@ -3,14 +3,16 @@
 
 use super::http::{self, truncate};
 use super::keys::ApiKeys;
+use super::replay::{self, ReplayIds};
 use super::sse::{self, Decoded};
 use super::{
     ChatRequest, DeltaStream, FinishReason, Provider, ProviderError, StreamDelta, ToolSpec, Usage,
 };
-use crate::config::ModelConfig;
+use crate::config::{MaxTokensField, ModelConfig};
 use crate::message::Message;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,6 +23,15 @@ pub struct OpenAiProvider {
     model: String,
     keys: Arc<ApiKeys>,
     idle_timeout: Duration,
+    /// The output limit, and the field that carries it.
+    limit: OutputLimit,
+}
+
+/// The output limit of every request; none when 0.
+#[derive(Clone, Copy)]
+struct OutputLimit {
+    tokens: u32,
+    field: MaxTokensField,
 }
 
 impl OpenAiProvider {
@@ -33,6 +44,10 @@ impl OpenAiProvider {
             model: config.model.clone(),
             keys,
             idle_timeout,
+            limit: OutputLimit {
+                tokens: config.max_output_tokens,
+                field: config.max_tokens_field,
+            },
         })
     }
 }
@@ -44,7 +59,7 @@ impl Provider for OpenAiProvider {
     }
 
     async fn stream(&self, request: &ChatRequest) -> Result<DeltaStream, ProviderError> {
-        let body = serde_json::to_vec(&WireRequest::new(&self.model, request))
+        let body = serde_json::to_vec(&WireRequest::new(&self.model, request, self.limit))
             .map_err(|e| ProviderError::Config(format!("encoding the request: {e}")))?;
         let http = self
             .http
@@ -131,6 +146,10 @@ struct WireRequest<'a> {
     tools: Vec<WireTool<'a>>,
     stream: bool,
     stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -139,18 +158,19 @@ struct StreamOptions {
 }
 
 impl<'a> WireRequest<'a> {
-    fn new(model: &'a str, request: &'a ChatRequest) -> Self {
+    fn new(model: &'a str, request: &'a ChatRequest, limit: OutputLimit) -> Self {
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if !request.system.is_empty() {
             messages.push(WireMessage::System {
                 content: &request.system,
             });
         }
+        let mut ids = ReplayIds::default();
         messages.extend(
             request
                 .messages
                 .iter()
-                .map(|m| WireMessage::from(m.as_ref())),
+                .map(|m| WireMessage::of(m.as_ref(), &mut ids)),
         );
         Self {
             model,
@@ -160,6 +180,11 @@ impl<'a> WireRequest<'a> {
             stream_options: StreamOptions {
                 include_usage: true,
             },
+            max_tokens: (limit.tokens > 0 && limit.field == MaxTokensField::MaxTokens)
+                .then_some(limit.tokens),
+            max_completion_tokens: (limit.tokens > 0
+                && limit.field == MaxTokensField::MaxCompletionTokens)
+                .then_some(limit.tokens),
         }
     }
 }
@@ -179,13 +204,15 @@ enum WireMessage<'a> {
         tool_calls: Vec<WireToolCall<'a>>,
     },
     Tool {
-        tool_call_id: &'a str,
+        tool_call_id: Cow<'a, str>,
         content: &'a str,
     },
 }
 
-impl<'a> From<&'a Message> for WireMessage<'a> {
-    fn from(m: &'a Message) -> Self {
+impl<'a> WireMessage<'a> {
+    /// `m` as the wire carries it: calls and results as every server accepts them (see
+    /// [`replay`]).
+    fn of(m: &'a Message, ids: &mut ReplayIds<'a>) -> Self {
         match m {
             Message::User { content } => WireMessage::User { content },
             Message::System { content } => WireMessage::System { content },
@@ -197,11 +224,11 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
                 tool_calls: tool_calls
                     .iter()
                     .map(|c| WireToolCall {
-                        id: c.id.as_str(),
+                        id: ids.call(c.id.as_str()),
                         kind: "function",
                         function: WireFunction {
-                            name: &c.name,
-                            arguments: &c.arguments,
+                            name: replay::tool_name(&c.name),
+                            arguments: replay::arguments(&c.arguments),
                         },
                     })
                     .collect(),
@@ -209,7 +236,7 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
             Message::ToolResult {
                 call_id, content, ..
             } => WireMessage::Tool {
-                tool_call_id: call_id.as_str(),
+                tool_call_id: ids.result(call_id.as_str()),
                 content,
             },
         }
@@ -218,7 +245,7 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
 
 #[derive(Serialize)]
 struct WireToolCall<'a> {
-    id: &'a str,
+    id: Cow<'a, str>,
     #[serde(rename = "type")]
     kind: &'static str,
     function: WireFunction<'a>,
@@ -226,8 +253,8 @@ struct WireToolCall<'a> {
 
 #[derive(Serialize)]
 struct WireFunction<'a> {
-    name: &'a str,
-    arguments: &'a str,
+    name: Cow<'a, str>,
+    arguments: Cow<'a, str>,
 }
 
 #[derive(Serialize)]

@@ -9,8 +9,9 @@
 use super::{SandboxError, ABI_FILES};
 use landlock::{
     path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd,
-    Ruleset, RulesetAttr, RulesetCreatedAttr, ABI,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
+use seccompiler::BpfProgram;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
@@ -39,17 +40,25 @@ pub(super) fn kernel_abi() -> i32 {
 }
 
 /// Makes `command` confine itself before it runs: read everything, write only under
-/// `writable`, and, without `network`, no TCP connect or bind.
+/// `writable`, without `network` no TCP connect or bind, and with `filter` the system calls
+/// it refuses.
 pub(super) fn confine(
     command: &mut tokio::process::Command,
     writable: &[PathBuf],
     network: bool,
+    filter: Option<BpfProgram>,
 ) -> Result<(), SandboxError> {
     let ruleset = ruleset(writable, network)?;
-    // SAFETY: the hook only makes two system calls on a descriptor that stays open until the
-    // command is dropped; it allocates nothing and takes no lock.
+    // SAFETY: the hook only makes system calls on a descriptor and a program that stay alive
+    // until the command is dropped; it allocates nothing and takes no lock.
     unsafe {
-        command.pre_exec(move || restrict_self(&ruleset));
+        command.pre_exec(move || {
+            restrict_self(&ruleset)?;
+            if let Some(filter) = &filter {
+                seccompiler::apply_filter(filter).map_err(|_| io::Error::last_os_error())?;
+            }
+            Ok(())
+        });
     }
     Ok(())
 }
@@ -68,6 +77,13 @@ fn ruleset(writable: &[PathBuf], network: bool) -> Result<OwnedFd, SandboxError>
             .handle_access(AccessNet::from_all(NETWORK))
             .map_err(|e| prepare(&e))?;
     }
+    // Where the kernel has them (ABI 6): no signals to processes outside the sandbox (the
+    // daemon among them), no abstract unix sockets created outside it.
+    let ruleset = ruleset
+        .set_compatibility(CompatLevel::BestEffort)
+        .scope(Scope::Signal | Scope::AbstractUnixSocket)
+        .map_err(|e| prepare(&e))?
+        .set_compatibility(CompatLevel::HardRequirement);
     let mut created = ruleset
         .create()
         .map_err(|e| prepare(&e))?
@@ -104,7 +120,9 @@ fn ruleset(writable: &[PathBuf], network: bool) -> Result<OwnedFd, SandboxError>
 fn restrict_self(ruleset: &OwnedFd) -> io::Result<()> {
     // SAFETY: plain system calls on integers; async-signal-safe.
     unsafe {
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+        let on: libc::c_ulong = 1;
+        let unused: libc::c_ulong = 0;
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, on, unused, unused, unused) != 0 {
             return Err(io::Error::last_os_error());
         }
         if libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) != 0 {

@@ -9,6 +9,11 @@
 //! system calls, no allocation), so the daemon itself is never restricted, and `no_new_privs`
 //! is set so a setuid program cannot lift the limits.
 //!
+//! Every command also runs in a session of its own (`setsid`), away from the terminal it could
+//! otherwise type into, and, unless `unix_sockets = true`, cannot open a unix socket (see
+//! [`seccomp`]). A workspace that holds the user's home, `$RYVOS_HOME` or `/` is refused under
+//! `workspace-write`: commands could rewrite the shell's start-up files or Ryvos's own config.
+//!
 //! The security gate decides what to ask about; the sandbox is the guarantee. Where the kernel
 //! cannot enforce the chosen mode, commands are refused with the reason and the knob, never run
 //! unconfined.
@@ -16,6 +21,8 @@
 #[cfg(target_os = "linux")]
 mod landlock;
 mod scratch;
+#[cfg(target_os = "linux")]
+mod seccomp;
 
 use crate::config::{expand_env, SandboxConfig, SandboxMode};
 use crate::tools::Workspace;
@@ -38,8 +45,11 @@ pub struct Sandbox {
 struct Policy {
     mode: SandboxMode,
     network: bool,
+    unix_sockets: bool,
     /// `writable_paths`, resolved.
     writable: Vec<PathBuf>,
+    /// Directories a writable workspace must not hold: `$RYVOS_HOME`, the user's home, `/`.
+    protected: Vec<PathBuf>,
     /// The kernel's Landlock ABI (0: none).
     abi: i32,
 }
@@ -56,6 +66,11 @@ pub enum SandboxConfigError {
 pub enum SandboxError {
     #[error("the sandbox cannot be enforced on this machine: {0}. The command was refused rather than run unconfined; to run commands without a sandbox, knowingly set [security.sandbox] mode = \"off\" in config.toml")]
     Unenforceable(String),
+    #[error("the workspace {workspace} holds {protected}: commands could rewrite what lives there (shell start-up files, Ryvos's config and store). Run with --workspace set to a project directory, or use [security.sandbox] mode = \"read-only\"")]
+    Workspace {
+        workspace: String,
+        protected: String,
+    },
     #[error("the run's private temporary directory could not be made: {0}")]
     Scratch(String),
     #[error("the sandbox could not be prepared: {0}")]
@@ -63,15 +78,26 @@ pub enum SandboxError {
 }
 
 impl Sandbox {
-    /// The sandbox `config` asks for, on this machine's kernel.
-    pub fn new(config: &SandboxConfig) -> Result<Self, SandboxConfigError> {
-        Self::with_kernel_abi(config, kernel_abi())
+    /// The sandbox `config` asks for, on this machine's kernel; `ryvos_home` is never a
+    /// writable workspace.
+    pub fn new(config: &SandboxConfig, ryvos_home: &Path) -> Result<Self, SandboxConfigError> {
+        Self::with_kernel_abi(config, ryvos_home, kernel_abi())
     }
 
     /// The sandbox `config` asks for, as if the kernel offered Landlock ABI `abi` (0: none).
     /// Only ever lowers what is enforced: a higher `abi` than the kernel's fails when a command
     /// is confined, never silently.
-    pub fn with_kernel_abi(config: &SandboxConfig, abi: i32) -> Result<Self, SandboxConfigError> {
+    pub fn with_kernel_abi(
+        config: &SandboxConfig,
+        ryvos_home: &Path,
+        abi: i32,
+    ) -> Result<Self, SandboxConfigError> {
+        let user_home = std::env::var_os("HOME").map(PathBuf::from);
+        let protected = [Some(ryvos_home.to_path_buf()), user_home, Some("/".into())]
+            .into_iter()
+            .flatten()
+            .map(|p| p.canonicalize().unwrap_or(p))
+            .collect();
         let writable = match config.mode {
             SandboxMode::WorkspaceWrite => config
                 .writable_paths
@@ -84,7 +110,9 @@ impl Sandbox {
             policy: Arc::new(Policy {
                 mode: config.mode,
                 network: config.network,
+                unix_sockets: config.unix_sockets,
                 writable,
+                protected,
                 abi,
             }),
         })
@@ -147,6 +175,9 @@ impl Sandbox {
             "no network"
         };
         let mut line = format!("{}, {network} (Landlock ABI {})", p.mode.name(), p.abi);
+        if !p.unix_sockets {
+            line.push_str(", no unix sockets");
+        }
         if !p.writable.is_empty() {
             let paths: Vec<_> = p.writable.iter().map(|w| w.display().to_string()).collect();
             line.push_str(&format!("; also writable: {}", paths.join(", ")));
@@ -182,6 +213,18 @@ impl RunSandbox {
         if let Some(why) = self.sandbox.unenforceable() {
             return Err(SandboxError::Unenforceable(why));
         }
+        if policy.mode == SandboxMode::WorkspaceWrite {
+            if let Some(protected) = policy
+                .protected
+                .iter()
+                .find(|p| p.starts_with(&self.workspace))
+            {
+                return Err(SandboxError::Workspace {
+                    workspace: self.workspace.display().to_string(),
+                    protected: protected.display().to_string(),
+                });
+            }
+        }
         let tmp = self.scratch.path().map_err(SandboxError::Scratch)?;
         let mut command = tokio::process::Command::new(program);
         command
@@ -189,6 +232,16 @@ impl RunSandbox {
             .env("TMPDIR", &tmp)
             .env("TMP", &tmp)
             .env("TEMP", &tmp);
+        // SAFETY: setsid is async-signal-safe. A session of its own also makes the command
+        // the leader of its own process group, which is killed as a whole when it is stopped.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::setsid() == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
         if policy.mode == SandboxMode::Off {
             return Ok(command);
         }
@@ -198,7 +251,13 @@ impl RunSandbox {
             writable.extend(policy.writable.iter().cloned());
         }
         #[cfg(target_os = "linux")]
-        landlock::confine(&mut command, &writable, policy.network)?;
+        {
+            let filter = match policy.unix_sockets {
+                true => None,
+                false => Some(seccomp::no_unix_sockets()?),
+            };
+            landlock::confine(&mut command, &writable, policy.network, filter)?;
+        }
         Ok(command)
     }
 

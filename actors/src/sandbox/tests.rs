@@ -8,6 +8,7 @@ fn config(mode: SandboxMode, network: bool, writable: &[&Path]) -> SandboxConfig
         mode,
         network,
         writable_paths: writable.iter().map(|p| p.display().to_string()).collect(),
+        unix_sockets: false,
     }
 }
 
@@ -29,8 +30,13 @@ fn dirs() -> Dirs {
     }
 }
 
+/// A `$RYVOS_HOME` apart from every workspace of these tests.
+fn ryvos_home() -> PathBuf {
+    std::env::temp_dir().join("ryvos-sandbox-tests-home")
+}
+
 fn kernel_sandbox(config: &SandboxConfig) -> Sandbox {
-    let sandbox = Sandbox::new(config).unwrap();
+    let sandbox = Sandbox::new(config, &ryvos_home()).unwrap();
     assert_eq!(
         sandbox.unenforceable(),
         None,
@@ -158,8 +164,12 @@ async fn a_kernel_without_landlock_refuses_commands_instead_of_running_them() {
     let d = dirs();
     let marker = d.outside.join("ran");
     for abi in [0, 2] {
-        let sandbox =
-            Sandbox::with_kernel_abi(&config(SandboxMode::WorkspaceWrite, true, &[]), abi).unwrap();
+        let sandbox = Sandbox::with_kernel_abi(
+            &config(SandboxMode::WorkspaceWrite, true, &[]),
+            &ryvos_home(),
+            abi,
+        )
+        .unwrap();
         let why = sandbox.unenforceable().expect("cannot be enforced");
         assert!(sandbox.describe().contains("refused"), "{why}");
         let refused = sandbox.for_run(&d.workspace).command("touch").unwrap_err();
@@ -167,11 +177,16 @@ async fn a_kernel_without_landlock_refuses_commands_instead_of_running_them() {
         assert!(text.contains("mode = \"off\""), "{text}");
     }
     // network = false needs ABI 4.
-    let sandbox =
-        Sandbox::with_kernel_abi(&config(SandboxMode::WorkspaceWrite, false, &[]), 3).unwrap();
+    let sandbox = Sandbox::with_kernel_abi(
+        &config(SandboxMode::WorkspaceWrite, false, &[]),
+        &ryvos_home(),
+        3,
+    )
+    .unwrap();
     assert!(sandbox.unenforceable().unwrap().contains("network"));
     // mode = "off" runs anywhere, unconfined.
-    let off = Sandbox::with_kernel_abi(&config(SandboxMode::Off, true, &[]), 0).unwrap();
+    let off =
+        Sandbox::with_kernel_abi(&config(SandboxMode::Off, true, &[]), &ryvos_home(), 0).unwrap();
     let out = off
         .for_run(&d.workspace)
         .command("touch")
@@ -191,14 +206,60 @@ fn writable_paths_must_exist_and_be_absolute() {
         true,
         &[Path::new("/no/such/dir/ryvos")],
     );
-    let err = Sandbox::with_kernel_abi(&missing, 7).unwrap_err();
+    let err = Sandbox::with_kernel_abi(&missing, &ryvos_home(), 7).unwrap_err();
     assert!(err.to_string().contains("/no/such/dir/ryvos"));
     let relative = SandboxConfig {
         writable_paths: vec!["cache".into()],
         ..SandboxConfig::default()
     };
-    assert!(Sandbox::with_kernel_abi(&relative, 7)
+    assert!(Sandbox::with_kernel_abi(&relative, &ryvos_home(), 7)
         .unwrap_err()
         .to_string()
         .contains("absolute"));
+}
+
+#[tokio::test]
+async fn commands_run_in_their_own_session_without_unix_sockets_unless_allowed() {
+    let d = dirs();
+    let sandbox = kernel_sandbox(&config(SandboxMode::WorkspaceWrite, true, &[]));
+    let run = sandbox.for_run(&d.workspace);
+    let own_session = "read -ra stat < /proc/$$/stat; [ \"${stat[5]}\" = \"$$\" ]";
+    assert!(bash(&run, own_session).await.status.success());
+
+    let unix = "python3 -c 'import socket; socket.socket(socket.AF_UNIX)'";
+    let out = bash(&run, unix).await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("Permission denied"),
+        "{}",
+        stderr(&out)
+    );
+    // Pipes to its own children still work.
+    let pair = "python3 -c 'import socket; socket.socketpair()' && echo x | cat";
+    assert!(bash(&run, pair).await.status.success());
+
+    let mut allowing = config(SandboxMode::WorkspaceWrite, true, &[]);
+    allowing.unix_sockets = true;
+    let run = kernel_sandbox(&allowing).for_run(&d.workspace);
+    assert!(bash(&run, unix).await.status.success());
+}
+
+#[tokio::test]
+async fn a_writable_workspace_holding_ryvos_home_or_the_home_is_refused() {
+    let d = dirs();
+    let home = d.workspace.root().join(".ryvos");
+    std::fs::create_dir(&home).unwrap();
+    let config = config(SandboxMode::WorkspaceWrite, true, &[]);
+    let sandbox = Sandbox::new(&config, &home).unwrap();
+    let refused = sandbox.for_run(&d.workspace).command("true").unwrap_err();
+    assert!(refused.to_string().contains("--workspace"), "{refused}");
+    let root = Workspace::new(Path::new("/")).unwrap();
+    assert!(sandbox.for_run(&root).command("true").is_err());
+    // Read-only is fine: nothing there can be written.
+    let read_only = SandboxConfig {
+        mode: SandboxMode::ReadOnly,
+        ..config
+    };
+    let sandbox = Sandbox::new(&read_only, &home).unwrap();
+    assert!(sandbox.for_run(&d.workspace).command("true").is_ok());
 }

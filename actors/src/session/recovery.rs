@@ -86,5 +86,6 @@ pub fn report_failed_run(
         cost_cents,
         duration_ms: now_ms().saturating_sub(started_at_ms),
         reason: Some(reason.to_owned()),
+        truncated: false,
     });
 }

@@ -75,6 +75,9 @@ pub struct ActiveRun {
     pub goal: Option<Arc<crate::judge::Goal>>,
     pub judging: JudgeTally,
     pub cancel: CancellationToken,
+    /// The latest answer stopped at the output limit: its cut-off calls do not run, and a
+    /// final answer is reported truncated.
+    pub answer_cut: bool,
     /// Set to pause the run after its current step (status `interrupted`).
     pub interrupter: Interrupter,
     /// The host's callback, shown each message the run adds.
@@ -194,6 +197,7 @@ impl ActiveRun {
             turn_input_tokens: 0,
             turn_output_tokens: 0,
             last_text: String::new(),
+            answer_cut: false,
         }
     }
 

@@ -71,6 +71,9 @@ pub struct ToolBatch {
     pub calls: Vec<ToolCall>,
     pub ctx: ToolContext,
     pub events: RunEvents,
+    /// The answer stopped at the model's output limit: a call whose arguments are not whole
+    /// was cut off there, and is answered so.
+    pub cut_at_output_limit: bool,
     /// The host's callback, shown each result as it comes (it may interrupt the run).
     pub on_message: Option<OnMessage>,
     /// Receives the outcomes of the calls that ran, in call order; a call not started because
@@ -126,9 +129,12 @@ impl Actor for ToolExecutorActor {
                         &registry,
                         &gate,
                         batch.calls,
-                        &batch.ctx,
-                        &batch.events,
-                        &settings,
+                        Context {
+                            ctx: &batch.ctx,
+                            events: &batch.events,
+                            settings: &settings,
+                            cut_at_output_limit: batch.cut_at_output_limit,
+                        },
                         batch.on_message.as_ref(),
                     )
                     .await;
@@ -149,11 +155,10 @@ pub async fn run_batch(
     registry: &ToolRegistry,
     gate: &Gate,
     calls: Vec<ToolCall>,
-    ctx: &ToolContext,
-    events: &RunEvents,
-    settings: &ExecutionSettings,
+    batch: Context<'_>,
     on_message: Option<&OnMessage>,
 ) -> Vec<ToolOutcome> {
+    let Context { ctx, settings, .. } = batch;
     let width = if settings.parallel {
         settings.max_parallel.max(1)
     } else {
@@ -164,7 +169,7 @@ pub async fn run_batch(
             if ctx.interrupt.is_requested() {
                 return None;
             }
-            let outcome = run_call(registry, gate, call, ctx, events, settings).await?;
+            let outcome = run_call(registry, gate, call, batch).await?;
             // A run that ended meanwhile records its own results; the host is not shown these.
             if let Some(hook) = on_message.filter(|_| !ctx.cancel.is_cancelled()) {
                 hook(&Message::from(outcome.clone()), &ctx.interrupt);
@@ -177,15 +182,35 @@ pub async fn run_batch(
     ran.into_iter().flatten().collect()
 }
 
+/// Where a batch's calls run.
+#[derive(Clone, Copy)]
+pub struct Context<'a> {
+    pub ctx: &'a ToolContext,
+    pub events: &'a RunEvents,
+    pub settings: &'a ExecutionSettings,
+    /// See [`ToolBatch::cut_at_output_limit`].
+    pub cut_at_output_limit: bool,
+}
+
+/// What a call cut off at the output limit gets instead of running.
+const CUT_OFF: &str = "validation_error: this call was cut off at your output limit \
+(max_output_tokens) before its arguments were complete, so it did not run. Make it again with \
+shorter arguments: write a large file in parts (write the first part, then add the rest with \
+edit), or take a smaller step.";
+
 /// Runs one call; `None` when it was left for the next run (its approval is parked).
 async fn run_call(
     registry: &ToolRegistry,
     gate: &Gate,
     call: ToolCall,
-    ctx: &ToolContext,
-    events: &RunEvents,
-    settings: &ExecutionSettings,
+    batch: Context<'_>,
 ) -> Option<ToolOutcome> {
+    let Context {
+        ctx,
+        events,
+        settings,
+        cut_at_output_limit,
+    } = batch;
     // Decided first: a call the gate parks never starts, in this run.
     let admitted = match registry.get(&call.name) {
         None => Err(format!(
@@ -193,6 +218,9 @@ async fn run_call(
             call.name,
             registry.names().join(", ")
         )),
+        Some(_) if cut_at_output_limit && !crate::provider::replay::is_object(&call.arguments) => {
+            Err(CUT_OFF.to_owned())
+        }
         Some(tool) => match registry.validate(&call.name, &call.arguments) {
             Err(e) => Err(e.to_string()),
             Ok(input) => match gate.admit(&call, tool.as_ref(), &input, ctx, events).await {

@@ -284,7 +284,19 @@ impl Renderer {
                     pending_calls.len()
                 );
             }
-            EventKind::RunComplete { .. } => self.end_line(),
+            EventKind::OutputTruncated { message, .. } => {
+                self.end_line();
+                eprintln!("  [truncated] {message}");
+            }
+            EventKind::RunComplete { truncated, .. } => {
+                self.end_line();
+                if *truncated {
+                    eprintln!(
+                        "ryvos: the answer was cut off at the model's output limit \
+                         ([model] max_output_tokens)"
+                    );
+                }
+            }
             _ => {}
         }
     }

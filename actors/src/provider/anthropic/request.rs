@@ -2,6 +2,7 @@
 //! content blocks (`text`, `tool_use`, `tool_result`), with the system prompt and tools apart.
 
 use crate::message::Message;
+use crate::provider::replay::{self, ReplayIds};
 use crate::provider::{ChatRequest, ToolSpec};
 use serde::Serialize;
 use std::borrow::Cow;
@@ -68,12 +69,12 @@ pub(super) enum WireBlock<'a> {
         text: Cow<'a, str>,
     },
     ToolUse {
-        id: &'a str,
-        name: &'a str,
+        id: Cow<'a, str>,
+        name: Cow<'a, str>,
         input: serde_json::Value,
     },
     ToolResult {
-        tool_use_id: &'a str,
+        tool_use_id: Cow<'a, str>,
         content: &'a str,
         #[serde(skip_serializing_if = "is_false")]
         is_error: bool,
@@ -96,8 +97,9 @@ impl<'a> WireBlock<'a> {
 /// message is in the single user message after it.
 pub(super) fn wire_messages(messages: &[Arc<Message>]) -> Vec<WireMessage<'_>> {
     let mut out: Vec<WireMessage<'_>> = Vec::with_capacity(messages.len() + 1);
+    let mut ids = ReplayIds::default();
     for message in messages {
-        let (role, blocks) = blocks_of(message);
+        let (role, blocks) = blocks_of(message, &mut ids);
         if out.last().is_none_or(|last| last.role != role) {
             out.push(WireMessage {
                 role,
@@ -122,8 +124,9 @@ pub(super) fn wire_messages(messages: &[Arc<Message>]) -> Vec<WireMessage<'_>> {
     out
 }
 
-/// The role one message is sent as and its blocks.
-fn blocks_of(message: &Message) -> (WireRole, Vec<WireBlock<'_>>) {
+/// The role one message is sent as and its blocks; calls and results as every server accepts
+/// them (see [`replay`]).
+fn blocks_of<'a>(message: &'a Message, ids: &mut ReplayIds<'a>) -> (WireRole, Vec<WireBlock<'a>>) {
     match message {
         Message::User { content } if content.trim().is_empty() => {
             (WireRole::User, vec![WireBlock::text("(empty message)")])
@@ -143,9 +146,9 @@ fn blocks_of(message: &Message) -> (WireRole, Vec<WireBlock<'_>>) {
                 blocks.push(WireBlock::text(content.as_str()));
             }
             blocks.extend(tool_calls.iter().map(|call| WireBlock::ToolUse {
-                id: call.id.as_str(),
-                name: &call.name,
-                input: tool_input(&call.arguments),
+                id: ids.call(call.id.as_str()),
+                name: replay::tool_name(&call.name),
+                input: replay::arguments_value(&call.arguments),
             }));
             if blocks.is_empty() {
                 blocks.push(WireBlock::text("(no answer)"));
@@ -160,21 +163,12 @@ fn blocks_of(message: &Message) -> (WireRole, Vec<WireBlock<'_>>) {
         } => (
             WireRole::User,
             vec![WireBlock::ToolResult {
-                tool_use_id: call_id.as_str(),
+                tool_use_id: ids.result(call_id.as_str()),
                 content,
                 is_error: *is_error,
             }],
         ),
     }
-}
-
-/// A call's argument text as the `input` object Anthropic requires: anything that is not a
-/// JSON object (empty, truncated, malformed) is sent as `{}`. The text itself stays stored.
-fn tool_input(arguments: &str) -> serde_json::Value {
-    serde_json::from_str::<serde_json::Value>(arguments)
-        .ok()
-        .filter(serde_json::Value::is_object)
-        .unwrap_or_else(|| serde_json::Value::Object(serde_json::Map::new()))
 }
 
 #[derive(Serialize)]

@@ -55,6 +55,10 @@ pub fn bash(command: &str, workspace: &Path, base: SafetyTier) -> Classification
         }
     };
     let mut reasons = Vec::new();
+    // `$TMPDIR/…` is the run's private directory only while nobody points TMPDIR elsewhere.
+    if command.contains("TMPDIR=") && command.contains("TMPDIR") {
+        reasons.push("TMPDIR is pointed elsewhere in the command".into());
+    }
     if fork_bomb(command) {
         reasons.push("a fork bomb".into());
     }
@@ -135,7 +139,12 @@ fn judge_line(line: &CommandLine, workspace: &Path, reasons: &mut Vec<String>, d
             reasons.push(format!("a program named by an expansion ({first})"));
         }
         if matches!(name, "cd" | "pushd") {
-            let target = cmd.words.get(1).map_or("~", String::as_str);
+            let target = cmd
+                .words
+                .iter()
+                .skip(1)
+                .find(|w| !w.starts_with('-') || *w == "-")
+                .map_or("~", String::as_str);
             here = if is_inside(target, workspace) {
                 workspace
             } else {
@@ -432,6 +441,13 @@ mod tests {
             "git -C /home/me/other reset --hard",
             "git --work-tree=/srv checkout .",
             "ln -s /etc ./etc && echo x > ../etc-link",
+            "cd -P .. && touch x",
+            "TMPDIR=/etc; echo x > $TMPDIR/passwd",
+            "cp -t /usr/local/bin tool",
+            "sed --in-place 's/a/b/' /etc/hosts",
+            "python3.12 -c \"open('/etc/x','w')\"",
+            "python3 -Ic \"open('../x','w')\"",
+            "node --eval \"require('fs').writeFileSync('/etc/x', '')\"",
         ] {
             let (tier, reasons) = tier(command);
             assert_eq!(tier, SafetyTier::T4, "{command}");

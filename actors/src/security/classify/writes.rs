@@ -41,13 +41,36 @@ pub(super) fn outside(cmd: &SimpleCommand, workspace: &Path) -> Vec<String> {
             reasons.push(format!("{name} of a path outside the workspace ({target})"));
         }
     }
-    if name == "sed" && cmd.words.iter().any(|w| w.starts_with("-i")) {
+    if name == "sed"
+        && cmd
+            .words
+            .iter()
+            .any(|w| w.starts_with("-i") || w.starts_with("--in-place"))
+    {
         for target in operands.iter().skip(1).filter(|t| out(t)) {
             reasons.push(format!("sed -i of a file outside the workspace ({target})"));
         }
     }
     if DESTINATION_WRITERS.contains(&name) {
-        if let Some(dest) = operands.last().filter(|d| out(d)) {
+        // `-t DIR` / `--target-directory=DIR` name the destination first.
+        let target = cmd
+            .words
+            .iter()
+            .enumerate()
+            .find_map(|(i, w)| match w.as_str() {
+                "-t" => cmd.words.get(i + 1),
+                _ => None,
+            });
+        let target = target.map(String::as_str).or_else(|| {
+            cmd.words
+                .iter()
+                .find_map(|w| w.strip_prefix("--target-directory="))
+        });
+        if let Some(dest) = target.filter(|d| out(d)) {
+            reasons.push(format!(
+                "{name} into a place outside the workspace ({dest})"
+            ));
+        } else if let Some(dest) = operands.last().filter(|d| out(d)) {
             reasons.push(format!(
                 "{name} into a place outside the workspace ({dest})"
             ));
@@ -76,11 +99,21 @@ pub(super) fn outside(cmd: &SimpleCommand, workspace: &Path) -> Vec<String> {
             }
         }
     }
-    if let Some((_, flag)) = INLINE_INTERPRETERS.iter().find(|(p, _)| *p == name) {
+    // `python3.12` is python; `-Ic` ends with the flag that takes the code; `--eval` too.
+    let interpreter = INLINE_INTERPRETERS
+        .iter()
+        .find(|(p, _)| name == *p || name.strip_prefix(p).is_some_and(is_version));
+    if let Some((_, flag)) = interpreter {
+        let letter = &flag[1..];
+        let takes_code = |w: &String| {
+            w == flag
+                || w == "--eval"
+                || (w.starts_with('-') && !w.starts_with("--") && w.ends_with(letter))
+        };
         let code = cmd
             .words
             .iter()
-            .position(|w| w == flag)
+            .position(takes_code)
             .and_then(|i| cmd.words.get(i + 1));
         if let Some(code) = code.filter(|c| inline_code_writes_outside(c, workspace)) {
             let short: String = code.chars().take(60).collect();
@@ -90,6 +123,11 @@ pub(super) fn outside(cmd: &SimpleCommand, workspace: &Path) -> Vec<String> {
         }
     }
     reasons
+}
+
+/// `3`, `3.12`, `5.36`: a version suffix of an interpreter's name.
+fn is_version(suffix: &str) -> bool {
+    !suffix.is_empty() && suffix.chars().all(|c| c.is_ascii_digit() || c == '.')
 }
 
 /// Whether inline code names a path outside the workspace (`..`, `~`, an absolute path not

@@ -144,5 +144,6 @@ fn report_end(events: &RunEvents, ending: &Ending, run: &ActiveRun) {
         cost_cents: Some(run.cost_microcents as f64 / 1_000_000.0),
         duration_ms: run.started.elapsed().as_millis() as u64,
         reason: ending.reason.clone(),
+        truncated: ending.status == RunStatus::Completed && run.answer_cut,
     });
 }

@@ -39,6 +39,7 @@ use crate::guardian::{CallReport, TurnReport};
 use crate::ids::{RunId, SessionId};
 use crate::llm_stream::{Heartbeat, LlmMsg, ModelAnswer, StreamJob};
 use crate::message::{Message, ToolCall};
+use crate::provider::FinishReason;
 use crate::provider::{ChatRequest, ProviderError};
 use crate::store::{now_ms, RunRecord, SessionRecord, StoreError, TurnCheckpoint, WriteBatch};
 use crate::tools::executor::{lost_outcomes, ToolBatch, ToolMsg, ToolOutcome};
@@ -340,6 +341,10 @@ impl SessionState {
         let Some(run) = self.run.as_mut() else { return };
         let text = reply.response.text;
         let calls = reply.response.tool_calls;
+        run.answer_cut = reply.response.finish == Some(FinishReason::Length);
+        if run.answer_cut {
+            run.events.emit(truncation_event(&reply.model, &calls));
+        }
         if !text.is_empty() {
             run.last_text = text.clone();
         }
@@ -399,6 +404,7 @@ impl SessionState {
             calls,
             ctx: run.tool_context(&self.id),
             events: run.events.clone(),
+            cut_at_output_limit: run.answer_cut,
             on_message: run.on_message.clone(),
             on_done: Callback::new(
                 move |outcomes| {
@@ -610,5 +616,30 @@ impl SessionState {
         let epoch = self.idle_epoch;
         let idle = Duration::from_secs(self.services.agent.session_idle_secs);
         myself.send_after(idle, move || SessionMsg::Hibernate { epoch });
+    }
+}
+
+/// The event of an answer that stopped at the output limit, naming the calls it cut off.
+fn truncation_event(model: &str, calls: &[ToolCall]) -> EventKind {
+    let cut_calls: Vec<_> = calls
+        .iter()
+        .filter(|c| !crate::provider::replay::is_object(&c.arguments))
+        .map(|c| c.id.clone())
+        .collect();
+    let message = if !cut_calls.is_empty() {
+        format!(
+            "{model} stopped at its output limit (max_output_tokens) in the middle of a tool \
+             call: {} call(s) cut off will not run, and the model is told to make them smaller",
+            cut_calls.len()
+        )
+    } else if calls.is_empty() {
+        format!("{model} stopped at its output limit (max_output_tokens): the answer is incomplete")
+    } else {
+        format!("{model} stopped at its output limit (max_output_tokens) after its tool calls")
+    };
+    EventKind::OutputTruncated {
+        message,
+        model: model.to_owned(),
+        cut_calls,
     }
 }

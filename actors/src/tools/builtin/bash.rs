@@ -2,7 +2,7 @@
 //! sandbox (see [`crate::sandbox`]): a write outside the workspace fails as the command's own
 //! `Permission denied`, and the model is told why.
 //!
-//! The command runs in its own process group, so a timeout or a cancelled run kills everything
+//! The command runs in its own session and process group (the sandbox makes them), so a timeout or a cancelled run kills everything
 //! it started. Output is captured up to a cap (the rest is drained and counted, never buffered),
 //! and a background process that keeps the pipes open cannot hold the call past its end.
 
@@ -69,7 +69,6 @@ impl Tool for Bash {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| ToolError::Execution(format!("cannot start bash in its sandbox: {e}")))?;

@@ -1,0 +1,144 @@
+//! What real model servers do that a careful client must survive: a tool call cut off at the
+//! output limit, arguments that are not JSON, a final answer cut off, and the strictness of
+//! llama.cpp's server, which answers HTTP 500 to a history replaying unparsable arguments (the
+//! scripted server does the same).
+
+mod common;
+
+use common::{tool_results, Harness};
+use ryvos::engine::config::MaxTokensField;
+use ryvos::{EventKind, RunRequest, RunStatus};
+use ryvos_testkit::Reply;
+use serde_json::Value;
+
+/// The tool calls replayed in a request's history, as `(id, name, arguments)`.
+fn replayed_calls(request: &Value) -> Vec<(String, String, String)> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .map(|c| {
+            let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+            (
+                text(&c["id"]),
+                text(&c["function"]["name"]),
+                text(&c["function"]["arguments"]),
+            )
+        })
+        .collect()
+}
+
+fn truncations(events: &[std::sync::Arc<ryvos::Event>]) -> Vec<Vec<String>> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::OutputTruncated { cut_calls, .. } => {
+                Some(cut_calls.iter().map(|c| c.to_string()).collect())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_call_cut_off_at_the_output_limit_does_not_brick_the_session() {
+    let cut = r#"{ "query": "memory_search"#;
+    let h = Harness::start(
+        vec![
+            Reply::tool_calls(&[("c1", "memory_search", cut)]).cut_at_output_limit(),
+            Reply::text(&["I will search with a shorter query."]),
+            Reply::text(&["Still fine."]),
+        ],
+        |_| {},
+    )
+    .await;
+    let (events, outcome) = h.run(h.request("find it")).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    assert_eq!(truncations(&events), vec![vec!["c1".to_owned()]]);
+    assert!(!outcome.truncated, "the final answer was whole");
+    let requests = h.server.requests();
+    assert_eq!(requests.len(), 2, "no request was refused and retried");
+    // The stored call keeps its text; the wire gets an object.
+    assert_eq!(
+        replayed_calls(&requests[1]),
+        vec![("c1".into(), "memory_search".into(), "{}".into())]
+    );
+    let results = tool_results(&requests[1]);
+    assert!(
+        results[0]
+            .1
+            .starts_with("validation_error: this call was cut off at your output limit"),
+        "{results:?}"
+    );
+    let history = h.runtime.store().load_session(&outcome.session_id).unwrap();
+    assert!(format!("{history:?}").contains("memory_search"));
+
+    // Resuming replays the same history; the strict server accepts it.
+    let again = RunRequest::new("again")
+        .workspace(h.workspace.path())
+        .session(outcome.session_id.clone());
+    let (_, resumed) = h.run(again).await;
+    assert_eq!(resumed.status, RunStatus::Completed, "{:?}", resumed.reason);
+    h.server.assert_no_orphans();
+}
+
+#[tokio::test]
+async fn arguments_that_are_not_json_are_answered_and_replayed_as_an_object() {
+    let h = Harness::start(
+        vec![
+            Reply::tool_calls(&[("c1", "read", "path: notes.md"), ("", "", "{}")]),
+            Reply::text(&["Sorry."]),
+        ],
+        |_| {},
+    )
+    .await;
+    let (_, outcome) = h.run(h.request("read the notes")).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    let requests = h.server.requests();
+    assert_eq!(requests.len(), 2);
+    let replayed = replayed_calls(&requests[1]);
+    assert_eq!(replayed[0].2, "{}");
+    assert!(!replayed[1].1.is_empty(), "a call without a name gets one");
+    let results = tool_results(&requests[1]);
+    assert!(results[0].1.starts_with("validation_error:"), "{results:?}");
+    h.server.assert_no_orphans();
+}
+
+#[tokio::test]
+async fn a_final_answer_cut_off_at_the_output_limit_is_reported_truncated() {
+    let h = Harness::start(
+        vec![Reply::text(&["The three reasons are: first, "]).cut_at_output_limit()],
+        |_| {},
+    )
+    .await;
+    let (events, outcome) = h.run(h.request("why?")).await;
+    assert_eq!(outcome.status, RunStatus::Completed);
+    assert!(outcome.truncated);
+    assert_eq!(truncations(&events), vec![Vec::<String>::new()]);
+}
+
+#[tokio::test]
+async fn the_output_limit_reaches_openai_compatible_servers() {
+    for (field, name) in [
+        (MaxTokensField::MaxTokens, "max_tokens"),
+        (MaxTokensField::MaxCompletionTokens, "max_completion_tokens"),
+    ] {
+        let h = Harness::start(vec![Reply::text(&["ok"])], |c| {
+            c.model.max_output_tokens = 300;
+            c.model.max_tokens_field = field;
+        })
+        .await;
+        let (_, outcome) = h.run(h.request("hi")).await;
+        assert_eq!(outcome.status, RunStatus::Completed);
+        let body = &h.server.requests()[0];
+        assert_eq!(body[name], 300, "{body}");
+        let other = if name == "max_tokens" {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        assert!(body.get(other).is_none());
+    }
+}
