@@ -206,6 +206,10 @@ async fn after_kill_9_mid_run_the_client_fails_and_a_resume_sees_every_completed
                 .then(|| event["session_id"].as_str().unwrap().to_owned())
         })
         .await;
+    // The held answer is taken by the killed run, never by the resume.
+    tokio::time::timeout(WAIT, server.wait_for_requests(2))
+        .await
+        .expect("the second request arrived");
     daemon.start_kill().unwrap(); // SIGKILL
     daemon.wait().await.unwrap();
 

@@ -142,3 +142,42 @@ async fn the_output_limit_reaches_openai_compatible_servers() {
         assert!(body.get(other).is_none());
     }
 }
+
+#[tokio::test]
+async fn a_server_error_that_repeats_for_the_same_request_is_not_retried_again_and_again() {
+    let said = format!(
+        "Failed to parse tool call arguments as JSON: {}",
+        "x".repeat(2000)
+    );
+    let h = Harness::start((0..4).map(|_| Reply::error(500, &said)).collect(), |c| {
+        c.model.max_retries = 3
+    })
+    .await;
+    let (_, outcome) = h.run(h.request("hi")).await;
+    assert_eq!(outcome.status, RunStatus::Failed);
+    assert_eq!(h.server.requests().len(), 2, "given up after the repeat");
+    let reason = outcome.reason.unwrap();
+    assert!(reason.contains("the same error again"), "{reason}");
+    assert!(reason.len() < 1000, "{} characters: {reason}", reason.len());
+}
+
+#[tokio::test]
+async fn a_call_cut_before_usage_is_estimated_at_the_whole_request() {
+    // The server reports no usage: the estimate counts the system prompt and the tools' specs
+    // too, which outweigh a one-word prompt many times over.
+    let h = Harness::start(vec![Reply::text(&["ok"]).usage(None)], |_| {}).await;
+    let (events, outcome) = h.run(h.request("hi")).await;
+    assert_eq!(outcome.status, RunStatus::Completed);
+    let estimated = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ModelUsage {
+                input_tokens,
+                estimated: true,
+                ..
+            } => Some(*input_tokens),
+            _ => None,
+        })
+        .expect("an estimated usage");
+    assert!(estimated > 500, "the tools' specs count: {estimated}");
+}

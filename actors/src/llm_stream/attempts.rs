@@ -153,8 +153,23 @@ impl ModelChain {
                 attempt = call.failures.len() + 1,
                 "a model call attempt failed: {error}"
             );
-            call.failures
-                .push(format!("{}: {error}", attempt_name(model, &key)));
+            let said = error.to_string();
+            let repeated = call
+                .last_error
+                .as_ref()
+                .is_some_and(|last| error.repeats_deterministically() && last.to_string() == said);
+            if repeated {
+                call.failures.push(format!(
+                    "{}: the same error again",
+                    attempt_name(model, &key)
+                ));
+            } else {
+                call.failures.push(format!(
+                    "{}: {}",
+                    attempt_name(model, &key),
+                    clip(&said, MAX_ATTEMPT_CHARS)
+                ));
+            }
             call.last_error = Some(error.clone());
             let gave_up = |why: String| {
                 Stop::Model(GaveUp {
@@ -164,7 +179,15 @@ impl ModelChain {
             };
             match error.recovery() {
                 Recovery::Prune => return Err(Stop::Call(error)),
-                Recovery::FailFast => return Err(gave_up(first_line(&error.to_string()))),
+                Recovery::FailFast => return Err(gave_up(first_line(&said))),
+                // The server answers this request the same way each time: waiting will not
+                // change it.
+                Recovery::Retry if repeated => {
+                    return Err(gave_up(format!(
+                        "it failed the same way twice ({})",
+                        clip(&first_line(&said), MAX_ATTEMPT_CHARS)
+                    )))
+                }
                 Recovery::Retry => {}
             }
             let wait = match self.policy.next_wait(&mut backoffs, error.retry_after()) {
@@ -245,6 +268,16 @@ fn attempt_name(model: &str, key: &str) -> String {
         model.to_owned()
     } else {
         format!("{model} ({key})")
+    }
+}
+
+/// The most of one attempt's error a run's reason repeats.
+const MAX_ATTEMPT_CHARS: usize = 300;
+
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
     }
 }
 

@@ -271,6 +271,17 @@ impl ProviderError {
         }
     }
 
+    /// Whether this failure, met twice in a row for the same request, is the server's answer
+    /// to that request rather than a passing fault: an HTTP 500 or an error inside the stream
+    /// (llama.cpp refusing a history it cannot parse). Rate limits, overloads, dropped
+    /// connections and timeouts are passing, however alike they look.
+    pub fn repeats_deterministically(&self) -> bool {
+        matches!(
+            self,
+            ProviderError::Http { status: 500, .. } | ProviderError::Stream(_)
+        )
+    }
+
     /// The wait the server asked for, if it did.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {

@@ -15,6 +15,8 @@ struct Registered {
 pub struct ToolRegistry {
     tools: Arc<HashMap<String, Registered>>,
     specs: Arc<Vec<ToolSpec>>,
+    /// What the specs weigh in a request, counted once, when first asked.
+    specs_tokens: Arc<std::sync::OnceLock<u64>>,
 }
 
 /// A tool that cannot be registered.
@@ -59,12 +61,22 @@ impl ToolRegistry {
         Ok(Self {
             tools: Arc::new(map),
             specs: Arc::new(specs),
+            specs_tokens: Arc::default(),
         })
     }
 
     /// The tools as the model is told about them.
     pub fn specs(&self) -> Arc<Vec<ToolSpec>> {
         self.specs.clone()
+    }
+
+    /// The tokens the specs take in every request (their JSON, counted once): part of an
+    /// estimate of what a request weighs when the server reports no usage.
+    pub fn specs_tokens(&self) -> u64 {
+        *self.specs_tokens.get_or_init(|| {
+            let json = serde_json::to_string(&*self.specs).unwrap_or_default();
+            crate::tokens::count_text(&json) as u64
+        })
     }
 
     /// The tool called `name`.

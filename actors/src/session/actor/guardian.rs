@@ -62,6 +62,12 @@ impl SessionState {
         self.history.total_tokens() + system
     }
 
+    /// What the next request weighs, estimated: the conversation, the system prompt and the
+    /// tools' specs. A call the server reports no usage for is billed this much input.
+    pub(super) fn request_tokens(&self) -> u64 {
+        self.context_tokens() + self.services.registry.specs_tokens()
+    }
+
     /// Looks for a stall of the dispatch made at `step` after the stall timeout, or after
     /// `after`.
     pub(super) fn schedule_stall_check(
@@ -134,7 +140,7 @@ impl SessionState {
             let model = self.services.llm_model.clone();
             let model: &str = &model;
             let usage = Usage {
-                input_tokens: self.context_tokens(),
+                input_tokens: self.request_tokens(),
                 output_tokens: 0,
             };
             let turn = run.turns + 1;

@@ -287,7 +287,7 @@ impl SessionState {
             publish_text: true,
             cancel: run.call_cancel.clone(),
             heartbeat: run.heartbeat.clone(),
-            input_tokens: self.history.total_tokens(),
+            input_tokens: self.request_tokens(),
             on_done: Callback::new(
                 move |answer| {
                     if me.cast(SessionMsg::ModelDone { step, answer }).is_err() {
@@ -311,7 +311,7 @@ impl SessionState {
             tracing::warn!(session = %self.id, "a model call was lost with its actor; asking again");
             return self.begin_turn(myself);
         }
-        let (turn, input) = (run.turns + 1, self.context_tokens());
+        let (turn, input) = (run.turns + 1, self.request_tokens());
         if let Err(reason) = self.record_cut_calls(turn, &answer.cut_calls, input).await {
             return self.fail(myself, reason);
         }
