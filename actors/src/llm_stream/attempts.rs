@@ -13,6 +13,7 @@ use crate::provider::retry::RetryPolicy;
 use crate::provider::{
     ChatRequest, Provider, ProviderError, Recovery, ResponseAssembler, StreamDelta, Usage,
 };
+use crate::text::truncate;
 use crate::tokens;
 use futures_util::StreamExt;
 use std::sync::Arc;
@@ -167,7 +168,7 @@ impl ModelChain {
                 call.failures.push(format!(
                     "{}: {}",
                     attempt_name(model, &key),
-                    clip(&said, MAX_ATTEMPT_CHARS)
+                    truncate(&said, MAX_ATTEMPT_BYTES)
                 ));
             }
             call.last_error = Some(error.clone());
@@ -185,7 +186,7 @@ impl ModelChain {
                 Recovery::Retry if repeated => {
                     return Err(gave_up(format!(
                         "it failed the same way twice ({})",
-                        clip(&first_line(&said), MAX_ATTEMPT_CHARS)
+                        truncate(&first_line(&said), MAX_ATTEMPT_BYTES)
                     )))
                 }
                 Recovery::Retry => {}
@@ -271,15 +272,8 @@ fn attempt_name(model: &str, key: &str) -> String {
     }
 }
 
-/// The most of one attempt's error a run's reason repeats.
-const MAX_ATTEMPT_CHARS: usize = 300;
-
-fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
-}
+/// The most of one attempt's error a run's reason repeats, in bytes.
+const MAX_ATTEMPT_BYTES: usize = 300;
 
 fn first_line(text: &str) -> String {
     text.lines().next().unwrap_or_default().to_owned()

@@ -56,7 +56,7 @@ pub fn bash(command: &str, workspace: &Path, base: SafetyTier) -> Classification
     };
     let mut reasons = Vec::new();
     // `$TMPDIR/…` is the run's private directory only while nobody points TMPDIR elsewhere.
-    if command.contains("TMPDIR=") && command.contains("TMPDIR") {
+    if command.contains("TMPDIR=") {
         reasons.push("TMPDIR is pointed elsewhere in the command".into());
     }
     if fork_bomb(command) {
