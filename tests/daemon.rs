@@ -19,7 +19,10 @@ async fn a_run_streams_its_events_as_json_through_the_daemon() {
         Reply::text(&["Wrote ", "it."]),
     ])
     .await;
-    let home = Home::new(&server, "");
+    let home = Home::new(
+        &server,
+        "[budget.pricing_overrides]\nscripted = { input_per_1m = 1500, output_per_1m = 7500 }",
+    );
     let mut daemon = home.daemon().await;
     let (code, stdout, stderr) = home.ryvos(&["run", "--json", "write", "a", "file"]).await;
     assert_eq!(code, 0, "{stderr}");
@@ -59,8 +62,7 @@ async fn a_run_streams_its_events_as_json_through_the_daemon() {
     );
     let (code, cost, _) = home.ryvos(&["cost"]).await;
     assert_eq!(code, 0);
-    // The scripted model has no known price: it is counted at the conservative default,
-    // 24 × 1500 + 10 × 7500 millionths of a cent.
+    // The scripted model is priced in the config: 24 × 1500 + 10 × 7500 millionths of a cent.
     assert!(
         cost.contains("2 calls  24 in / 10 out tokens") && cost.contains("$0.0011"),
         "{cost}"

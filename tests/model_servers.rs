@@ -181,3 +181,33 @@ async fn a_call_cut_before_usage_is_estimated_at_the_whole_request() {
         .expect("an estimated usage");
     assert!(estimated > 500, "the tools' specs count: {estimated}");
 }
+
+#[tokio::test]
+async fn a_model_served_on_loopback_is_free_and_raises_no_price_alert() {
+    // The scripted server listens on 127.0.0.1 and its model is in no price table: a local
+    // model, as llama.cpp or Ollama serve them.
+    let h = Harness::start(
+        vec![Reply::text(&["Hi."]).usage(Some((100_000, 100_000)))],
+        |c| c.budget.per_run_limit_cents = 1,
+    )
+    .await;
+    let (events, outcome) = h.run(h.request("hi")).await;
+    assert_eq!(outcome.status, RunStatus::Completed);
+    assert_eq!(outcome.cost_cents, Some(0.0));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::GuardianBudgetAlert { .. })),
+        "no unknown-price alert for a local model"
+    );
+    let report = h.runtime.cost_report().await.unwrap();
+    assert_eq!(
+        (
+            report.month.calls,
+            report.month.input_tokens,
+            report.month.cost_cents
+        ),
+        (1, 100_000, 0.0),
+        "counted, at no cost: {report:?}"
+    );
+}

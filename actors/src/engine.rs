@@ -284,12 +284,19 @@ impl Engine {
             approvals: approvals.clone(),
             global_events: global_events.clone(),
         };
+        let judges = judge_models(&config.model, &agent.judge, &models)?;
+        let local_models = models
+            .local_models()
+            .chain(judges.local_models())
+            .map(str::to_owned)
+            .collect();
         let args = RootArgs {
             store: store.clone(),
             ledger: CostLedgerArgs {
                 store: store.clone(),
                 checkpoint: slots.checkpoint.clone(),
                 budget: config.budget.clone(),
+                local_models,
             },
             guardian: GuardianArgs {
                 store: store.clone(),
@@ -297,7 +304,7 @@ impl Engine {
                 thresholds: Thresholds::new(&agent.guardian, agent.max_context_tokens),
             },
             judge: JudgeArgs {
-                models: judge_models(&config.model, &agent.judge, &models)?,
+                models: judges,
                 config: agent.judge.clone(),
                 gate: gate.clone(),
             },

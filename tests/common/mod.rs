@@ -66,6 +66,13 @@ impl Harness {
         Self::start_on(server, tweak, |b| b).await
     }
 
+    /// As [`Harness::start`], with the model server on this machine's network address, so
+    /// the runtime treats it as remote.
+    pub async fn start_remote(script: Vec<Reply>, tweak: impl FnOnce(&mut Config)) -> Self {
+        let server = ScriptedModelServer::start_remote(script).await;
+        Self::start_on(server, tweak, |b| b).await
+    }
+
     async fn start_on(
         server: ScriptedModelServer,
         tweak: impl FnOnce(&mut Config),

@@ -19,6 +19,8 @@ pub struct CostLedgerArgs {
     pub store: Store,
     pub checkpoint: ChildSlot<CheckpointMsg>,
     pub budget: BudgetConfig,
+    /// Models served on this machine: free unless priced.
+    pub local_models: Vec<String>,
 }
 
 /// The actor; see the module documentation of [`crate::cost_ledger`].
@@ -50,7 +52,10 @@ impl Actor for CostLedgerActor {
         Ok(LedgerState {
             store: args.store,
             checkpoint: args.checkpoint,
-            prices: PriceBook::new(&args.budget.pricing_overrides),
+            prices: PriceBook::new(
+                &args.budget.pricing_overrides,
+                args.local_models.iter().map(String::as_str),
+            ),
             limits: Limits::new(&args.budget),
             totals: HashMap::new(),
             unwritten: HashSet::new(),

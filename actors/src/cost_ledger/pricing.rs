@@ -2,17 +2,24 @@
 //!
 //! Prices are in cents per million tokens. A model is matched by name, or by the name it extends
 //! with a date or version, so a dated variant (`gpt-4o-mini-2024-07-18`) takes its family's
-//! price while `o1-pro` is not priced as `o1`. A model with no known price is never free: budget checks price it at
-//! [`UNKNOWN_MODEL_PRICE`] and the run is told so.
+//! price while `o1-pro` is not priced as `o1`. A model served on this machine (its endpoint on
+//! loopback) with no price of its own is free. Any other model with no known price is never
+//! free: budget checks price it at [`UNKNOWN_MODEL_PRICE`] and the run is told so.
 
 use crate::config::Pricing;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The price assumed for a model nobody priced: as dear as the dearest model in the table,
 /// so that a budget errs toward stopping early.
 pub const UNKNOWN_MODEL_PRICE: Pricing = Pricing {
     input_per_1m: 1500.0,
     output_per_1m: 7500.0,
+};
+
+/// What a local model costs.
+const FREE: Pricing = Pricing {
+    input_per_1m: 0.0,
+    output_per_1m: 0.0,
 };
 
 /// Published list prices (standard tier), cents per million input / output tokens.
@@ -51,6 +58,8 @@ pub enum PriceSource {
     Override,
     /// The built-in table.
     BuiltIn,
+    /// A model served on this machine, which nobody priced: free.
+    Local,
     /// Nobody priced the model: [`UNKNOWN_MODEL_PRICE`] is assumed.
     Unknown,
 }
@@ -59,11 +68,18 @@ pub enum PriceSource {
 #[derive(Clone, Debug)]
 pub struct PriceBook {
     prices: BTreeMap<String, (Pricing, PriceSource)>,
+    /// Models served on loopback: free when neither table prices them. A published price still
+    /// wins, so a local proxy to a paid API (`gpt-4o` through 127.0.0.1) is still counted.
+    local: BTreeSet<String>,
 }
 
 impl PriceBook {
-    /// The built-in table, with `overrides` replacing or adding models.
-    pub fn new(overrides: &BTreeMap<String, Pricing>) -> Self {
+    /// The built-in table, with `overrides` replacing or adding models; `local` models are
+    /// free unless one of the two prices them.
+    pub fn new<'a>(
+        overrides: &BTreeMap<String, Pricing>,
+        local: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
         let mut prices: BTreeMap<String, (Pricing, PriceSource)> = BUILT_IN
             .iter()
             .map(|&(model, input_per_1m, output_per_1m)| {
@@ -77,12 +93,14 @@ impl PriceBook {
         for (model, price) in overrides {
             prices.insert(model.clone(), (price.clone(), PriceSource::Override));
         }
-        Self { prices }
+        let local = local.into_iter().map(str::to_owned).collect();
+        Self { prices, local }
     }
 
     /// The price of `model`: its own entry, else the entry it extends with a date or version
     /// (`gpt-4o-2024-08-06`, `claude-opus-4-5-20251101`, `…-latest`), else the unknown-model
-    /// price. Any other suffix (`o1-pro`) is another model, with a price of its own.
+    /// price, or nothing for a local model. Any other suffix (`o1-pro`) is another model, with
+    /// a price of its own.
     pub fn price_of(&self, model: &str) -> (Pricing, PriceSource) {
         let mut candidate = model;
         loop {
@@ -91,6 +109,7 @@ impl PriceBook {
             }
             match candidate.rfind('-') {
                 Some(cut) if is_version(&candidate[cut + 1..]) => candidate = &candidate[..cut],
+                _ if self.local.contains(model) => return (FREE, PriceSource::Local),
                 _ => return (UNKNOWN_MODEL_PRICE, PriceSource::Unknown),
             }
         }
@@ -123,7 +142,7 @@ mod tests {
                 output_per_1m: 2.0,
             },
         );
-        let book = PriceBook::new(&overrides);
+        let book = PriceBook::new(&overrides, []);
         let (mini, source) = book.price_of("gpt-4o-mini-2024-07-18");
         assert_eq!((mini.input_per_1m, source), (15.0, PriceSource::BuiltIn));
         let (big, source) = book.price_of("gpt-4o-2024-08-06");
@@ -146,6 +165,31 @@ mod tests {
             PriceSource::Unknown,
             "an unknown model is never free"
         );
+    }
+
+    #[test]
+    fn local_models_are_free_unless_priced() {
+        let mut overrides = BTreeMap::new();
+        overrides.insert(
+            "priced-local".to_owned(),
+            Pricing {
+                input_per_1m: 1.0,
+                output_per_1m: 1.0,
+            },
+        );
+        let book = PriceBook::new(&overrides, ["gemma3", "priced-local", "gpt-4o"]);
+        let (price, source) = book.price_of("gemma3");
+        assert_eq!(
+            (price.input_per_1m, price.output_per_1m, source),
+            (0.0, 0.0, PriceSource::Local)
+        );
+        assert_eq!(book.price_of("priced-local").1, PriceSource::Override);
+        assert_eq!(
+            book.price_of("gpt-4o").1,
+            PriceSource::BuiltIn,
+            "a local proxy to a paid model is still counted"
+        );
+        assert_eq!(book.price_of("llama3").1, PriceSource::Unknown);
     }
 
     #[test]

@@ -46,6 +46,14 @@ impl ModelChain {
         self.providers.first().map_or("", |p| p.model())
     }
 
+    /// The models of the chain served on this machine, which cost nothing unless priced.
+    pub fn local_models(&self) -> impl Iterator<Item = &str> {
+        self.providers
+            .iter()
+            .filter(|p| p.runs_locally())
+            .map(|p| p.model())
+    }
+
     /// Streams an answer to `request`, publishing text on `events` when given; see the module
     /// documentation for what is tried when.
     pub async fn answer(

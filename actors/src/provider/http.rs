@@ -21,6 +21,25 @@ pub fn client(config: &ModelConfig) -> Result<(reqwest::Client, Duration), Provi
     Ok((http, idle_timeout))
 }
 
+/// Whether `base_url` names a server on this machine (`localhost`, `127.0.0.0/8`, `::1`): a
+/// model served there (llama.cpp, Ollama, vLLM) runs on the user's own hardware.
+pub fn is_loopback(base_url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(base_url) else {
+        return false;
+    };
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.to_ascii_lowercase();
+    if host == "localhost" || host.ends_with(".localhost") {
+        return true;
+    }
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// The error an unsuccessful answer stands for: its status, the server's message, how long it
 /// asked to wait, or that the request outgrew the model's context window.
 pub async fn error_from(response: reqwest::Response) -> ProviderError {
@@ -164,6 +183,28 @@ struct WireError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_servers_are_recognised_and_remote_ones_are_not() {
+        for local in [
+            "http://127.0.0.1:8080/v1",
+            "http://localhost:11434/v1",
+            "http://LOCALHOST/v1",
+            "http://[::1]:8000/v1",
+            "http://127.3.2.1/v1",
+        ] {
+            assert!(is_loopback(local), "{local}");
+        }
+        for remote in [
+            "https://api.openai.com/v1",
+            "http://localhost.example.com/v1",
+            "http://10.0.0.5:8080/v1",
+            "http://0.0.0.0:8080/v1",
+            "not a url",
+        ] {
+            assert!(!is_loopback(remote), "{remote}");
+        }
+    }
 
     #[test]
     fn context_overflow_is_recognised_in_both_shapes() {

@@ -110,6 +110,12 @@ pub trait Provider: Send + Sync + 'static {
     fn key_label(&self) -> String {
         String::new()
     }
+
+    /// The model is served on this machine (its endpoint is on loopback): its calls cost
+    /// nothing unless `[budget.pricing_overrides]` prices it.
+    fn runs_locally(&self) -> bool {
+        false
+    }
 }
 
 /// The provider `[model]` describes: `"openai"` (any OpenAI-compatible endpoint),

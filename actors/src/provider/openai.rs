@@ -25,6 +25,8 @@ pub struct OpenAiProvider {
     idle_timeout: Duration,
     /// The output limit, and the field that carries it.
     limit: OutputLimit,
+    /// The endpoint is on loopback.
+    local: bool,
 }
 
 /// The output limit of every request; none when 0.
@@ -48,6 +50,7 @@ impl OpenAiProvider {
                 tokens: config.max_output_tokens,
                 field: config.max_tokens_field,
             },
+            local: http::is_loopback(&config.base_url),
         })
     }
 }
@@ -80,6 +83,10 @@ impl Provider for OpenAiProvider {
 
     fn key_label(&self) -> String {
         self.keys.label()
+    }
+
+    fn runs_locally(&self) -> bool {
+        self.local
     }
 }
 

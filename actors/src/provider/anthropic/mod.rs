@@ -29,6 +29,8 @@ pub struct AnthropicProvider {
     keys: Arc<ApiKeys>,
     idle_timeout: Duration,
     max_output_tokens: u32,
+    /// The endpoint is on loopback.
+    local: bool,
 }
 
 impl AnthropicProvider {
@@ -39,6 +41,13 @@ impl AnthropicProvider {
         keys: Arc<ApiKeys>,
         max_output_tokens: u32,
     ) -> Result<Self, ProviderError> {
+        if max_output_tokens == 0 {
+            return Err(ProviderError::Config(
+                "[model] max_output_tokens = 0 leaves Anthropic's Messages API without the \
+                 output limit it requires; set a limit such as 8192"
+                    .to_owned(),
+            ));
+        }
         let (http, idle_timeout) = http::client(config)?;
         Ok(Self {
             http,
@@ -47,6 +56,7 @@ impl AnthropicProvider {
             keys,
             idle_timeout,
             max_output_tokens,
+            local: http::is_loopback(&config.base_url),
         })
     }
 }
@@ -88,6 +98,10 @@ impl Provider for AnthropicProvider {
 
     fn key_label(&self) -> String {
         self.keys.label()
+    }
+
+    fn runs_locally(&self) -> bool {
+        self.local
     }
 }
 
