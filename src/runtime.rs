@@ -33,7 +33,7 @@ pub enum RuntimeError {
     #[error("starting the run logger: {0}")]
     RunLog(std::io::Error),
     #[error("the goal: {0}")]
-    BadGoal(#[from] ryvos_actors::judge::goal::CriterionError),
+    BadGoal(#[from] ryvos_actors::judge::CriterionError),
     #[error("{0}")]
     BadRequest(String),
 }

@@ -9,35 +9,24 @@
 //! judged against the run's goal. The plan's progress is stored after every change, so a run
 //! cut off by a crash resumes where it stood and never redoes a finished step.
 
-mod plan;
 mod progress;
 mod prompts;
 
-pub use plan::{Plan, PlanError, Step};
 pub use progress::{PlanRecord, StepProgress, StepState};
+pub use ryvos_protocol::plan::{Plan, PlanError, Step, StepEvent};
 
 use crate::checkpoint::CheckpointMsg;
 use crate::config::DirectorConfig;
 use crate::event::{EventKind, RunEvents, RunOutcome, RunStatus};
 use crate::ids::{RunId, SessionId};
+use crate::judge::rubric::unfenced;
 use crate::judge::Goal;
 use crate::session::{RunSpec, SessionSupervisorMsg};
 use crate::store::{Store, WriteBatch};
 use crate::supervision::ChildSlot;
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
-
-/// What happened to a step, as `DirectorStep` events say.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StepEvent {
-    Started,
-    Completed,
-    Failed,
-    Retrying,
-}
 
 /// What a Director needs of the engine.
 #[derive(Clone)]
@@ -215,7 +204,7 @@ impl Director {
                     )),
                 });
             }
-            match Plan::parse(&ran.output, self.config.max_steps) {
+            match Plan::parse(unfenced(&ran.output), self.config.max_steps) {
                 Ok(plan) => {
                     events.emit(EventKind::DirectorPlan {
                         plan: plan.clone(),

@@ -2,7 +2,7 @@
 //! result. A run cut off by a crash resumes from it, and a step that finished is never run
 //! again.
 
-use super::plan::Plan;
+use super::Plan;
 use crate::ids::{RunId, SessionId};
 use crate::judge::Goal;
 use serde::{Deserialize, Serialize};

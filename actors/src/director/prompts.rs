@@ -1,8 +1,8 @@
 //! What the Director asks: a plan, a corrected or revised plan, a step's work, and the final
-//! answer. Each is a run's prompt; the plan itself is read by [`super::Plan::parse`].
+//! answer. Each is a run's prompt; the plan itself is read by [`Plan::parse`].
 
-use super::plan::{Plan, PlanError, Step};
 use super::progress::{PlanRecord, StepState};
+use super::{Plan, PlanError, Step};
 use crate::judge::Goal;
 use crate::text::truncate;
 
@@ -21,7 +21,7 @@ depend on each other in a cycle.";
 /// Asks for the plan of `task`.
 pub fn plan(task: &str, goal: Option<&Goal>, max_steps: usize) -> String {
     let goal = goal
-        .map(|g| format!("\n{}", g.focus(None)))
+        .map(|g| format!("\n{}", crate::judge::goal::focus(g, None)))
         .unwrap_or_default();
     format!(
         "[Director] Plan how to carry out the task below as a graph of at most {max_steps} \

@@ -4,27 +4,17 @@
 //! the timeout or when the run stops). A command the model wrote is a tool call in all but
 //! name: it passes the security gate first (tier, policy, approval, audit).
 
-use super::goal::{Criterion, CriterionKind, CriterionOrigin};
+use super::{Criterion, CriterionKind, CriterionOrigin, CriterionResult};
 use crate::event::RunEvents;
 use crate::ids::CallId;
 use crate::message::ToolCall;
 use crate::security::{Gate, Refused};
 use crate::tools::builtin::Bash;
 use crate::tools::{Tool, ToolContext};
-use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// At most this much of a failing command's output is kept as the reason.
 const MAX_REASON_CHARS: usize = 600;
-
-/// Whether one criterion is met, and why.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CriterionResult {
-    /// The criterion, as `KIND:VALUE[@WEIGHT]`.
-    pub criterion: String,
-    pub met: bool,
-    pub reason: String,
-}
 
 /// Checks a criterion on the answer's text; `None` for the kinds that need more.
 pub fn check_text(criterion: &Criterion, answer: &str) -> Option<CriterionResult> {

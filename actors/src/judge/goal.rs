@@ -1,308 +1,60 @@
-//! Goals: what a goal-driven run must achieve (a description, weighted success criteria) and
-//! within what (constraints), and how they read in the system prompt's focus layer.
+//! How a goal reads in the system prompt's focus layer. Goals themselves are plain data, in
+//! [`ryvos_protocol::goal`].
 
-use serde::{Deserialize, Serialize};
+use ryvos_protocol::goal::{CriterionKind, Goal};
 
-/// What a goal-driven run must achieve.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Goal {
-    pub description: String,
-    /// Weighted checks of the answer or the workspace; with none, the model judges the
-    /// description itself.
-    #[serde(default)]
-    pub criteria: Vec<Criterion>,
-    #[serde(default, skip_serializing_if = "Constraints::is_empty")]
-    pub constraints: Constraints,
-}
-
-/// One success criterion and its weight in the score.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Criterion {
-    pub kind: CriterionKind,
-    /// For `contains`/`equals`/`regex`: the text or pattern; for `command`: a shell command run
-    /// in the workspace (exit code 0 means met); for `llm`: what the judge model is asked.
-    pub value: String,
-    #[serde(default = "one")]
-    pub weight: f64,
-    /// Who wrote it. A `command` the model wrote (a Director plan's) passes the security gate
-    /// like a `bash` call; one the user gave runs without approval. Both run in the sandbox.
-    /// Unknown means the model: only the embedding API and the socket mark what users give.
-    #[serde(default)]
-    pub origin: CriterionOrigin,
-}
-
-fn one() -> f64 {
-    1.0
-}
-
-/// Who wrote a criterion.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CriterionOrigin {
-    /// The person (or host application) who started the run.
-    User,
-    /// The model, e.g. in a Director plan: its commands are tool calls in all but name.
-    #[default]
-    Model,
-}
-
-/// How a criterion is checked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CriterionKind {
-    /// The final answer contains the value.
-    Contains,
-    /// The final answer, trimmed, is the value.
-    Equals,
-    /// The final answer matches the regular expression.
-    Regex,
-    /// The shell command exits 0 in the workspace.
-    Command,
-    /// The judge model says the answer meets it.
-    Llm,
-}
-
-impl CriterionKind {
-    /// Checked without a model call.
-    pub fn is_deterministic(self) -> bool {
-        self != CriterionKind::Llm
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            CriterionKind::Contains => "contains",
-            CriterionKind::Equals => "equals",
-            CriterionKind::Regex => "regex",
-            CriterionKind::Command => "command",
-            CriterionKind::Llm => "llm",
+/// The focus layer of the system prompt: the goal, its criteria and constraints, and where
+/// the evaluation stands (`status`, once the Judge has spoken).
+pub fn focus(goal: &Goal, status: Option<&str>) -> String {
+    let mut out = format!("## Goal\n{}\n", goal.description.trim());
+    if !goal.criteria.is_empty() {
+        out.push_str(
+            "\nSuccess criteria (checked by the Judge when you give your final answer):\n",
+        );
+        for c in &goal.criteria {
+            let what = match c.kind {
+                CriterionKind::Contains => format!("the final answer contains {:?}", c.value),
+                CriterionKind::Equals => format!("the final answer is exactly {:?}", c.value),
+                CriterionKind::Regex => format!("the final answer matches /{}/", c.value),
+                CriterionKind::Command => format!("`{}` succeeds in the workspace", c.value),
+                CriterionKind::Llm => c.value.clone(),
+            };
+            out.push_str(&format!("- {what} (weight {})\n", c.weight));
         }
     }
-}
-
-/// What the run must stay within; said to the model in the focus layer.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Constraints {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_secs: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_cents: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scope: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub safety: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub quality: Option<String>,
-}
-
-impl Constraints {
-    fn is_empty(&self) -> bool {
-        *self == Constraints::default()
+    let c = &goal.constraints;
+    let mut limits = Vec::new();
+    if let Some(secs) = c.time_secs {
+        limits.push(format!("time: {secs} s"));
     }
-}
-
-/// Why a criterion given as text could not be read.
-#[derive(Debug, PartialEq, thiserror::Error)]
-pub enum CriterionError {
-    #[error("criterion '{0}' has no kind: write KIND:VALUE[@WEIGHT], KIND one of contains, equals, regex, command, llm")]
-    NoKind(String),
-    #[error("criterion '{0}': unknown kind '{1}'; use contains, equals, regex, command or llm")]
-    UnknownKind(String, String),
-    #[error("criterion '{0}' has an empty value")]
-    Empty(String),
-    #[error("criterion '{0}': the weight must be a positive number")]
-    Weight(String),
-    #[error("criterion '{0}': the regular expression does not compile: {1}")]
-    Regex(String, String),
-    #[error("the goal has no description: say what the run must achieve")]
-    NoDescription,
-}
-
-impl std::str::FromStr for Criterion {
-    type Err = CriterionError;
-
-    /// `KIND:VALUE[@WEIGHT]`: a trailing `@` followed by a number is the weight (`@` elsewhere
-    /// belongs to the value).
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let (kind, rest) = text
-            .split_once(':')
-            .ok_or_else(|| CriterionError::NoKind(text.to_owned()))?;
-        let kind = match kind.trim() {
-            "contains" => CriterionKind::Contains,
-            "equals" => CriterionKind::Equals,
-            "regex" => CriterionKind::Regex,
-            "command" => CriterionKind::Command,
-            "llm" => CriterionKind::Llm,
-            other => {
-                return Err(CriterionError::UnknownKind(
-                    text.to_owned(),
-                    other.to_owned(),
-                ))
-            }
-        };
-        let (value, weight) = match rest.rsplit_once('@') {
-            Some((value, w)) if w.trim().parse::<f64>().is_ok() => {
-                let weight: f64 = w.trim().parse().unwrap_or(1.0);
-                if !(weight.is_finite() && weight > 0.0) {
-                    return Err(CriterionError::Weight(text.to_owned()));
-                }
-                (value, weight)
-            }
-            _ => (rest, 1.0),
-        };
-        if value.is_empty() {
-            return Err(CriterionError::Empty(text.to_owned()));
-        }
-        let criterion = Criterion {
-            kind,
-            value: value.to_owned(),
-            weight,
-            origin: CriterionOrigin::Model,
-        };
-        criterion.validate()?;
-        Ok(criterion)
+    if let Some(cents) = c.cost_cents {
+        limits.push(format!("cost: {cents} cents"));
     }
-}
-
-impl Criterion {
-    /// Refuses what could never be checked (a regex that does not compile, a bad weight).
-    pub fn validate(&self) -> Result<(), CriterionError> {
-        let text = self.to_string();
-        if !(self.weight.is_finite() && self.weight > 0.0) {
-            return Err(CriterionError::Weight(text));
+    for (name, value) in [
+        ("scope", &c.scope),
+        ("safety", &c.safety),
+        ("quality", &c.quality),
+    ] {
+        if let Some(v) = value {
+            limits.push(format!("{name}: {v}"));
         }
-        if self.value.is_empty() {
-            return Err(CriterionError::Empty(text));
-        }
-        if self.kind == CriterionKind::Regex {
-            regex::Regex::new(&self.value)
-                .map_err(|e| CriterionError::Regex(text, e.to_string()))?;
-        }
-        Ok(())
     }
-}
-
-impl std::fmt::Display for Criterion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.kind.name(), self.value)?;
-        if self.weight != 1.0 {
-            write!(f, "@{}", self.weight)?;
+    if !limits.is_empty() {
+        out.push_str("\nConstraints:\n");
+        for l in limits {
+            out.push_str(&format!("- {l}\n"));
         }
-        Ok(())
     }
-}
-
-impl Goal {
-    /// The goal as the user gave it: its criteria are the user's own (see [`CriterionOrigin`]).
-    pub fn from_user(mut self) -> Self {
-        for c in &mut self.criteria {
-            c.origin = CriterionOrigin::User;
-        }
-        self
+    if let Some(status) = status {
+        out.push_str(&format!("\nEvaluation so far: {status}\n"));
     }
-
-    /// Refuses a goal that could never be judged: no description, or a criterion that could
-    /// never be checked.
-    pub fn validate(&self) -> Result<(), CriterionError> {
-        if self.description.trim().is_empty() {
-            return Err(CriterionError::NoDescription);
-        }
-        self.criteria.iter().try_for_each(Criterion::validate)
-    }
-
-    /// The focus layer of the system prompt: the goal, its criteria and constraints, and where
-    /// the evaluation stands (`status`, once the Judge has spoken).
-    pub fn focus(&self, status: Option<&str>) -> String {
-        let mut out = format!("## Goal\n{}\n", self.description.trim());
-        if !self.criteria.is_empty() {
-            out.push_str(
-                "\nSuccess criteria (checked by the Judge when you give your final answer):\n",
-            );
-            for c in &self.criteria {
-                let what = match c.kind {
-                    CriterionKind::Contains => format!("the final answer contains {:?}", c.value),
-                    CriterionKind::Equals => format!("the final answer is exactly {:?}", c.value),
-                    CriterionKind::Regex => format!("the final answer matches /{}/", c.value),
-                    CriterionKind::Command => format!("`{}` succeeds in the workspace", c.value),
-                    CriterionKind::Llm => c.value.clone(),
-                };
-                out.push_str(&format!("- {what} (weight {})\n", c.weight));
-            }
-        }
-        let c = &self.constraints;
-        let mut limits = Vec::new();
-        if let Some(secs) = c.time_secs {
-            limits.push(format!("time: {secs} s"));
-        }
-        if let Some(cents) = c.cost_cents {
-            limits.push(format!("cost: {cents} cents"));
-        }
-        for (name, value) in [
-            ("scope", &c.scope),
-            ("safety", &c.safety),
-            ("quality", &c.quality),
-        ] {
-            if let Some(v) = value {
-                limits.push(format!("{name}: {v}"));
-            }
-        }
-        if !limits.is_empty() {
-            out.push_str("\nConstraints:\n");
-            for l in limits {
-                out.push_str(&format!("- {l}\n"));
-            }
-        }
-        if let Some(status) = status {
-            out.push_str(&format!("\nEvaluation so far: {status}\n"));
-        }
-        out
-    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn criteria_parse_with_and_without_weights() {
-        let c: Criterion = "contains:42".parse().unwrap();
-        assert_eq!(
-            (c.kind, c.value.as_str(), c.weight),
-            (CriterionKind::Contains, "42", 1.0)
-        );
-        let c: Criterion = "command:cargo test -q@2.5".parse().unwrap();
-        assert_eq!((c.value.as_str(), c.weight), ("cargo test -q", 2.5));
-        // An @ that is not followed by a number belongs to the value.
-        let c: Criterion = "contains:me@example.com".parse().unwrap();
-        assert_eq!((c.value.as_str(), c.weight), ("me@example.com", 1.0));
-        assert_eq!(c.to_string(), "contains:me@example.com");
-    }
-
-    #[test]
-    fn bad_criteria_say_what_is_wrong() {
-        assert!(matches!(
-            "42".parse::<Criterion>(),
-            Err(CriterionError::NoKind(_))
-        ));
-        assert!(matches!(
-            "has:42".parse::<Criterion>(),
-            Err(CriterionError::UnknownKind(..))
-        ));
-        assert!(matches!(
-            "contains:".parse::<Criterion>(),
-            Err(CriterionError::Empty(_))
-        ));
-        assert!(matches!(
-            "contains:x@0".parse::<Criterion>(),
-            Err(CriterionError::Weight(_))
-        ));
-        assert!(matches!(
-            "regex:(".parse::<Criterion>(),
-            Err(CriterionError::Regex(..))
-        ));
-    }
+    use ryvos_protocol::goal::Constraints;
 
     #[test]
     fn the_focus_layer_names_criteria_constraints_and_status() {
@@ -317,7 +69,7 @@ mod tests {
                 ..Constraints::default()
             },
         };
-        let focus = goal.focus(Some("retry 1 of 3: 'contains:42' is unmet"));
+        let focus = focus(&goal, Some("retry 1 of 3: 'contains:42' is unmet"));
         assert!(focus.starts_with("## Goal\nCompute the answer"));
         assert!(focus.contains("contains \"42\" (weight 1)"));
         assert!(focus.contains("`make test` succeeds in the workspace (weight 2)"));

@@ -11,8 +11,11 @@ pub mod goal;
 pub mod rubric;
 pub mod verdict;
 
-pub use goal::{Constraints, Criterion, CriterionKind, CriterionOrigin, Goal};
-pub use verdict::{Judgement, Verdict};
+pub use ryvos_protocol::goal::{
+    Constraints, Criterion, CriterionError, CriterionKind, CriterionOrigin, CriterionResult, Goal,
+};
+pub use ryvos_protocol::verdict::Verdict;
+pub use verdict::Judgement;
 
 use crate::callback::Callback;
 use crate::config::JudgeConfig;
@@ -21,7 +24,6 @@ use crate::llm_stream::{Heartbeat, ModelChain, ModelReply};
 use crate::message::Message;
 use crate::security::Gate;
 use crate::tools::ToolContext;
-use criteria::CriterionResult;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::sync::Arc;
 use std::time::Duration;

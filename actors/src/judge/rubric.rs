@@ -2,8 +2,7 @@
 //! rubric, and a structured verdict comes back. The verdict is parsed strictly: anything that
 //! is not the asked-for JSON counts as `Continue`, never as acceptance.
 
-use super::criteria::CriterionResult;
-use super::goal::{Criterion, Goal};
+use super::{Criterion, CriterionResult, Goal};
 use crate::context::summary::transcript;
 use crate::message::Message;
 use crate::provider::ChatRequest;

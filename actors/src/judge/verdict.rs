@@ -3,23 +3,9 @@
 //! when the judge model finds it cannot be met, and left to continue when the judge model's
 //! verdict could not be read.
 
-use super::criteria::CriterionResult;
-use super::goal::Goal;
 use super::rubric::{Decision, JudgeAnswer};
+use super::{CriterionResult, Goal, Verdict};
 use serde::{Deserialize, Serialize};
-
-/// The Judge's decision about a goal-driven run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Verdict {
-    /// The goal is met: the run stops, status `completed`.
-    Accept,
-    /// Not met yet: the run goes on with a hint naming what is missing.
-    Retry,
-    /// Cannot be met: the run stops, status `escalated`.
-    Escalate,
-    /// No decision (in progress, or the judge could not be read): the run goes on.
-    Continue,
-}
 
 /// A verdict with its grounds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

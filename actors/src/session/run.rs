@@ -223,7 +223,11 @@ impl ActiveRun {
     /// Rewrites the focus layer with where the evaluation stands.
     pub fn refocus(&mut self, status: Option<&str>) {
         if let Some(goal) = &self.goal {
-            let system = format!("{}\n\n{}", self.system_base, goal.focus(status));
+            let system = format!(
+                "{}\n\n{}",
+                self.system_base,
+                crate::judge::goal::focus(goal, status)
+            );
             self.system_tokens = crate::tokens::count_text(&system) as u64;
             self.system = system.into();
         }

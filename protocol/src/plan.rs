@@ -2,7 +2,7 @@
 //! depends on. A plan from the model is read strictly and validated — ids well formed and
 //! unique, dependencies known, no cycle, a bounded size — so that executing it always ends.
 
-use crate::judge::Criterion;
+use crate::goal::Criterion;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -71,11 +71,10 @@ struct WireStep {
 }
 
 impl Plan {
-    /// Reads and validates the model's plan: one JSON object (a fenced block is accepted),
-    /// criteria as `KIND:VALUE[@WEIGHT]` text.
-    pub fn parse(text: &str, max_steps: usize) -> Result<Plan, PlanError> {
-        let wire: WirePlan = serde_json::from_str(crate::judge::rubric::unfenced(text))
-            .map_err(|e| PlanError::NotJson(e.to_string()))?;
+    /// Reads and validates a plan: one JSON object, criteria as `KIND:VALUE[@WEIGHT]` text.
+    pub fn parse(json: &str, max_steps: usize) -> Result<Plan, PlanError> {
+        let wire: WirePlan =
+            serde_json::from_str(json).map_err(|e| PlanError::NotJson(e.to_string()))?;
         let mut steps = Vec::with_capacity(wire.steps.len());
         for s in wire.steps {
             let criteria = s
@@ -172,6 +171,16 @@ impl Plan {
     pub fn step(&self, id: &str) -> Option<&Step> {
         self.steps.iter().find(|s| s.id == id)
     }
+}
+
+/// What happened to a step, as `DirectorStep` events say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepEvent {
+    Started,
+    Completed,
+    Failed,
+    Retrying,
 }
 
 #[cfg(test)]

@@ -1,0 +1,23 @@
+//! Ryvos's plain data, shared by the engine, the daemon, its clients and host applications:
+//! ids, the conversation's messages, the events a run publishes and every payload they carry
+//! (safety tiers, goals and criteria, verdicts, plans).
+//!
+//! This crate depends on nothing else of Ryvos, so the engine, the socket protocol and any
+//! client can share these types without depending on each other. What the types serialize to
+//! is the public contract.
+
+pub mod event;
+pub mod goal;
+pub mod ids;
+pub mod message;
+pub mod plan;
+pub mod tier;
+pub mod verdict;
+
+pub use event::{BudgetScope, Event, EventKind, GuardianAction, RunOutcome, RunStatus, StallPhase};
+pub use goal::{Constraints, Criterion, CriterionKind, CriterionOrigin, CriterionResult, Goal};
+pub use ids::{CallId, RunId, SessionId};
+pub use message::{Message, ToolCall};
+pub use plan::{Plan, Step, StepEvent};
+pub use tier::SafetyTier;
+pub use verdict::Verdict;

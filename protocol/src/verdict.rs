@@ -1,0 +1,16 @@
+//! The Judge's verdicts.
+
+use serde::{Deserialize, Serialize};
+
+/// The Judge's decision about a goal-driven run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Verdict {
+    /// The goal is met: the run stops, status `completed`.
+    Accept,
+    /// Not met yet: the run goes on with a hint naming what is missing.
+    Retry,
+    /// Cannot be met: the run stops, status `escalated`.
+    Escalate,
+    /// No decision (in progress, or the judge could not be read): the run goes on.
+    Continue,
+}
