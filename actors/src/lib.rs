@@ -51,6 +51,7 @@ pub mod supervision;
 pub mod text;
 pub mod tokens;
 pub mod tools;
+pub mod workspace;
 
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use event::{Event, EventKind, RunStatus};

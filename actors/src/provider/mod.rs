@@ -4,6 +4,7 @@
 
 pub mod anthropic;
 mod assembler;
+pub mod decode;
 pub mod http;
 pub mod keys;
 pub mod openai;

@@ -69,35 +69,6 @@ where
     )
 }
 
-/// The wire formats a streamed answer comes in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WireFormat {
-    OpenAi,
-    Anthropic,
-}
-
-/// Decodes a whole streamed response body, as read from the wire, the way a live answer is
-/// read: server-sent events, the provider's decoder, then the answer assembled. For looking
-/// at recorded bodies, and for fuzzing the readers. `chunks` are the body's pieces as they
-/// arrived: lines and characters may be split across them.
-pub async fn decode_body(
-    format: WireFormat,
-    chunks: Vec<bytes::Bytes>,
-) -> Result<super::AssistantResponse, ProviderError> {
-    let chunks = chunks.into_iter().map(Ok::<_, reqwest::Error>);
-    let events: SseEvents = Box::pin(futures_util::stream::iter(chunks).eventsource());
-    let idle = Duration::from_secs(1);
-    let mut deltas = match format {
-        WireFormat::OpenAi => decode_events(events, idle, super::openai::decode_event),
-        WireFormat::Anthropic => decode_events(events, idle, super::anthropic::decoder()),
-    };
-    let mut assembler = super::ResponseAssembler::new();
-    while let Some(delta) = deltas.next().await {
-        assembler.push(delta?);
-    }
-    assembler.finish(true)
-}
-
 /// As [`deltas`], from events already parsed.
 pub(crate) fn decode_events<D>(events: SseEvents, idle_timeout: Duration, decode: D) -> DeltaStream
 where

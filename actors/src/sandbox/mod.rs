@@ -25,7 +25,7 @@ mod scratch;
 mod seccomp;
 
 use crate::config::{expand_env, SandboxConfig, SandboxMode};
-use crate::tools::Workspace;
+use crate::workspace::Workspace;
 use scratch::Scratch;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -9,12 +9,11 @@ pub mod builtin;
 mod compact;
 pub mod executor;
 mod registry;
-mod workspace;
 
+pub use crate::workspace::{Workspace, WorkspaceError};
 pub use compact::compact_output;
 pub use registry::{RegistryError, ToolRegistry};
 pub use ryvos_protocol::tier::SafetyTier;
-pub use workspace::{Workspace, WorkspaceError};
 
 use crate::ids::{RunId, SessionId};
 use async_trait::async_trait;
