@@ -183,7 +183,7 @@ async fn a_month_over_its_limit_refuses_new_runs_and_says_until_when() {
 
 #[tokio::test]
 async fn a_model_with_no_known_price_is_counted_dear_and_said_so() {
-    let h = Harness::start_remote(
+    let h = Harness::start_hosted(
         vec![Reply::text(&["Hi."]).usage(Some((1000, 1000)))],
         |_| {},
     )

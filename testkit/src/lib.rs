@@ -26,7 +26,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use std::collections::VecDeque;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use tokio::net::TcpListener;
 
@@ -66,18 +66,6 @@ impl Captured {
     }
 }
 
-/// The address this machine reaches the outside from: a UDP socket "connected" to a
-/// documentation address picks it by routing, without sending anything.
-fn own_network_address() -> IpAddr {
-    let probe = std::net::UdpSocket::bind("0.0.0.0:0").expect("bind a UDP probe");
-    probe
-        .connect("198.51.100.1:9")
-        .expect("this machine has no route off loopback, which a remote server needs");
-    let ip = probe.local_addr().expect("the probe's address").ip();
-    assert!(!ip.is_loopback(), "the route off this machine is loopback");
-    ip
-}
-
 /// The server. It stops when dropped.
 pub struct ScriptedModelServer {
     addr: SocketAddr,
@@ -97,24 +85,9 @@ impl ScriptedModelServer {
         script: impl IntoIterator<Item = Reply>,
         router: Option<Router>,
     ) -> Self {
-        Self::start_at(IpAddr::from([127, 0, 0, 1]), script, router).await
-    }
-
-    /// As [`ScriptedModelServer::start`], on this machine's own network address instead of
-    /// loopback, so a client sees a remote server (one whose models are not free). Panics when
-    /// the machine has no route off itself.
-    pub async fn start_remote(script: impl IntoIterator<Item = Reply>) -> Self {
-        Self::start_at(own_network_address(), script, None).await
-    }
-
-    async fn start_at(
-        ip: IpAddr,
-        script: impl IntoIterator<Item = Reply>,
-        router: Option<Router>,
-    ) -> Self {
-        let listener = TcpListener::bind((ip, 0))
+        let listener = TcpListener::bind("127.0.0.1:0")
             .await
-            .unwrap_or_else(|e| panic!("bind {ip}:0: {e}"));
+            .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
         let shared = Arc::new(Shared {
             router,

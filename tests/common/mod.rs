@@ -6,6 +6,7 @@ pub mod cli;
 pub mod home;
 
 use ryvos::engine::config::Decision;
+use ryvos::engine::provider::{ChatRequest, DeltaStream, Provider, ProviderError};
 use ryvos::{Config, Event, EventKind, RunHandle, RunOutcome, RunRequest, Runtime};
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use std::sync::Arc;
@@ -41,6 +42,21 @@ pub fn config_for(server: &ScriptedModelServer, home: &std::path::Path) -> Confi
     config
 }
 
+/// A host application's provider: it passes every call on to `self.0`, and keeps the default
+/// [`Provider::runs_locally`] (false) that any provider of its own has.
+struct HostedProvider(Arc<dyn Provider>);
+
+#[async_trait::async_trait]
+impl Provider for HostedProvider {
+    fn model(&self) -> &str {
+        self.0.model()
+    }
+
+    async fn stream(&self, request: &ChatRequest) -> Result<DeltaStream, ProviderError> {
+        self.0.stream(request).await
+    }
+}
+
 impl Harness {
     /// A runtime answering from `script`, with `tweak` applied to its settings.
     pub async fn start(script: Vec<Reply>, tweak: impl FnOnce(&mut Config)) -> Self {
@@ -66,11 +82,15 @@ impl Harness {
         Self::start_on(server, tweak, |b| b).await
     }
 
-    /// As [`Harness::start`], with the model server on this machine's network address, so
-    /// the runtime treats it as remote.
-    pub async fn start_remote(script: Vec<Reply>, tweak: impl FnOnce(&mut Config)) -> Self {
-        let server = ScriptedModelServer::start_remote(script).await;
-        Self::start_on(server, tweak, |b| b).await
+    /// As [`Harness::start`], with the model reached through a provider the host application
+    /// brings, as an embedder's own client to a remote service would be: not on this machine,
+    /// so its model is not free.
+    pub async fn start_hosted(script: Vec<Reply>, tweak: impl FnOnce(&mut Config)) -> Self {
+        let server = ScriptedModelServer::start(script).await;
+        let model = config_for(&server, std::path::Path::new(".")).model;
+        let client = ryvos::engine::provider::from_config(&model).expect("a provider");
+        let hosted: Arc<dyn Provider> = Arc::new(HostedProvider(client));
+        Self::start_on(server, tweak, move |b| b.provider(hosted)).await
     }
 
     async fn start_on(
