@@ -174,6 +174,7 @@ async fn a_month_over_its_limit_refuses_new_runs_and_says_until_when() {
         .runtime
         .store()
         .load_session(&first.session_id)
+        .await
         .unwrap()
         .messages;
     assert_eq!(history.len(), 2, "{history:?}");

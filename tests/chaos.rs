@@ -125,7 +125,12 @@ async fn panics_in_every_actor_kind_end_every_run_with_a_status_and_lose_nothing
     for run in runs {
         let (events, outcome) = run.await.expect("a run's follower never panics");
         // Every turn the run was told is durable is in the store.
-        let stored = h.runtime.store().checkpoints(&outcome.session_id).unwrap();
+        let stored = h
+            .runtime
+            .store()
+            .checkpoints(&outcome.session_id)
+            .await
+            .unwrap();
         for event in &events {
             if let ryvos::EventKind::CheckpointSaved { turn } = event.kind {
                 assert!(
@@ -169,7 +174,7 @@ async fn panics_in_every_actor_kind_end_every_run_with_a_status_and_lose_nothing
     for session in &sessions {
         let (_, outcome) = collect(resume(&h, session).await).await;
         assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
-        let history = h.runtime.store().load_session(session).unwrap();
+        let history = h.runtime.store().load_session(session).await.unwrap();
         let fault = repair::check(history.messages.iter().map(|m| m.message.as_ref()));
         assert!(fault.is_clean(), "session {session}: {fault:?}");
     }

@@ -54,8 +54,8 @@ fn write_pages(h: &Harness) {
 }
 
 /// The largest context any turn of the session reached, as its checkpoints recorded it.
-fn largest_context(h: &Harness, session: &SessionId) -> u64 {
-    let checkpoints = h.runtime.store().checkpoints(session).unwrap();
+async fn largest_context(h: &Harness, session: &SessionId) -> u64 {
+    let checkpoints = h.runtime.store().checkpoints(session).await.unwrap();
     assert!(checkpoints.len() >= TURNS);
     checkpoints.iter().map(|c| c.context_tokens).max().unwrap()
 }
@@ -92,7 +92,7 @@ async fn a_300_turn_conversation_stays_within_a_small_budget_with_summaries() {
         .iter()
         .all(|(summarized, before, after)| *summarized && after < before));
     let session = SessionId::new(outcome.session_id.as_str());
-    assert!(largest_context(&h, &session) < BUDGET);
+    assert!(largest_context(&h, &session).await < BUDGET);
     let requests = h.server.requests();
     let summaries = requests.iter().filter(|r| is_summary_request(r)).count();
     assert_eq!(summaries, pruned.len());
@@ -151,7 +151,7 @@ async fn a_failed_summary_still_prunes_and_the_run_goes_on() {
         EventKind::Error { message } if message.contains("summarizing")
     )));
     let session = SessionId::new(outcome.session_id.as_str());
-    assert!(largest_context(&h, &session) < BUDGET);
+    assert!(largest_context(&h, &session).await < BUDGET);
     h.server.assert_no_orphans();
 }
 

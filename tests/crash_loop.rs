@@ -100,7 +100,7 @@ async fn drive(
 
 /// Checks the store as a kill left it: it opens, holds every durable turn once, and no call
 /// or result twice.
-fn check_after_kill(config: &Config, seen: &Seen) {
+async fn check_after_kill(config: &Config, seen: &Seen) {
     let store =
         Store::open(&config.database_path(), true).expect("the database opens after a kill");
     let mut by_session: HashMap<&str, Vec<(String, u32)>> = HashMap::new();
@@ -112,7 +112,7 @@ fn check_after_kill(config: &Config, seen: &Seen) {
     }
     for session in &seen.sessions {
         let id = SessionId::new(session.as_str());
-        let checkpoints = store.checkpoints(&id).unwrap();
+        let checkpoints = store.checkpoints(&id).await.unwrap();
         let mut unique = HashSet::new();
         for c in &checkpoints {
             assert!(
@@ -128,7 +128,7 @@ fn check_after_kill(config: &Config, seen: &Seen) {
                 "turn {turn} of run {run} was confirmed durable but is not stored"
             );
         }
-        let history = store.load_session(&id).unwrap();
+        let history = store.load_session(&id).await.unwrap();
         let stored_seqs: HashSet<u64> = history.messages.iter().map(|m| m.seq).collect();
         for c in &checkpoints {
             for seq in c.first_seq..=c.last_seq {
@@ -222,7 +222,7 @@ async fn killed_at_random_moments_the_daemon_loses_and_duplicates_nothing() {
                 seen.sessions.len()
             );
         }
-        check_after_kill(&config, &seen);
+        check_after_kill(&config, &seen).await;
     }
     eprintln!(
         "crash loop: {kills_mid_run} runs were cut off by a kill; {} turns were confirmed durable \
@@ -261,6 +261,7 @@ async fn killed_at_random_moments_the_daemon_loses_and_duplicates_nothing() {
     for session in &seen.sessions {
         let history = store
             .load_session(&SessionId::new(session.as_str()))
+            .await
             .unwrap();
         let messages: Vec<&Message> = history
             .messages
@@ -284,6 +285,7 @@ async fn killed_at_random_moments_the_daemon_loses_and_duplicates_nothing() {
     for session in &seen.sessions {
         let history = store
             .load_session(&SessionId::new(session.as_str()))
+            .await
             .unwrap();
         for m in &history.messages {
             if let Message::ToolResult {

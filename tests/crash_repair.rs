@@ -7,7 +7,7 @@ mod common;
 use common::{config_for, run_on, tool_results};
 use ryvos::engine::ids::{CallId, RunId};
 use ryvos::engine::message::{Message, ToolCall};
-use ryvos::engine::store::{RunRecord, Store, StoredMessage, WriteBatch};
+use ryvos::engine::store::{RunRecord, Store, StoredMessage, Write, WriteBatch};
 use ryvos::{RunRequest, RunStatus, Runtime, SessionId};
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use std::sync::Arc;
@@ -32,38 +32,41 @@ async fn a_turn_cut_off_by_a_crash_is_repaired_on_resume() {
     // What a crash between "the model asked for two calls" and "their results" leaves.
     {
         let store = Store::open(&config.database_path(), true).unwrap();
-        let mut batch = WriteBatch::new(session.clone());
-        batch.messages = vec![
-            stored(0, Message::user("build it")),
-            stored(
-                1,
-                Message::Assistant {
-                    content: "building".into(),
-                    tool_calls: vec![
-                        ToolCall {
-                            id: CallId::new("k1"),
-                            name: "bash".into(),
-                            arguments: r#"{"command":"make"}"#.into(),
-                        },
-                        ToolCall {
-                            id: CallId::new("k2"),
-                            name: "read".into(),
-                            arguments: r#"{"path":"log"}"#.into(),
-                        },
-                    ],
-                },
-            ),
-            stored(
-                2,
-                Message::ToolResult {
-                    call_id: CallId::new("k1"),
-                    name: "bash".into(),
-                    content: "ok".into(),
-                    is_error: false,
-                },
-            ),
-        ];
-        batch.run = Some(RunRecord {
+        let mut batch = WriteBatch::of(
+            session.clone(),
+            [
+                stored(0, Message::user("build it")),
+                stored(
+                    1,
+                    Message::Assistant {
+                        content: "building".into(),
+                        tool_calls: vec![
+                            ToolCall {
+                                id: CallId::new("k1"),
+                                name: "bash".into(),
+                                arguments: r#"{"command":"make"}"#.into(),
+                            },
+                            ToolCall {
+                                id: CallId::new("k2"),
+                                name: "read".into(),
+                                arguments: r#"{"path":"log"}"#.into(),
+                            },
+                        ],
+                    },
+                ),
+                stored(
+                    2,
+                    Message::ToolResult {
+                        call_id: CallId::new("k1"),
+                        name: "bash".into(),
+                        content: "ok".into(),
+                        is_error: false,
+                    },
+                ),
+            ]
+            .map(Write::Message),
+        );
+        batch.push(Write::Run(RunRecord {
             run_id: crashed_run.clone(),
             session_id: session.clone(),
             prompt: "build it".into(),
@@ -77,8 +80,8 @@ async fn a_turn_cut_off_by_a_crash_is_repaired_on_resume() {
             started_at_ms: 1,
             ended_at_ms: None,
             goal: None,
-        });
-        store.write(&[batch]).unwrap();
+        }));
+        store.write(&[batch]).await.unwrap();
     }
 
     let runtime = Runtime::start(config).await.unwrap();
@@ -99,12 +102,12 @@ async fn a_turn_cut_off_by_a_crash_is_repaired_on_resume() {
     assert!(results[1].1.starts_with("execution_error:") && results[1].1.contains("interrupted"));
     server.assert_no_orphans();
 
-    let runs = runtime.store().session_runs(&session).unwrap();
+    let runs = runtime.store().session_runs(&session).await.unwrap();
     let old = runs.iter().find(|r| r.run_id == crashed_run).unwrap();
     assert_eq!(old.status, Some(RunStatus::Failed));
     assert!(old.reason.as_deref().unwrap().contains("interrupted"));
     // The repair itself is stored: reloading finds nothing left to mend.
-    let history = runtime.store().load_session(&session).unwrap();
+    let history = runtime.store().load_session(&session).await.unwrap();
     assert!(ryvos::engine::store::repair::check(
         history.messages.iter().map(|m| m.message.as_ref())
     )

@@ -164,17 +164,19 @@ async fn a_four_step_plan_runs_its_independent_steps_together_and_finishes() {
         .runtime
         .store()
         .plan(&outcome.session_id)
+        .await
         .unwrap()
         .unwrap();
     let d_session = record.step_session("d");
-    let d_runs = h.runtime.store().session_runs(&d_session).unwrap();
-    let verdicts = h.runtime.store().verdicts(&d_runs[0].run_id).unwrap();
+    let d_runs = h.runtime.store().session_runs(&d_session).await.unwrap();
+    let verdicts = h.runtime.store().verdicts(&d_runs[0].run_id).await.unwrap();
     assert_eq!(verdicts.len(), 1);
     // The plan and its progress are stored, finished.
     let record = h
         .runtime
         .store()
         .plan(&outcome.session_id)
+        .await
         .unwrap()
         .unwrap();
     assert!(record.finished);
@@ -279,7 +281,13 @@ async fn a_plan_that_fails_after_its_revision_ends_the_run_and_another_task_repl
         reason.contains("after the plan was already revised"),
         "{reason}"
     );
-    let unfinished = h.runtime.store().plan(&first.session_id).unwrap().unwrap();
+    let unfinished = h
+        .runtime
+        .store()
+        .plan(&first.session_id)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(!unfinished.finished);
     // Another task on the session: the unfinished plan is not taken up for it.
     seen.lock().unwrap().clear();
@@ -339,7 +347,7 @@ async fn a_model_written_critical_command_criterion_is_denied_by_the_gate_and_au
             _ => None,
         })
         .expect("the step ran");
-    let audit = h.runtime.store().audit(&step).unwrap();
+    let audit = h.runtime.store().audit(&step).await.unwrap();
     assert!(!audit.is_empty(), "the decision is audited");
     for record in &audit {
         assert_eq!(record.tool, "bash");
@@ -349,8 +357,8 @@ async fn a_model_written_critical_command_criterion_is_denied_by_the_gate_and_au
         assert!(record.input.contains("touch pwned"), "{}", record.input);
     }
     // The Director's own events do not carry the step's verdict; its store does.
-    let runs = h.runtime.store().session_runs(&step).unwrap();
-    let verdicts = h.runtime.store().verdicts(&runs[0].run_id).unwrap();
+    let runs = h.runtime.store().session_runs(&step).await.unwrap();
+    let verdicts = h.runtime.store().verdicts(&runs[0].run_id).await.unwrap();
     let unmet = &verdicts[0].judgement.criteria[0];
     assert!(!unmet.met);
     assert!(

@@ -346,7 +346,12 @@ async fn a_resumed_session_sees_its_earlier_turns_exactly_once_even_after_a_rest
     assert_eq!(messages[1]["content"], "write a.txt");
     assert_eq!(messages[4]["content"], "wrote it");
     assert_eq!(messages[5]["content"], "what did I ask?");
-    let history = h.runtime.store().load_session(&first.session_id).unwrap();
+    let history = h
+        .runtime
+        .store()
+        .load_session(&first.session_id)
+        .await
+        .unwrap();
     assert_eq!(history.messages.len(), 6);
     assert!(history.unfinished_runs.is_empty());
     h.server.assert_no_orphans();

@@ -86,10 +86,15 @@ async fn an_answer_missing_a_criterion_is_retried_with_a_hint_then_accepted() {
         "{hint:?}"
     );
     // Both verdicts are stored with the run, and the goal with its record.
-    let stored = h.runtime.store().verdicts(&outcome.run_id).unwrap();
+    let stored = h.runtime.store().verdicts(&outcome.run_id).await.unwrap();
     let stored: Vec<Verdict> = stored.iter().map(|v| v.judgement.verdict).collect();
     assert_eq!(stored, [Verdict::Retry, Verdict::Accept]);
-    let runs = h.runtime.store().session_runs(&outcome.session_id).unwrap();
+    let runs = h
+        .runtime
+        .store()
+        .session_runs(&outcome.session_id)
+        .await
+        .unwrap();
     assert_eq!(runs[0].goal.as_ref().unwrap().criteria.len(), 1);
     h.server.assert_no_orphans();
 }

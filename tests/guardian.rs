@@ -287,6 +287,7 @@ async fn soft_and_hard_token_thresholds_fire_at_the_turn_that_crosses_them() {
         .runtime
         .store()
         .checkpoints(&session)
+        .await
         .unwrap()
         .iter()
         .map(|c| (c.turn, c.context_tokens))

@@ -231,7 +231,7 @@ async fn a_shutdown_while_a_call_waits_for_approval_keeps_the_request_for_the_ne
     );
     assert!(!h.workspace.path().join("x.txt").exists());
     assert!(h.runtime.pending_approvals().is_empty());
-    let audit = h.runtime.store().audit(&paused.session_id).unwrap();
+    let audit = h.runtime.store().audit(&paused.session_id).await.unwrap();
     assert_eq!(audit.len(), 1, "one decision, made once: {audit:?}");
     assert_eq!(audit[0].request_id.as_deref(), Some(request_id.as_str()));
     assert_eq!(audit[0].decided_by, "the test");

@@ -72,7 +72,12 @@ async fn a_call_cut_off_at_the_output_limit_does_not_brick_the_session() {
             .starts_with("validation_error: this call was cut off at your output limit"),
         "{results:?}"
     );
-    let history = h.runtime.store().load_session(&outcome.session_id).unwrap();
+    let history = h
+        .runtime
+        .store()
+        .load_session(&outcome.session_id)
+        .await
+        .unwrap();
     assert!(format!("{history:?}").contains("memory_search"));
 
     // Resuming replays the same history; the strict server accepts it.

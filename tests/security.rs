@@ -86,7 +86,7 @@ async fn critical_commands_are_t4_and_denied_under_the_default_policy_and_audite
     // The model was told, and went on.
     let last = h.server.requests().pop().unwrap();
     assert!(last.to_string().contains("denied: the security policy"));
-    let audit = h.runtime.store().audit(&outcome.session_id).unwrap();
+    let audit = h.runtime.store().audit(&outcome.session_id).await.unwrap();
     assert_eq!(audit.len(), 2);
     for record in &audit {
         assert_eq!((record.tier, record.allowed), (SafetyTier::T4, false));
@@ -141,7 +141,7 @@ async fn an_asked_call_runs_once_approved_and_the_approval_is_audited() {
         std::fs::read_to_string(h.workspace.path().join("a.txt")).unwrap(),
         "hello"
     );
-    let audit = h.runtime.store().audit(&outcome.session_id).unwrap();
+    let audit = h.runtime.store().audit(&outcome.session_id).await.unwrap();
     assert_eq!(audit.len(), 1);
     assert!(audit[0].allowed);
     assert_eq!(audit[0].decided_by, "the test");
@@ -181,7 +181,7 @@ async fn a_call_nobody_answers_is_denied_as_unanswered_and_the_model_sees_denied
     )));
     let last = h.server.requests().pop().unwrap();
     assert!(last.to_string().contains("denied: nobody answered"));
-    let audit = h.runtime.store().audit(&outcome.session_id).unwrap();
+    let audit = h.runtime.store().audit(&outcome.session_id).await.unwrap();
     assert_eq!(
         (audit[0].allowed, audit[0].decided_by.as_str()),
         (false, "unanswered")
@@ -282,7 +282,7 @@ async fn auto_approve_never_covers_t4_but_an_explicit_allowlist_pattern_does() {
         sneaky.starts_with("denied"),
         "a pattern must name every part: {sneaky}"
     );
-    let audit = h.runtime.store().audit(&outcome.session_id).unwrap();
+    let audit = h.runtime.store().audit(&outcome.session_id).await.unwrap();
     let by = |id: &str| {
         let record = audit.iter().find(|a| a.call_id.as_str() == id).unwrap();
         (record.decided_by.clone(), record.tier)
@@ -354,7 +354,7 @@ async fn always_allow_covers_the_same_call_for_the_rest_of_its_session_only() {
         .count();
     assert_eq!(asked, 0, "the first request was taken before collecting");
     assert!(!result_of(&events, "w2").starts_with("denied"));
-    let audit = h.runtime.store().audit(&outcome.session_id).unwrap();
+    let audit = h.runtime.store().audit(&outcome.session_id).await.unwrap();
     let by: Vec<&str> = audit.iter().map(|a| a.decided_by.as_str()).collect();
     assert_eq!(by, ["the test (always, this session)", "always_in_session"]);
     // A new session is asked again (and, unanswered, denied).

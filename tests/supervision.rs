@@ -95,7 +95,7 @@ async fn a_session_that_panics_mid_run_ends_its_run_with_a_reason_and_serves_the
     let (_, next) = h.run(h.request("second").session(session.clone())).await;
     assert_eq!(next.status, RunStatus::Completed);
     assert_eq!(next.output, "fresh answer");
-    let runs = h.runtime.store().session_runs(&session).unwrap();
+    let runs = h.runtime.store().session_runs(&session).await.unwrap();
     assert_eq!(runs.len(), 2);
     assert_eq!(runs[0].status, Some(RunStatus::Failed));
     assert_eq!(runs[1].status, Some(RunStatus::Completed));

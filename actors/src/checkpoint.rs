@@ -7,6 +7,7 @@
 //! with side effects or to report a run finished.
 
 use crate::callback::Callback;
+use crate::ids::SessionId;
 use crate::store::{Store, StoreError, WriteBatch};
 use crate::supervision::ChildSlot;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -60,9 +61,11 @@ impl Actor for CheckpointActor {
         store: Store,
     ) -> Result<Self::State, ActorProcessingErr> {
         let (jobs, queue) = mpsc::channel();
+        // The writer waits on the store's futures with the runtime's reactor and blocking pool.
+        let runtime = tokio::runtime::Handle::current();
         let writer = std::thread::Builder::new()
             .name("ryvos-writer".into())
-            .spawn(move || write_loop(&store, &queue))?;
+            .spawn(move || write_loop(&runtime, &store, &queue))?;
         Ok(CheckpointState {
             jobs: Some(jobs),
             writer: Some(writer),
@@ -179,7 +182,7 @@ pub fn writer_gone() -> StoreError {
 }
 
 /// Commits whatever is waiting, as one transaction, until the actor's queue is dropped.
-fn write_loop(store: &Store, queue: &mpsc::Receiver<Job>) {
+fn write_loop(runtime: &tokio::runtime::Handle, store: &Store, queue: &mpsc::Receiver<Job>) {
     while let Ok(first) = queue.recv() {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -192,7 +195,7 @@ fn write_loop(store: &Store, queue: &mpsc::Receiver<Job>) {
         // session's later batches with it: an earlier batch was lost (its actor failed), and
         // what follows it must not be stored past the gap.
         let mut refused: std::collections::HashMap<usize, StoreError> =
-            holes(store, &group).into_iter().collect();
+            runtime.block_on(holes(store, &group)).into_iter().collect();
         let mut group: Vec<Job> = group
             .into_iter()
             .enumerate()
@@ -211,7 +214,7 @@ fn write_loop(store: &Store, queue: &mpsc::Receiver<Job>) {
         let result = if batches.is_empty() {
             Ok(())
         } else {
-            store.write(&batches)
+            runtime.block_on(store.write(&batches))
         };
         if let Err(e) = &result {
             tracing::error!("group commit of {} batch(es) failed: {e}", batches.len());
@@ -224,18 +227,19 @@ fn write_loop(store: &Store, queue: &mpsc::Receiver<Job>) {
 
 /// The batches of `group` (by index) that would leave a hole in their session's history,
 /// with why.
-fn holes(store: &Store, group: &[Job]) -> Vec<(usize, StoreError)> {
+async fn holes(store: &Store, group: &[Job]) -> Vec<(usize, StoreError)> {
     let batches: Vec<(usize, &WriteBatch)> = group
         .iter()
         .enumerate()
         .filter_map(|(at, j)| j.batch.as_deref().map(|b| (at, b)))
-        .filter(|(_, b)| !b.messages.is_empty())
+        .filter(|(_, b)| b.messages().next().is_some())
         .collect();
     if batches.is_empty() {
         return Vec::new();
     }
     // Where each session stands, advanced batch by batch as the group would write it.
-    let mut next = match store.next_seqs(batches.iter().map(|(_, b)| &b.session_id)) {
+    let sessions: Vec<SessionId> = batches.iter().map(|(_, b)| b.session_id.clone()).collect();
+    let mut next = match store.next_seqs(&sessions).await {
         Ok(next) => next,
         // The write itself will meet and report the same failure.
         Err(_) => return Vec::new(),
@@ -244,11 +248,11 @@ fn holes(store: &Store, group: &[Job]) -> Vec<(usize, StoreError)> {
     let mut out = Vec::new();
     for (at, batch) in batches {
         let sid = &batch.session_id;
-        let (Some(first), Some(last)) = (batch.messages.first(), batch.messages.last()) else {
+        let (Some(first), Some(last)) = (batch.messages().next(), batch.messages().last()) else {
             continue;
         };
         let stored = next.get(sid).copied().unwrap_or(0);
-        let floor = stored.max(batch.compaction.as_ref().map_or(0, |c| c.first_kept_seq));
+        let floor = stored.max(batch.compaction().map_or(0, |c| c.first_kept_seq));
         if refused.contains(sid) || first.seq > floor {
             refused.insert(sid.clone());
             out.push((
@@ -271,32 +275,33 @@ fn holes(store: &Store, group: &[Job]) -> Vec<(usize, StoreError)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::SessionId;
     use crate::message::Message;
-    use crate::store::StoredMessage;
+    use crate::store::{StoredMessage, Write};
     use std::sync::Arc;
 
     fn batch(session: &str, seqs: std::ops::Range<u64>) -> Job {
-        let mut batch = WriteBatch::new(SessionId::new(session));
-        batch.messages = seqs
-            .map(|seq| StoredMessage {
-                seq,
-                tokens: 1,
-                message: Arc::new(Message::user("m")),
-            })
-            .collect();
+        let batch = WriteBatch::of(
+            SessionId::new(session),
+            seqs.map(|seq| {
+                Write::Message(StoredMessage {
+                    seq,
+                    tokens: 1,
+                    message: Arc::new(Message::user("m")),
+                })
+            }),
+        );
         Job {
             batch: Some(Box::new(batch)),
             notify: Callback::new(|_| {}, || Ok(())),
         }
     }
 
-    #[test]
-    fn a_batch_past_a_hole_is_refused_with_its_sessions_later_ones() {
+    #[tokio::test]
+    async fn a_batch_past_a_hole_is_refused_with_its_sessions_later_ones() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db.redb"), false).unwrap();
         let stored = batch("s", 0..2);
-        store.write(&[*stored.batch.unwrap()]).unwrap();
+        store.write(&[*stored.batch.unwrap()]).await.unwrap();
         let group = [
             batch("s", 5..6), // 2..5 was lost
             batch("t", 0..3),
@@ -304,11 +309,12 @@ mod tests {
             batch("s", 2..3), // the same session, but after a refused batch
         ];
         let refused: Vec<usize> = holes(&store, &group)
+            .await
             .into_iter()
             .map(|(at, _)| at)
             .collect();
         assert_eq!(refused, [0, 2, 3]);
         let in_order = [batch("s", 2..4), batch("s", 4..5)];
-        assert!(holes(&store, &in_order).is_empty());
+        assert!(holes(&store, &in_order).await.is_empty());
     }
 }

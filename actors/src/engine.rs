@@ -241,6 +241,7 @@ impl Engine {
         approvals.restore(
             store
                 .paused_approvals()
+                .await
                 .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))?,
         );
         let registry = ToolRegistry::new(with_memory_tools(tools, &memory))?;
@@ -250,6 +251,7 @@ impl Engine {
             slots.checkpoint.clone(),
             store
                 .always_allowed()
+                .await
                 .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))?,
         )
         .map_err(EngineError::Security)?;
@@ -449,10 +451,13 @@ impl Engine {
         else {
             return Ok(());
         };
-        let mut batch = crate::store::WriteBatch::new(request.session_id.clone());
-        batch
-            .approvals
-            .push((request_id.to_owned(), Some(*request)));
+        let batch = crate::store::WriteBatch::of(
+            request.session_id.clone(),
+            [crate::store::Write::Approval {
+                request_id: request_id.to_owned(),
+                kept: Some(*request),
+            }],
+        );
         crate::checkpoint::store(&self.slots.checkpoint, batch)
             .await
             .map_err(|e| ApprovalError::NotStored(request_id.to_owned(), e.to_string()))
@@ -485,12 +490,9 @@ impl Engine {
 
     /// Spending this month against the limits, per day and per session, as stored.
     pub async fn cost_report(&self) -> Result<CostReport, EngineError> {
-        let store = self.store.clone();
-        let budget = self.budget.clone();
         let now = crate::store::now_ms();
-        tokio::task::spawn_blocking(move || crate::cost_ledger::cost_report(&store, &budget, now))
+        crate::cost_ledger::cost_report(&self.store, &self.budget, now)
             .await
-            .map_err(|e| EngineError::Actors(format!("reading the cost report: {e}")))?
             .map_err(EngineError::Store)
     }
 

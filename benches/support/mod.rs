@@ -9,7 +9,7 @@ use ryvos::engine::message::{Message, ToolCall};
 use ryvos::engine::provider::{
     ChatRequest, DeltaStream, FinishReason, ProviderError, StreamDelta, Usage,
 };
-use ryvos::engine::store::{Store, StoredMessage, WriteBatch};
+use ryvos::engine::store::{Store, StoredMessage, Write, WriteBatch};
 use ryvos::engine::tokens;
 use ryvos::{
     Config, Provider, RunRequest, RunStatus, Runtime, SafetyTier, SessionId, Tool, ToolContext,
@@ -146,8 +146,8 @@ impl Tool for Noop {
 
 /// Writes a session of `messages` messages (a prompt, then tool-call turns) before the
 /// runtime starts.
-pub fn seed(store: &Store, session: &SessionId, messages: u64) {
-    let mut batch = WriteBatch::new(session.clone());
+pub async fn seed(store: &Store, session: &SessionId, messages: u64) {
+    let mut stored = Vec::new();
     for seq in 0..messages {
         let message = match seq {
             0 => Message::user("seeded history"),
@@ -166,7 +166,7 @@ pub fn seed(store: &Store, session: &SessionId, messages: u64) {
                 is_error: false,
             },
         };
-        batch.messages.push(StoredMessage {
+        stored.push(StoredMessage {
             seq,
             tokens: tokens::count_message(&message),
             message: Arc::new(message),
@@ -174,9 +174,10 @@ pub fn seed(store: &Store, session: &SessionId, messages: u64) {
     }
     // End on a tool result, so the history is a valid conversation.
     if messages % 2 == 0 {
-        batch.messages.pop();
+        stored.pop();
     }
-    store.write(&[batch]).expect("seeding the store");
+    let batch = WriteBatch::of(session.clone(), stored.into_iter().map(Write::Message));
+    store.write(&[batch]).await.expect("seeding the store");
 }
 
 /// Overheads (µs) of every turn: answer received -> next request left, less tool time.
@@ -246,7 +247,7 @@ pub async fn measure(history: u64, tool: &'static str, tier: SafetyTier) -> Figu
     {
         let store = Store::open(&config.database_path(), true).unwrap();
         for s in &sessions {
-            seed(&store, s, history);
+            seed(&store, s, history).await;
         }
     }
     let marks = Arc::new(Mutex::new(Vec::new()));

@@ -1,6 +1,6 @@
 //! Ryvos's plain data, shared by the engine, the daemon, its clients and host applications:
 //! ids, the conversation's messages, the events a run publishes and every payload they carry
-//! (safety tiers, goals and criteria, verdicts, plans).
+//! (safety tiers, goals and criteria, verdicts, plans), and the records the store keeps.
 //!
 //! This crate depends on nothing else of Ryvos, so the engine, the socket protocol and any
 //! client can share these types without depending on each other. What the types serialize to
@@ -11,6 +11,7 @@ pub mod goal;
 pub mod ids;
 pub mod message;
 pub mod plan;
+pub mod records;
 pub mod tier;
 pub mod verdict;
 
@@ -20,4 +21,4 @@ pub use ids::{CallId, RunId, SessionId};
 pub use message::{Message, ToolCall};
 pub use plan::{Plan, Step, StepEvent};
 pub use tier::SafetyTier;
-pub use verdict::Verdict;
+pub use verdict::{Judgement, Verdict};

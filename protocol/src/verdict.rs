@@ -1,5 +1,6 @@
 //! The Judge's verdicts.
 
+use crate::goal::CriterionResult;
 use serde::{Deserialize, Serialize};
 
 /// The Judge's decision about a goal-driven run.
@@ -13,4 +14,14 @@ pub enum Verdict {
     Escalate,
     /// No decision (in progress, or the judge could not be read): the run goes on.
     Continue,
+}
+
+/// A verdict with its grounds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Judgement {
+    pub verdict: Verdict,
+    pub reason: String,
+    /// The weighted share of criteria met, 0–1.
+    pub score: f64,
+    pub criteria: Vec<CriterionResult>,
 }

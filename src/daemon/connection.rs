@@ -133,17 +133,21 @@ async fn answer(
             "sandbox_enforced": shared.runtime.engine().sandbox().unenforceable().is_none(),
         })),
         Ok(Method::Sessions) => {
-            read_store(shared, |store| {
-                let mut sessions = store.sessions()?;
-                sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_at_ms));
-                Ok(json!(sessions))
-            })
-            .await
+            let store = shared.runtime.store();
+            store
+                .sessions()
+                .await
+                .map_err(internal)
+                .map(|mut sessions| {
+                    sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_at_ms));
+                    json!(sessions)
+                })
         }
         Ok(Method::History { session_id }) => {
             let id = SessionId::new(session_id);
-            read_store(shared, move |store| {
-                let history = store.load_session(&id)?;
+            let store = shared.runtime.store();
+            let found = async {
+                let history = store.load_session(&id).await?;
                 let Some(record) = history.record else {
                     return Ok(None);
                 };
@@ -152,14 +156,13 @@ async fn answer(
                     .iter()
                     .map(|m| json!({"seq": m.seq, "tokens": m.tokens, "message": &*m.message}))
                     .collect();
-                let runs = store.session_runs(&id)?;
-                let audit = store.audit(&id)?;
+                let runs = store.session_runs(&id).await?;
+                let audit = store.audit(&id).await?;
                 Ok(Some(
                     json!({"session": record, "messages": messages, "runs": runs, "audit": audit}),
                 ))
-            })
-            .await
-            .and_then(|found| {
+            };
+            found.await.map_err(internal).and_then(|found| {
                 found.ok_or_else(|| ErrorBody::new(ErrorCode::NotFound, "no such session"))
             })
         }
@@ -226,19 +229,9 @@ async fn answer(
     send(write, &reply).await
 }
 
-/// Reads the store off the async workers.
-async fn read_store<T: Send + 'static>(
-    shared: &Shared,
-    read: impl FnOnce(&ryvos_actors::store::Store) -> Result<T, ryvos_actors::store::StoreError>
-        + Send
-        + 'static,
-) -> Result<T, ErrorBody> {
-    let store = shared.runtime.store().clone();
-    match tokio::task::spawn_blocking(move || read(&store)).await {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
-        Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
-    }
+/// The answer to a request the store failed.
+fn internal(e: ryvos_actors::store::StoreError) -> ErrorBody {
+    ErrorBody::new(ErrorCode::Internal, e.to_string())
 }
 
 async fn run(
@@ -259,11 +252,13 @@ async fn run(
     }
     if let Some(resume) = params.resume {
         let session = SessionId::new(resume);
-        let known = read_store(shared, {
-            let session = session.clone();
-            move |store| Ok(store.session_record(&session)?.is_some())
-        })
-        .await;
+        let known = shared
+            .runtime
+            .store()
+            .session_record(&session)
+            .await
+            .map(|record| record.is_some())
+            .map_err(internal);
         match known {
             Ok(true) => request = request.session(session),
             Ok(false) => {

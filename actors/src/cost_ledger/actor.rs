@@ -8,7 +8,7 @@ use crate::callback::Callback;
 use crate::checkpoint::CheckpointMsg;
 use crate::config::BudgetConfig;
 use crate::ids::{RunId, SessionId};
-use crate::store::{now_ms, CostTotals, Store, StoreError, WriteBatch};
+use crate::store::{now_ms, CostTotals, Store, StoreError, Write, WriteBatch};
 use crate::supervision::ChildSlot;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::collections::{HashMap, HashSet};
@@ -85,12 +85,12 @@ impl Actor for CostLedgerActor {
                 run_id,
                 reply,
             } => {
-                if reply.send(state.authorize(&run_id)).is_err() {
+                if reply.send(state.authorize(&run_id).await).is_err() {
                     tracing::debug!(run = %run_id, "a budget check's caller left");
                 }
             }
             CostLedgerMsg::Record { report, reply } => {
-                let receipt = state.record(&myself, &report);
+                let receipt = state.record(&myself, &report).await;
                 if reply.send(receipt).is_err() {
                     tracing::debug!(run = %report.run_id, "a usage record's caller left");
                 }
@@ -124,21 +124,24 @@ fn session_key(session: &SessionId) -> String {
 }
 
 impl LedgerState {
-    fn totals(&mut self, key: &str) -> Result<CostTotals, StoreError> {
+    async fn totals(&mut self, key: &str) -> Result<CostTotals, StoreError> {
         if let Some(t) = self.totals.get(key) {
             return Ok(*t);
         }
-        let t = self.store.cost_totals(key)?.unwrap_or_default();
+        let t = self.store.cost_totals(key).await?.unwrap_or_default();
         self.totals.insert(key.to_owned(), t);
         Ok(t)
     }
 
-    fn authorize(&mut self, run_id: &RunId) -> Authorization {
+    async fn authorize(&mut self, run_id: &RunId) -> Authorization {
         let period = Period::of(now_ms());
-        let spent = self.totals(&run_key(run_id)).and_then(|run| {
-            let month = self.totals(&format!("month:{}", period.month))?;
-            Ok((run, month))
-        });
+        let spent = match self.totals(&run_key(run_id)).await {
+            Ok(run) => self
+                .totals(&format!("month:{}", period.month))
+                .await
+                .map(|month| (run, month)),
+            Err(e) => Err(e),
+        };
         match spent {
             Ok((run, month)) => match budget::check(
                 &self.limits,
@@ -153,7 +156,7 @@ impl LedgerState {
         }
     }
 
-    fn record(
+    async fn record(
         &mut self,
         myself: &ActorRef<CostLedgerMsg>,
         report: &UsageReport,
@@ -166,10 +169,10 @@ impl LedgerState {
             format!("month:{}", period.month),
         ];
         let (price, price_source) = self.prices.price_of(&report.model);
-        let before: Vec<CostTotals> = keys
-            .iter()
-            .map(|k| self.totals(k))
-            .collect::<Result<_, _>>()?;
+        let mut before = Vec::with_capacity(keys.len());
+        for key in &keys {
+            before.push(self.totals(key).await?);
+        }
         let run_before = before[0];
         if u64::from(report.call) <= run_before.calls {
             // Already counted: this is a report repeated after a restart of the ledger.
@@ -179,7 +182,7 @@ impl LedgerState {
                 price,
                 price_source,
                 warnings: Vec::new(),
-                next_call: self.authorize(&report.run_id),
+                next_call: self.authorize(&report.run_id).await,
                 store_error: self.commit_error.take(),
             });
         }
@@ -194,43 +197,53 @@ impl LedgerState {
             ),
             estimated_calls: u64::from(report.estimated),
         };
-        let mut batch = WriteBatch::new(report.session_id.clone());
+        let mut after = Vec::with_capacity(keys.len());
         for (key, mut totals) in keys.iter().cloned().zip(before.iter().copied()) {
             totals.add(&call);
             self.totals.insert(key.clone(), totals);
-            batch.costs.push((key, totals));
+            after.push((key, totals));
         }
-        let run_after = batch.costs[0].1;
-        let month_after = batch.costs[3].1;
+        let (run_after, month_after) = (after[0].1, after[3].1);
         let warnings = budget::warnings_crossed(
             &self.limits,
             (run_before.cost_microcents, run_after.cost_microcents),
             (before[3].cost_microcents, month_after.cost_microcents),
             &period,
         );
-        self.persist(myself, batch);
+        self.persist(myself, &report.session_id, after);
         Ok(Receipt {
             call_microcents: call.cost_microcents,
             run: run_after,
             price,
             price_source,
             warnings,
-            next_call: self.authorize(&report.run_id),
+            next_call: self.authorize(&report.run_id).await,
             store_error: self.commit_error.take(),
         })
     }
 
     /// Hands the new totals to the store's writer, with any whose last write failed; a failure
     /// comes back as `CommitFailed`.
-    fn persist(&mut self, myself: &ActorRef<CostLedgerMsg>, mut batch: WriteBatch) {
+    fn persist(
+        &mut self,
+        myself: &ActorRef<CostLedgerMsg>,
+        session: &SessionId,
+        mut totals: Vec<(String, CostTotals)>,
+    ) {
         for key in self.unwritten.drain() {
-            if let Some(totals) = self.totals.get(&key) {
-                if !batch.costs.iter().any(|(k, _)| *k == key) {
-                    batch.costs.push((key, *totals));
+            if let Some(kept) = self.totals.get(&key) {
+                if !totals.iter().any(|(k, _)| *k == key) {
+                    totals.push((key, *kept));
                 }
             }
         }
-        let keys: Vec<String> = batch.costs.iter().map(|(k, _)| k.clone()).collect();
+        let keys: Vec<String> = totals.iter().map(|(k, _)| k.clone()).collect();
+        let batch = WriteBatch::of(
+            session.clone(),
+            totals
+                .into_iter()
+                .map(|(key, totals)| Write::Cost { key, totals }),
+        );
         let me = myself.clone();
         let notify = Callback::new(
             move |result: Result<(), StoreError>| {

@@ -55,22 +55,25 @@ pub struct CostReport {
 }
 
 /// Reads the report from the store as of `now_ms`.
-pub fn cost_report(
+pub async fn cost_report(
     store: &Store,
     budget: &BudgetConfig,
     now_ms: u64,
 ) -> Result<CostReport, StoreError> {
     let period = Period::of(now_ms);
     let month = store
-        .cost_totals(&format!("month:{}", period.month))?
+        .cost_totals(&format!("month:{}", period.month))
+        .await?
         .unwrap_or_default();
     let days = store
-        .cost_totals_with_prefix(&format!("day:{}-", period.month))?
+        .cost_totals_with_prefix(&format!("day:{}-", period.month))
+        .await?
         .iter()
         .map(|(k, t)| Spend::new(k.trim_start_matches("day:"), t))
         .collect();
     let mut sessions: Vec<Spend> = store
-        .cost_totals_with_prefix("session:")?
+        .cost_totals_with_prefix("session:")
+        .await?
         .iter()
         .map(|(k, t)| Spend::new(k.trim_start_matches("session:"), t))
         .collect();

@@ -9,11 +9,10 @@
 //! judged against the run's goal. The plan's progress is stored after every change, so a run
 //! cut off by a crash resumes where it stood and never redoes a finished step.
 
-mod progress;
 mod prompts;
 
-pub use progress::{PlanRecord, StepProgress, StepState};
 pub use ryvos_protocol::plan::{Plan, PlanError, Step, StepEvent};
+pub use ryvos_protocol::records::{PlanRecord, StepProgress, StepState};
 
 use crate::checkpoint::CheckpointMsg;
 use crate::config::DirectorConfig;
@@ -22,7 +21,7 @@ use crate::ids::{RunId, SessionId};
 use crate::judge::rubric::unfenced;
 use crate::judge::Goal;
 use crate::session::{RunSpec, SessionSupervisorMsg};
-use crate::store::{Store, WriteBatch};
+use crate::store::{Store, Write, WriteBatch};
 use crate::supervision::ChildSlot;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -123,6 +122,7 @@ impl Director {
         let stored = self
             .store
             .plan(session)
+            .await
             .map_err(|e| End::failed(format!("reading the session's plan: {e}")))?;
         let unfinished = stored.filter(|r| !r.finished);
         if let Some(old) = unfinished.as_ref().filter(|r| r.prompt != spec.prompt) {
@@ -413,7 +413,7 @@ impl Director {
                     Ok(_) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                         // Its end may have been among the missed events: the store knows.
-                        if let Some(ran) = self.stored_end(&session_id, &run_id) {
+                        if let Some(ran) = self.stored_end(&session_id, &run_id).await {
                             return Ok(ran);
                         }
                     }
@@ -429,8 +429,8 @@ impl Director {
     }
 
     /// The end of run `run_id` as its record says, if it has ended.
-    fn stored_end(&self, session: &SessionId, run_id: &RunId) -> Option<RunOutcome> {
-        let runs = self.store.session_runs(session).ok()?;
+    async fn stored_end(&self, session: &SessionId, run_id: &RunId) -> Option<RunOutcome> {
+        let runs = self.store.session_runs(session).await.ok()?;
         let run = runs.into_iter().find(|r| r.run_id == *run_id)?;
         Some(RunOutcome {
             session_id: run.session_id,
@@ -449,8 +449,7 @@ impl Director {
 
     /// Stores the plan's progress and waits until it is durable.
     async fn save(&self, record: &PlanRecord) -> Result<(), End> {
-        let mut batch = WriteBatch::new(record.session_id.clone());
-        batch.plan = Some(record.clone());
+        let batch = WriteBatch::of(record.session_id.clone(), [Write::Plan(record.clone())]);
         crate::checkpoint::store(&self.checkpoint, batch)
             .await
             .map_err(|e| End::failed(format!("the plan's progress could not be stored: {e}")))

@@ -1,8 +1,8 @@
 //! What the Director asks: a plan, a corrected or revised plan, a step's work, and the final
 //! answer. Each is a run's prompt; the plan itself is read by [`Plan::parse`].
 
-use super::progress::{PlanRecord, StepState};
 use super::{Plan, PlanError, Step};
+use super::{PlanRecord, StepState};
 use crate::judge::Goal;
 use crate::text::truncate;
 

@@ -2,7 +2,7 @@
 //! watch goes back with the review and is stored by the session with its turn; a restarted
 //! Guardian reads a run's watch back from redb when the run is next mentioned.
 
-use super::watch::{Review, RunWatch, Thresholds};
+use super::watch::{Ladder, Review, RunWatch, Thresholds};
 use super::GuardianMsg;
 use crate::checkpoint::CheckpointMsg;
 use crate::event::EventKind;
@@ -72,7 +72,9 @@ impl Actor for GuardianActor {
                 reply,
             } => {
                 let thresholds = state.thresholds.clone();
-                let review = state.update(&run_id, |w| w.review(&thresholds, &report));
+                let review = state
+                    .update(&run_id, |w| w.review(&thresholds, &report))
+                    .await;
                 if reply.send(review).is_err() {
                     tracing::debug!(run = %run_id, "a review's caller left");
                 }
@@ -84,7 +86,9 @@ impl Actor for GuardianActor {
                 tools,
                 reply,
             } => {
-                let review = state.update(&run_id, |w| w.stalled(phase, silent_for, &tools));
+                let review = state
+                    .update(&run_id, |w| w.stalled(phase, silent_for, &tools))
+                    .await;
                 if reply.send(review).is_err() {
                     tracing::debug!(run = %run_id, "a stall report's caller left");
                 }
@@ -102,10 +106,14 @@ impl Actor for GuardianActor {
 impl GuardianState {
     /// Applies `change` to the run's watch (read back from the store if this incarnation has
     /// not seen the run) and returns the review, carrying the watch if it changed.
-    fn update(&mut self, run_id: &RunId, change: impl FnOnce(&mut RunWatch) -> Review) -> Review {
+    async fn update(
+        &mut self,
+        run_id: &RunId,
+        change: impl FnOnce(&mut RunWatch) -> Review,
+    ) -> Review {
         let mut unreadable = None;
-        let watch = self.runs.entry(run_id.clone()).or_insert_with(|| {
-            match self.store.guardian_watch(run_id) {
+        if !self.runs.contains_key(run_id) {
+            let watch = match self.store.guardian_watch(run_id).await {
                 Ok(found) => found.unwrap_or_default(),
                 Err(e) => {
                     unreadable = Some(format!(
@@ -114,8 +122,12 @@ impl GuardianState {
                     ));
                     RunWatch::default()
                 }
-            }
-        });
+            };
+            self.runs.insert(run_id.clone(), watch);
+        }
+        let Some(watch) = self.runs.get_mut(run_id) else {
+            return Review::default();
+        };
         let before = watch.clone();
         let mut review = change(watch);
         if *watch != before {

@@ -6,7 +6,7 @@
 //! (the edit–test–fix cycle), or a repeated call whose result changed because the workspace
 //! did, starts a new one.
 
-use serde::{Deserialize, Serialize};
+use ryvos_protocol::records::Streak;
 use serde_json::Value;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
@@ -67,35 +67,22 @@ fn hash_canonical(value: &Value, h: &mut DefaultHasher) {
     }
 }
 
-/// The latest run of identical calls.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Streak {
-    pub tool: String,
-    pub fingerprint: u64,
-    pub outcome: u64,
-    /// True when every call of the streak failed.
-    pub failed: bool,
-    pub count: u32,
-}
-
-impl Streak {
-    /// Extends the streak with `call`, or starts a new one; true if it was extended.
-    pub fn observe(streak: &mut Option<Streak>, call: &CallReport) -> bool {
-        if let Some(s) = streak.as_mut() {
-            if s.fingerprint == call.fingerprint && s.outcome == call.outcome {
-                s.count += 1;
-                return true;
-            }
+/// Extends `streak` with `call`, or starts a new one; true if it was extended.
+pub fn extend(streak: &mut Option<Streak>, call: &CallReport) -> bool {
+    if let Some(s) = streak.as_mut() {
+        if s.fingerprint == call.fingerprint && s.outcome == call.outcome {
+            s.count += 1;
+            return true;
         }
-        *streak = Some(Streak {
-            tool: call.tool.clone(),
-            fingerprint: call.fingerprint,
-            outcome: call.outcome,
-            failed: call.failed,
-            count: 1,
-        });
-        false
     }
+    *streak = Some(Streak {
+        tool: call.tool.clone(),
+        fingerprint: call.fingerprint,
+        outcome: call.outcome,
+        failed: call.failed,
+        count: 1,
+    });
+    false
 }
 
 #[cfg(test)]
@@ -118,8 +105,8 @@ mod tests {
         );
         assert_eq!(a, b);
         let mut streak = None;
-        assert!(!Streak::observe(&mut streak, &a));
-        assert!(Streak::observe(&mut streak, &b));
+        assert!(!extend(&mut streak, &a));
+        assert!(extend(&mut streak, &b));
         assert_eq!(streak.as_ref().unwrap().count, 2);
         // The same command now succeeds: the workspace changed; no loop.
         let fixed = CallReport::new(
@@ -128,7 +115,7 @@ mod tests {
             "ok",
             false,
         );
-        assert!(!Streak::observe(&mut streak, &fixed));
+        assert!(!extend(&mut streak, &fixed));
         assert_eq!(streak.as_ref().unwrap().count, 1);
         // A changed input is another call.
         let other = CallReport::new("bash", r#"{"command":"make test"}"#, "ok", false);

@@ -14,7 +14,7 @@ mod watch;
 
 pub use actor::{GuardianActor, GuardianArgs};
 pub use doom_loop::CallReport;
-pub use watch::{Hint, Review, RunWatch, Thresholds, TurnReport};
+pub use watch::{Hint, Ladder, Review, RunWatch, Thresholds, TurnReport};
 
 use crate::event::StallPhase;
 use crate::ids::RunId;

@@ -5,10 +5,10 @@
 //! streak, not a window of calls) and is stored with the turn that changed it, so a restarted
 //! Guardian goes on where it stood.
 
-use super::doom_loop::{CallReport, Streak};
+use super::doom_loop::{extend, CallReport};
 use crate::config::GuardianConfig;
 use crate::event::{BudgetScope, EventKind, GuardianAction, RunStatus, StallPhase};
-use serde::{Deserialize, Serialize};
+pub use ryvos_protocol::records::{RunWatch, Streak};
 use std::time::Duration;
 
 /// The Guardian's settings, from `[agent.guardian]` and `max_context_tokens`.
@@ -65,124 +65,36 @@ pub struct Review {
     pub watch: Option<RunWatch>,
 }
 
-/// The Guardian's view of a run in flight.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunWatch {
-    pub streak: Option<Streak>,
-    /// Steps taken against the current streak: 1 hinted, 2 hinted strongly.
-    pub doom_steps: u8,
-    /// Steps taken against stalled tools since the last progress.
-    pub stall_steps: u8,
-    /// Model calls cut for silence since the last answered one.
-    pub model_stalls: u8,
-    pub tokens_warned: bool,
+/// The ladder every problem goes up, on the stored [`RunWatch`]: [`Ladder::review`] after each
+/// turn, [`Ladder::stalled`] when progress stops.
+pub trait Ladder {
+    /// Looks at a finished turn: its calls feed doom-loop detection, its size the token budget.
+    fn review(&mut self, limits: &Thresholds, turn: &TurnReport) -> Review;
+
+    /// No progress for `silent`: a silent model stream is cut and tried once more; tools that
+    /// do not finish get a hint, a stronger one, then the run is stopped.
+    fn stalled(&mut self, phase: StallPhase, silent: Duration, tools: &[String]) -> Review;
 }
 
-impl RunWatch {
-    /// Looks at a finished turn: its calls feed doom-loop detection, its size the token budget.
-    pub fn review(&mut self, limits: &Thresholds, turn: &TurnReport) -> Review {
+impl Ladder for RunWatch {
+    fn review(&mut self, limits: &Thresholds, turn: &TurnReport) -> Review {
         let mut review = Review::default();
         // A finished turn is progress.
         self.stall_steps = 0;
         self.model_stalls = 0;
         for call in &turn.calls {
-            if !Streak::observe(&mut self.streak, call) {
+            if !extend(&mut self.streak, call) {
                 self.doom_steps = 0;
             }
         }
         if let Some(streak) = self.streak.clone().filter(|s| s.count >= limits.doom_loop) {
-            self.escalate_doom_loop(&streak, &mut review);
+            escalate_doom_loop(self, &streak, &mut review);
         }
-        self.check_tokens(limits, turn.context_tokens, &mut review);
+        check_tokens(self, limits, turn.context_tokens, &mut review);
         review
     }
 
-    fn escalate_doom_loop(&mut self, streak: &Streak, review: &mut Review) {
-        self.doom_steps = self.doom_steps.saturating_add(1);
-        let (tool, n) = (&streak.tool, streak.count);
-        let outcome = if streak.failed {
-            "and each attempt failed"
-        } else {
-            "and got the same result each time"
-        };
-        let (action, message) = match self.doom_steps {
-            1 => (
-                GuardianAction::Hint,
-                format!(
-                    "[Guardian] You have called '{tool}' with the same input {n} times in a row, \
-                     {outcome}. Try a different approach: read the output, fix the underlying \
-                     issue, or use a different tool."
-                ),
-            ),
-            2 => (
-                GuardianAction::StrongerHint,
-                format!(
-                    "[Guardian] You have now called '{tool}' with the same input {n} times in a \
-                     row, {outcome}, after being told. Repeating it will not change the result. \
-                     Change the input, take another approach, or give your final answer and say \
-                     what blocks you. If the call is repeated once more, the run will be stopped."
-                ),
-            ),
-            _ => (
-                GuardianAction::Stop,
-                format!(
-                    "the Guardian stopped the run: '{tool}' was called with the same input {n} \
-                     times in a row, {outcome}, and two hints did not change that"
-                ),
-            ),
-        };
-        review.events.push(EventKind::GuardianDoomLoop {
-            message: message.clone(),
-            tool: tool.clone(),
-            repeats: n,
-            failed: streak.failed,
-            action,
-        });
-        match action {
-            GuardianAction::Stop => review.stop = Some((RunStatus::Escalated, message)),
-            _ => {
-                review.hint = Some(Hint {
-                    message,
-                    level: self.doom_steps,
-                })
-            }
-        }
-    }
-
-    fn check_tokens(&mut self, limits: &Thresholds, context: u64, review: &mut Review) {
-        let max = limits.max_context_tokens;
-        let percent = context.saturating_mul(100) / max.max(1);
-        if context >= limits.hard_tokens {
-            let message = format!(
-                "the conversation is {context} tokens, {percent}% of max_context_tokens \
-                 ({max}), past the hard limit of {} tokens; the run stopped after this turn",
-                limits.hard_tokens
-            );
-            review.events.push(EventKind::BudgetExceeded {
-                scope: BudgetScope::Tokens,
-                spent: context.into(),
-                limit: limits.hard_tokens.into(),
-                message: message.clone(),
-            });
-            review.stop = Some((RunStatus::TokenBudgetExceeded, message));
-        } else if context >= limits.soft_tokens && !self.tokens_warned {
-            self.tokens_warned = true;
-            review.events.push(EventKind::BudgetWarning {
-                scope: BudgetScope::Tokens,
-                spent: context.into(),
-                limit: limits.hard_tokens.into(),
-                message: format!(
-                    "the conversation is {context} tokens, {percent}% of max_context_tokens \
-                     ({max}); the run stops at {} tokens",
-                    limits.hard_tokens
-                ),
-            });
-        }
-    }
-
-    /// No progress for `silent`: a silent model stream is cut and tried once more; tools that
-    /// do not finish get a hint, a stronger one, then the run is stopped.
-    pub fn stalled(&mut self, phase: StallPhase, silent: Duration, tools: &[String]) -> Review {
+    fn stalled(&mut self, phase: StallPhase, silent: Duration, tools: &[String]) -> Review {
         let secs = silent.as_secs();
         let mut review = Review::default();
         let (action, message) = match phase {
@@ -260,6 +172,89 @@ impl RunWatch {
             }
         }
         review
+    }
+}
+
+fn escalate_doom_loop(watch: &mut RunWatch, streak: &Streak, review: &mut Review) {
+    watch.doom_steps = watch.doom_steps.saturating_add(1);
+    let (tool, n) = (&streak.tool, streak.count);
+    let outcome = if streak.failed {
+        "and each attempt failed"
+    } else {
+        "and got the same result each time"
+    };
+    let (action, message) = match watch.doom_steps {
+        1 => (
+            GuardianAction::Hint,
+            format!(
+                "[Guardian] You have called '{tool}' with the same input {n} times in a row, \
+                 {outcome}. Try a different approach: read the output, fix the underlying \
+                 issue, or use a different tool."
+            ),
+        ),
+        2 => (
+            GuardianAction::StrongerHint,
+            format!(
+                "[Guardian] You have now called '{tool}' with the same input {n} times in a \
+                 row, {outcome}, after being told. Repeating it will not change the result. \
+                 Change the input, take another approach, or give your final answer and say \
+                 what blocks you. If the call is repeated once more, the run will be stopped."
+            ),
+        ),
+        _ => (
+            GuardianAction::Stop,
+            format!(
+                "the Guardian stopped the run: '{tool}' was called with the same input {n} \
+                 times in a row, {outcome}, and two hints did not change that"
+            ),
+        ),
+    };
+    review.events.push(EventKind::GuardianDoomLoop {
+        message: message.clone(),
+        tool: tool.clone(),
+        repeats: n,
+        failed: streak.failed,
+        action,
+    });
+    match action {
+        GuardianAction::Stop => review.stop = Some((RunStatus::Escalated, message)),
+        _ => {
+            review.hint = Some(Hint {
+                message,
+                level: watch.doom_steps,
+            })
+        }
+    }
+}
+
+fn check_tokens(watch: &mut RunWatch, limits: &Thresholds, context: u64, review: &mut Review) {
+    let max = limits.max_context_tokens;
+    let percent = context.saturating_mul(100) / max.max(1);
+    if context >= limits.hard_tokens {
+        let message = format!(
+            "the conversation is {context} tokens, {percent}% of max_context_tokens \
+             ({max}), past the hard limit of {} tokens; the run stopped after this turn",
+            limits.hard_tokens
+        );
+        review.events.push(EventKind::BudgetExceeded {
+            scope: BudgetScope::Tokens,
+            spent: context.into(),
+            limit: limits.hard_tokens.into(),
+            message: message.clone(),
+        });
+        review.stop = Some((RunStatus::TokenBudgetExceeded, message));
+    } else if context >= limits.soft_tokens && !watch.tokens_warned {
+        watch.tokens_warned = true;
+        review.events.push(EventKind::BudgetWarning {
+            scope: BudgetScope::Tokens,
+            spent: context.into(),
+            limit: limits.hard_tokens.into(),
+            message: format!(
+                "the conversation is {context} tokens, {percent}% of max_context_tokens \
+                 ({max}); the run stops at {} tokens",
+                limits.hard_tokens
+            ),
+        });
     }
 }
 

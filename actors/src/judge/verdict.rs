@@ -5,17 +5,7 @@
 
 use super::rubric::{Decision, JudgeAnswer};
 use super::{CriterionResult, Goal, Verdict};
-use serde::{Deserialize, Serialize};
-
-/// A verdict with its grounds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Judgement {
-    pub verdict: Verdict,
-    pub reason: String,
-    /// The weighted share of criteria met, 0–1.
-    pub score: f64,
-    pub criteria: Vec<CriterionResult>,
-}
+pub use ryvos_protocol::verdict::Judgement;
 
 /// What the judge model said, when it was asked.
 pub enum ModelOpinion {

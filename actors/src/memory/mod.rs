@@ -5,9 +5,7 @@
 //! [`bm25`] over an inverted index in redb, merged with vector similarity when `[embedding]`
 //! is configured. Vector search is a brute-force scan of the stored vectors.
 
-pub mod bm25;
 pub mod embeddings;
-pub mod terms;
 mod tools;
 
 use crate::provider::retry::RetryPolicy;
@@ -18,10 +16,10 @@ use crate::callback::Callback;
 use crate::checkpoint::CheckpointMsg;
 use crate::config::EmbeddingConfig;
 use crate::ids::SessionId;
-use crate::store::{now_ms, MemoryEntry, Store, StoreError, WriteBatch};
+use crate::store::{now_ms, MemoryEntry, Store, StoreError, Write, WriteBatch};
 use crate::supervision::ChildSlot;
 use embeddings::similarity;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// A memory found by a search.
 #[derive(Clone, Debug, PartialEq)]
@@ -102,8 +100,7 @@ impl Memory {
             created_at_ms: now_ms(),
             embedding,
         };
-        let mut batch = WriteBatch::new(session_id.clone());
-        batch.memories.push(entry.clone());
+        let batch = WriteBatch::of(session_id.clone(), [Write::Memory(entry.clone())]);
         let (done, durable) = tokio::sync::oneshot::channel();
         let notify = Callback::new(
             move |result| {
@@ -141,20 +138,22 @@ impl Memory {
                 ),
             },
         };
-        let store = self.store.clone();
-        let query = query.to_owned();
         let weights = (self.keyword_weight, self.vector_weight);
-        let hits = tokio::task::spawn_blocking(move || {
-            hybrid_search(&store, &query, query_vector.as_deref(), weights, k, floor)
-        })
-        .await
-        .map_err(|e| StoreError::from_cause("searching the memory", e))??;
+        let hits = hybrid_search(
+            &self.store,
+            query,
+            query_vector.as_deref(),
+            weights,
+            k,
+            floor,
+        )
+        .await?;
         Ok(Found { hits, degraded })
     }
 }
 
 /// BM25 over the stored index, merged with vector similarity when there is a query vector.
-fn hybrid_search(
+async fn hybrid_search(
     store: &Store,
     query: &str,
     query_vector: Option<&[f32]>,
@@ -162,20 +161,7 @@ fn hybrid_search(
     k: usize,
     floor: f64,
 ) -> Result<Vec<Hit>, StoreError> {
-    let mut seen = HashSet::new();
-    let query_terms: Vec<String> = terms::terms(query)
-        .into_iter()
-        .filter(|t| seen.insert(t.clone()))
-        .collect();
-    let index = store.memory_index(&query_terms)?;
-    if index.docs == 0 {
-        return Ok(Vec::new());
-    }
-    let average_length = index.total_length as f64 / index.docs as f64;
-    let keyword: HashMap<String, f64> = bm25::score(&index.postings, index.docs, average_length)
-        .into_iter()
-        .map(|(id, s)| (id, bm25::normalized(s)))
-        .collect();
+    let keyword = store.keyword_scores(query).await?;
     let mut scored: HashMap<String, (f64, Option<MemoryEntry>)> = HashMap::new();
     match query_vector {
         None => {
@@ -184,7 +170,7 @@ fn hybrid_search(
             }
         }
         Some(q) => {
-            for entry in store.memories_with_vectors()? {
+            for entry in store.memories_with_vectors().await? {
                 let vector = entry.embedding.as_deref().unwrap_or_default();
                 let s = vector_weight * similarity(q, vector)
                     + keyword_weight * keyword.get(&entry.id).copied().unwrap_or(0.0);
@@ -209,7 +195,7 @@ fn hybrid_search(
     for (id, (score, entry)) in ranked {
         let entry = match entry {
             Some(e) => Some(e),
-            None => store.memory(&id)?,
+            None => store.memory(&id).await?,
         };
         if let Some(entry) = entry {
             hits.push(Hit { entry, score });

@@ -4,45 +4,11 @@
 //! A request whose run pauses (an interrupt, a daemon shutdown) is kept, in the store too: it
 //! can still be answered, and the session's next run takes the answer or asks again.
 
-use crate::ids::{CallId, RunId, SessionId};
-use crate::tools::SafetyTier;
-use serde::{Deserialize, Serialize};
+use crate::ids::{CallId, SessionId};
+pub use ryvos_protocol::records::{Answer, PendingApproval};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
-
-/// A person's answer to an approval request.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Answer {
-    pub approved: bool,
-    pub reason: Option<String>,
-    /// Who answered (`ryvos approve`, a host application, …), for the audit.
-    pub by: String,
-    /// Approve the same call (the same tool; for `bash`, the same command) for the rest of the
-    /// session without asking again. Never for a T4 call.
-    pub always: bool,
-}
-
-/// A request for a person's approval, as listed to people and kept in the store while its run
-/// is paused.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PendingApproval {
-    pub request_id: String,
-    pub session_id: SessionId,
-    pub run_id: RunId,
-    pub call_id: CallId,
-    pub tool: String,
-    pub input: serde_json::Value,
-    pub tier: SafetyTier,
-    pub asked_at_ms: u64,
-    /// The run paused (an interrupt, a daemon shutdown) while this call waited. The request
-    /// stays answerable; the session's next run takes the answer, or asks again.
-    #[serde(default)]
-    pub paused: bool,
-    /// The answer given while the run was paused.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answer: Option<Answer>,
-}
 
 enum Slot {
     /// A call waits for the answer.

@@ -13,7 +13,7 @@ use crate::config::{Decision, SecurityConfig};
 use crate::event::{EventKind, RunEvents};
 use crate::ids::SessionId;
 use crate::message::ToolCall;
-use crate::store::{now_ms, AuditRecord, WriteBatch};
+use crate::store::{now_ms, AuditRecord, Write, WriteBatch};
 use crate::supervision::ChildSlot;
 use crate::text::truncate;
 use crate::tools::{SafetyTier, Tool, ToolContext};
@@ -167,10 +167,13 @@ impl Gate {
         }
         if let Some(id) = &record.request_id {
             // Decided: a request kept while its run was paused is done with.
-            batch.approvals.push((id.clone(), None));
+            batch.push(Write::Approval {
+                request_id: id.clone(),
+                kept: None,
+            });
         }
         let (allowed, decided_by) = (record.allowed, record.decided_by.clone());
-        batch.audit.push(record);
+        batch.push(Write::Audit(record));
         let stored = if allowed && class.tier == SafetyTier::T0 {
             // A read changes nothing: its record goes with the next group commit, and a
             // failure to store it is reported, not waited for.
@@ -325,7 +328,7 @@ impl Gate {
                 if approved && always && class.tier < SafetyTier::T4 {
                     let key = always_key(&call.name, input);
                     self.allow_always(&ctx.session_id, key.clone());
-                    batch.always.push(key);
+                    batch.push(Write::Always(key));
                 }
                 let by = if approved && always {
                     format!("{by} (always, this session)")
@@ -370,9 +373,14 @@ impl Gate {
     /// Stores a request whose run paused, so it outlives the daemon; a failure is reported
     /// (the request still stands until the daemon stops).
     async fn keep_paused(&self, paused: PendingApproval, ctx: &ToolContext, events: &RunEvents) {
-        let mut batch = WriteBatch::new(ctx.session_id.clone());
         let id = paused.request_id.clone();
-        batch.approvals.push((id.clone(), Some(paused)));
+        let batch = WriteBatch::of(
+            ctx.session_id.clone(),
+            [Write::Approval {
+                request_id: id.clone(),
+                kept: Some(paused),
+            }],
+        );
         if let Err(e) = checkpoint::store(&self.checkpoint, batch).await {
             events.emit(EventKind::Error {
                 message: format!(

@@ -16,20 +16,20 @@ pub struct Reloaded {
     pub recovered_turns: Vec<TurnCheckpoint>,
 }
 
-/// Reads the session (and the turns of `recovering`) off the async workers.
+/// Reads the session (and the turns of `recovering`).
 pub async fn load(
     store: &Store,
     id: &SessionId,
     recovering: Option<&RunId>,
 ) -> Result<Reloaded, String> {
-    let (store, id, recovering) = (store.clone(), id.clone(), recovering.cloned());
-    let read = tokio::task::spawn_blocking(move || {
-        let history = store.load_session_window(&id)?;
+    let read = async {
+        let history = store.load_session_window(id).await?;
         let recovered_turns = match recovering {
             Some(run) => store
-                .checkpoints(&id)?
+                .checkpoints(id)
+                .await?
                 .into_iter()
-                .filter(|c| c.run_id == run)
+                .filter(|c| c.run_id == *run)
                 .collect(),
             None => Vec::new(),
         };
@@ -37,11 +37,8 @@ pub async fn load(
             history,
             recovered_turns,
         })
-    });
-    match read.await {
-        Ok(result) => result.map_err(|e| e.to_string()),
-        Err(e) => Err(format!("loading the session failed: {e}")),
-    }
+    };
+    read.await.map_err(|e| e.to_string())
 }
 
 /// Marks every unfinished run failed, with the actor failure's reason for the run being

@@ -41,7 +41,9 @@ use crate::llm_stream::{Heartbeat, LlmMsg, ModelAnswer, StreamJob};
 use crate::message::{Message, ToolCall};
 use crate::provider::FinishReason;
 use crate::provider::{ChatRequest, ProviderError};
-use crate::store::{now_ms, RunRecord, SessionRecord, StoreError, TurnCheckpoint, WriteBatch};
+use crate::store::{
+    now_ms, RunRecord, SessionRecord, StoreError, TurnCheckpoint, Write, WriteBatch,
+};
 use crate::tools::executor::{lost_outcomes, ToolBatch, ToolMsg, ToolOutcome};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::time::Duration;
@@ -523,44 +525,51 @@ impl SessionState {
         run: Option<RunRecord>,
     ) {
         let mut batch = WriteBatch::new(self.id.clone());
-        batch.messages = self.history.take_unsubmitted();
-        batch.checkpoint = checkpoint;
-        batch.run = run;
-        batch.compaction = self.history.take_compaction();
-        if self.needs_reload {
-            // A commit failed: the store refuses messages past what it lost, and the session
-            // reloads from it before its next run. Only the records go.
-            batch.messages.clear();
-            batch.checkpoint = None;
-            batch.compaction = None;
+        let messages = self.history.take_unsubmitted();
+        let compaction = self.history.take_compaction();
+        // After a failed commit the store refuses messages past what it lost, and the session
+        // reloads from it before its next run: only the records go.
+        if !self.needs_reload {
+            batch
+                .writes
+                .extend(messages.into_iter().map(Write::Message));
+            batch.writes.extend(checkpoint.map(Write::Checkpoint));
+            batch.writes.extend(compaction.map(Write::Compaction));
         }
+        let ended = run.as_ref().is_some_and(|r| r.status.is_some());
+        batch.writes.extend(run.map(Write::Run));
         if let Some(active) = self.run.as_mut() {
-            batch.verdicts = std::mem::take(&mut active.judging.unstored);
-            let ended = batch.run.as_ref().is_some_and(|r| r.status.is_some());
-            batch.guardian = if ended {
+            let verdicts = std::mem::take(&mut active.judging.unstored);
+            batch
+                .writes
+                .extend(verdicts.into_iter().map(Write::Verdict));
+            let run_id = active.id.clone();
+            if ended {
                 // The Guardian's view of a finished run is not needed again.
-                Some((active.id.clone(), None))
-            } else {
-                active
-                    .guardian_watch
-                    .take()
-                    .map(|watch| (active.id.clone(), Some(watch)))
-            };
+                batch.push(Write::Watch {
+                    run_id,
+                    watch: None,
+                });
+            } else if let Some(watch) = active.guardian_watch.take() {
+                batch.push(Write::Watch {
+                    run_id,
+                    watch: Some(watch),
+                });
+            }
         }
         self.submit_batch(myself, batch);
     }
 
     fn submit_batch(&mut self, myself: &ActorRef<SessionMsg>, mut batch: WriteBatch) {
-        batch.session = Some(SessionRecord {
+        batch.push(Write::Session(SessionRecord {
             session_id: self.id.clone(),
             created_at_ms: self.created_at_ms,
             updated_at_ms: now_ms(),
             message_count: self.history.next_seq(),
             last_run: self.last_run.clone(),
             paused_calls: self.paused_calls.clone(),
-        });
-        self.commits
-            .submitted(batch.checkpoint.as_ref().map(|c| c.turn));
+        }));
+        self.commits.submitted(batch.checkpoint().map(|c| c.turn));
         let me = myself.clone();
         let notify = Callback::new(
             move |result| {

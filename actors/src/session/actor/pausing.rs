@@ -7,7 +7,7 @@ use super::{SessionMsg, SessionState};
 use crate::event::RunStatus;
 use crate::message::Message;
 use crate::session::run::Phase;
-use crate::store::WriteBatch;
+use crate::store::{Write, WriteBatch};
 use ractor::ActorRef;
 
 impl SessionState {
@@ -77,8 +77,11 @@ impl SessionState {
         if stale.is_empty() {
             return;
         }
-        let mut batch = WriteBatch::new(self.id.clone());
-        batch.approvals = stale.into_iter().map(|id| (id, None)).collect();
+        let forget = stale.into_iter().map(|request_id| Write::Approval {
+            request_id,
+            kept: None,
+        });
+        let batch = WriteBatch::of(self.id.clone(), forget);
         self.submit_batch(myself, batch);
     }
 

@@ -6,7 +6,7 @@ use crate::ids::RunId;
 use crate::session::history::History;
 use crate::session::recovery::{self, Reloaded};
 use crate::session::supervisor::SessionSupervisorMsg;
-use crate::store::{now_ms, TurnCheckpoint, WriteBatch};
+use crate::store::{now_ms, TurnCheckpoint, Write, WriteBatch};
 use ractor::ActorRef;
 
 impl SessionState {
@@ -37,7 +37,8 @@ impl SessionState {
                         &format!("{why}; reloading the session failed: {e}"),
                         &[],
                         now_ms(),
-                    );
+                    )
+                    .await;
                 }
                 return self.load_error = Some(e);
             }
@@ -68,20 +69,24 @@ impl SessionState {
                 .iter()
                 .find(|r| r.run_id == *run_id)
                 .map_or_else(now_ms, |r| r.started_at_ms);
-            self.report_recovered(run_id, why, &recovered_turns, started_at_ms);
+            self.report_recovered(run_id, why, &recovered_turns, started_at_ms)
+                .await;
         }
         let mut ended = recovery::end_unfinished(loaded.unfinished_runs, recover.as_ref());
         // The repaired messages, and one run record per batch.
-        let mut batch = WriteBatch::new(self.id.clone());
-        batch.messages = self.history.take_unsubmitted();
-        batch.run = ended.pop();
-        if !batch.messages.is_empty() || batch.run.is_some() {
+        let mut batch = WriteBatch::of(
+            self.id.clone(),
+            self.history
+                .take_unsubmitted()
+                .into_iter()
+                .map(Write::Message),
+        );
+        batch.writes.extend(ended.pop().map(Write::Run));
+        if !batch.is_empty() {
             self.submit_batch(myself, batch);
         }
         for run in ended {
-            let mut batch = WriteBatch::new(self.id.clone());
-            batch.run = Some(run);
-            self.submit_batch(myself, batch);
+            self.submit_batch(myself, WriteBatch::of(self.id.clone(), [Write::Run(run)]));
         }
     }
 
@@ -94,7 +99,7 @@ impl SessionState {
     }
 
     /// Ends a run that failed with its actor: tells its subscribers, then the supervisor.
-    pub(super) fn report_recovered(
+    pub(super) async fn report_recovered(
         &self,
         run_id: &RunId,
         why: &str,
@@ -106,6 +111,7 @@ impl SessionState {
             .services
             .store
             .cost_totals(&crate::cost_ledger::run_key(run_id))
+            .await
         {
             Ok(totals) => Some(totals.unwrap_or_default().cents()),
             Err(e) => {

@@ -2,9 +2,9 @@
 //! result. A run cut off by a crash resumes from it, and a step that finished is never run
 //! again.
 
-use super::Plan;
+use crate::goal::Goal;
 use crate::ids::{RunId, SessionId};
-use crate::judge::Goal;
+use crate::plan::Plan;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

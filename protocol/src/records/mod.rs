@@ -1,0 +1,18 @@
+//! What the store keeps besides messages: one record type per table, plain data whose JSON
+//! form is what is on disk (records grow fields with `#[serde(default)]`, never a migration).
+
+mod audit;
+mod cost;
+mod memory;
+mod progress;
+mod session;
+mod verdict;
+mod watch;
+
+pub use audit::{Answer, AuditRecord, PendingApproval};
+pub use cost::CostTotals;
+pub use memory::MemoryEntry;
+pub use progress::{PlanRecord, StepProgress, StepState};
+pub use session::{Compaction, RunRecord, SessionRecord, TurnCheckpoint};
+pub use verdict::VerdictRecord;
+pub use watch::{RunWatch, Streak};

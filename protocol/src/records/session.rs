@@ -1,0 +1,73 @@
+//! Sessions, their runs and their turns, as stored.
+
+use crate::event::RunStatus;
+use crate::goal::Goal;
+use crate::ids::{CallId, RunId, SessionId};
+use serde::{Deserialize, Serialize};
+
+/// A session's summary.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    pub session_id: SessionId,
+    pub created_at_ms: u64,
+    pub updated_at_ms: u64,
+    pub message_count: u64,
+    pub last_run: Option<RunId>,
+    /// Tool calls a run left pending when it paused (an interrupt, `max_turns`), not yet taken
+    /// up by another run: on reload they stay pending, while any other call found without a
+    /// result was cut off by a crash and gets a result saying so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paused_calls: Vec<CallId>,
+}
+
+/// A run, from its start to its end.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub run_id: RunId,
+    pub session_id: SessionId,
+    pub prompt: String,
+    /// `None` while the run is in flight. A run found in flight when its session is loaded was
+    /// cut off by a crash.
+    pub status: Option<RunStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub output: String,
+    pub turns: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// What the run's model calls cost, in millionths of a cent.
+    #[serde(default)]
+    pub cost_microcents: u64,
+    pub started_at_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at_ms: Option<u64>,
+    /// What a goal-driven run was held to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<Goal>,
+}
+
+/// A completed turn: the messages it added and what it cost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TurnCheckpoint {
+    pub run_id: RunId,
+    /// The turn's number within its run, from 1.
+    pub turn: u32,
+    pub first_seq: u64,
+    pub last_seq: u64,
+    pub tools_called: Vec<String>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// The size of the conversation after this turn.
+    pub context_tokens: u64,
+    /// Unix milliseconds.
+    pub at_ms: u64,
+}
+
+/// A session's context window: the messages before `first_kept_seq` were pruned from what the
+/// model sees (they stay in the store), and `summary`, when there is one, stands for them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compaction {
+    pub first_kept_seq: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
