@@ -19,11 +19,12 @@ use crate::root::{RootArgs, RootMsg, RootSupervisor, Slots, SupervisorNotice};
 use crate::sandbox::Sandbox;
 use crate::security::{ApprovalError, Approvals, Gate};
 use crate::session::{
-    RunSpec, RunTicket, Services, SessionSupervisorArgs, SessionSupervisorMsg, StartRunError,
+    RunSpec, RunStarter, RunTicket, Services, SessionSupervisorArgs, SessionSupervisorMsg,
+    StartRunError,
 };
 use crate::store::{Store, StoreError};
-use crate::supervision::{ChildSlot, RestartPolicy};
-use crate::tools::executor::{ExecutionSettings, ToolExecutorArgs};
+use crate::supervision::RestartPolicy;
+use crate::tool_executor::{ExecutionSettings, ToolExecutorArgs};
 use crate::tools::{RegistryError, Tool, ToolRegistry};
 use ractor::{Actor, ActorRef};
 use std::path::PathBuf;
@@ -105,28 +106,6 @@ impl Drop for Directing {
         let mut held = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         held.remove(&self.session);
     }
-}
-
-/// Starts a run through the session supervisor in `sessions`.
-pub async fn start_run(
-    sessions: &ChildSlot<SessionSupervisorMsg>,
-    session: Option<SessionId>,
-    spec: RunSpec,
-) -> Result<RunTicket, EngineError> {
-    let supervisor = sessions
-        .get()
-        .map_err(|e| EngineError::Actors(e.to_string()))?;
-    let answer = ractor::call_t!(
-        supervisor,
-        |reply| SessionSupervisorMsg::StartRun {
-            session_id: session,
-            spec,
-            reply,
-        },
-        START_RUN_TIMEOUT.as_millis() as u64
-    )
-    .map_err(|e| EngineError::Actors(format!("the session supervisor did not answer: {e}")))?;
-    Ok(answer?)
 }
 
 /// Why the engine could not start, run, or stop.
@@ -363,7 +342,9 @@ impl Engine {
         session: Option<SessionId>,
         spec: RunSpec,
     ) -> Result<RunTicket, EngineError> {
-        start_run(&self.slots.sessions, session, spec).await
+        Ok(RunStarter::new(self.slots.sessions.clone())
+            .start(session, spec)
+            .await?)
     }
 
     /// Starts a Director run on `session` (a new session when `None`): the model plans a graph
@@ -383,7 +364,7 @@ impl Engine {
         let stream = SessionEvents::new(self.global_events.clone());
         let events = stream.subscribe();
         let director = Director {
-            sessions: self.slots.sessions.clone(),
+            runs: RunStarter::new(self.slots.sessions.clone()),
             checkpoint: self.slots.checkpoint.clone(),
             store: self.store.clone(),
             config: self.director.clone(),

@@ -13,7 +13,7 @@
 //!
 //! A run: the session appends the user message and sends the conversation to the
 //! [`llm_stream`] actor, which publishes text as it streams and returns the assembled answer.
-//! An answer without tool calls ends the run. Otherwise the [`tools`] executor runs the calls
+//! An answer without tool calls ends the run. Otherwise the [`tool_executor`] runs the calls
 //! (once the turn is durable, when any call has side effects), the results are appended paired
 //! with their calls, and the turn's batch goes to the [`checkpoint`] actor while the next request
 //! leaves at once: commits overlap model calls, and commits of concurrent sessions are grouped.
@@ -50,6 +50,7 @@ pub mod store;
 pub mod supervision;
 pub mod text;
 pub mod tokens;
+pub mod tool_executor;
 pub mod tools;
 pub mod workspace;
 

@@ -14,7 +14,7 @@ use crate::llm_stream::{LlmMsg, LlmStreamActor, ModelChain};
 use crate::session::{SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg};
 use crate::store::{Store, StoreError};
 use crate::supervision::{ChildSlot, RestartDecision, RestartHistory, RestartPolicy};
-use crate::tools::executor::{ToolExecutorActor, ToolExecutorArgs, ToolMsg};
+use crate::tool_executor::{ToolExecutorActor, ToolExecutorArgs, ToolMsg};
 use ractor::{
     Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SpawnErr,
     SupervisionEvent,

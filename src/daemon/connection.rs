@@ -335,7 +335,7 @@ fn run_error(e: RuntimeError) -> ErrorBody {
                 | StartRunError::SessionBusy(_)
                 | StartRunError::Recovering(_) => ErrorCode::Busy,
                 StartRunError::ShuttingDown => ErrorCode::ShuttingDown,
-                StartRunError::Spawn(_) => ErrorCode::Internal,
+                StartRunError::Spawn(_) | StartRunError::Unanswered(_) => ErrorCode::Internal,
             };
             ErrorBody::new(code, e.to_string())
         }

@@ -20,7 +20,7 @@ use crate::event::{EventKind, RunEvents, RunOutcome, RunStatus};
 use crate::ids::{RunId, SessionId};
 use crate::judge::rubric::unfenced;
 use crate::judge::Goal;
-use crate::session::{RunSpec, SessionSupervisorMsg};
+use crate::session::{RunSpec, RunStarter};
 use crate::store::{Store, Write, WriteBatch};
 use crate::supervision::ChildSlot;
 use std::sync::Arc;
@@ -30,7 +30,7 @@ use tokio::task::JoinSet;
 /// What a Director needs of the engine.
 #[derive(Clone)]
 pub struct Director {
-    pub sessions: ChildSlot<SessionSupervisorMsg>,
+    pub runs: RunStarter,
     pub checkpoint: ChildSlot<CheckpointMsg>,
     pub store: Store,
     pub config: DirectorConfig,
@@ -396,7 +396,9 @@ impl Director {
             goal,
             ..spec.clone()
         };
-        let ticket = crate::engine::start_run(&self.sessions, session, spec)
+        let ticket = self
+            .runs
+            .start(session, spec)
             .await
             .map_err(|e| e.to_string())?;
         let session_id = ticket.session_id.clone();

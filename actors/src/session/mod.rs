@@ -9,14 +9,18 @@
 mod actor;
 mod commits;
 mod history;
+mod notice;
 mod oversight;
 mod prompt;
 mod recovery;
 mod run;
+mod starter;
 mod supervisor;
 
 pub use actor::{SessionActor, SessionArgs, SessionMsg};
 pub use history::History;
+pub use notice::SessionNotice;
+pub use starter::RunStarter;
 pub use supervisor::{
     RunTicket, SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg, StartRunError,
 };
@@ -29,7 +33,7 @@ use crate::guardian::GuardianMsg;
 use crate::llm_stream::LlmMsg;
 use crate::store::Store;
 use crate::supervision::ChildSlot;
-use crate::tools::executor::ToolMsg;
+use crate::tool_executor::ToolMsg;
 use crate::tools::{ToolRegistry, Workspace};
 use std::sync::Arc;
 

@@ -8,7 +8,7 @@
 //! the session is given up, its run reported failed.
 
 use super::actor::{SessionActor, SessionArgs, SessionMsg};
-use super::{RunSpec, Services};
+use super::{RunSpec, Services, SessionNotice};
 use crate::event::{Event, RunStatus, SessionEvents};
 use crate::ids::{RunId, SessionId};
 use crate::supervision::{RestartDecision, RestartHistory, RestartPolicy};
@@ -41,6 +41,25 @@ pub enum StartRunError {
     ShuttingDown,
     #[error("the session could not be started: {0}")]
     Spawn(String),
+    #[error("the session supervisor did not answer: {0}")]
+    Unanswered(String),
+}
+
+impl From<SessionNotice> for SessionSupervisorMsg {
+    fn from(notice: SessionNotice) -> Self {
+        Self::Notice(notice)
+    }
+}
+
+impl TryFrom<SessionSupervisorMsg> for SessionNotice {
+    type Error = SessionSupervisorMsg;
+
+    fn try_from(msg: SessionSupervisorMsg) -> Result<Self, Self::Error> {
+        match msg {
+            SessionSupervisorMsg::Notice(notice) => Ok(notice),
+            other => Err(other),
+        }
+    }
 }
 
 /// Messages of the [`SessionSupervisor`].
@@ -51,13 +70,8 @@ pub enum SessionSupervisorMsg {
         spec: RunSpec,
         reply: RpcReplyPort<Result<RunTicket, StartRunError>>,
     },
-    /// A session's run has ended and been reported.
-    RunFinished {
-        session_id: SessionId,
-        run_id: RunId,
-    },
-    /// A session has been idle since `epoch`; stop its actor if no run came in since.
-    Hibernate { session_id: SessionId },
+    /// What a session actor reports.
+    Notice(SessionNotice),
     /// Restart a failed session's actor.
     Restart { session_id: SessionId },
     /// Pause every run in flight at once (status `interrupted`, resumable); answers once all
@@ -158,7 +172,7 @@ impl Actor for SessionSupervisor {
                     tracing::debug!("a run's caller left before it was accepted");
                 }
             }
-            SessionSupervisorMsg::RunFinished { session_id, run_id } => {
+            SessionSupervisorMsg::Notice(SessionNotice::RunFinished { session_id, run_id }) => {
                 if let Some(entry) = state.sessions.get_mut(&session_id) {
                     if entry.active_run.as_ref() == Some(&run_id) {
                         entry.active_run = None;
@@ -175,7 +189,7 @@ impl Actor for SessionSupervisor {
                 }
                 state.answer_stop_all_if_done();
             }
-            SessionSupervisorMsg::Hibernate { session_id } => {
+            SessionSupervisorMsg::Notice(SessionNotice::Hibernate { session_id }) => {
                 let idle = state
                     .sessions
                     .get(&session_id)
@@ -374,7 +388,7 @@ impl SessionSupervisorState {
             id: session_id.clone(),
             services: self.args.services.clone(),
             events,
-            supervisor: myself.clone(),
+            supervisor: myself.get_derived(),
             recover,
         };
         let (actor, _) = Actor::spawn_linked(None, SessionActor, args, myself.get_cell())

@@ -2,12 +2,11 @@
 //!
 //! A [`Tool`] declares its name, description, JSON Schema and safety tier, and executes with
 //! validated arguments inside a [`ToolContext`]. The [`ToolRegistry`] validates arguments before
-//! anything runs; the [`executor`] runs calls and reports failures to the model as tool results
-//! that start with their kind, so the loop always goes on.
+//! anything runs; the [`tool_executor`](crate::tool_executor) runs calls and reports failures to the
+//! model as tool results that start with their kind, so the loop always goes on.
 
 pub mod builtin;
 mod compact;
-pub mod executor;
 mod registry;
 
 pub use crate::workspace::{Workspace, WorkspaceError};

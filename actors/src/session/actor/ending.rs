@@ -4,8 +4,8 @@
 use super::{next_step, SessionMsg, SessionState, FINAL_COMMIT_TIMEOUT};
 use crate::event::{EventKind, RunEvents, RunStatus};
 use crate::message::Message;
+use crate::session::notice::SessionNotice;
 use crate::session::run::{ActiveRun, Ending, Phase};
-use crate::session::supervisor::SessionSupervisorMsg;
 use ractor::ActorRef;
 
 impl SessionState {
@@ -120,7 +120,7 @@ impl SessionState {
         // next run on this session as soon as it sees RunComplete is queued behind this notice.
         if self
             .supervisor
-            .cast(SessionSupervisorMsg::RunFinished {
+            .send_message(SessionNotice::RunFinished {
                 session_id: self.id.clone(),
                 run_id: run.id.clone(),
             })

@@ -28,9 +28,9 @@ mod starting;
 
 use super::commits::Commits;
 use super::history::History;
+use super::notice::{NoticeRef, SessionNotice};
 use super::oversight;
 use super::run::{ActiveRun, AfterCompaction, Ending, Phase, TurnEnd};
-use super::supervisor::SessionSupervisorMsg;
 use super::{RunSpec, Services};
 use crate::callback::Callback;
 use crate::checkpoint::CheckpointMsg;
@@ -44,7 +44,7 @@ use crate::provider::{ChatRequest, ProviderError};
 use crate::store::{
     now_ms, RunRecord, SessionRecord, StoreError, TurnCheckpoint, Write, WriteBatch,
 };
-use crate::tools::executor::{lost_outcomes, ToolBatch, ToolMsg, ToolOutcome};
+use crate::tool_executor::{lost_outcomes, ToolBatch, ToolMsg, ToolOutcome};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::time::Duration;
 
@@ -103,7 +103,7 @@ pub struct SessionArgs {
     pub id: SessionId,
     pub services: Services,
     pub events: SessionEvents,
-    pub supervisor: ActorRef<SessionSupervisorMsg>,
+    pub supervisor: NoticeRef,
     /// After a failure: the run that was in flight, and why it failed. It is ended with status
     /// `failed` and this reason once the session has reloaded.
     pub recover: Option<(RunId, String)>,
@@ -117,7 +117,7 @@ pub struct SessionState {
     id: SessionId,
     services: Services,
     events: SessionEvents,
-    supervisor: ActorRef<SessionSupervisorMsg>,
+    supervisor: NoticeRef,
     recover: Option<(RunId, String)>,
     history: History,
     /// Why the session could not be loaded, if it could not.
@@ -224,10 +224,10 @@ impl Actor for SessionActor {
             SessionMsg::Interrupt { reason, now } => state.interrupt(&myself, reason, now),
             SessionMsg::Hibernate { epoch } => {
                 if state.run.is_none() && epoch == state.idle_epoch {
-                    let request = SessionSupervisorMsg::Hibernate {
+                    let request = SessionNotice::Hibernate {
                         session_id: state.id.clone(),
                     };
-                    if state.supervisor.cast(request).is_err() {
+                    if state.supervisor.send_message(request).is_err() {
                         tracing::debug!("the session supervisor is gone");
                     }
                 }

@@ -4,8 +4,8 @@
 use super::{SessionMsg, SessionState};
 use crate::ids::RunId;
 use crate::session::history::History;
+use crate::session::notice::SessionNotice;
 use crate::session::recovery::{self, Reloaded};
-use crate::session::supervisor::SessionSupervisorMsg;
 use crate::store::{now_ms, TurnCheckpoint, Write, WriteBatch};
 use ractor::ActorRef;
 
@@ -121,11 +121,11 @@ impl SessionState {
         };
         recovery::report_failed_run(&events, why, turns, cost, started_at_ms);
         self.forget_run(run_id);
-        let done = SessionSupervisorMsg::RunFinished {
+        let done = SessionNotice::RunFinished {
             session_id: self.id.clone(),
             run_id: run_id.clone(),
         };
-        if self.supervisor.cast(done).is_err() {
+        if self.supervisor.send_message(done).is_err() {
             tracing::warn!(session = %self.id, "the session supervisor is gone");
         }
     }

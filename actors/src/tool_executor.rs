@@ -7,13 +7,13 @@
 //! sees it and the loop goes on. The actor only dispatches: each batch runs in its own task, so
 //! a slow tool never holds up another session's calls.
 
-use super::{compact_output, ToolContext, ToolRegistry};
 use crate::callback::Callback;
 use crate::event::{EventKind, RunEvents};
 use crate::ids::CallId;
 use crate::interrupt::OnMessage;
 use crate::message::{Message, ToolCall};
 use crate::security::{Gate, Refused};
+use crate::tools::{compact_output, Tool, ToolContext, ToolError, ToolRegistry};
 use futures_util::StreamExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::time::Duration;
@@ -262,7 +262,7 @@ async fn run_call(
 
 /// Runs one tool in its own task: a panic, a timeout or the run's end becomes an error result.
 async fn execute_guarded(
-    tool: std::sync::Arc<dyn super::Tool>,
+    tool: std::sync::Arc<dyn Tool>,
     input: serde_json::Value,
     ctx: &ToolContext,
     timeout: Duration,
@@ -289,7 +289,7 @@ async fn execute_guarded(
 }
 
 fn joined_result(
-    joined: Result<Result<String, super::ToolError>, tokio::task::JoinError>,
+    joined: Result<Result<String, ToolError>, tokio::task::JoinError>,
 ) -> Result<String, String> {
     match joined {
         Ok(Ok(output)) => Ok(output),

@@ -1,0 +1,19 @@
+//! What a session actor tells its supervisor: all it may send upwards, so a session knows
+//! nothing else of the supervisor that owns it.
+
+use crate::ids::{RunId, SessionId};
+
+/// A session's notice to its supervisor.
+#[derive(Debug)]
+pub enum SessionNotice {
+    /// The session's run has ended and been reported.
+    RunFinished {
+        session_id: SessionId,
+        run_id: RunId,
+    },
+    /// The session has been idle long enough; stop its actor if no run came in since.
+    Hibernate { session_id: SessionId },
+}
+
+/// Where a session sends its notices.
+pub type NoticeRef = ractor::DerivedActorRef<SessionNotice>;

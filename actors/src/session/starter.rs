@@ -1,0 +1,46 @@
+//! Starting runs: the one way in to the session supervisor, held by the engine and by its
+//! clients (the Director starts each step's run through it, as a host application would).
+
+use super::{RunSpec, RunTicket, SessionSupervisorMsg, StartRunError};
+use crate::ids::SessionId;
+use crate::supervision::ChildSlot;
+use std::time::Duration;
+
+/// How long a start may wait for the session supervisor's answer.
+const START_RUN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Starts runs through the session supervisor, riding out its restarts.
+#[derive(Clone)]
+pub struct RunStarter {
+    sessions: ChildSlot<SessionSupervisorMsg>,
+}
+
+impl RunStarter {
+    /// A starter through the supervisor in `sessions`.
+    pub fn new(sessions: ChildSlot<SessionSupervisorMsg>) -> Self {
+        Self { sessions }
+    }
+
+    /// Starts a run on `session` (a new session when `None`). The ticket's event receiver was
+    /// subscribed before the run began, so it sees every event of the run.
+    pub async fn start(
+        &self,
+        session: Option<SessionId>,
+        spec: RunSpec,
+    ) -> Result<RunTicket, StartRunError> {
+        let supervisor = self
+            .sessions
+            .get()
+            .map_err(|e| StartRunError::Unanswered(e.to_string()))?;
+        ractor::call_t!(
+            supervisor,
+            |reply| SessionSupervisorMsg::StartRun {
+                session_id: session,
+                spec,
+                reply,
+            },
+            START_RUN_TIMEOUT.as_millis() as u64
+        )
+        .map_err(|e| StartRunError::Unanswered(e.to_string()))?
+    }
+}
