@@ -14,9 +14,10 @@ mod support;
 use async_trait::async_trait;
 use ryvos::client::Client;
 use ryvos::engine::provider::{ChatRequest, DeltaStream, FinishReason, ProviderError, StreamDelta};
+use ryvos::protocol::{NoParams, Run, RunParams, Shutdown, Status};
 use ryvos::{Config, EventKind, Provider, RunRequest, RunStatus, Runtime, SafetyTier};
 use ryvos_testkit::{Reply, ScriptedModelServer};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -248,7 +249,7 @@ async fn start_daemon(home: &std::path::Path) -> (tokio::process::Child, f64) {
     let child = command(env!("CARGO_BIN_EXE_ryvosd"), home).spawn().unwrap();
     loop {
         if let Ok(mut client) = Client::connect(&socket).await {
-            if let Ok(Ok(_)) = client.call("status", json!({})).await {
+            if let Ok(Ok(_)) = client.call::<Status>(&NoParams {}).await {
                 return (child, started.elapsed().as_secs_f64() * 1e3);
             }
         }
@@ -262,7 +263,11 @@ async fn start_daemon(home: &std::path::Path) -> (tokio::process::Child, f64) {
 
 async fn stop_daemon(home: &std::path::Path, mut child: tokio::process::Child) {
     let mut client = Client::connect(&home.join("ryvosd.sock")).await.unwrap();
-    client.call("shutdown", json!({})).await.unwrap().unwrap();
+    client
+        .call::<Shutdown>(&NoParams {})
+        .await
+        .unwrap()
+        .unwrap();
     child.wait().await.unwrap();
 }
 
@@ -299,9 +304,9 @@ async fn daemon_throughput(sessions: usize) -> f64 {
         let (socket, workspace) = (socket.clone(), workspace.path().to_owned());
         tokio::spawn(async move {
             let mut client = Client::connect(&socket).await.unwrap();
-            let params = json!({"prompt": format!("task {n}"), "workspace": workspace});
-            let result = client.call("run", params).await.unwrap().unwrap();
-            assert_eq!(result["status"], "completed", "{result}");
+            let params = RunParams::new(format!("task {n}"), workspace.display().to_string());
+            let outcome = client.call::<Run>(&params).await.unwrap().unwrap();
+            assert_eq!(outcome.status, RunStatus::Completed, "{outcome:?}");
         })
     };
     for n in 0..8 {

@@ -1,6 +1,6 @@
 //! A client of `ryvosd`'s socket, as the `ryvos` command line uses it.
 
-use crate::protocol::{Reply, Request};
+use crate::protocol::{Call, ErrorBody, Reply, Request};
 use futures_util::StreamExt;
 use serde_json::Value;
 use std::path::Path;
@@ -47,16 +47,13 @@ impl Client {
         })
     }
 
-    /// Sends a request; returns its id.
-    pub async fn send(&mut self, method: &str, params: Value) -> Result<u64, ClientError> {
+    /// Sends a request of `C`; returns its id.
+    pub async fn send<C: Call>(&mut self, params: &C::Params) -> Result<u64, ClientError> {
         let id = self.next_id;
         self.next_id += 1;
-        let mut line = serde_json::to_vec(&Request {
-            id,
-            method: method.into(),
-            params,
-        })
-        .map_err(|e| ClientError::Lost(e.to_string()))?;
+        let request = Request::of::<C>(id, params).map_err(|e| ClientError::Lost(e.to_string()))?;
+        let mut line =
+            serde_json::to_vec(&request).map_err(|e| ClientError::Lost(e.to_string()))?;
         line.push(b'\n');
         self.requests
             .write_all(&line)
@@ -76,19 +73,25 @@ impl Client {
         }
     }
 
-    /// Sends a request and waits for its final line (events, if any, are skipped).
-    pub async fn call(
+    /// Sends a request of `C` and waits for its final line (events, if any, are skipped): the
+    /// result as `C`'s, or the daemon's error.
+    pub async fn call<C: Call>(
         &mut self,
-        method: &str,
-        params: Value,
-    ) -> Result<Result<Value, crate::protocol::ErrorBody>, ClientError> {
-        self.send(method, params).await?;
+        params: &C::Params,
+    ) -> Result<Result<C::Result, ErrorBody>, ClientError> {
+        self.send::<C>(params).await?;
         loop {
             match self.next().await? {
                 Reply::Event { .. } => continue,
-                Reply::Result { result, .. } => return Ok(Ok(result)),
+                Reply::Result { result, .. } => return Self::read::<C>(result).map(Ok),
                 Reply::Error { error, .. } => return Ok(Err(error)),
             }
         }
+    }
+
+    /// A final line's result, read as `C`'s.
+    pub fn read<C: Call>(result: Value) -> Result<C::Result, ClientError> {
+        serde_json::from_value(result)
+            .map_err(|e| ClientError::BadReply(format!("the result of {}: {e}", C::METHOD)))
     }
 }

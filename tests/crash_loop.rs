@@ -19,9 +19,10 @@ use ryvos::client::Client;
 use ryvos::engine::message::Message;
 use ryvos::engine::store::{repair, Store};
 use ryvos::protocol::Reply as Line;
+use ryvos::protocol::{Run, RunParams};
 use ryvos::{Config, EventKind, RunId, SessionId};
 use ryvos_testkit::{Reply, ScriptedModelServer};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -77,11 +78,9 @@ async fn drive(
     events: mpsc::UnboundedSender<Value>,
 ) -> Option<String> {
     let mut client = Client::connect(&home.socket()).await.ok()?;
-    let mut params = json!({"prompt": prompt, "workspace": home.workspace.path()});
-    if let Some(s) = session {
-        params["resume"] = json!(s);
-    }
-    client.send("run", params).await.ok()?;
+    let mut params = RunParams::new(prompt, home.workspace.path().display().to_string());
+    params.resume = session;
+    client.send::<Run>(&params).await.ok()?;
     let mut status = None;
     while let Ok(line) = client.next().await {
         match line {

@@ -346,7 +346,10 @@ fn a_planted_upward_import_and_circle_are_found() {
     );
     let circles = circles(dir.path());
     assert_eq!(circles.len(), 2, "{circles:?}");
-    assert!(circles[0].contains("in /: high -> low -> high"), "{circles:?}");
+    assert!(
+        circles[0].contains("in /: high -> low -> high"),
+        "{circles:?}"
+    );
     // `super::Thing` is followed through `low`'s re-export to the file that defines it.
     assert!(circles[1].contains("in low/: a -> b -> a"), "{circles:?}");
 }

@@ -9,10 +9,11 @@ use crate::ids::{CallId, RunId, SessionId};
 use crate::plan::{Plan, StepEvent};
 use crate::tier::SafetyTier;
 use crate::verdict::Verdict;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// An event of one run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Event {
     pub session_id: SessionId,
     pub run_id: RunId,
@@ -21,7 +22,7 @@ pub struct Event {
 }
 
 /// What happened.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type")]
 pub enum EventKind {
     /// The run was accepted and its user message recorded.
@@ -231,7 +232,7 @@ pub enum EventKind {
 }
 
 /// What the Guardian did about a problem it found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GuardianAction {
     /// A corrective hint goes into the conversation.
@@ -245,7 +246,7 @@ pub enum GuardianAction {
 }
 
 /// Where a run was when it stalled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StallPhase {
     /// Waiting for the model, whose stream went silent.
@@ -255,7 +256,7 @@ pub enum StallPhase {
 }
 
 /// What a budget event measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BudgetScope {
     /// This run's spending against `per_run_limit_cents` (cents).
@@ -277,7 +278,7 @@ impl std::fmt::Display for BudgetScope {
 }
 
 /// How a run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     Completed,
@@ -322,8 +323,8 @@ impl std::fmt::Display for RunStatus {
     }
 }
 
-/// How a run ended.
-#[derive(Clone, Debug, PartialEq)]
+/// How a run ended: what `RunComplete` says, with the run's ids (the `run` method's result).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunOutcome {
     pub session_id: SessionId,
     pub run_id: RunId,

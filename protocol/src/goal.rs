@@ -2,10 +2,11 @@
 //! within what (constraints), in their wire form (`KIND:VALUE[@WEIGHT]`), and what a
 //! criterion came to.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// What a goal-driven run must achieve.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Goal {
     pub description: String,
@@ -18,7 +19,7 @@ pub struct Goal {
 }
 
 /// One success criterion and its weight in the score.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Criterion {
     pub kind: CriterionKind,
@@ -39,7 +40,7 @@ fn one() -> f64 {
 }
 
 /// Who wrote a criterion.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CriterionOrigin {
     /// The person (or host application) who started the run.
@@ -50,7 +51,7 @@ pub enum CriterionOrigin {
 }
 
 /// How a criterion is checked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CriterionKind {
     /// The final answer contains the value.
@@ -83,7 +84,7 @@ impl CriterionKind {
 }
 
 /// What the run must stay within; said to the model in the focus layer.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Constraints {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -215,7 +216,7 @@ impl Goal {
 }
 
 /// Whether one criterion is met, and why.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CriterionResult {
     /// The criterion, as `KIND:VALUE[@WEIGHT]`.
     pub criterion: String,

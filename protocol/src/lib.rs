@@ -1,6 +1,6 @@
 //! Ryvos's plain data, shared by the engine, the daemon, its clients and host applications:
 //! ids, the conversation's messages, the events a run publishes and every payload they carry
-//! (safety tiers, goals and criteria, verdicts, plans), and the records the store keeps.
+//! (safety tiers, goals and criteria, verdicts, plans), the records the store keeps, and the socket protocol between `ryvosd` and its clients.
 //!
 //! This crate depends on nothing else of Ryvos, so the engine, the socket protocol and any
 //! client can share these types without depending on each other. What the types serialize to
@@ -12,6 +12,8 @@ pub mod ids;
 pub mod message;
 pub mod plan;
 pub mod records;
+pub mod report;
+pub mod socket;
 pub mod tier;
 pub mod verdict;
 

@@ -5,10 +5,11 @@
 //! is grouped into one user turn for Anthropic.
 
 use crate::ids::CallId;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// One message of a conversation.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
     /// What the user (or a host application) said.
@@ -71,7 +72,7 @@ impl Message {
 /// `arguments` is kept as the raw text the model produced, not parsed JSON: a truncated or
 /// malformed argument string must be stored and sent back exactly, and reported to the model as a
 /// `validation_error` rather than lost.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolCall {
     pub id: CallId,
     pub name: String,

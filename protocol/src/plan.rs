@@ -3,6 +3,7 @@
 //! unique, dependencies known, no cycle, a bounded size — so that executing it always ends.
 
 use crate::goal::Criterion;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,13 +11,13 @@ use std::collections::{BTreeMap, BTreeSet};
 const MAX_ID_LEN: usize = 32;
 
 /// A validated plan.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Plan {
     pub steps: Vec<Step>,
 }
 
 /// One step of a plan.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Step {
     /// Short, unique within the plan: letters, digits, `_` and `-`.
     pub id: String,
@@ -174,7 +175,7 @@ impl Plan {
 }
 
 /// What happened to a step, as `DirectorStep` events say.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepEvent {
     Started,

@@ -1,9 +1,12 @@
 //! Safety tiers: how much harm a tool call can do.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How much harm a call can do, from T0 (reads only) to T4 (critical).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 pub enum SafetyTier {
     /// Reads only; no effect outside the process.
     T0,

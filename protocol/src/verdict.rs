@@ -1,10 +1,11 @@
 //! The Judge's verdicts.
 
 use crate::goal::CriterionResult;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The Judge's decision about a goal-driven run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum Verdict {
     /// The goal is met: the run stops, status `completed`.
     Accept,
@@ -17,7 +18,7 @@ pub enum Verdict {
 }
 
 /// A verdict with its grounds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Judgement {
     pub verdict: Verdict,
     pub reason: String,

@@ -2,7 +2,9 @@
 
 use super::Shared;
 use crate::protocol::{
-    ErrorBody, ErrorCode, Method, Reply, Request, RunParams, MAX_FRAME_BYTES, PROTOCOL_VERSION,
+    AnswerParams, AnswerResult, CancelResult, ErrorBody, ErrorCode, HistoryMessage, HistoryResult,
+    InterruptResult, Method, Reply, Request, RunParams, ShutdownResult, StatusResult,
+    MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use crate::runtime::{RunOutcome, RunRequest, RuntimeError};
 use futures_util::StreamExt;
@@ -10,7 +12,6 @@ use ryvos_actors::ids::SessionId;
 use ryvos_actors::security::ApprovalError;
 use ryvos_actors::session::StartRunError;
 use ryvos_actors::EngineError;
-use serde_json::{json, Value};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
@@ -119,20 +120,11 @@ async fn answer(
     shared: &Shared,
 ) -> std::io::Result<()> {
     let id = request.id;
-    let result = match request.method() {
+    let reply = match request.method() {
         Err(error) => Err(error),
         Ok(Method::Run(params)) => return run(id, *params, write, shared).await,
-        Ok(Method::Status) => Ok(json!({
-            "pid": std::process::id(),
-            "version": env!("CARGO_PKG_VERSION"),
-            "protocol": PROTOCOL_VERSION,
-            "home": shared.config.home,
-            "socket": shared.socket,
-            "uptime_secs": shared.started.elapsed().as_secs(),
-            "sandbox": shared.runtime.engine().sandbox().describe(),
-            "sandbox_enforced": shared.runtime.engine().sandbox().unenforceable().is_none(),
-        })),
-        Ok(Method::Sessions) => {
+        Ok(Method::Status(_)) => Ok(Reply::result(id, &status(shared))),
+        Ok(Method::Sessions(_)) => {
             let store = shared.runtime.store();
             store
                 .sessions()
@@ -140,93 +132,119 @@ async fn answer(
                 .map_err(internal)
                 .map(|mut sessions| {
                     sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_at_ms));
-                    json!(sessions)
+                    Reply::result(id, &sessions)
                 })
         }
-        Ok(Method::History { session_id }) => {
-            let id = SessionId::new(session_id);
-            let store = shared.runtime.store();
-            let found = async {
-                let history = store.load_session(&id).await?;
-                let Some(record) = history.record else {
-                    return Ok(None);
-                };
-                let messages: Vec<Value> = history
-                    .messages
-                    .iter()
-                    .map(|m| json!({"seq": m.seq, "tokens": m.tokens, "message": &*m.message}))
-                    .collect();
-                let runs = store.session_runs(&id).await?;
-                let audit = store.audit(&id).await?;
-                Ok(Some(
-                    json!({"session": record, "messages": messages, "runs": runs, "audit": audit}),
-                ))
-            };
-            found.await.map_err(internal).and_then(|found| {
-                found.ok_or_else(|| ErrorBody::new(ErrorCode::NotFound, "no such session"))
-            })
-        }
-        Ok(Method::Cost) => match shared.runtime.cost_report().await {
-            Ok(report) => serde_json::to_value(report)
-                .map_err(|e| ErrorBody::new(ErrorCode::Internal, e.to_string())),
+        Ok(Method::History(params)) => history(&SessionId::new(params.session), shared)
+            .await
+            .map(|found| Reply::result(id, &found)),
+        Ok(Method::Cost(_)) => match shared.runtime.cost_report().await {
+            Ok(report) => Ok(Reply::result(id, &report)),
             Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
         },
-        Ok(Method::Approvals) => Ok(json!(shared.runtime.pending_approvals())),
-        Ok(Method::Interrupt { session_id }) => {
-            match shared.runtime.interrupt(&SessionId::new(session_id)).await {
-                Ok(true) => Ok(json!({"interrupting": true})),
-                Ok(false) => Err(ErrorBody::new(
-                    ErrorCode::NotFound,
-                    "that session has no run in flight",
-                )),
+        Ok(Method::Approvals(_)) => Ok(Reply::result(id, &shared.runtime.pending_approvals())),
+        Ok(Method::Interrupt(params)) => {
+            match shared
+                .runtime
+                .interrupt(&SessionId::new(params.session))
+                .await
+            {
+                Ok(true) => Ok(Reply::result(id, &InterruptResult { interrupting: true })),
+                Ok(false) => Err(no_run_in_flight()),
                 Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
             }
         }
-        Ok(Method::Cancel { session_id }) => {
-            match shared.runtime.cancel(&SessionId::new(session_id)).await {
-                Ok(true) => Ok(json!({"cancelled": true})),
-                Ok(false) => Err(ErrorBody::new(
-                    ErrorCode::NotFound,
-                    "that session has no run in flight",
-                )),
+        Ok(Method::Cancel(params)) => {
+            match shared.runtime.cancel(&SessionId::new(params.session)).await {
+                Ok(true) => Ok(Reply::result(id, &CancelResult { cancelled: true })),
+                Ok(false) => Err(no_run_in_flight()),
                 Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
             }
         }
-        Ok(Method::Answer(a)) => {
-            let by = if a.approved {
-                "ryvos approve"
-            } else {
-                "ryvos deny"
-            };
-            let answered = if a.approved && a.always {
-                shared.runtime.approve_always(&a.request_id, by).await
-            } else {
-                shared
-                    .runtime
-                    .answer_approval(&a.request_id, a.approved, a.reason, by)
-                    .await
-            };
-            match answered {
-                Ok(()) => Ok(json!({"request_id": a.request_id, "approved": a.approved})),
-                Err(e @ ApprovalError::NotStored(..)) => {
-                    Err(ErrorBody::new(ErrorCode::Internal, e.to_string()))
-                }
-                Err(e @ ApprovalError::AlreadyAnswered(_)) => {
-                    Err(ErrorBody::new(ErrorCode::BadRequest, e.to_string()))
-                }
-                Err(e) => Err(ErrorBody::new(ErrorCode::NotFound, e.to_string())),
-            }
-        }
-        Ok(Method::Shutdown) => {
+        Ok(Method::Answer { params, approved }) => answer_approval(params, approved, shared)
+            .await
+            .map(|answered| Reply::result(id, &answered)),
+        Ok(Method::Shutdown(_)) => {
             shared.shutdown.cancel();
-            Ok(json!({"stopping": true}))
+            Ok(Reply::result(id, &ShutdownResult { stopping: true }))
         }
     };
-    let reply = match result {
-        Ok(result) => Reply::Result { id, result },
-        Err(error) => Reply::Error { id, error },
-    };
+    let reply = reply.unwrap_or_else(|error| Reply::Error { id, error });
     send(write, &reply).await
+}
+
+fn status(shared: &Shared) -> StatusResult {
+    let sandbox = shared.runtime.engine().sandbox();
+    StatusResult {
+        pid: std::process::id(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        protocol: PROTOCOL_VERSION,
+        home: shared.config.home.display().to_string(),
+        socket: shared.socket.display().to_string(),
+        uptime_secs: shared.started.elapsed().as_secs(),
+        sandbox: sandbox.describe(),
+        sandbox_enforced: sandbox.unenforceable().is_none(),
+    }
+}
+
+async fn history(id: &SessionId, shared: &Shared) -> Result<HistoryResult, ErrorBody> {
+    let store = shared.runtime.store();
+    let history = store.load_session(id).await.map_err(internal)?;
+    let Some(session) = history.record else {
+        return Err(ErrorBody::new(ErrorCode::NotFound, "no such session"));
+    };
+    let messages = history
+        .messages
+        .iter()
+        .map(|m| HistoryMessage {
+            seq: m.seq,
+            tokens: m.tokens,
+            message: (*m.message).clone(),
+        })
+        .collect();
+    Ok(HistoryResult {
+        session,
+        messages,
+        runs: store.session_runs(id).await.map_err(internal)?,
+        audit: store.audit(id).await.map_err(internal)?,
+    })
+}
+
+async fn answer_approval(
+    params: AnswerParams,
+    approved: bool,
+    shared: &Shared,
+) -> Result<AnswerResult, ErrorBody> {
+    let by = if approved {
+        "ryvos approve"
+    } else {
+        "ryvos deny"
+    };
+    let answered = if approved && params.always {
+        shared.runtime.approve_always(&params.request_id, by).await
+    } else {
+        shared
+            .runtime
+            .answer_approval(&params.request_id, approved, params.reason, by)
+            .await
+    };
+    match answered {
+        Ok(()) => Ok(AnswerResult {
+            request_id: params.request_id,
+            approved,
+        }),
+        Err(e @ ApprovalError::NotStored(..)) => {
+            Err(ErrorBody::new(ErrorCode::Internal, e.to_string()))
+        }
+        Err(e @ ApprovalError::AlreadyAnswered(_)) => {
+            Err(ErrorBody::new(ErrorCode::BadRequest, e.to_string()))
+        }
+        Err(e) => Err(ErrorBody::new(ErrorCode::NotFound, e.to_string())),
+    }
+}
+
+fn no_run_in_flight() -> ErrorBody {
+    ErrorBody::new(ErrorCode::NotFound, "that session has no run in flight")
 }
 
 /// The answer to a request the store failed.
@@ -312,10 +330,7 @@ async fn run(
         ));
     }
     let reply = match outcome {
-        Some(o) => Reply::Result {
-            id,
-            result: outcome_json(&o),
-        },
+        Some(o) => Reply::result(id, &o),
         None => Reply::Error {
             id,
             error: ErrorBody::new(
@@ -345,14 +360,4 @@ fn run_error(e: RuntimeError) -> ErrorBody {
         | RuntimeError::BadRequest(_)) => ErrorBody::new(ErrorCode::BadRequest, e.to_string()),
         other => ErrorBody::new(ErrorCode::Internal, other.to_string()),
     }
-}
-
-/// The final result of a run, as the `run` method returns it.
-pub fn outcome_json(o: &RunOutcome) -> Value {
-    json!({
-        "session_id": o.session_id, "run_id": o.run_id, "status": o.status, "output": o.output,
-        "reason": o.reason, "turns": o.turns, "input_tokens": o.input_tokens,
-        "output_tokens": o.output_tokens, "cost_cents": o.cost_cents, "duration_ms": o.duration_ms,
-        "truncated": o.truncated,
-    })
 }

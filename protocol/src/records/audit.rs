@@ -2,10 +2,11 @@
 
 use crate::ids::{CallId, RunId, SessionId};
 use crate::tier::SafetyTier;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// One decision of the security gate.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AuditRecord {
     pub at_ms: u64,
     pub session_id: SessionId,
@@ -29,7 +30,7 @@ pub struct AuditRecord {
 }
 
 /// A person's answer to an approval request.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Answer {
     pub approved: bool,
     pub reason: Option<String>,
@@ -42,7 +43,7 @@ pub struct Answer {
 
 /// A request for a person's approval, as listed to people and kept in the store while its run
 /// is paused.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PendingApproval {
     pub request_id: String,
     pub session_id: SessionId,

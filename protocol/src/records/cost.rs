@@ -1,10 +1,11 @@
 //! What the cost ledger keeps.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Spending under one ledger key: `run:<id>`, `session:<id>`, `day:YYYY-MM-DD` or
 /// `month:YYYY-MM` (UTC).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CostTotals {
     /// Model calls recorded.
     pub calls: u64,

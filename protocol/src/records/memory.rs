@@ -1,10 +1,11 @@
 //! What agents remember across sessions.
 
 use crate::ids::SessionId;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Something an agent chose to remember (`memory_write`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MemoryEntry {
     pub id: String,
     pub content: String,

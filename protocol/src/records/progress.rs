@@ -5,11 +5,12 @@
 use crate::goal::Goal;
 use crate::ids::{RunId, SessionId};
 use crate::plan::Plan;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// A Director run's plan and progress (table `plans`, one per session).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PlanRecord {
     pub session_id: SessionId,
     /// Names this plan's step sessions, so a later plan on the session never continues an
@@ -29,7 +30,7 @@ pub struct PlanRecord {
 }
 
 /// One step's state.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StepProgress {
     pub state: StepState,
     /// Runs made for it so far.
@@ -42,7 +43,7 @@ pub struct StepProgress {
 }
 
 /// Where a step is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepState {
     #[default]

@@ -3,10 +3,11 @@
 use crate::event::RunStatus;
 use crate::goal::Goal;
 use crate::ids::{CallId, RunId, SessionId};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A session's summary.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionRecord {
     pub session_id: SessionId,
     pub created_at_ms: u64,
@@ -21,7 +22,7 @@ pub struct SessionRecord {
 }
 
 /// A run, from its start to its end.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunRecord {
     pub run_id: RunId,
     pub session_id: SessionId,
@@ -47,7 +48,7 @@ pub struct RunRecord {
 }
 
 /// A completed turn: the messages it added and what it cost.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TurnCheckpoint {
     pub run_id: RunId,
     /// The turn's number within its run, from 1.
@@ -65,7 +66,7 @@ pub struct TurnCheckpoint {
 
 /// A session's context window: the messages before `first_kept_seq` were pruned from what the
 /// model sees (they stay in the store), and `summary`, when there is one, stands for them.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Compaction {
     pub first_kept_seq: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -2,10 +2,11 @@
 
 use crate::ids::RunId;
 use crate::verdict::Judgement;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// One verdict of the Judge on a run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct VerdictRecord {
     pub run_id: RunId,
     /// Its place among the run's verdicts, from 1.

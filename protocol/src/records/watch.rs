@@ -2,10 +2,11 @@
 //! calls), stored with the turn that changed it so that a restarted Guardian goes on where it
 //! stood.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The Guardian's view of a run in flight.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunWatch {
     pub streak: Option<Streak>,
     /// Steps taken against the current streak: 1 hinted, 2 hinted strongly.
@@ -18,7 +19,7 @@ pub struct RunWatch {
 }
 
 /// The latest run of identical calls: the same tool, input and result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Streak {
     pub tool: String,
     /// The tool's name and canonical input, hashed.

@@ -5,7 +5,7 @@
 
 use ryvos::client::Client;
 use ryvos::engine::security::{Answer, Approvals};
-use serde_json::json;
+use ryvos::protocol::{AnswerParams, Approve, Deny};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -63,14 +63,24 @@ pub fn answer_remote(socket: PathBuf, request_id: String) {
         let Some(approved) = ask(request_id.clone()).await else {
             return;
         };
-        let method = if approved { "approve" } else { "deny" };
-        let params = json!({"request_id": request_id, "reason": answer(approved).reason});
+        let params = AnswerParams {
+            request_id: request_id.clone(),
+            reason: answer(approved).reason,
+            always: false,
+        };
         let answered = match Client::connect(&socket).await {
-            Ok(mut client) => match client.call(method, params).await {
-                Ok(Ok(_)) => Ok(()),
-                Ok(Err(e)) => Err(e.message),
-                Err(e) => Err(e.to_string()),
-            },
+            Ok(mut client) => {
+                let called = if approved {
+                    client.call::<Approve>(&params).await
+                } else {
+                    client.call::<Deny>(&params).await
+                };
+                match called {
+                    Ok(Ok(_)) => Ok(()),
+                    Ok(Err(e)) => Err(e.message),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
             Err(e) => Err(e.to_string()),
         };
         if let Err(e) = answered {

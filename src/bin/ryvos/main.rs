@@ -5,15 +5,18 @@
 //! the command failed; 2 bad usage or config; 3 the daemon was lost or could not be reached.
 
 mod inline_approval;
+mod print;
 mod render;
 
 use clap::{Parser, Subcommand};
 use render::Renderer;
 use ryvos::client::{Client, ClientError};
 use ryvos::config::Config;
-use ryvos::protocol::Reply;
+use ryvos::protocol::{
+    AnswerParams, Approvals, Approve, Call, Cancel, Cost, Deny, History, Interrupt, NoParams,
+    Reply, Run, RunParams, SessionParams, Sessions, Shutdown, Status,
+};
 use ryvos::{EventKind, RunRequest, RunStatus, Runtime, SessionId};
-use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -230,84 +233,44 @@ async fn dispatch(command: Command, config: Config) -> u8 {
                 }
             }
         }
-        Command::Status => {
-            simple(&socket, "status", json!({}), |v| {
-                println!(
-                    "ryvosd is running: pid {}, version {}, up {}s, home {}",
-                    v["pid"],
-                    v["version"].as_str().unwrap_or("?"),
-                    v["uptime_secs"],
-                    v["home"].as_str().unwrap_or("?")
-                );
-                println!("sandbox: {}", v["sandbox"].as_str().unwrap_or("?"));
-            })
-            .await
-        }
+        Command::Status => simple::<Status>(&socket, &NoParams {}, print::status).await,
         Command::Sessions => {
-            simple(&socket, "sessions", json!({}), |v| {
-                let sessions = v.as_array().cloned().unwrap_or_default();
-                if sessions.is_empty() {
-                    println!("no sessions yet");
-                }
-                for s in sessions {
-                    println!(
-                        "{}  {} messages  last run {}",
-                        s["session_id"].as_str().unwrap_or("?"),
-                        s["message_count"],
-                        s["last_run"].as_str().unwrap_or("-")
-                    );
-                }
-            })
-            .await
+            simple::<Sessions>(&socket, &NoParams {}, |s| print::sessions(s)).await
         }
         Command::History { id } => {
-            simple(&socket, "history", json!({"session": id}), print_history).await
+            simple::<History>(&socket, &SessionParams { session: id }, print::history).await
         }
-        Command::Cost => simple(&socket, "cost", json!({}), print_cost).await,
+        Command::Cost => simple::<Cost>(&socket, &NoParams {}, print::cost).await,
         Command::Interrupt { id } => {
-            simple(&socket, "interrupt", json!({"session": id}), |_| {
+            simple::<Interrupt>(&socket, &SessionParams { session: id }, |_| {
                 println!("interrupting: the run pauses after its current step")
             })
             .await
         }
         Command::Cancel { id } => {
-            simple(&socket, "cancel", json!({"session": id}), |_| {
+            simple::<Cancel>(&socket, &SessionParams { session: id }, |_| {
                 println!("cancelled")
             })
             .await
         }
         Command::Approvals => {
-            simple(&socket, "approvals", json!({}), |v| {
-                let pending = v.as_array().cloned().unwrap_or_default();
-                if pending.is_empty() {
-                    println!("no tool call is waiting for approval");
-                }
-                for p in pending {
-                    let state = match (p["paused"].as_bool(), p["answer"]["approved"].as_bool()) {
-                        (Some(true), Some(true)) => "  [run paused; approved, runs on resume]",
-                        (Some(true), Some(false)) => "  [run paused; denied]",
-                        (Some(true), None) => "  [run paused; asked again on resume]",
-                        _ => "",
-                    };
-                    println!(
-                        "{}  {} {}  {}  (session {}){state}",
-                        p["request_id"].as_str().unwrap_or("?"),
-                        p["tier"].as_str().unwrap_or("?"),
-                        p["tool"].as_str().unwrap_or("?"),
-                        p["input"],
-                        p["session_id"].as_str().unwrap_or("?")
-                    );
-                }
-            })
-            .await
+            simple::<Approvals>(&socket, &NoParams {}, |p| print::approvals(p)).await
         }
         Command::Approve { request_id, always } => {
-            let params = json!({"request_id": request_id, "always": always});
-            simple(&socket, "approve", params, |_| println!("approved")).await
+            let params = AnswerParams {
+                request_id,
+                reason: None,
+                always,
+            };
+            simple::<Approve>(&socket, &params, |_| println!("approved")).await
         }
         Command::Deny { request_id, reason } => {
-            let params = json!({"request_id": request_id, "reason": reason});
-            simple(&socket, "deny", params, |_| println!("denied")).await
+            let params = AnswerParams {
+                request_id,
+                reason,
+                always: false,
+            };
+            simple::<Deny>(&socket, &params, |_| println!("denied")).await
         }
         Command::Logs { id } => match ryvos::run_log::read(&config.logs_dir(), &id) {
             Ok(lines) => {
@@ -322,20 +285,16 @@ async fn dispatch(command: Command, config: Config) -> u8 {
             }
         },
         Command::Shutdown => {
-            simple(&socket, "shutdown", json!({}), |_| {
-                println!("ryvosd is stopping")
-            })
-            .await
+            simple::<Shutdown>(&socket, &NoParams {}, |_| println!("ryvosd is stopping")).await
         }
     }
 }
 
 /// Sends one request and prints its result.
-async fn simple(
+async fn simple<C: Call>(
     socket: &std::path::Path,
-    method: &str,
-    params: Value,
-    print: impl FnOnce(&Value),
+    params: &C::Params,
+    print: impl FnOnce(&C::Result),
 ) -> u8 {
     let mut client = match Client::connect(socket).await {
         Ok(c) => c,
@@ -344,7 +303,7 @@ async fn simple(
             return EXIT_DAEMON;
         }
     };
-    match client.call(method, params).await {
+    match client.call::<C>(params).await {
         Ok(Ok(result)) => {
             print(&result);
             0
@@ -357,91 +316,6 @@ async fn simple(
             eprintln!("ryvos: {e}");
             EXIT_DAEMON
         }
-    }
-}
-
-fn print_history(v: &Value) {
-    for m in v["messages"].as_array().into_iter().flatten() {
-        let message = &m["message"];
-        let role = message["role"].as_str().unwrap_or("?");
-        let text = message["content"].as_str().unwrap_or_default();
-        println!("[{}] {role}: {text}", m["seq"]);
-        for call in message["tool_calls"].as_array().into_iter().flatten() {
-            println!(
-                "      call {} {} {}",
-                call["id"].as_str().unwrap_or("?"),
-                call["name"].as_str().unwrap_or("?"),
-                call["arguments"].as_str().unwrap_or("")
-            );
-        }
-    }
-    for r in v["runs"].as_array().into_iter().flatten() {
-        println!(
-            "run {}: {} ({} turns)",
-            r["run_id"].as_str().unwrap_or("?"),
-            r["status"].as_str().unwrap_or("in flight"),
-            r["turns"]
-        );
-    }
-}
-
-/// `ryvos cost`: this month against the limits, then each day and each session.
-fn print_cost(v: &Value) {
-    let cents = |c: &Value| c.as_f64().unwrap_or(0.0);
-    let money = |c: f64| {
-        if c >= 1.0 || c == 0.0 {
-            format!("${:.2}", c / 100.0)
-        } else {
-            format!("${:.4}", c / 100.0)
-        }
-    };
-    let limit = |key: &str| match v[key].as_u64() {
-        Some(0) | None => "no limit".to_owned(),
-        Some(c) => money(c as f64),
-    };
-    let line = |s: &Value| {
-        format!(
-            "{:>10}  {:>5} calls  {} in / {} out tokens",
-            money(cents(&s["cost_cents"])),
-            s["calls"],
-            s["input_tokens"],
-            s["output_tokens"]
-        )
-    };
-    let month = &v["month"];
-    println!(
-        "this month ({}, UTC): {} spent; monthly limit {}, warning at {}; per-run limit {}",
-        month["key"].as_str().unwrap_or("?"),
-        money(cents(&month["cost_cents"])),
-        limit("monthly_limit_cents"),
-        limit("warning_threshold_cents"),
-        limit("per_run_limit_cents"),
-    );
-    if let Some(until) = v["refused_until"].as_str() {
-        println!("  the monthly limit is reached: new runs are refused until {until} (UTC)");
-    }
-    println!("by day:");
-    for day in v["days"].as_array().into_iter().flatten() {
-        println!("  {}  {}", day["key"].as_str().unwrap_or("?"), line(day));
-    }
-    println!("by session (all time, most spent first):");
-    for session in v["sessions"].as_array().into_iter().flatten() {
-        println!(
-            "  {:<28}  {}",
-            session["key"].as_str().unwrap_or("?"),
-            line(session)
-        );
-    }
-    let listed = v["sessions"].as_array().map_or(0, Vec::len) as u64;
-    let total = v["session_count"].as_u64().unwrap_or(0);
-    if total > listed {
-        println!("  … and {} more", total - listed);
-    }
-    if month["estimated_calls"].as_u64().unwrap_or(0) > 0 {
-        println!(
-            "{} call(s) this month had no usage from the server; their tokens were estimated",
-            month["estimated_calls"]
-        );
     }
 }
 
@@ -499,12 +373,18 @@ async fn run_remote(mut client: Client, run: Remote) -> u8 {
     } = run;
     let inline = inline_approval::wanted(json_out);
     let cwd = std::env::current_dir().ok();
-    let params = json!({"prompt": prompt, "workspace": workspace, "cwd": cwd,
-                        "session": session, "resume": resume, "goal": goal,
-                        "director": director});
+    let params = RunParams {
+        prompt,
+        session,
+        resume,
+        workspace: workspace.display().to_string(),
+        cwd: cwd.map(|c| c.display().to_string()),
+        goal,
+        director,
+    };
     let mut renderer = Renderer::new(json_out);
     let mut session_seen: Option<String> = None;
-    if let Err(e) = client.send("run", params).await {
+    if let Err(e) = client.send::<Run>(&params).await {
         eprintln!("ryvos: {e}");
         return EXIT_DAEMON;
     }
@@ -520,14 +400,19 @@ async fn run_remote(mut client: Client, run: Remote) -> u8 {
                 }
             }
             Ok(Reply::Result { result, .. }) => {
-                let status: RunStatus =
-                    serde_json::from_value(result["status"].clone()).unwrap_or(RunStatus::Failed);
+                let outcome = match Client::read::<Run>(result) {
+                    Ok(outcome) => outcome,
+                    Err(e) => {
+                        eprintln!("ryvos: {e}");
+                        return EXIT_DAEMON;
+                    }
+                };
                 renderer.finish(
-                    status,
-                    result["reason"].as_str(),
-                    result["session_id"].as_str().unwrap_or("?"),
+                    outcome.status,
+                    outcome.reason.as_deref(),
+                    outcome.session_id.as_str(),
                 );
-                return exit_for(status);
+                return exit_for(outcome.status);
             }
             Ok(Reply::Error { error, .. }) => {
                 eprintln!("ryvos: {}", error.message);

@@ -1,0 +1,183 @@
+//! Every method of the socket protocol: its parameters, its result, and the [`Call`] that
+//! pairs them under the method's name.
+
+use super::Call;
+use crate::event::RunOutcome;
+use crate::goal::Goal;
+use crate::message::Message;
+use crate::records::{AuditRecord, PendingApproval, RunRecord, SessionRecord};
+use crate::report::CostReport;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The parameters of a method that takes none: `{}`, or left out.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
+/// `run`'s parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunParams {
+    /// Empty continues the session given by `resume` without a new prompt.
+    pub prompt: String,
+    /// Use (or create) this session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Continue this session, which must exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<String>,
+    /// The directory the file tools work in (absolute, on the daemon's machine).
+    pub workspace: String,
+    /// The client's current directory: context files found there come first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Makes the run goal-driven.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<Goal>,
+    /// Runs as a Director: a planned graph of steps.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub director: bool,
+}
+
+impl RunParams {
+    /// A run of `prompt` in `workspace`, every option left out.
+    pub fn new(prompt: impl Into<String>, workspace: impl Into<String>) -> Self {
+        Self {
+            prompt: prompt.into(),
+            session: None,
+            resume: None,
+            workspace: workspace.into(),
+            cwd: None,
+            goal: None,
+            director: false,
+        }
+    }
+}
+
+/// The parameters of a method about one session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionParams {
+    pub session: String,
+}
+
+/// `approve`'s and `deny`'s parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerParams {
+    pub request_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// With `approve`: the same call needs no approval again in this session (never T4).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub always: bool,
+}
+
+/// `status`'s result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StatusResult {
+    pub pid: u32,
+    pub version: String,
+    pub protocol: u32,
+    pub home: String,
+    pub socket: String,
+    pub uptime_secs: u64,
+    /// How commands are confined, or why they cannot be.
+    pub sandbox: String,
+    /// False when commands cannot be confined: then every command is refused.
+    pub sandbox_enforced: bool,
+}
+
+/// A stored message, as `history` lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HistoryMessage {
+    pub seq: u64,
+    pub tokens: u32,
+    pub message: Message,
+}
+
+/// `history`'s result: everything stored about a session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HistoryResult {
+    pub session: SessionRecord,
+    pub messages: Vec<HistoryMessage>,
+    /// Oldest first; a run whose `status` is `null` is in flight.
+    pub runs: Vec<RunRecord>,
+    /// Every decision of the security gate, oldest first.
+    pub audit: Vec<AuditRecord>,
+}
+
+/// `approve`'s and `deny`'s result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AnswerResult {
+    pub request_id: String,
+    pub approved: bool,
+}
+
+/// `interrupt`'s result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InterruptResult {
+    pub interrupting: bool,
+}
+
+/// `cancel`'s result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CancelResult {
+    pub cancelled: bool,
+}
+
+/// `shutdown`'s result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ShutdownResult {
+    pub stopping: bool,
+}
+
+macro_rules! calls {
+    ($($(#[$doc:meta])* $name:ident = $method:literal: $params:ty => $result:ty;)*) => {
+        $(
+            $(#[$doc])*
+            pub struct $name;
+
+            impl Call for $name {
+                const METHOD: &'static str = $method;
+                type Params = $params;
+                type Result = $result;
+            }
+        )*
+
+        /// Each method's name with its parameters' and result's JSON Schemas.
+        pub(super) fn each_call() -> Vec<(&'static str, schemars::Schema, schemars::Schema)> {
+            vec![$((
+                $method,
+                schemars::schema_for!($params),
+                schemars::schema_for!($result),
+            )),*]
+        }
+    };
+}
+
+calls! {
+    /// Starts a run and streams its events; the result is how it ended.
+    Run = "run": RunParams => RunOutcome;
+    /// The daemon's process, version and sandbox.
+    Status = "status": NoParams => StatusResult;
+    /// Every session, most recently updated first.
+    Sessions = "sessions": NoParams => Vec<SessionRecord>;
+    /// Everything stored about one session.
+    History = "history": SessionParams => HistoryResult;
+    /// Spending this month against the limits.
+    Cost = "cost": NoParams => CostReport;
+    /// The tool calls waiting for a person's approval, oldest first.
+    Approvals = "approvals": NoParams => Vec<PendingApproval>;
+    /// Approves a waiting call.
+    Approve = "approve": AnswerParams => AnswerResult;
+    /// Denies a waiting call.
+    Deny = "deny": AnswerParams => AnswerResult;
+    /// Pauses a session's run in flight after its current step.
+    Interrupt = "interrupt": SessionParams => InterruptResult;
+    /// Stops a session's run in flight for good.
+    Cancel = "cancel": SessionParams => CancelResult;
+    /// Stops the daemon; runs in flight pause once their turns are durable.
+    Shutdown = "shutdown": NoParams => ShutdownResult;
+}

@@ -1,0 +1,213 @@
+//! The socket protocol between `ryvos` (or any client) and `ryvosd`: JSON lines.
+//!
+//! A client writes one request per line: `{"id": N, "method": "...", "params": {...}}`. The
+//! daemon answers with zero or more event lines `{"id": N, "event": {...}}` and one final line,
+//! `{"id": N, "result": {...}}` or `{"id": N, "error": {"code": "...", "message": "..."}}`.
+//! A frame that is not valid JSON, not a request, or longer than [`MAX_FRAME_BYTES`] gets an
+//! error line (id 0 when none could be read) and the connection is closed.
+//!
+//! Every method is a [`Call`]: its name, its parameters and its result, as types. The daemon
+//! reads the parameters and writes the result through them, clients read the result through
+//! them, and [`schema`] derives the protocol's JSON Schema from them.
+
+mod calls;
+mod schema;
+
+pub use calls::*;
+pub use schema::schema;
+
+use crate::event::Event;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The longest line either side may send.
+pub const MAX_FRAME_BYTES: usize = 1024 * 1024;
+
+/// The protocol's version, reported by `status`.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A method: its name on the wire, what it takes and what it answers.
+pub trait Call {
+    const METHOD: &'static str;
+    type Params: Serialize + DeserializeOwned + JsonSchema;
+    type Result: Serialize + DeserializeOwned + JsonSchema;
+}
+
+/// A request line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    pub id: u64,
+    pub method: String,
+    /// May be left out (or `null`) for a method without parameters.
+    #[serde(default)]
+    pub params: Value,
+}
+
+impl Request {
+    /// A request of `C` with `params`.
+    pub fn of<C: Call>(id: u64, params: &C::Params) -> Result<Request, serde_json::Error> {
+        Ok(Request {
+            id,
+            method: C::METHOD.to_owned(),
+            params: serde_json::to_value(params)?,
+        })
+    }
+
+    /// Reads one frame (a line, without its newline) as a request. A frame that is not one is
+    /// answered with this error, under the id it gave if it gave one; the connection closes.
+    pub fn decode(line: &str) -> Result<Request, (u64, ErrorBody)> {
+        serde_json::from_str(line).map_err(|e| {
+            let id = serde_json::from_str::<Value>(line)
+                .ok()
+                .and_then(|v| v["id"].as_u64())
+                .unwrap_or(0);
+            let message = format!(
+                "not a request ({e}); send one JSON object per line: {{\"id\": N, \"method\": \"...\", \"params\": {{...}}}}; the connection is closed"
+            );
+            (id, ErrorBody::new(ErrorCode::BadFrame, message))
+        })
+    }
+
+    /// The parameters, read as `C`'s: unknown ones are an error naming them.
+    pub fn params<C: Call>(&self) -> Result<C::Params, ErrorBody> {
+        let params = if self.params.is_null() {
+            Value::Object(Default::default())
+        } else {
+            self.params.clone()
+        };
+        serde_json::from_value(params).map_err(|e| {
+            ErrorBody::new(
+                ErrorCode::BadRequest,
+                format!("params of {}: {e}", C::METHOD),
+            )
+        })
+    }
+
+    /// The method, with its parameters checked.
+    pub fn method(&self) -> Result<Method, ErrorBody> {
+        Ok(match self.method.as_str() {
+            Run::METHOD => Method::Run(Box::new(self.params::<Run>()?)),
+            Status::METHOD => Method::Status(self.params::<Status>()?),
+            Sessions::METHOD => Method::Sessions(self.params::<Sessions>()?),
+            History::METHOD => Method::History(self.params::<History>()?),
+            Cost::METHOD => Method::Cost(self.params::<Cost>()?),
+            Approvals::METHOD => Method::Approvals(self.params::<Approvals>()?),
+            Approve::METHOD => Method::Answer {
+                params: self.params::<Approve>()?,
+                approved: true,
+            },
+            Deny::METHOD => Method::Answer {
+                params: self.params::<Deny>()?,
+                approved: false,
+            },
+            Interrupt::METHOD => Method::Interrupt(self.params::<Interrupt>()?),
+            Cancel::METHOD => Method::Cancel(self.params::<Cancel>()?),
+            Shutdown::METHOD => Method::Shutdown(self.params::<Shutdown>()?),
+            other => {
+                return Err(ErrorBody::new(
+                    ErrorCode::UnknownMethod,
+                    format!(
+                        "unknown method '{other}'; the methods are {}",
+                        METHODS.join(", ")
+                    ),
+                ))
+            }
+        })
+    }
+}
+
+/// Every method's name, in the order the documentation gives them.
+pub const METHODS: &[&str] = &[
+    Run::METHOD,
+    Status::METHOD,
+    Sessions::METHOD,
+    History::METHOD,
+    Cost::METHOD,
+    Approvals::METHOD,
+    Approve::METHOD,
+    Deny::METHOD,
+    Interrupt::METHOD,
+    Cancel::METHOD,
+    Shutdown::METHOD,
+];
+
+/// A request's method with its parameters, as the daemon dispatches it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Method {
+    Run(Box<RunParams>),
+    Status(NoParams),
+    Sessions(NoParams),
+    History(SessionParams),
+    Cost(NoParams),
+    Approvals(NoParams),
+    /// `approve` or `deny`.
+    Answer {
+        params: AnswerParams,
+        approved: bool,
+    },
+    Interrupt(SessionParams),
+    Cancel(SessionParams),
+    Shutdown(NoParams),
+}
+
+/// What a daemon line carries.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Reply {
+    Event { id: u64, event: Event },
+    Result { id: u64, result: Value },
+    Error { id: u64, error: ErrorBody },
+}
+
+impl Reply {
+    /// The final line answering request `id` with `result`.
+    pub fn result<T: Serialize>(id: u64, result: &T) -> Reply {
+        match serde_json::to_value(result) {
+            Ok(result) => Reply::Result { id, result },
+            Err(e) => Reply::Error {
+                id,
+                error: ErrorBody::new(ErrorCode::Internal, format!("encoding the result: {e}")),
+            },
+        }
+    }
+}
+
+/// An error answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorBody {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl ErrorBody {
+    /// An error of `code`.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// What kind of error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The frame was not a request (bad JSON, missing fields, too long). The connection closes.
+    BadFrame,
+    /// The request's parameters are wrong.
+    BadRequest,
+    UnknownMethod,
+    /// Too many runs in flight, or the session has one; try again later.
+    Busy,
+    NotFound,
+    ShuttingDown,
+    PermissionDenied,
+    Internal,
+}
+
+#[cfg(test)]
+mod tests;

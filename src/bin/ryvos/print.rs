@@ -1,0 +1,122 @@
+//! How `ryvos` prints the daemon's answers: each from its typed result.
+
+use ryvos::protocol::{HistoryResult, StatusResult};
+use ryvos_protocol::records::{PendingApproval, SessionRecord};
+use ryvos_protocol::report::{CostReport, Spend};
+use ryvos_protocol::Message;
+
+pub fn status(s: &StatusResult) {
+    println!(
+        "ryvosd is running: pid {}, version {}, up {}s, home {}",
+        s.pid, s.version, s.uptime_secs, s.home
+    );
+    println!("sandbox: {}", s.sandbox);
+}
+
+pub fn sessions(sessions: &[SessionRecord]) {
+    if sessions.is_empty() {
+        println!("no sessions yet");
+    }
+    for s in sessions {
+        let last_run = s.last_run.as_ref().map_or("-", |r| r.as_str());
+        println!(
+            "{}  {} messages  last run {last_run}",
+            s.session_id, s.message_count
+        );
+    }
+}
+
+pub fn approvals(pending: &[PendingApproval]) {
+    if pending.is_empty() {
+        println!("no tool call is waiting for approval");
+    }
+    for p in pending {
+        let state = match (p.paused, p.answer.as_ref().map(|a| a.approved)) {
+            (true, Some(true)) => "  [run paused; approved, runs on resume]",
+            (true, Some(false)) => "  [run paused; denied]",
+            (true, None) => "  [run paused; asked again on resume]",
+            (false, _) => "",
+        };
+        println!(
+            "{}  {:?} {}  {}  (session {}){state}",
+            p.request_id, p.tier, p.tool, p.input, p.session_id
+        );
+    }
+}
+
+pub fn history(h: &HistoryResult) {
+    for m in &h.messages {
+        let (role, text) = match &m.message {
+            Message::User { content } => ("user", content.as_str()),
+            Message::Assistant { content, .. } => ("assistant", content.as_str()),
+            Message::ToolResult { content, .. } => ("tool_result", content.as_str()),
+            Message::System { content } => ("system", content.as_str()),
+        };
+        println!("[{}] {role}: {text}", m.seq);
+        for call in m.message.tool_calls() {
+            println!("      call {} {} {}", call.id, call.name, call.arguments);
+        }
+    }
+    for r in &h.runs {
+        let status = r.status.map_or("in flight", |s| s.as_str());
+        println!("run {}: {status} ({} turns)", r.run_id, r.turns);
+    }
+}
+
+/// Cents as dollars: two decimals, four below one cent.
+fn money(cents: f64) -> String {
+    if cents >= 1.0 || cents == 0.0 {
+        format!("${:.2}", cents / 100.0)
+    } else {
+        format!("${:.4}", cents / 100.0)
+    }
+}
+
+fn limit(cents: u64) -> String {
+    match cents {
+        0 => "no limit".to_owned(),
+        c => money(c as f64),
+    }
+}
+
+fn spend(s: &Spend) -> String {
+    format!(
+        "{:>10}  {:>5} calls  {} in / {} out tokens",
+        money(s.cost_cents),
+        s.calls,
+        s.input_tokens,
+        s.output_tokens
+    )
+}
+
+/// `ryvos cost`: this month against the limits, then each day and each session.
+pub fn cost(r: &CostReport) {
+    println!(
+        "this month ({}, UTC): {} spent; monthly limit {}, warning at {}; per-run limit {}",
+        r.month.key,
+        money(r.month.cost_cents),
+        limit(r.monthly_limit_cents),
+        limit(r.warning_threshold_cents),
+        limit(r.per_run_limit_cents),
+    );
+    if let Some(until) = &r.refused_until {
+        println!("  the monthly limit is reached: new runs are refused until {until} (UTC)");
+    }
+    println!("by day:");
+    for day in &r.days {
+        println!("  {}  {}", day.key, spend(day));
+    }
+    println!("by session (all time, most spent first):");
+    for session in &r.sessions {
+        println!("  {:<28}  {}", session.key, spend(session));
+    }
+    if r.session_count > r.sessions.len() {
+        println!("  … and {} more", r.session_count - r.sessions.len());
+    }
+    if r.month.estimated_calls > 0 {
+        println!(
+            "{} call(s) this month had no usage from the server; their tokens were estimated",
+            r.month.estimated_calls
+        );
+    }
+}

@@ -1,0 +1,300 @@
+//! docs/protocol.md against the protocol's types: the checked-in schema is what the types
+//! generate, every example line in the document is valid against it, and a real `ryvosd`
+//! answers every documented request with lines valid against it.
+
+mod common;
+
+use common::home::{Home, WAIT};
+use ryvos::protocol::{schema, METHODS};
+use ryvos_testkit::{Reply, ScriptedModelServer};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::Path;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+
+fn docs() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/docs"))
+}
+
+/// The JSON lines of each code block of docs/protocol.md (other lines, like a shell prompt or
+/// the example of a bad frame, are left out).
+fn documented_blocks() -> Vec<Vec<Value>> {
+    let text = std::fs::read_to_string(docs().join("protocol.md")).unwrap();
+    let mut blocks = Vec::new();
+    let mut current: Option<Vec<Value>> = None;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            match current.take() {
+                Some(block) => blocks.push(block),
+                None => current = Some(Vec::new()),
+            }
+            continue;
+        }
+        if let Some(block) = current.as_mut() {
+            if let Ok(value @ Value::Object(_)) = serde_json::from_str(line) {
+                block.push(value);
+            }
+        }
+    }
+    blocks.retain(|b| !b.is_empty());
+    blocks
+}
+
+/// The schemas, compiled: what each line of the protocol must be.
+struct Schemas {
+    request: jsonschema::Validator,
+    params: HashMap<String, jsonschema::Validator>,
+    result: HashMap<String, jsonschema::Validator>,
+    event: jsonschema::Validator,
+    error: jsonschema::Validator,
+}
+
+impl Schemas {
+    fn new() -> Self {
+        let schema = schema();
+        let compile = |s: &Value| jsonschema::validator_for(s).expect("a valid JSON Schema");
+        let methods = schema["methods"].as_object().unwrap();
+        Self {
+            request: compile(&schema["request"]),
+            params: methods
+                .iter()
+                .map(|(m, s)| (m.clone(), compile(&s["params"])))
+                .collect(),
+            result: methods
+                .iter()
+                .map(|(m, s)| (m.clone(), compile(&s["result"])))
+                .collect(),
+            event: compile(&schema["event"]),
+            error: compile(&schema["error"]),
+        }
+    }
+
+    /// Why `request` is not a valid request, if it is not.
+    fn check_request(&self, request: &Value) -> Result<(), String> {
+        check(&self.request, request, "request")?;
+        let method = request["method"].as_str().unwrap_or_default();
+        let params = match &request["params"] {
+            Value::Null => serde_json::json!({}),
+            p => p.clone(),
+        };
+        let schema = self
+            .params
+            .get(method)
+            .ok_or(format!("no method {method}"))?;
+        check(schema, &params, &format!("params of {method}"))
+    }
+
+    /// Why `line`, an answer to a request of `method`, is not valid, if it is not.
+    fn check_answer(&self, method: &str, line: &Value) -> Result<(), String> {
+        if let Some(event) = line.get("event") {
+            check(&self.event, event, "event")
+        } else if let Some(error) = line.get("error") {
+            check(&self.error, error, "error")
+        } else if let Some(result) = line.get("result") {
+            let schema = self
+                .result
+                .get(method)
+                .ok_or(format!("no method {method}"))?;
+            check(schema, result, &format!("result of {method}"))
+        } else {
+            Err(format!("not an answer: {line}"))
+        }
+    }
+}
+
+fn check(schema: &jsonschema::Validator, value: &Value, what: &str) -> Result<(), String> {
+    let errors: Vec<String> = schema
+        .iter_errors(value)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{what} {value}: {}", errors.join("; ")))
+    }
+}
+
+#[test]
+fn the_schema_file_is_what_the_types_generate() {
+    let path = docs().join("protocol.schema.json");
+    let generated = serde_json::to_string_pretty(&schema()).unwrap() + "\n";
+    if std::env::var_os("RYVOS_WRITE_SCHEMA").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let stored = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        stored == generated,
+        "docs/protocol.schema.json is not what the protocol's types generate; after changing \
+         them, run `RYVOS_WRITE_SCHEMA=1 cargo test --test protocol` and commit the file"
+    );
+}
+
+#[test]
+fn every_documented_line_is_valid_against_the_schema() {
+    let schemas = Schemas::new();
+    let mut documented = Vec::new();
+    for block in documented_blocks() {
+        let mut methods: HashMap<u64, String> = HashMap::new();
+        for line in &block {
+            if let Some(method) = line["method"].as_str() {
+                schemas.check_request(line).unwrap();
+                methods.insert(line["id"].as_u64().unwrap(), method.to_owned());
+                documented.push(method.to_owned());
+            } else {
+                let id = line["id"].as_u64().unwrap();
+                let method = methods.get(&id).map_or("", String::as_str);
+                schemas.check_answer(method, line).unwrap();
+            }
+        }
+    }
+    for method in METHODS {
+        assert!(
+            documented.iter().any(|d| d == method),
+            "docs/protocol.md has no example request of `{method}`"
+        );
+    }
+}
+
+/// One connection to the daemon.
+struct Connection {
+    lines: tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
+    write: tokio::net::unix::OwnedWriteHalf,
+}
+
+impl Connection {
+    async fn open(home: &Home) -> Self {
+        let (read, write) = UnixStream::connect(home.socket())
+            .await
+            .unwrap()
+            .into_split();
+        Self {
+            lines: BufReader::new(read).lines(),
+            write,
+        }
+    }
+
+    /// Sends `line` and reads the answer up to its final line.
+    async fn ask(&mut self, line: &str) -> Vec<Value> {
+        self.write
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        loop {
+            let next = tokio::time::timeout(WAIT, self.lines.next_line())
+                .await
+                .expect("the daemon answers")
+                .unwrap()
+                .expect("the daemon sends the final line before closing");
+            let value: Value = serde_json::from_str(&next).unwrap();
+            let last = value.get("event").is_none();
+            answer.push(value);
+            if last {
+                return answer;
+            }
+        }
+    }
+}
+
+/// Methods that answer the same whatever else is going on: a documented result of theirs must
+/// be a result from the daemon too. (`approve`, `deny`, `interrupt` and `cancel` answer
+/// `not_found` unless a call waits or a run is in flight; for them only the shape is checked.)
+const ANSWER_AS_DOCUMENTED: &[&str] = &[
+    "run",
+    "status",
+    "sessions",
+    "history",
+    "cost",
+    "approvals",
+    "shutdown",
+];
+
+#[tokio::test]
+async fn a_real_daemon_answers_every_documented_request_as_the_schema_says() {
+    let server = ScriptedModelServer::start([
+        Reply::text(&["hello"]),
+        Reply::tool_calls(&[("call_1", "read", r#"{"path":"notes.md"}"#)]),
+        Reply::text(&["It holds ", "one heading."]),
+    ])
+    .await;
+    let home = Home::new(&server, "");
+    std::fs::write(home.workspace.path().join("notes.md"), "# Notes\n").unwrap();
+    let mut daemon = home.daemon().await;
+    let schemas = Schemas::new();
+    let workspace = home.workspace.path().display().to_string();
+    let mut session: Option<String> = None;
+    let mut shutdowns = Vec::new();
+    let mut conn = Connection::open(&home).await;
+    for block in documented_blocks() {
+        let documented: HashMap<u64, &Value> = block
+            .iter()
+            .filter(|l| l.get("method").is_none())
+            .filter(|l| l.get("event").is_none())
+            .map(|l| (l["id"].as_u64().unwrap(), l))
+            .collect();
+        for request in block.iter().filter(|l| l.get("method").is_some()) {
+            let method = request["method"].as_str().unwrap().to_owned();
+            let mut line = request.to_string().replace("/home/me/project", &workspace);
+            if let Some(session) = &session {
+                line = line.replace("s_01k…", session.as_str());
+            }
+            if method == "shutdown" {
+                shutdowns.push(line);
+                continue;
+            }
+            let answer = conn.ask(&line).await;
+            for answered in &answer {
+                schemas
+                    .check_answer(&method, answered)
+                    .unwrap_or_else(|e| panic!("{line} was answered with {e}"));
+            }
+            let last = answer.last().unwrap();
+            if method == "run" {
+                session.get_or_insert_with(|| {
+                    last["result"]["session_id"].as_str().unwrap().to_owned()
+                });
+            }
+            let id = request["id"].as_u64().unwrap();
+            if let Some(expected) = documented.get(&id) {
+                if ANSWER_AS_DOCUMENTED.contains(&method.as_str()) {
+                    assert_eq!(
+                        expected.get("result").is_some(),
+                        last.get("result").is_some(),
+                        "{line}: documented {expected}, answered {last}"
+                    );
+                }
+                if let Some(code) = expected["error"]["code"].as_str() {
+                    assert_eq!(last["error"]["code"], code, "{line}: answered {last}");
+                }
+            }
+        }
+    }
+    // Every method refuses a parameter it does not know, naming it.
+    for (n, method) in METHODS.iter().enumerate() {
+        let line = format!(
+            r#"{{"id": {}, "method": "{method}", "params": {{"surprise": 1}}}}"#,
+            100 + n
+        );
+        let answer = conn.ask(&line).await;
+        assert_eq!(answer.len(), 1, "{line}: {answer:?}");
+        assert_eq!(
+            answer[0]["error"]["code"], "bad_request",
+            "{line}: {answer:?}"
+        );
+        let message = answer[0]["error"]["message"].as_str().unwrap();
+        assert!(message.contains("surprise"), "{line}: {message}");
+    }
+    // The documented bad frame closes its connection with a `bad_frame` error.
+    let bad = Connection::open(&home).await.ask("this is not json").await;
+    assert_eq!(bad[0]["error"]["code"], "bad_frame");
+    schemas.check_answer("", &bad[0]).unwrap();
+    assert!(!shutdowns.is_empty(), "shutdown is documented");
+    let answer = conn.ask(&shutdowns[0]).await;
+    schemas.check_answer("shutdown", &answer[0]).unwrap();
+    assert!(answer[0].get("result").is_some(), "{answer:?}");
+    tokio::time::timeout(WAIT, daemon.wait())
+        .await
+        .expect("the daemon stops")
+        .unwrap();
+}
