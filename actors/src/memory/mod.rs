@@ -157,11 +157,56 @@ async fn hybrid_search(
     store: &Store,
     query: &str,
     query_vector: Option<&[f32]>,
-    (keyword_weight, vector_weight): (f64, f64),
+    weights: (f64, f64),
     k: usize,
     floor: f64,
 ) -> Result<Vec<Hit>, StoreError> {
     let keyword = store.keyword_scores(query).await?;
+    let with_vectors = match query_vector {
+        Some(_) => store.memories_with_vectors().await?,
+        None => Vec::new(),
+    };
+    let query_vector = query_vector.map(<[f32]>::to_vec);
+    // Comparing with every stored vector is work that grows with the collection: it runs off
+    // the async workers.
+    let ranked = tokio::task::spawn_blocking(move || {
+        rank(
+            keyword,
+            with_vectors,
+            query_vector.as_deref(),
+            weights,
+            k,
+            floor,
+        )
+    })
+    .await
+    .map_err(|e| StoreError::from_cause("ranking memories", e))?;
+    let mut hits = Vec::with_capacity(ranked.len());
+    for (id, (score, entry)) in ranked {
+        let entry = match entry {
+            Some(e) => Some(e),
+            None => store.memory(&id).await?,
+        };
+        if let Some(entry) = entry {
+            hits.push(Hit { entry, score });
+        }
+    }
+    Ok(hits)
+}
+
+/// Memory ids with their score, and their entry when it was read already.
+type Ranked = Vec<(String, (f64, Option<MemoryEntry>))>;
+
+/// The `k` best of the memories scored by `keyword` and, with a query vector, by similarity
+/// to `with_vectors`' vectors; none under `floor`.
+fn rank(
+    keyword: HashMap<String, f64>,
+    with_vectors: Vec<MemoryEntry>,
+    query_vector: Option<&[f32]>,
+    (keyword_weight, vector_weight): (f64, f64),
+    k: usize,
+    floor: f64,
+) -> Ranked {
     let mut scored: HashMap<String, (f64, Option<MemoryEntry>)> = HashMap::new();
     match query_vector {
         None => {
@@ -170,7 +215,7 @@ async fn hybrid_search(
             }
         }
         Some(q) => {
-            for entry in store.memories_with_vectors().await? {
+            for entry in with_vectors {
                 let vector = entry.embedding.as_deref().unwrap_or_default();
                 let s = vector_weight * similarity(q, vector)
                     + keyword_weight * keyword.get(&entry.id).copied().unwrap_or(0.0);
@@ -185,21 +230,11 @@ async fn hybrid_search(
             }
         }
     }
-    let mut ranked: Vec<(String, (f64, Option<MemoryEntry>))> = scored
+    let mut ranked: Ranked = scored
         .into_iter()
         .filter(|(_, (s, _))| *s >= floor)
         .collect();
     ranked.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0).then_with(|| a.0.cmp(&b.0)));
     ranked.truncate(k);
-    let mut hits = Vec::with_capacity(ranked.len());
-    for (id, (score, entry)) in ranked {
-        let entry = match entry {
-            Some(e) => Some(e),
-            None => store.memory(&id).await?,
-        };
-        if let Some(entry) = entry {
-            hits.push(Hit { entry, score });
-        }
-    }
-    Ok(hits)
+    ranked
 }

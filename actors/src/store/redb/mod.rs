@@ -29,8 +29,9 @@ use tables::{
 const FIRST: &str = "";
 const PAST_LAST: &str = "\u{10FFFF}";
 
-/// The redb database. Reads run on tokio's blocking threads (a long history is read from disk
-/// without holding up an async worker); writes run where they are called, on the writer thread.
+/// The redb database. Reads that scan (a history, a list) run on tokio's blocking threads, so
+/// a long one never holds up an async worker; a lookup of one key runs where it is called,
+/// as it costs less than the hop. Writes run where they are called, on the writer thread.
 #[derive(Clone)]
 pub struct RedbStore {
     db: Arc<Database>,
@@ -113,8 +114,7 @@ impl Storage for RedbStore {
     }
 
     async fn next_seqs(&self, ids: &[SessionId]) -> Result<HashMap<SessionId, u64>, StoreError> {
-        let ids = ids.to_owned();
-        self.off_workers(move |s| s.read_next_seqs(&ids)).await
+        self.read_next_seqs(ids)
     }
 
     async fn load_session(&self, id: &SessionId) -> Result<SessionHistory, StoreError> {
@@ -128,8 +128,7 @@ impl Storage for RedbStore {
     }
 
     async fn session_record(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
-        let id = id.to_owned();
-        self.off_workers(move |s| s.read_session_record(&id)).await
+        self.read_session_record(id)
     }
 
     async fn session_runs(&self, id: &SessionId) -> Result<Vec<RunRecord>, StoreError> {
@@ -147,8 +146,7 @@ impl Storage for RedbStore {
     }
 
     async fn plan(&self, id: &SessionId) -> Result<Option<PlanRecord>, StoreError> {
-        let id = id.to_owned();
-        self.off_workers(move |s| s.read_plan(&id)).await
+        self.read_plan(id)
     }
 
     async fn audit(&self, id: &SessionId) -> Result<Vec<AuditRecord>, StoreError> {
@@ -170,8 +168,7 @@ impl Storage for RedbStore {
     }
 
     async fn cost_totals(&self, key: &str) -> Result<Option<CostTotals>, StoreError> {
-        let key = key.to_owned();
-        self.off_workers(move |s| s.read_cost_totals(&key)).await
+        self.read_cost_totals(key)
     }
 
     async fn cost_totals_with_prefix(
@@ -184,9 +181,7 @@ impl Storage for RedbStore {
     }
 
     async fn guardian_watch(&self, run_id: &RunId) -> Result<Option<RunWatch>, StoreError> {
-        let run_id = run_id.to_owned();
-        self.off_workers(move |s| s.read_guardian_watch(&run_id))
-            .await
+        self.read_guardian_watch(run_id)
     }
 
     async fn keyword_scores(&self, query: &str) -> Result<HashMap<String, f64>, StoreError> {
@@ -201,8 +196,7 @@ impl Storage for RedbStore {
     }
 
     async fn memory(&self, id: &str) -> Result<Option<MemoryEntry>, StoreError> {
-        let id = id.to_owned();
-        self.off_workers(move |s| s.read_memory(&id)).await
+        self.read_memory(id)
     }
 }
 
