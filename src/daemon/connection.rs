@@ -195,11 +195,11 @@ async fn history(id: &SessionId, shared: &Shared) -> Result<HistoryResult, Error
     };
     let messages = history
         .messages
-        .iter()
+        .into_iter()
         .map(|m| HistoryMessage {
             seq: m.seq,
             tokens: m.tokens,
-            message: (*m.message).clone(),
+            message: m.message,
         })
         .collect();
     Ok(HistoryResult {

@@ -9,6 +9,7 @@ use crate::records::{AuditRecord, PendingApproval, RunRecord, SessionRecord};
 use crate::report::CostReport;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// The parameters of a method that takes none: `{}`, or left out.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -94,7 +95,8 @@ pub struct StatusResult {
 pub struct HistoryMessage {
     pub seq: u64,
     pub tokens: u32,
-    pub message: Message,
+    /// Shared with the loaded history rather than copied.
+    pub message: Arc<Message>,
 }
 
 /// `history`'s result: everything stored about a session.

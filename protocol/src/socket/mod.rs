@@ -73,12 +73,14 @@ impl Request {
 
     /// The parameters, read as `C`'s: unknown ones are an error naming them.
     pub fn params<C: Call>(&self) -> Result<C::Params, ErrorBody> {
+        // Left out or `null` reads as `{}`; anything else is read in place, without a copy.
+        let empty = Value::Object(Default::default());
         let params = if self.params.is_null() {
-            Value::Object(Default::default())
+            &empty
         } else {
-            self.params.clone()
+            &self.params
         };
-        serde_json::from_value(params).map_err(|e| {
+        C::Params::deserialize(params).map_err(|e| {
             ErrorBody::new(
                 ErrorCode::BadRequest,
                 format!("params of {}: {e}", C::METHOD),

@@ -46,7 +46,7 @@ pub fn approvals(pending: &[PendingApproval]) {
 
 pub fn history(h: &HistoryResult) {
     for m in &h.messages {
-        let (role, text) = match &m.message {
+        let (role, text) = match m.message.as_ref() {
             Message::User { content } => ("user", content.as_str()),
             Message::Assistant { content, .. } => ("assistant", content.as_str()),
             Message::ToolResult { content, .. } => ("tool_result", content.as_str()),

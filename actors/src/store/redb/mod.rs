@@ -9,10 +9,10 @@ mod tables;
 mod terms;
 mod write;
 
-use super::{Context, SessionHistory, Storage, StoreError, StoredMessage, WriteBatch};
+use super::{Context, SessionHistory, Storage, StoreError, WriteBatch};
 use crate::ids::{RunId, SessionId};
 use async_trait::async_trait;
-use redb::{Database, Durability, ReadableDatabase, ReadableTable};
+use redb::{Database, Durability, ReadableDatabase};
 use ryvos_protocol::records::{
     AuditRecord, CostTotals, MemoryEntry, PendingApproval, PlanRecord, RunRecord, RunWatch,
     SessionRecord, TurnCheckpoint, VerdictRecord,

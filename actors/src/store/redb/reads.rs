@@ -1,7 +1,19 @@
 //! Reading the redb store: each read from one snapshot, in the calling thread (the
-//! [`Storage`](crate::store::Storage) methods call these on a blocking thread).
+//! [`Storage`](crate::store::Storage) methods call the scans on a blocking thread).
 
-use super::*;
+use super::tables::{
+    ALWAYS, APPROVALS, AUDIT, CHECKPOINTS, COMPACTIONS, COSTS, GUARDIAN, MEMORIES, MESSAGES, PLANS,
+    RUNS, SESSIONS, VERDICTS,
+};
+use super::{memory, RedbStore, FIRST, PAST_LAST};
+use crate::ids::{RunId, SessionId};
+use crate::store::{Context, SessionHistory, StoreError, StoredMessage};
+use redb::ReadableTable;
+use ryvos_protocol::records::{
+    AuditRecord, CostTotals, MemoryEntry, PendingApproval, PlanRecord, RunRecord, RunWatch,
+    SessionRecord, TurnCheckpoint, VerdictRecord,
+};
+use std::collections::{HashMap, HashSet};
 
 impl RedbStore {
     /// The session's history: all of it, or only its context window.
@@ -21,21 +33,16 @@ impl RedbStore {
             _ => 0,
         };
         history.next_seq = next_seq(&txn, id)?;
-        let messages = txn.open_table(MESSAGES.definition()).doing(doing)?;
-        for row in messages
-            .range((id.as_str(), first)..=(id.as_str(), u64::MAX))
-            .doing(doing)?
-        {
-            let (key, value) = row.doing(doing)?;
-            let (_, seq) = key.value();
-            let row: tables::MessageRow = serde_json::from_slice(value.value())
-                .doing(|| format!("decoding message {seq} of session {id}"))?;
-            history.messages.push(StoredMessage {
+        let window = (id.as_str(), first)..=(id.as_str(), u64::MAX);
+        let rows = MESSAGES.entries_in(&txn, window, |(_, seq)| seq, doing)?;
+        history.messages = rows
+            .into_iter()
+            .map(|(seq, row)| StoredMessage {
                 seq,
                 tokens: row.tokens,
                 message: row.message,
-            });
-        }
+            })
+            .collect();
         history.record = SESSIONS.get(&txn, id.as_str(), doing)?;
         history.unfinished_runs = session_runs(&txn, id)?
             .into_iter()

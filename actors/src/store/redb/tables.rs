@@ -77,12 +77,8 @@ impl<K: Key + 'static, V: Serialize + DeserializeOwned> Table<K, V> {
         range: impl RangeBounds<R> + 'k,
         doing: impl Fn() -> String,
     ) -> Result<Vec<V>, StoreError> {
-        let table = txn.open_table(self.definition()).doing(&doing)?;
-        let mut out = Vec::new();
-        for row in table.range(range).doing(&doing)? {
-            out.push(decode(self.name, row.doing(&doing)?.1.value(), &doing)?);
-        }
-        Ok(out)
+        let rows = self.entries_in(txn, range, |_| (), doing)?;
+        Ok(rows.into_iter().map(|((), value)| value).collect())
     }
 
     /// The keys and values in `range`, in key order, each key as `key` maps it.

@@ -1,6 +1,6 @@
 use super::*;
 use crate::message::Message;
-use crate::store::{Compaction, Write};
+use crate::store::{Compaction, StoredMessage, Write};
 use std::sync::Arc;
 
 fn message(seq: u64, tokens: u32, text: String) -> Write {
