@@ -4,11 +4,11 @@
 //! section rejects keys it does not know and values of the wrong type, with an error that names
 //! the file, the line and the key, so a typo never turns into a silently ignored setting.
 
-use ryvos_actors::config::{
+use ryvos_engine::config::{
     expand_env, AgentConfig, BudgetConfig, EmbeddingConfig, ModelConfig, SecurityConfig,
     SupervisionConfig,
 };
-use ryvos_actors::guardrail::GuardrailConfig;
+use ryvos_engine::guardrail::GuardrailConfig;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

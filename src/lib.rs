@@ -5,7 +5,7 @@
 //! in redb, so a crash loses no completed turn, and every step is published as an [`Event`].
 //!
 //! This crate is what a host application embeds: [`Runtime`] starts the engine (the supervised
-//! actors of [`ryvos_actors`]), [`Runtime::run`] starts a run and returns a [`RunHandle`] that
+//! actors of [`ryvos_engine`]), [`Runtime::run`] starts a run and returns a [`RunHandle`] that
 //! streams its events and its [`RunOutcome`].
 //!
 //! ```no_run
@@ -30,12 +30,12 @@ pub use runtime::{
     Interrupter, OnMessage, RunHandle, RunOutcome, RunRequest, Runtime, RuntimeBuilder,
     RuntimeError,
 };
-pub use ryvos_actors::event::{Event, EventKind, RunStatus};
-pub use ryvos_actors::ids::{CallId, RunId, SessionId};
-pub use ryvos_actors::judge::{Constraints, Criterion, CriterionKind, Goal, Verdict};
-pub use ryvos_actors::message::{Message, ToolCall};
-pub use ryvos_actors::provider::Provider;
-pub use ryvos_actors::tools::{SafetyTier, Tool, ToolContext, ToolError};
+pub use ryvos_engine::event::{Event, EventKind, RunStatus};
+pub use ryvos_engine::ids::{CallId, RunId, SessionId};
+pub use ryvos_engine::judge::{Constraints, Criterion, CriterionKind, Goal, Verdict};
+pub use ryvos_engine::message::{Message, ToolCall};
+pub use ryvos_engine::provider::Provider;
+pub use ryvos_engine::tools::{SafetyTier, Tool, ToolContext, ToolError};
 
 /// The engine, for what the runtime does not wrap.
-pub use ryvos_actors as engine;
+pub use ryvos_engine as engine;

@@ -1,20 +1,20 @@
 //! The embedding API: start a runtime, run prompts, follow their events, stop.
 
 use crate::config::Config;
-use ryvos_actors::cost_ledger::CostReport;
-pub use ryvos_actors::event::RunOutcome;
-use ryvos_actors::event::{Event, EventKind};
-use ryvos_actors::guardrail::Guardrail;
-use ryvos_actors::ids::{RunId, SessionId};
-pub use ryvos_actors::interrupt::{Interrupter, OnMessage};
-use ryvos_actors::judge::Goal;
-use ryvos_actors::message::Message;
-use ryvos_actors::provider::Provider;
-use ryvos_actors::security::{Answer, ApprovalError, Approvals, PendingApproval};
-use ryvos_actors::session::RunSpec;
-use ryvos_actors::store::Store;
-use ryvos_actors::tools::{builtin, Tool, Workspace};
-use ryvos_actors::{Engine, EngineConfig, EngineError};
+use ryvos_engine::cost_ledger::CostReport;
+pub use ryvos_engine::event::RunOutcome;
+use ryvos_engine::event::{Event, EventKind};
+use ryvos_engine::guardrail::Guardrail;
+use ryvos_engine::ids::{RunId, SessionId};
+pub use ryvos_engine::interrupt::{Interrupter, OnMessage};
+use ryvos_engine::judge::Goal;
+use ryvos_engine::message::Message;
+use ryvos_engine::provider::Provider;
+use ryvos_engine::security::{Answer, ApprovalError, Approvals, PendingApproval};
+use ryvos_engine::session::RunSpec;
+use ryvos_engine::store::Store;
+use ryvos_engine::tools::{builtin, Tool, Workspace};
+use ryvos_engine::{Engine, EngineConfig, EngineError};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::broadcast;
@@ -25,7 +25,7 @@ pub enum RuntimeError {
     #[error(transparent)]
     Engine(#[from] EngineError),
     #[error("the workspace: {0}")]
-    Workspace(#[from] ryvos_actors::tools::WorkspaceError),
+    Workspace(#[from] ryvos_engine::tools::WorkspaceError),
     #[error("'{0}' is not a usable session id: use letters, digits, '_' and '-' (at most 128)")]
     BadSessionId(String),
     #[error("the run's event stream closed before the run reported its end")]
@@ -33,7 +33,7 @@ pub enum RuntimeError {
     #[error("starting the run logger: {0}")]
     RunLog(std::io::Error),
     #[error("the goal: {0}")]
-    BadGoal(#[from] ryvos_actors::judge::CriterionError),
+    BadGoal(#[from] ryvos_engine::judge::CriterionError),
     #[error("{0}")]
     BadRequest(String),
 }

@@ -8,10 +8,10 @@ use crate::protocol::{
 };
 use crate::runtime::{RunOutcome, RunRequest, RuntimeError};
 use futures_util::StreamExt;
-use ryvos_actors::ids::SessionId;
-use ryvos_actors::security::ApprovalError;
-use ryvos_actors::session::StartRunError;
-use ryvos_actors::EngineError;
+use ryvos_engine::ids::SessionId;
+use ryvos_engine::security::ApprovalError;
+use ryvos_engine::session::StartRunError;
+use ryvos_engine::EngineError;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
@@ -248,7 +248,7 @@ fn no_run_in_flight() -> ErrorBody {
 }
 
 /// The answer to a request the store failed.
-fn internal(e: ryvos_actors::store::StoreError) -> ErrorBody {
+fn internal(e: ryvos_engine::store::StoreError) -> ErrorBody {
     ErrorBody::new(ErrorCode::Internal, e.to_string())
 }
 
