@@ -6,11 +6,10 @@
 //!
 //! Results are printed and written to target/ryvos-bench/context_cost.txt.
 
-use ryvos::engine::context::prune_to_budget;
-use ryvos::engine::ids::CallId;
-use ryvos::engine::message::{Message, ToolCall};
-use ryvos::engine::session::History;
-use ryvos::engine::tokens;
+use ryvos::protocol::ids::CallId;
+use ryvos::protocol::message::{Message, ToolCall};
+use ryvos::testing::prune_to_budget;
+use ryvos::testing::History;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -80,9 +79,9 @@ fn measure(size: usize) -> (Duration, Duration) {
 }
 
 fn main() {
-    tokens::warm_up();
+    ryvos::testing::warm_up_tokenizer();
     // Let the tokenizer load before anything is timed.
-    tokens::count_text("warm up");
+    ryvos::testing::count_text("warm up");
     let mut report = String::from(
         "Ryvos per-turn context cost (count the turn's messages + snapshot the conversation + \
          pruning decision)\n",

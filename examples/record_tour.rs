@@ -2,16 +2,13 @@
 //!
 //! A scripted OpenAI-compatible model server on 127.0.0.1 plays the model's side of a short
 //! session (look at the project with `glob` and `read`, then answer); the real runtime drives
-//! it, and `RecordingProvider` (what `ryvos run --record` uses) writes the traffic down.
+//! it, and `record_model_traffic` (what `ryvos run --record` uses) writes the traffic down.
 //!
 //!     cargo run --example record_tour
 
-use ryvos::engine::provider::from_config;
-use ryvos::engine::provider::recording::RecordingProvider;
 use ryvos::{Config, EventKind, RunRequest, RunStatus, Runtime};
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use std::path::Path;
-use std::sync::Arc;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -39,9 +36,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if recording.exists() {
         std::fs::remove_file(&recording)?;
     }
-    let recorder = RecordingProvider::create(from_config(&config.model)?, &recording)?;
     let runtime = Runtime::builder(config)
-        .provider(Arc::new(recorder))
+        .record_model_traffic(&recording)
         .start()
         .await?;
     let request =

@@ -4,11 +4,13 @@
 //! section rejects keys it does not know and values of the wrong type, with an error that names
 //! the file, the line and the key, so a typo never turns into a silently ignored setting.
 
-use ryvos_engine::config::{
-    expand_env, AgentConfig, BudgetConfig, EmbeddingConfig, ModelConfig, SecurityConfig,
-    SupervisionConfig,
+use ryvos_engine::config::expand_env;
+pub use ryvos_engine::config::{
+    AgentConfig, BudgetConfig, CheckpointConfig, Decision, DirectorConfig, EmbeddingConfig,
+    Fallback, FallbackEndpoint, GuardianConfig, JudgeConfig, MaxTokensField, ModelConfig, Pricing,
+    SandboxConfig, SandboxMode, SecurityConfig, SupervisionConfig, TierPolicy,
 };
-use ryvos_engine::guardrail::GuardrailConfig;
+pub use ryvos_engine::GuardrailConfig;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

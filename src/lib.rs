@@ -5,7 +5,7 @@
 //! in redb, so a crash loses no completed turn, and every step is published as an [`Event`].
 //!
 //! This crate is what a host application embeds: [`Runtime`] starts the engine (the supervised
-//! actors of [`ryvos_engine`]), [`Runtime::run`] starts a run and returns a [`RunHandle`] that
+//! actors of the engine), [`Runtime::run`] starts a run and returns a [`RunHandle`] that
 //! streams its events and its [`RunOutcome`].
 //!
 //! ```no_run
@@ -22,20 +22,26 @@ pub mod client;
 pub mod config;
 pub mod daemon;
 pub mod protocol;
+pub mod provider;
 pub mod run_log;
 mod runtime;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use config::Config;
 pub use runtime::{
-    Interrupter, OnMessage, RunHandle, RunOutcome, RunRequest, Runtime, RuntimeBuilder,
+    Interrupter, OnMessage, RunHandle, RunOutcome, RunRequest, RunUpdate, Runtime, RuntimeBuilder,
     RuntimeError,
 };
-pub use ryvos_engine::event::{Event, EventKind, RunStatus};
-pub use ryvos_engine::ids::{CallId, RunId, SessionId};
-pub use ryvos_engine::judge::{Constraints, Criterion, CriterionKind, Goal, Verdict};
-pub use ryvos_engine::message::{Message, ToolCall};
-pub use ryvos_engine::provider::Provider;
-pub use ryvos_engine::tools::{SafetyTier, Tool, ToolContext, ToolError};
-
-/// The engine, for what the runtime does not wrap.
-pub use ryvos_engine as engine;
+pub use ryvos_engine::Provider;
+pub use ryvos_engine::{
+    After, ApprovalError, Approvals, Before, Guardrail, Tool, ToolContext, ToolError, Workspace,
+    WorkspaceError,
+};
+pub use ryvos_protocol::event::{Event, EventKind, RunStatus};
+pub use ryvos_protocol::goal::{Constraints, Criterion, CriterionKind, Goal};
+pub use ryvos_protocol::ids::{CallId, RunId, SessionId};
+pub use ryvos_protocol::message::{Message, ToolCall};
+pub use ryvos_protocol::records::{Answer, PendingApproval};
+pub use ryvos_protocol::tier::SafetyTier;
+pub use ryvos_protocol::verdict::Verdict;

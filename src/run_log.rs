@@ -8,7 +8,7 @@
 //! runs on the async workers. Every line is written and flushed at once, so a crash keeps what
 //! was logged. A logger that falls behind says how many events it missed, in the log itself.
 
-use ryvos_engine::event::{Event, EventKind};
+use ryvos_protocol::event::{Event, EventKind};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -74,7 +74,7 @@ impl RunLogger {
     fn record(&mut self, event: &Event) {
         let run = event.run_id.as_str();
         let base = |extra: Value| {
-            let mut line = json!({"ts_ms": ryvos_engine::store::now_ms(), "session_id": event.session_id, "run_id": event.run_id});
+            let mut line = json!({"ts_ms": ryvos_engine::now_ms(), "session_id": event.session_id, "run_id": event.run_id});
             if let (Some(line), Some(extra)) = (line.as_object_mut(), extra.as_object()) {
                 line.extend(extra.clone());
             }
@@ -145,7 +145,7 @@ impl RunLogger {
     }
 
     fn append(&mut self, session: &str, file: &'static str, line: &Value) {
-        if !ryvos_engine::ids::SessionId::is_well_formed(session) {
+        if !ryvos_protocol::ids::SessionId::is_well_formed(session) {
             tracing::error!("not logging for the malformed session id {session:?}");
             return;
         }
@@ -170,7 +170,7 @@ impl RunLogger {
 
 /// A session's log lines, all levels, in the order they were written.
 pub fn read(logs_dir: &Path, session: &str) -> std::io::Result<Vec<Value>> {
-    if !ryvos_engine::ids::SessionId::is_well_formed(session) {
+    if !ryvos_protocol::ids::SessionId::is_well_formed(session) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             format!("'{session}' is not a session id"),

@@ -1,23 +1,26 @@
 //! The embedding API: start a runtime, run prompts, follow their events, stop.
 
 use crate::config::Config;
-use ryvos_engine::cost_ledger::CostReport;
-pub use ryvos_engine::event::RunOutcome;
-use ryvos_engine::event::{Event, EventKind};
-use ryvos_engine::guardrail::Guardrail;
-use ryvos_engine::ids::{RunId, SessionId};
-pub use ryvos_engine::interrupt::{Interrupter, OnMessage};
-use ryvos_engine::judge::Goal;
-use ryvos_engine::message::Message;
-use ryvos_engine::provider::Provider;
-use ryvos_engine::security::{Answer, ApprovalError, Approvals, PendingApproval};
-use ryvos_engine::session::RunSpec;
-use ryvos_engine::store::Store;
-use ryvos_engine::tools::{builtin, Tool, Workspace};
-use ryvos_engine::{Engine, EngineConfig, EngineError};
-use std::path::PathBuf;
+use futures_util::{Stream, StreamExt};
+use ryvos_engine::{
+    ApprovalError, Approvals, Engine, EngineConfig, EngineError, Guardrail, Provider,
+    RecordingProvider, RunSpec, Tool, Workspace,
+};
+pub use ryvos_engine::{Interrupter, OnMessage};
+pub use ryvos_protocol::event::RunOutcome;
+use ryvos_protocol::event::{Event, EventKind};
+use ryvos_protocol::goal::Goal;
+use ryvos_protocol::ids::{RunId, SessionId};
+use ryvos_protocol::message::Message;
+use ryvos_protocol::records::{Answer, PendingApproval};
+use ryvos_protocol::report::CostReport;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use tokio::sync::broadcast;
+use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+use tokio_stream::wrappers::BroadcastStream;
 
 /// Why the runtime could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -25,7 +28,7 @@ pub enum RuntimeError {
     #[error(transparent)]
     Engine(#[from] EngineError),
     #[error("the workspace: {0}")]
-    Workspace(#[from] ryvos_engine::tools::WorkspaceError),
+    Workspace(#[from] ryvos_engine::WorkspaceError),
     #[error("'{0}' is not a usable session id: use letters, digits, '_' and '-' (at most 128)")]
     BadSessionId(String),
     #[error("the run's event stream closed before the run reported its end")]
@@ -33,14 +36,16 @@ pub enum RuntimeError {
     #[error("starting the run logger: {0}")]
     RunLog(std::io::Error),
     #[error("the goal: {0}")]
-    BadGoal(#[from] ryvos_engine::judge::CriterionError),
+    BadGoal(#[from] ryvos_protocol::goal::CriterionError),
     #[error("{0}")]
     BadRequest(String),
+    #[error("recording the model traffic: {0}")]
+    Recording(ryvos_engine::ProviderError),
 }
 
 /// A running Ryvos runtime: the actor system, its store and its tools.
 pub struct Runtime {
-    engine: Engine,
+    pub(crate) engine: Engine,
     run_log: std::thread::JoinHandle<()>,
 }
 
@@ -53,6 +58,7 @@ pub struct RuntimeBuilder {
     tools: Vec<Arc<dyn Tool>>,
     guardrails: Vec<Arc<dyn Guardrail>>,
     provider: Option<Arc<dyn Provider>>,
+    record_to: Option<PathBuf>,
 }
 
 impl RuntimeBuilder {
@@ -75,9 +81,20 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Records every model request and its answer to `path` (JSON lines), to replay later
+    /// with `[model] provider = "replay"`.
+    pub fn record_model_traffic(mut self, path: impl Into<PathBuf>) -> Self {
+        self.record_to = Some(path.into());
+        self
+    }
+
     /// Starts the runtime. Run logs go to `$RYVOS_HOME/logs/`.
     pub async fn start(self) -> Result<Runtime, RuntimeError> {
         let logs = self.config.logs_dir();
+        let provider = match (self.provider, &self.record_to) {
+            (provider, None) => provider,
+            (provider, Some(path)) => Some(recording(provider, &self.config, path)?),
+        };
         let config = EngineConfig {
             database: self.config.database_path(),
             home: self.config.home.clone(),
@@ -90,7 +107,7 @@ impl RuntimeBuilder {
             supervision: self.config.supervision,
             max_in_flight_runs: self.config.daemon.max_in_flight_runs,
         };
-        let engine = match self.provider {
+        let engine = match provider {
             Some(provider) => {
                 Engine::start_with_provider(config, provider, self.tools, self.guardrails).await?
             }
@@ -102,14 +119,31 @@ impl RuntimeBuilder {
     }
 }
 
+/// `provider` (or the one `[model]` describes) with its traffic recorded to `path`.
+fn recording(
+    provider: Option<Arc<dyn Provider>>,
+    config: &Config,
+    path: &Path,
+) -> Result<Arc<dyn Provider>, RuntimeError> {
+    let inner = match provider {
+        Some(provider) => provider,
+        None => {
+            ryvos_engine::provider_from_config(&config.model).map_err(RuntimeError::Recording)?
+        }
+    };
+    let recorder = RecordingProvider::create(inner, path).map_err(RuntimeError::Recording)?;
+    Ok(Arc::new(recorder))
+}
+
 impl Runtime {
     /// A builder with the built-in tools.
     pub fn builder(config: Config) -> RuntimeBuilder {
         RuntimeBuilder {
             config,
-            tools: builtin::all(),
+            tools: ryvos_engine::builtin_tools(),
             guardrails: Vec::new(),
             provider: None,
+            record_to: None,
         }
     }
 
@@ -154,27 +188,9 @@ impl Runtime {
         Ok(RunHandle {
             session_id: ticket.session_id,
             run_id: ticket.run_id,
-            events: ticket.events,
+            events: BroadcastStream::new(ticket.events),
             ended: false,
         })
-    }
-
-    /// Starts a goal-driven run: the Judge holds each final answer to `goal`, and the run
-    /// ends `completed` only when it accepts.
-    pub async fn run_with_goal(
-        &self,
-        request: RunRequest,
-        goal: Goal,
-    ) -> Result<RunHandle, RuntimeError> {
-        self.run(request.goal(goal)).await
-    }
-
-    /// Starts a Director run: the model plans a graph of steps, independent steps run
-    /// concurrently in their own sessions, and the final answer is judged against the
-    /// request's goal. On a session whose Director run was cut off, the stored plan is taken
-    /// up where it stood.
-    pub async fn run_with_director(&self, request: RunRequest) -> Result<RunHandle, RuntimeError> {
-        self.run(request.director()).await
     }
 
     /// Pauses the run in flight on `session` after its current step (status `interrupted`);
@@ -240,11 +256,6 @@ impl Runtime {
         self.engine.subscribe()
     }
 
-    /// The store, to read sessions, runs and history.
-    pub fn store(&self) -> &Store {
-        self.engine.store()
-    }
-
     /// Spending this month against the budget's limits, per day and per session.
     pub async fn cost_report(&self) -> Result<CostReport, RuntimeError> {
         Ok(self.engine.cost_report().await?)
@@ -279,12 +290,6 @@ impl Runtime {
             tracing::warn!("the run logger did not finish within {RUN_LOG_DRAIN:?}");
         }
         stopped
-    }
-
-    /// The engine, for test hooks.
-    #[doc(hidden)]
-    pub fn engine(&self) -> &Engine {
-        &self.engine
     }
 }
 
@@ -339,13 +344,17 @@ impl RunRequest {
         self
     }
 
-    /// Runs as a Director (see [`Runtime::run_with_director`]).
+    /// Runs as a Director: the model plans a graph of steps, independent steps run
+    /// concurrently in their own sessions, and the final answer is judged against the
+    /// request's goal. On a session whose Director run was cut off, the stored plan is taken
+    /// up where it stood.
     pub fn director(mut self) -> Self {
         self.director = true;
         self
     }
 
-    /// Holds the run to `goal`.
+    /// Holds the run to `goal`: the Judge holds each final answer to it, and the run ends
+    /// `completed` only when it accepts.
     pub fn goal(mut self, goal: Goal) -> Self {
         self.goal = Some(goal);
         self
@@ -370,34 +379,63 @@ impl RunRequest {
     }
 }
 
-/// A run in flight.
+/// What a [`RunHandle`] yields, as a [`Stream`].
+#[derive(Clone, Debug)]
+pub enum RunUpdate {
+    /// The run's next event; `RunComplete` is the last.
+    Event(Arc<Event>),
+    /// The reader fell behind the event buffer and missed this many events (counted over
+    /// every run's events); the run itself goes on.
+    Lagged(u64),
+}
+
+/// A run in flight: a [`Stream`] of its events (ending after `RunComplete`), or wait for its
+/// [`RunOutcome`] with [`RunHandle::outcome`].
 pub struct RunHandle {
     pub session_id: SessionId,
     pub run_id: RunId,
-    events: broadcast::Receiver<Arc<Event>>,
+    events: BroadcastStream<Arc<Event>>,
     ended: bool,
 }
 
-impl RunHandle {
-    /// The run's next event; `None` after `RunComplete`. A handle that falls behind by more
-    /// than the event buffer skips the oldest events (never `RunComplete`, which comes last).
-    pub async fn next_event(&mut self) -> Option<Arc<Event>> {
+impl Stream for RunHandle {
+    type Item = RunUpdate;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<RunUpdate>> {
         if self.ended {
-            return None;
+            return Poll::Ready(None);
         }
         loop {
-            match self.events.recv().await {
-                Ok(event) if event.run_id != self.run_id => continue,
-                Ok(event) => {
-                    self.ended = matches!(event.kind, EventKind::RunComplete { .. });
-                    return Some(event);
+            let update = match self.events.poll_next_unpin(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => None,
+                Poll::Ready(Some(Ok(event))) if event.run_id != self.run_id => continue,
+                Poll::Ready(Some(Ok(event))) => Some(RunUpdate::Event(event)),
+                Poll::Ready(Some(Err(BroadcastStreamRecvError::Lagged(n)))) => {
+                    Some(RunUpdate::Lagged(n))
                 }
-                Err(broadcast::error::RecvError::Lagged(n)) => {
+            };
+            self.ended = match &update {
+                None => true,
+                Some(RunUpdate::Event(event)) => {
+                    matches!(event.kind, EventKind::RunComplete { .. })
+                }
+                Some(RunUpdate::Lagged(_)) => false,
+            };
+            return Poll::Ready(update);
+        }
+    }
+}
+
+impl RunHandle {
+    /// The run's next event; `None` after `RunComplete`. Events missed by falling behind are
+    /// skipped (with a warning in the log); see the [`Stream`] for them as items.
+    pub async fn next_event(&mut self) -> Option<Arc<Event>> {
+        loop {
+            match self.next().await? {
+                RunUpdate::Event(event) => return Some(event),
+                RunUpdate::Lagged(n) => {
                     tracing::warn!(run = %self.run_id, "a run's reader fell behind and missed {n} events");
-                }
-                Err(broadcast::error::RecvError::Closed) => {
-                    self.ended = true;
-                    return None;
                 }
             }
         }

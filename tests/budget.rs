@@ -5,9 +5,10 @@
 mod common;
 
 use common::{Harness, RUN_TIMEOUT};
-use ryvos::engine::config::Pricing;
-use ryvos::engine::event::BudgetScope;
-use ryvos::engine::root::{ChildKind, SupervisorNotice};
+use ryvos::config::Pricing;
+use ryvos::protocol::event::BudgetScope;
+use ryvos::testing::Inspect;
+use ryvos::testing::{ChildKind, SupervisorNotice};
 use ryvos::{Config, EventKind, RunStatus};
 use ryvos_testkit::{Gate, Reply};
 

@@ -11,9 +11,10 @@ mod common;
 
 use common::{collect, Harness};
 use rand::{Rng, SeedableRng};
-use ryvos::engine::judge::{Criterion, CriterionKind, CriterionOrigin, Goal};
-use ryvos::engine::root::{ChildKind, SupervisorNotice};
-use ryvos::engine::store::repair;
+use ryvos::protocol::goal::{Criterion, CriterionKind, CriterionOrigin, Goal};
+use ryvos::testing::repair;
+use ryvos::testing::Inspect;
+use ryvos::testing::{ChildKind, SupervisorNotice};
 use ryvos::{RunStatus, SessionId};
 use ryvos_testkit::Reply;
 use serde_json::Value;

@@ -5,6 +5,7 @@
 mod common;
 
 use common::Harness;
+use ryvos::testing::Inspect;
 use ryvos::{EventKind, RunStatus, SessionId};
 use ryvos_testkit::{Reply, Router};
 use serde_json::Value;
@@ -196,7 +197,7 @@ async fn the_onion_takes_each_file_from_the_first_place_that_has_it() {
     std::fs::write(ws.join("BOOT.md"), "x".repeat(70 * 1024)).unwrap();
     std::fs::write(home.join("TOOLS.md"), "home tools").unwrap();
     std::fs::write(home.join("MEMORY.md"), "home memory").unwrap();
-    let today = ryvos::engine::cost_ledger::Period::of(ryvos::engine::store::now_ms()).day;
+    let today = ryvos::testing::Period::of(ryvos::testing::now_ms()).day;
     std::fs::create_dir_all(home.join("logs/daily")).unwrap();
     std::fs::write(home.join(format!("logs/daily/{today}.md")), "today's log").unwrap();
 

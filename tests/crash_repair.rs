@@ -5,9 +5,11 @@
 mod common;
 
 use common::{config_for, run_on, tool_results};
-use ryvos::engine::ids::{CallId, RunId};
-use ryvos::engine::message::{Message, ToolCall};
-use ryvos::engine::store::{RunRecord, Store, StoredMessage, Write, WriteBatch};
+use ryvos::protocol::ids::{CallId, RunId};
+use ryvos::protocol::message::{Message, ToolCall};
+use ryvos::protocol::records::RunRecord;
+use ryvos::testing::Inspect;
+use ryvos::testing::{Store, StoredMessage, Write, WriteBatch};
 use ryvos::{RunRequest, RunStatus, Runtime, SessionId};
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use std::sync::Arc;
@@ -108,10 +110,10 @@ async fn a_turn_cut_off_by_a_crash_is_repaired_on_resume() {
     assert!(old.reason.as_deref().unwrap().contains("interrupted"));
     // The repair itself is stored: reloading finds nothing left to mend.
     let history = runtime.store().load_session(&session).await.unwrap();
-    assert!(ryvos::engine::store::repair::check(
-        history.messages.iter().map(|m| m.message.as_ref())
-    )
-    .is_clean());
+    assert!(
+        ryvos::testing::repair::check(history.messages.iter().map(|m| m.message.as_ref()))
+            .is_clean()
+    );
     assert!(history.unfinished_runs.is_empty());
     runtime.shutdown().await.unwrap();
 }

@@ -5,6 +5,7 @@
 mod common;
 
 use common::Harness;
+use ryvos::testing::Inspect;
 use ryvos::{EventKind, RunStatus};
 use ryvos_testkit::{Gate, Reply, Router};
 use serde_json::Value;

@@ -3,6 +3,7 @@
 mod common;
 
 use common::{deltas, tool_results, Harness};
+use ryvos::testing::Inspect;
 use ryvos::{EventKind, RunStatus, SafetyTier, Tool, ToolContext, ToolError};
 use ryvos_testkit::Reply;
 use serde_json::{json, Value};
@@ -446,4 +447,42 @@ async fn cancel_stops_a_run_in_flight_for_good() {
         !h.runtime.cancel(&session).await.unwrap(),
         "nothing is left to cancel"
     );
+}
+
+#[tokio::test]
+async fn a_reader_that_falls_behind_is_told_how_many_events_it_missed_and_still_sees_the_end() {
+    use futures_util::StreamExt;
+    use ryvos::RunUpdate;
+    use tokio::sync::broadcast::error::RecvError;
+    // More deltas than the event buffer holds, while the handle is not read.
+    let deltas: Vec<String> = (0..6_000).map(|n| format!("{n} ")).collect();
+    let deltas: Vec<&str> = deltas.iter().map(String::as_str).collect();
+    let h = Harness::start(vec![Reply::text(&deltas)], |_| {}).await;
+    let mut everything = h.runtime.subscribe();
+    let mut handle = h.runtime.run(h.request("count")).await.unwrap();
+    loop {
+        match everything.recv().await {
+            Ok(event) if matches!(event.kind, EventKind::RunComplete { .. }) => break,
+            Ok(_) | Err(RecvError::Lagged(_)) => continue,
+            Err(RecvError::Closed) => panic!("the runtime's events ended before the run did"),
+        }
+    }
+
+    let first = handle.next().await.expect("an item");
+    let RunUpdate::Lagged(missed) = first else {
+        panic!("expected the reader to be told it lagged, got {first:?}");
+    };
+    assert!(missed > 0);
+    let mut last = None;
+    while let Some(update) = handle.next().await {
+        last = Some(update);
+    }
+    let Some(RunUpdate::Event(event)) = last else {
+        panic!("the stream should end with the run's last event, got {last:?}");
+    };
+    let EventKind::RunComplete { status, .. } = &event.kind else {
+        panic!("the last event should be RunComplete, got {:?}", event.kind);
+    };
+    assert_eq!(*status, RunStatus::Completed);
+    assert!(handle.next().await.is_none(), "nothing after the end");
 }

@@ -7,6 +7,7 @@ mod common;
 
 use common::cli;
 use common::Harness;
+use ryvos::testing::Inspect;
 use ryvos::{EventKind, Goal, RunStatus, Verdict};
 use ryvos_testkit::{Reply, Router, ScriptedModelServer};
 use serde_json::Value;
@@ -274,7 +275,7 @@ async fn a_goals_cost_constraint_stops_the_run_like_a_budget() {
             // A dear model: the first call (12 tokens in) costs 12 cents.
             c.budget.pricing_overrides.insert(
                 "scripted".into(),
-                ryvos::engine::config::Pricing {
+                ryvos::config::Pricing {
                     input_per_1m: 1_000_000.0,
                     output_per_1m: 0.0,
                 },

@@ -5,8 +5,9 @@
 mod common;
 
 use common::{Harness, RUN_TIMEOUT};
-use ryvos::engine::event::{BudgetScope, GuardianAction, StallPhase};
-use ryvos::engine::root::{ChildKind, SupervisorNotice};
+use ryvos::protocol::event::{BudgetScope, GuardianAction, StallPhase};
+use ryvos::testing::Inspect;
+use ryvos::testing::{ChildKind, SupervisorNotice};
 use ryvos::{Event, EventKind, RunStatus};
 use ryvos_testkit::{Gate, Reply};
 use serde_json::Value;

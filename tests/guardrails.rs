@@ -5,9 +5,9 @@
 mod common;
 
 use common::Harness;
-use ryvos::engine::guardrail::{Before, Guardrail};
-use ryvos::engine::message::Message;
-use ryvos::engine::provider::ChatRequest;
+use ryvos::protocol::message::Message;
+use ryvos::provider::ChatRequest;
+use ryvos::{Before, Guardrail};
 use ryvos::{EventKind, RunStatus};
 use ryvos_testkit::Reply;
 use std::sync::Arc;

@@ -5,7 +5,8 @@
 mod common;
 
 use common::{tool_results, Harness};
-use ryvos::engine::config::Decision;
+use ryvos::config::Decision;
+use ryvos::testing::Inspect;
 use ryvos::{EventKind, Message, RunRequest, RunStatus};
 use ryvos_testkit::Reply;
 use serde_json::Value;

@@ -6,7 +6,8 @@
 mod common;
 
 use common::{tool_results, Harness};
-use ryvos::engine::config::MaxTokensField;
+use ryvos::config::MaxTokensField;
+use ryvos::testing::Inspect;
 use ryvos::{EventKind, RunRequest, RunStatus};
 use ryvos_testkit::Reply;
 use serde_json::Value;

@@ -1,11 +1,10 @@
 //! The OpenAI-compatible provider against the shapes real servers stream, over real HTTP.
 
 use bytes::Bytes;
-use ryvos::engine::config::ModelConfig;
-use ryvos::engine::message::Message;
-use ryvos::engine::provider::{
-    from_config, AssistantResponse, ChatRequest, ProviderError, ResponseAssembler,
-};
+use ryvos::config::ModelConfig;
+use ryvos::protocol::message::Message;
+use ryvos::provider::{from_config, ChatRequest, ProviderError};
+use ryvos::testing::{AssistantResponse, ResponseAssembler};
 use ryvos::Provider;
 use ryvos_testkit::{Part, Reply, ScriptedModelServer};
 use std::sync::Arc;

@@ -122,7 +122,7 @@ async fn a_fallback_model_answers_once_the_primary_is_exhausted() {
         ],
         |c| {
             c.model.max_retries = 1;
-            c.model.fallbacks = vec![ryvos::engine::config::Fallback::Model("backup".into())];
+            c.model.fallbacks = vec![ryvos::config::Fallback::Model("backup".into())];
         },
     )
     .await;
@@ -354,7 +354,7 @@ async fn a_wait_past_the_cap_is_not_waited_for_and_text_shown_before_a_fallback_
             Reply::error(429, "come back later").retry_after(120),
             Reply::text(&["From the fallback."]),
         ],
-        |c| c.model.fallbacks = vec![ryvos::engine::config::Fallback::Model("backup".into())],
+        |c| c.model.fallbacks = vec![ryvos::config::Fallback::Model("backup".into())],
     )
     .await;
     let (events, outcome) = h.run(h.request("go")).await;
@@ -374,7 +374,7 @@ async fn a_wait_past_the_cap_is_not_waited_for_and_text_shown_before_a_fallback_
         ],
         |c| {
             c.model.max_retries = 0;
-            c.model.fallbacks = vec![ryvos::engine::config::Fallback::Model("backup".into())];
+            c.model.fallbacks = vec![ryvos::config::Fallback::Model("backup".into())];
         },
     )
     .await;

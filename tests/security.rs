@@ -6,8 +6,9 @@
 mod common;
 
 use common::Harness;
-use ryvos::engine::config::SecurityConfig;
-use ryvos::engine::tools::SafetyTier;
+use ryvos::config::SecurityConfig;
+use ryvos::testing::Inspect;
+use ryvos::SafetyTier;
 use ryvos::{Event, EventKind, RunStatus};
 use ryvos_testkit::Reply;
 use std::sync::Arc;

@@ -4,7 +4,8 @@
 mod common;
 
 use common::Harness;
-use ryvos::engine::root::{ChildKind, SupervisorNotice};
+use ryvos::testing::Inspect;
+use ryvos::testing::{ChildKind, SupervisorNotice};
 use ryvos::{EventKind, RunStatus};
 use ryvos_testkit::Reply;
 use std::time::Duration;

@@ -4,13 +4,10 @@
 #![allow(dead_code)]
 
 use async_trait::async_trait;
-use ryvos::engine::ids::CallId;
-use ryvos::engine::message::{Message, ToolCall};
-use ryvos::engine::provider::{
-    ChatRequest, DeltaStream, FinishReason, ProviderError, StreamDelta, Usage,
-};
-use ryvos::engine::store::{Store, StoredMessage, Write, WriteBatch};
-use ryvos::engine::tokens;
+use ryvos::protocol::ids::CallId;
+use ryvos::protocol::message::{Message, ToolCall};
+use ryvos::provider::{ChatRequest, DeltaStream, FinishReason, ProviderError, StreamDelta, Usage};
+use ryvos::testing::{Store, StoredMessage, Write, WriteBatch};
 use ryvos::{
     Config, Provider, RunRequest, RunStatus, Runtime, SafetyTier, SessionId, Tool, ToolContext,
     ToolError,
@@ -168,7 +165,7 @@ pub async fn seed(store: &Store, session: &SessionId, messages: u64) {
         };
         stored.push(StoredMessage {
             seq,
-            tokens: tokens::count_message(&message),
+            tokens: ryvos::testing::count_message(&message),
             message: Arc::new(message),
         });
     }

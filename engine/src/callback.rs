@@ -5,14 +5,14 @@
 //! answers with a fallback that says so, so the one waiting is never left waiting.
 
 /// A one-shot callback with an answer for the case it is dropped unanswered.
-pub struct Callback<T> {
+pub(crate) struct Callback<T> {
     call: Option<Box<dyn FnOnce(T) + Send>>,
     if_dropped: Option<Box<dyn FnOnce() -> T + Send>>,
 }
 
 impl<T> Callback<T> {
     /// `call` receives the result; `if_dropped` makes one if the callback is dropped unanswered.
-    pub fn new(
+    pub(crate) fn new(
         call: impl FnOnce(T) + Send + 'static,
         if_dropped: impl FnOnce() -> T + Send + 'static,
     ) -> Self {
@@ -24,13 +24,13 @@ impl<T> Callback<T> {
 
     /// The same callback with another answer for the case it is dropped: the work has moved
     /// on, and losing it now means something else.
-    pub fn if_dropped(mut self, if_dropped: impl FnOnce() -> T + Send + 'static) -> Self {
+    pub(crate) fn if_dropped(mut self, if_dropped: impl FnOnce() -> T + Send + 'static) -> Self {
         self.if_dropped = Some(Box::new(if_dropped));
         self
     }
 
     /// Answers with `value`.
-    pub fn answer(mut self, value: T) {
+    pub(crate) fn answer(mut self, value: T) {
         if let Some(call) = self.call.take() {
             call(value);
         }

@@ -16,13 +16,13 @@ use std::time::Duration;
 
 /// Answered once a batch is durable, or with the error that stopped it (also when the batch is
 /// lost with a failed actor or writer).
-pub type CommitNotify = Callback<Result<(), StoreError>>;
+pub(crate) type CommitNotify = Callback<Result<(), StoreError>>;
 
 /// The most batches put in one transaction.
 const MAX_GROUP: usize = 1024;
 
 /// Messages of the [`CheckpointActor`].
-pub enum CheckpointMsg {
+pub(crate) enum CheckpointMsg {
     /// Store `batch`; `notify` is called when it is durable.
     Append {
         batch: Box<WriteBatch>,
@@ -31,7 +31,7 @@ pub enum CheckpointMsg {
     /// Answers once everything appended before it is durable.
     Flush(RpcReplyPort<Result<(), StoreError>>),
     /// Test hook: panic inside the handler.
-    #[cfg(feature = "fault-injection")]
+    #[cfg(feature = "testing")]
     Panic,
 }
 
@@ -41,11 +41,11 @@ struct Job {
 }
 
 /// The actor; see the module documentation.
-pub struct CheckpointActor;
+pub(crate) struct CheckpointActor;
 
 /// Its state: the queue to the writer thread. Dropping it lets the thread finish what it has
 /// and exit.
-pub struct CheckpointState {
+pub(crate) struct CheckpointState {
     jobs: Option<mpsc::Sender<Job>>,
     writer: Option<std::thread::JoinHandle<()>>,
 }
@@ -111,7 +111,7 @@ impl Actor for CheckpointActor {
                     || Err(writer_gone()),
                 ),
             },
-            #[cfg(feature = "fault-injection")]
+            #[cfg(feature = "testing")]
             CheckpointMsg::Panic => panic!("injected fault in the checkpoint actor"),
         };
         let Some(jobs) = &state.jobs else {
@@ -134,7 +134,7 @@ const FLUSH_PATIENCE: Duration = Duration::from_secs(30);
 /// Waits until every batch handed to the store's writer before now is durable, so that what
 /// is read next is not stale: called by an actor that reads back what it (or the incarnation
 /// before it) wrote.
-pub async fn flush(checkpoint: &ChildSlot<CheckpointMsg>) -> Result<(), StoreError> {
+pub(crate) async fn flush(checkpoint: &ChildSlot<CheckpointMsg>) -> Result<(), StoreError> {
     match checkpoint.call(CheckpointMsg::Flush, FLUSH_PATIENCE).await {
         Ok(flushed) => flushed,
         Err(e) => Err(StoreError::from_cause("waiting for the store's writer", e)),
@@ -142,7 +142,7 @@ pub async fn flush(checkpoint: &ChildSlot<CheckpointMsg>) -> Result<(), StoreErr
 }
 
 /// Stores `batch` and waits until it is durable (riding out a restart of the writer).
-pub async fn store(
+pub(crate) async fn store(
     checkpoint: &ChildSlot<CheckpointMsg>,
     batch: WriteBatch,
 ) -> Result<(), StoreError> {
@@ -174,7 +174,7 @@ pub async fn store(
 }
 
 /// The error a batch gets when the writer is gone before committing it.
-pub fn writer_gone() -> StoreError {
+pub(crate) fn writer_gone() -> StoreError {
     StoreError::from_cause(
         "handing a batch to the store's writer",
         "the writer thread has stopped",

@@ -4,7 +4,7 @@ use crate::config::{
     AgentConfig, BudgetConfig, DirectorConfig, EmbeddingConfig, ModelConfig, SandboxMode,
     SecurityConfig, SupervisionConfig,
 };
-use crate::cost_ledger::{CostLedgerArgs, CostReport};
+use crate::cost_ledger::CostLedgerArgs;
 use crate::director::Director;
 use crate::event::{Event, GlobalEvents, SessionEvents};
 use crate::guardian::{GuardianArgs, Thresholds};
@@ -27,6 +27,7 @@ use crate::supervision::RestartPolicy;
 use crate::tool_executor::{ExecutionSettings, ToolExecutorArgs};
 use crate::tools::{RegistryError, Tool, ToolRegistry};
 use ractor::{Actor, ActorRef};
+use ryvos_protocol::report::CostReport;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -516,7 +517,7 @@ impl Engine {
     }
 
     /// Test hook: makes one of the root's children panic.
-    #[cfg(feature = "fault-injection")]
+    #[cfg(feature = "testing")]
     pub fn inject_panic(&self, kind: crate::root::ChildKind) {
         if self.root.cast(RootMsg::Panic(kind)).is_err() {
             tracing::warn!("fault injection: the root is down");
@@ -524,7 +525,7 @@ impl Engine {
     }
 
     /// Test hook: makes a session's actor panic; answers whether the session was live.
-    #[cfg(feature = "fault-injection")]
+    #[cfg(feature = "testing")]
     pub async fn inject_session_panic(&self, session_id: SessionId) -> bool {
         let Ok(sessions) = self.slots.sessions.get() else {
             return false;

@@ -1,7 +1,7 @@
 //! The event bus: a run's events go to its session's subscribers and to the process-wide stream.
 //! The events themselves are plain data, in [`ryvos_protocol::event`].
 
-pub use ryvos_protocol::event::*;
+pub(crate) use ryvos_protocol::event::*;
 
 use crate::ids::{RunId, SessionId};
 use std::sync::Arc;
@@ -9,20 +9,20 @@ use tokio::sync::broadcast;
 
 /// How many events a subscriber may fall behind before it starts missing the oldest ones. A slow
 /// subscriber lags; it never blocks the run.
-pub const EVENT_BUFFER: usize = 4096;
+pub(crate) const EVENT_BUFFER: usize = 4096;
 
 /// The process-wide stream every session also publishes to.
 #[derive(Clone)]
-pub struct GlobalEvents(broadcast::Sender<Arc<Event>>);
+pub(crate) struct GlobalEvents(broadcast::Sender<Arc<Event>>);
 
 impl GlobalEvents {
     /// A new, empty global stream.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self(broadcast::channel(EVENT_BUFFER).0)
     }
 
     /// Follows every event of every session from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
         self.0.subscribe()
     }
 }
@@ -39,14 +39,14 @@ impl Default for GlobalEvents {
 /// run ends ([`SessionEvents::release`]): an idle session holds none. Publishers and
 /// subscribers of the run that ended keep theirs until they are done with it.
 #[derive(Clone)]
-pub struct SessionEvents {
+pub(crate) struct SessionEvents {
     session: Arc<std::sync::Mutex<Option<broadcast::Sender<Arc<Event>>>>>,
     global: GlobalEvents,
 }
 
 impl SessionEvents {
     /// A stream for one session that also feeds `global`.
-    pub fn new(global: GlobalEvents) -> Self {
+    pub(crate) fn new(global: GlobalEvents) -> Self {
         Self {
             session: Arc::default(),
             global,
@@ -61,18 +61,18 @@ impl SessionEvents {
     }
 
     /// Follows this session's events from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
         self.sender().subscribe()
     }
 
     /// Lets go of the buffer: the session's run has ended. The next run or subscriber gets a
     /// new one.
-    pub fn release(&self) {
+    pub(crate) fn release(&self) {
         *self.session.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// A publisher stamping every event with this run's ids.
-    pub fn for_run(&self, session_id: SessionId, run_id: RunId) -> RunEvents {
+    pub(crate) fn for_run(&self, session_id: SessionId, run_id: RunId) -> RunEvents {
         RunEvents {
             session: self.sender(),
             global: self.global.clone(),
@@ -84,7 +84,7 @@ impl SessionEvents {
 
 /// Publishes the events of one run.
 #[derive(Clone)]
-pub struct RunEvents {
+pub(crate) struct RunEvents {
     session: broadcast::Sender<Arc<Event>>,
     global: GlobalEvents,
     session_id: SessionId,
@@ -93,12 +93,12 @@ pub struct RunEvents {
 
 impl RunEvents {
     /// The run these events are of.
-    pub fn run_id(&self) -> &RunId {
+    pub(crate) fn run_id(&self) -> &RunId {
         &self.run_id
     }
 
     /// Publishes `kind` to the session's subscribers and the global stream.
-    pub fn emit(&self, kind: EventKind) {
+    pub(crate) fn emit(&self, kind: EventKind) {
         let event = Arc::new(Event {
             session_id: self.session_id.clone(),
             run_id: self.run_id.clone(),
@@ -110,7 +110,7 @@ impl RunEvents {
     }
 
     /// The session these events belong to.
-    pub fn session_id(&self) -> &SessionId {
+    pub(crate) fn session_id(&self) -> &SessionId {
         &self.session_id
     }
 }

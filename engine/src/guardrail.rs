@@ -50,7 +50,7 @@ pub struct GuardrailConfig {
 }
 
 /// The guardrail `[guardrails]` describes.
-pub struct Patterns {
+pub(crate) struct Patterns {
     input: Vec<regex::Regex>,
     output: Vec<regex::Regex>,
 }
@@ -58,7 +58,9 @@ pub struct Patterns {
 impl Patterns {
     /// The patterns of `config`, or `None` when it has none; a pattern that does not compile
     /// is an error naming it.
-    pub fn from_config(config: &GuardrailConfig) -> Result<Option<Arc<dyn Guardrail>>, String> {
+    pub(crate) fn from_config(
+        config: &GuardrailConfig,
+    ) -> Result<Option<Arc<dyn Guardrail>>, String> {
         if config.block_input.is_empty() && config.block_output.is_empty() {
             return Ok(None);
         }

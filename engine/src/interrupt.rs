@@ -52,7 +52,11 @@ impl Interrupter {
 }
 
 /// Hands `message` to the host's callback, if there is one.
-pub fn observe(on_message: Option<&OnMessage>, message: &Message, interrupter: &Interrupter) {
+pub(crate) fn observe(
+    on_message: Option<&OnMessage>,
+    message: &Message,
+    interrupter: &Interrupter,
+) {
     if let Some(hook) = on_message {
         hook(message, interrupter);
     }

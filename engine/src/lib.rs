@@ -25,36 +25,54 @@
 //! by everyone at once. The [`store`] is append-only and repairs a turn cut off by a crash when
 //! the session is next loaded.
 
-pub mod callback;
-pub mod checkpoint;
-pub mod config;
-pub mod context;
-pub mod cost_ledger;
-pub mod director;
-pub mod engine;
-pub mod event;
-pub mod guardian;
-pub mod guardrail;
-pub use ryvos_protocol::ids;
-pub mod interrupt;
-pub mod judge;
-pub mod llm_stream;
-pub mod memory;
-pub use ryvos_protocol::message;
-pub mod provider;
-pub mod root;
-pub mod sandbox;
-pub mod security;
-pub mod session;
-pub mod store;
-pub mod supervision;
-pub mod text;
-pub mod tokens;
-pub mod tool_executor;
-pub mod tools;
-pub mod workspace;
+#![cfg_attr(feature = "testing", warn(unreachable_pub))]
 
+mod callback;
+mod checkpoint;
+pub mod config;
+mod context;
+mod cost_ledger;
+mod director;
+mod engine;
+mod event;
+mod guardian;
+mod guardrail;
+use ryvos_protocol::ids;
+mod interrupt;
+mod judge;
+mod llm_stream;
+mod memory;
+use ryvos_protocol::message;
+mod provider;
+mod root;
+mod sandbox;
+mod security;
+mod session;
+mod store;
+mod supervision;
+mod text;
+mod tokens;
+mod tool_executor;
+mod tools;
+mod workspace;
+
+// What the embedding runtime (the `ryvos` crate) uses; everything else is the engine's own.
 pub use engine::{Engine, EngineConfig, EngineError};
-pub use event::{Event, EventKind, RunStatus};
-pub use ids::{CallId, RunId, SessionId};
-pub use message::{Message, ToolCall};
+pub use guardrail::{After, Before, Guardrail, GuardrailConfig};
+pub use interrupt::{Interrupter, OnMessage};
+pub use provider::recording::RecordingProvider;
+pub use provider::{
+    from_config as provider_from_config, ChatRequest, DeltaStream, FinishReason, Provider,
+    ProviderError, StreamDelta, ToolSpec, Usage,
+};
+pub use sandbox::Sandbox;
+pub use security::{ApprovalError, Approvals};
+pub use session::{RunSpec, StartRunError};
+pub use store::{now_ms, Store, StoreError};
+pub use tools::{builtin::all as builtin_tools, Tool, ToolContext, ToolError};
+pub use workspace::{Workspace, WorkspaceError};
+
+/// Hooks for tests and fuzzing: panics on purpose, crash states built by hand, and the
+/// parsers and counters a fuzz target or a benchmark drives directly.
+#[cfg(feature = "testing")]
+pub mod testing;

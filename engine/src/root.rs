@@ -67,13 +67,13 @@ pub enum SupervisorNotice {
 }
 
 /// Messages of the [`RootSupervisor`].
-pub enum RootMsg {
+pub(crate) enum RootMsg {
     /// Restart a failed child (sent to itself after the backoff).
     Restart(ChildKind),
     /// Stop gracefully: end the runs in flight, commit what they wrote, stop every child.
     Shutdown(RpcReplyPort<Result<(), StoreError>>),
     /// Test hook: make a child panic.
-    #[cfg(feature = "fault-injection")]
+    #[cfg(feature = "testing")]
     Panic(ChildKind),
 }
 
@@ -98,7 +98,7 @@ where
 }
 
 /// Everything the root starts its children with.
-pub struct RootArgs {
+pub(crate) struct RootArgs {
     pub store: Store,
     pub ledger: CostLedgerArgs,
     pub guardian: GuardianArgs,
@@ -114,7 +114,7 @@ pub struct RootArgs {
 
 /// The stable addresses of the root's children.
 #[derive(Clone)]
-pub struct Slots {
+pub(crate) struct Slots {
     pub checkpoint: ChildSlot<CheckpointMsg>,
     pub ledger: ChildSlot<CostLedgerMsg>,
     pub guardian: ChildSlot<GuardianMsg>,
@@ -126,7 +126,7 @@ pub struct Slots {
 
 impl Slots {
     /// Empty slots, filled as the children start.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             checkpoint: ChildSlot::new("checkpoint"),
             ledger: ChildSlot::new("cost ledger"),
@@ -182,10 +182,10 @@ impl Default for Slots {
 }
 
 /// The actor; see the module documentation.
-pub struct RootSupervisor;
+pub(crate) struct RootSupervisor;
 
 /// Its state.
-pub struct RootState {
+pub(crate) struct RootState {
     spawners: HashMap<ChildKind, Spawner>,
     children: HashMap<ActorId, ChildKind>,
     restarts: HashMap<ChildKind, RestartHistory>,
@@ -286,7 +286,7 @@ impl Actor for RootSupervisor {
                 }
                 myself.stop(Some("shutdown".into()));
             }
-            #[cfg(feature = "fault-injection")]
+            #[cfg(feature = "testing")]
             RootMsg::Panic(kind) => state.inject_panic(kind),
         }
         Ok(())
@@ -420,7 +420,7 @@ impl RootState {
         flushed
     }
 
-    #[cfg(feature = "fault-injection")]
+    #[cfg(feature = "testing")]
     fn inject_panic(&self, kind: ChildKind) {
         let sent = match kind {
             ChildKind::Checkpoint => self.slots.checkpoint.cast(CheckpointMsg::Panic),

@@ -1,7 +1,7 @@
 //! Small text helpers shared by the modules that quote text back to people or models.
 
 /// `text` cut to at most `max` bytes on a character boundary, marked with `…` when cut.
-pub fn truncate(text: &str, max: usize) -> String {
+pub(crate) fn truncate(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }

@@ -43,7 +43,7 @@ impl From<ToolOutcome> for Message {
 }
 
 /// The outcomes of calls that were lost before they could report (the executor failed).
-pub fn lost_outcomes(calls: &[ToolCall]) -> Vec<ToolOutcome> {
+pub(crate) fn lost_outcomes(calls: &[ToolCall]) -> Vec<ToolOutcome> {
     calls
         .iter()
         .map(|c| ToolOutcome {
@@ -59,7 +59,7 @@ pub fn lost_outcomes(calls: &[ToolCall]) -> Vec<ToolOutcome> {
 
 /// How calls are run.
 #[derive(Clone, Debug)]
-pub struct ExecutionSettings {
+pub(crate) struct ExecutionSettings {
     pub parallel: bool,
     pub max_parallel: usize,
     pub timeout: Duration,
@@ -67,7 +67,7 @@ pub struct ExecutionSettings {
 }
 
 /// The calls of one response, and where their results go.
-pub struct ToolBatch {
+pub(crate) struct ToolBatch {
     pub calls: Vec<ToolCall>,
     pub ctx: ToolContext,
     pub events: RunEvents,
@@ -82,19 +82,19 @@ pub struct ToolBatch {
 }
 
 /// Messages of the [`ToolExecutorActor`].
-pub enum ToolMsg {
+pub(crate) enum ToolMsg {
     Execute(Box<ToolBatch>),
     /// Test hook: panic inside the handler.
-    #[cfg(feature = "fault-injection")]
+    #[cfg(feature = "testing")]
     Panic,
 }
 
 /// The actor; see the module documentation.
-pub struct ToolExecutorActor;
+pub(crate) struct ToolExecutorActor;
 
 /// What it is started with (and restarted with).
 #[derive(Clone)]
-pub struct ToolExecutorArgs {
+pub(crate) struct ToolExecutorArgs {
     pub registry: ToolRegistry,
     pub settings: ExecutionSettings,
     pub gate: Gate,
@@ -141,7 +141,7 @@ impl Actor for ToolExecutorActor {
                     batch.on_done.answer(outcomes);
                 });
             }
-            #[cfg(feature = "fault-injection")]
+            #[cfg(feature = "testing")]
             ToolMsg::Panic => panic!("injected fault in the tool executor"),
         }
         Ok(())
@@ -151,7 +151,7 @@ impl Actor for ToolExecutorActor {
 /// Runs `calls`, concurrently when the settings allow, and returns outcomes in call order.
 /// Once the run is interrupted, calls not yet started are left for the next run (no outcome),
 /// and so is a call waiting for a person's approval.
-pub async fn run_batch(
+pub(crate) async fn run_batch(
     registry: &ToolRegistry,
     gate: &Gate,
     calls: Vec<ToolCall>,
@@ -184,7 +184,7 @@ pub async fn run_batch(
 
 /// Where a batch's calls run.
 #[derive(Clone, Copy)]
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     pub ctx: &'a ToolContext,
     pub events: &'a RunEvents,
     pub settings: &'a ExecutionSettings,

@@ -10,6 +10,7 @@ use syn::visit::Visit;
 /// (`ids` and `message` are the protocol crate's, re-exported; the protocol crate itself
 /// depends on nothing of the engine, which Cargo enforces.)
 const STACK: &[&str] = &[
+    "testing",
     "engine",
     "director",
     "root",

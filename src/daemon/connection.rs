@@ -8,10 +8,10 @@ use crate::protocol::{
 };
 use crate::runtime::{RunOutcome, RunRequest, RuntimeError};
 use futures_util::StreamExt;
-use ryvos_engine::ids::SessionId;
-use ryvos_engine::security::ApprovalError;
-use ryvos_engine::session::StartRunError;
+use ryvos_engine::ApprovalError;
 use ryvos_engine::EngineError;
+use ryvos_engine::StartRunError;
+use ryvos_protocol::ids::SessionId;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
@@ -125,7 +125,7 @@ async fn answer(
         Ok(Method::Run(params)) => return run(id, *params, write, shared).await,
         Ok(Method::Status(_)) => Ok(Reply::result(id, &status(shared))),
         Ok(Method::Sessions(_)) => {
-            let store = shared.runtime.store();
+            let store = shared.runtime.engine.store();
             store
                 .sessions()
                 .await
@@ -174,7 +174,7 @@ async fn answer(
 }
 
 fn status(shared: &Shared) -> StatusResult {
-    let sandbox = shared.runtime.engine().sandbox();
+    let sandbox = shared.runtime.engine.sandbox();
     StatusResult {
         pid: std::process::id(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -188,7 +188,7 @@ fn status(shared: &Shared) -> StatusResult {
 }
 
 async fn history(id: &SessionId, shared: &Shared) -> Result<HistoryResult, ErrorBody> {
-    let store = shared.runtime.store();
+    let store = shared.runtime.engine.store();
     let history = store.load_session(id).await.map_err(internal)?;
     let Some(session) = history.record else {
         return Err(ErrorBody::new(ErrorCode::NotFound, "no such session"));
@@ -248,7 +248,7 @@ fn no_run_in_flight() -> ErrorBody {
 }
 
 /// The answer to a request the store failed.
-fn internal(e: ryvos_engine::store::StoreError) -> ErrorBody {
+fn internal(e: ryvos_engine::StoreError) -> ErrorBody {
     ErrorBody::new(ErrorCode::Internal, e.to_string())
 }
 
@@ -272,6 +272,7 @@ async fn run(
         let session = SessionId::new(resume);
         let known = shared
             .runtime
+            .engine
             .store()
             .session_record(&session)
             .await

@@ -5,8 +5,8 @@
 pub mod cli;
 pub mod home;
 
-use ryvos::engine::config::Decision;
-use ryvos::engine::provider::{ChatRequest, DeltaStream, Provider, ProviderError};
+use ryvos::config::Decision;
+use ryvos::provider::{ChatRequest, DeltaStream, Provider, ProviderError};
 use ryvos::{Config, Event, EventKind, RunHandle, RunOutcome, RunRequest, Runtime};
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use std::sync::Arc;
@@ -88,7 +88,7 @@ impl Harness {
     pub async fn start_hosted(script: Vec<Reply>, tweak: impl FnOnce(&mut Config)) -> Self {
         let server = ScriptedModelServer::start(script).await;
         let model = config_for(&server, std::path::Path::new(".")).model;
-        let client = ryvos::engine::provider::from_config(&model).expect("a provider");
+        let client = ryvos::provider::from_config(&model).expect("a provider");
         let hosted: Arc<dyn Provider> = Arc::new(HostedProvider(client));
         Self::start_on(server, tweak, move |b| b.provider(hosted)).await
     }

@@ -12,7 +12,7 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 /// The largest context file put into the prompt.
-pub const MAX_FILE_BYTES: u64 = 64 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024;
 
 /// Layer 1: the first of these found is the agent's identity.
 const IDENTITY: &[&str] = &["SOUL.md", "IDENTITY.md"];
@@ -21,7 +21,7 @@ const NARRATIVE: &[&str] = &["AGENTS.toml", "USER.md", "TOOLS.md", "BOOT.md", "M
 
 /// A prompt and what went wrong building it.
 #[derive(Debug, Default)]
-pub struct Assembled {
+pub(crate) struct Assembled {
     pub prompt: String,
     /// Files left out, and why.
     pub warnings: Vec<String>,
@@ -29,7 +29,7 @@ pub struct Assembled {
 
 /// Builds the system prompt: `principles`, then the layers found in `dirs`, then today's daily
 /// log (`daily_log`, if it exists).
-pub fn assemble(principles: &str, dirs: &[PathBuf], daily_log: &Path) -> Assembled {
+pub(crate) fn assemble(principles: &str, dirs: &[PathBuf], daily_log: &Path) -> Assembled {
     let mut out = Assembled {
         prompt: principles.to_owned(),
         warnings: Vec::new(),

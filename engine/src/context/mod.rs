@@ -5,8 +5,9 @@
 //! never rewritten: the session keeps a window over it, and the store records where the window
 //! starts and the summary that stands for what came before.
 
-pub mod layers;
-pub mod prune;
-pub mod summary;
+pub(crate) mod layers;
+pub(crate) mod prune;
+pub(crate) mod summary;
 
-pub use prune::{prune_to_budget, Cut};
+pub use prune::prune_to_budget;
+pub(crate) use prune::Cut;

@@ -9,7 +9,8 @@ use std::fmt::Write;
 use std::sync::Arc;
 
 /// What the summarizing model is told.
-pub const SUMMARIZER_PROMPT: &str = "You summarize the earlier part of an agent's conversation \
+pub(crate) const SUMMARIZER_PROMPT: &str =
+    "You summarize the earlier part of an agent's conversation \
 so that the agent can go on without it. Keep every fact, decision, file path, command, result \
 and open question the agent will need; drop chatter. Answer with the summary only, in at most \
 250 words.";
@@ -18,10 +19,10 @@ and open question the agent will need; drop chatter. Answer with the summary onl
 const PIECE_CHARS: usize = 2000;
 
 /// Marks the message that stands for a summarized part.
-pub const SUMMARY_HEADING: &str = "[Summary of the earlier conversation]";
+pub(crate) const SUMMARY_HEADING: &str = "[Summary of the earlier conversation]";
 
 /// The request that asks for a summary of `dropped`.
-pub fn request(dropped: &[Arc<Message>]) -> ChatRequest {
+pub(crate) fn request(dropped: &[Arc<Message>]) -> ChatRequest {
     ChatRequest {
         system: SUMMARIZER_PROMPT.into(),
         messages: Arc::new(vec![Arc::new(Message::user(format!(
@@ -33,7 +34,7 @@ pub fn request(dropped: &[Arc<Message>]) -> ChatRequest {
 }
 
 /// The message that stands for the dropped part in the conversation.
-pub fn message(summary: &str) -> Message {
+pub(crate) fn message(summary: &str) -> Message {
     Message::System {
         content: format!("{SUMMARY_HEADING}\n{}", summary.trim()),
     }
@@ -41,7 +42,7 @@ pub fn message(summary: &str) -> Message {
 
 /// Messages as a plain transcript, one line each (long ones clipped): what a model reads about
 /// a conversation it is not part of.
-pub fn transcript(messages: &[Arc<Message>]) -> String {
+pub(crate) fn transcript(messages: &[Arc<Message>]) -> String {
     let mut out = String::new();
     for m in messages {
         // Writing to a String cannot fail.

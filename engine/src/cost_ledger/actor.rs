@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 
 /// What the ledger is started with.
 #[derive(Clone)]
-pub struct CostLedgerArgs {
+pub(crate) struct CostLedgerArgs {
     pub store: Store,
     pub checkpoint: ChildSlot<CheckpointMsg>,
     pub budget: BudgetConfig,
@@ -24,10 +24,10 @@ pub struct CostLedgerArgs {
 }
 
 /// The actor; see the module documentation of [`crate::cost_ledger`].
-pub struct CostLedgerActor;
+pub(crate) struct CostLedgerActor;
 
 /// Its state: prices, limits, and the totals read or written so far.
-pub struct LedgerState {
+pub(crate) struct LedgerState {
     store: Store,
     checkpoint: ChildSlot<CheckpointMsg>,
     prices: PriceBook,
@@ -80,11 +80,7 @@ impl Actor for CostLedgerActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            CostLedgerMsg::Authorize {
-                session_id: _,
-                run_id,
-                reply,
-            } => {
+            CostLedgerMsg::Authorize { run_id, reply } => {
                 if reply.send(state.authorize(&run_id).await).is_err() {
                     tracing::debug!(run = %run_id, "a budget check's caller left");
                 }
@@ -107,7 +103,7 @@ impl Actor for CostLedgerActor {
                 state.unwritten.extend(keys);
                 state.commit_error = Some(error);
             }
-            #[cfg(feature = "fault-injection")]
+            #[cfg(feature = "testing")]
             CostLedgerMsg::Panic => panic!("injected fault in the cost ledger"),
         }
         Ok(())
@@ -115,7 +111,7 @@ impl Actor for CostLedgerActor {
 }
 
 /// The ledger key of a run's totals.
-pub fn run_key(run: &RunId) -> String {
+pub(crate) fn run_key(run: &RunId) -> String {
     format!("run:{run}")
 }
 

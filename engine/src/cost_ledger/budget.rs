@@ -11,11 +11,11 @@ use crate::event::{BudgetScope, EventKind};
 const RUN_WARNING_PERCENT: u64 = 80;
 
 /// Costs are kept in millionths of a cent.
-pub const MICROCENTS_PER_CENT: u64 = 1_000_000;
+pub(crate) const MICROCENTS_PER_CENT: u64 = 1_000_000;
 
 /// The limits in force, in millionths of a cent.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Limits {
+pub(super) struct Limits {
     per_run: Option<u64>,
     monthly: Option<u64>,
     monthly_warning: Option<u64>,
@@ -23,7 +23,7 @@ pub struct Limits {
 
 impl Limits {
     /// The limits of `[budget]`.
-    pub fn new(budget: &BudgetConfig) -> Self {
+    pub(super) fn new(budget: &BudgetConfig) -> Self {
         let cents = |c: u64| (c > 0).then(|| c.saturating_mul(MICROCENTS_PER_CENT));
         Self {
             per_run: cents(budget.per_run_limit_cents),
@@ -35,7 +35,7 @@ impl Limits {
 
 /// A threshold reached: said as a warning, or as the reason a call is refused.
 #[derive(Clone, Debug, PartialEq)]
-pub struct BudgetNotice {
+pub(crate) struct BudgetNotice {
     pub scope: BudgetScope,
     pub spent_microcents: u64,
     pub limit_microcents: u64,
@@ -44,7 +44,7 @@ pub struct BudgetNotice {
 
 impl BudgetNotice {
     /// As a `BudgetWarning` event.
-    pub fn warning(&self) -> EventKind {
+    pub(crate) fn warning(&self) -> EventKind {
         EventKind::BudgetWarning {
             scope: self.scope,
             spent: cents_number(self.spent_microcents),
@@ -54,7 +54,7 @@ impl BudgetNotice {
     }
 
     /// As a `BudgetExceeded` event.
-    pub fn exceeded(&self) -> EventKind {
+    pub(crate) fn exceeded(&self) -> EventKind {
         EventKind::BudgetExceeded {
             scope: self.scope,
             spent: cents_number(self.spent_microcents),
@@ -75,7 +75,7 @@ fn cents_number(microcents: u64) -> serde_json::Number {
 }
 
 /// An amount for people: `$1.25`, or `$0.0042` below a cent.
-pub fn dollars(microcents: u64) -> String {
+pub(crate) fn dollars(microcents: u64) -> String {
     let dollars = microcents as f64 / (100.0 * MICROCENTS_PER_CENT as f64);
     if microcents >= MICROCENTS_PER_CENT {
         format!("${dollars:.2}")
@@ -85,7 +85,12 @@ pub fn dollars(microcents: u64) -> String {
 }
 
 /// Whether another model call may be made, given what the run and the month have spent.
-pub fn check(limits: &Limits, run: u64, month: u64, period: &Period) -> Result<(), BudgetNotice> {
+pub(super) fn check(
+    limits: &Limits,
+    run: u64,
+    month: u64,
+    period: &Period,
+) -> Result<(), BudgetNotice> {
     if let Some(limit) = limits.monthly.filter(|&l| month >= l) {
         return Err(BudgetNotice {
             scope: BudgetScope::Month,
@@ -120,7 +125,7 @@ pub fn check(limits: &Limits, run: u64, month: u64, period: &Period) -> Result<(
 
 /// The warnings a call crossed, moving the run's spending from `run.0` to `run.1` and the
 /// month's from `month.0` to `month.1`. Each warning fires once, when its threshold is crossed.
-pub fn warnings_crossed(
+pub(super) fn warnings_crossed(
     limits: &Limits,
     run: (u64, u64),
     month: (u64, u64),

@@ -13,11 +13,11 @@ mod period;
 mod pricing;
 mod report;
 
-pub use actor::{run_key, CostLedgerActor, CostLedgerArgs};
-pub use budget::{dollars, BudgetNotice, Limits, MICROCENTS_PER_CENT};
+pub(crate) use actor::{run_key, CostLedgerActor, CostLedgerArgs};
+pub(crate) use budget::{dollars, BudgetNotice, MICROCENTS_PER_CENT};
 pub use period::Period;
-pub use pricing::{cost_microcents, PriceBook, PriceSource, UNKNOWN_MODEL_PRICE};
-pub use report::{cost_report, CostReport, Spend};
+pub(crate) use pricing::PriceSource;
+pub(crate) use report::cost_report;
 
 use crate::config::Pricing;
 use crate::ids::{RunId, SessionId};
@@ -27,7 +27,7 @@ use ractor::RpcReplyPort;
 
 /// One model call's usage, as the session reports it.
 #[derive(Clone, Debug)]
-pub struct UsageReport {
+pub(crate) struct UsageReport {
     pub session_id: SessionId,
     pub run_id: RunId,
     /// The call's number within its run, from 1: a report repeated after a ledger restart is
@@ -41,7 +41,7 @@ pub struct UsageReport {
 
 /// What recording a call found.
 #[derive(Clone, Debug)]
-pub struct Receipt {
+pub(crate) struct Receipt {
     /// The call's cost, in millionths of a cent.
     pub call_microcents: u64,
     /// The run's totals with this call.
@@ -60,7 +60,7 @@ pub struct Receipt {
 
 /// Whether a run may make its next model call.
 #[derive(Clone, Debug)]
-pub enum Authorization {
+pub(crate) enum Authorization {
     Allowed,
     /// A limit is reached.
     Refused(BudgetNotice),
@@ -69,10 +69,9 @@ pub enum Authorization {
 }
 
 /// Messages of the [`CostLedgerActor`].
-pub enum CostLedgerMsg {
+pub(crate) enum CostLedgerMsg {
     /// May this run make another model call?
     Authorize {
-        session_id: SessionId,
         run_id: RunId,
         reply: RpcReplyPort<Authorization>,
     },
@@ -92,6 +91,6 @@ pub enum CostLedgerMsg {
         error: StoreError,
     },
     /// Test hook: panic inside the handler.
-    #[cfg(feature = "fault-injection")]
+    #[cfg(feature = "testing")]
     Panic,
 }

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// The price assumed for a model nobody priced: as dear as the dearest model in the table,
 /// so that a budget errs toward stopping early.
-pub const UNKNOWN_MODEL_PRICE: Pricing = Pricing {
+pub(super) const UNKNOWN_MODEL_PRICE: Pricing = Pricing {
     input_per_1m: 1500.0,
     output_per_1m: 7500.0,
 };
@@ -53,7 +53,7 @@ const BUILT_IN: &[(&str, f64, f64)] = &[
 
 /// Where a price came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PriceSource {
+pub(crate) enum PriceSource {
     /// `[budget.pricing_overrides]`.
     Override,
     /// The built-in table.
@@ -66,7 +66,7 @@ pub enum PriceSource {
 
 /// The prices in force: the built-in table with the configured overrides on top.
 #[derive(Clone, Debug)]
-pub struct PriceBook {
+pub(super) struct PriceBook {
     prices: BTreeMap<String, (Pricing, PriceSource)>,
     /// Models served on loopback: free when neither table prices them. A published price still
     /// wins, so a local proxy to a paid API (`gpt-4o` through 127.0.0.1) is still counted.
@@ -76,7 +76,7 @@ pub struct PriceBook {
 impl PriceBook {
     /// The built-in table, with `overrides` replacing or adding models; `local` models are
     /// free unless one of the two prices them.
-    pub fn new<'a>(
+    pub(super) fn new<'a>(
         overrides: &BTreeMap<String, Pricing>,
         local: impl IntoIterator<Item = &'a str>,
     ) -> Self {
@@ -101,7 +101,7 @@ impl PriceBook {
     /// (`gpt-4o-2024-08-06`, `claude-opus-4-5-20251101`, `…-latest`), else the unknown-model
     /// price, or nothing for a local model. Any other suffix (`o1-pro`) is another model, with
     /// a price of its own.
-    pub fn price_of(&self, model: &str) -> (Pricing, PriceSource) {
+    pub(super) fn price_of(&self, model: &str) -> (Pricing, PriceSource) {
         let mut candidate = model;
         loop {
             if let Some((price, source)) = self.prices.get(candidate) {
@@ -122,7 +122,7 @@ fn is_version(segment: &str) -> bool {
 }
 
 /// The cost of a call, in millionths of a cent (exact for whole-cent prices).
-pub fn cost_microcents(price: &Pricing, input_tokens: u64, output_tokens: u64) -> u64 {
+pub(super) fn cost_microcents(price: &Pricing, input_tokens: u64, output_tokens: u64) -> u64 {
     let cost =
         input_tokens as f64 * price.input_per_1m + output_tokens as f64 * price.output_per_1m;
     cost.round().max(0.0) as u64

@@ -4,7 +4,7 @@
 use super::period::Period;
 use crate::config::BudgetConfig;
 use crate::store::{CostTotals, Store, StoreError};
-pub use ryvos_protocol::report::{CostReport, Spend};
+pub(super) use ryvos_protocol::report::{CostReport, Spend};
 
 /// How many sessions the report lists (the most expensive first).
 const SESSIONS_LISTED: usize = 20;
@@ -21,7 +21,7 @@ fn spend(key: &str, t: &CostTotals) -> Spend {
 }
 
 /// Reads the report from the store as of `now_ms`.
-pub async fn cost_report(
+pub(crate) async fn cost_report(
     store: &Store,
     budget: &BudgetConfig,
     now_ms: u64,

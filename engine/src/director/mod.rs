@@ -11,8 +11,8 @@
 
 mod prompts;
 
-pub use ryvos_protocol::plan::{Plan, PlanError, Step, StepEvent};
-pub use ryvos_protocol::records::{PlanRecord, StepProgress, StepState};
+pub(crate) use ryvos_protocol::plan::{Plan, PlanError, Step, StepEvent};
+pub(crate) use ryvos_protocol::records::{PlanRecord, StepState};
 
 use crate::checkpoint::CheckpointMsg;
 use crate::config::DirectorConfig;
@@ -29,7 +29,7 @@ use tokio::task::JoinSet;
 
 /// What a Director needs of the engine.
 #[derive(Clone)]
-pub struct Director {
+pub(crate) struct Director {
     pub runs: RunStarter,
     pub checkpoint: ChildSlot<CheckpointMsg>,
     pub store: Store,
@@ -77,7 +77,7 @@ impl Director {
     /// Drives a Director run on `session` to its end, publishing on `events`; it ends with
     /// `RunComplete` like any run. `held` (the claim on the session) is let go just before: a
     /// caller that starts again on seeing the end is not refused.
-    pub async fn run(
+    pub(crate) async fn run(
         self,
         session: SessionId,
         spec: RunSpec,

@@ -19,7 +19,7 @@ equals or regex where they suffice. Ids use letters, digits, '_' and '-'. The st
 depend on each other in a cycle.";
 
 /// Asks for the plan of `task`.
-pub fn plan(task: &str, goal: Option<&Goal>, max_steps: usize) -> String {
+pub(super) fn plan(task: &str, goal: Option<&Goal>, max_steps: usize) -> String {
     let goal = goal
         .map(|g| format!("\n{}", crate::judge::goal::focus(g, None)))
         .unwrap_or_default();
@@ -32,12 +32,12 @@ pub fn plan(task: &str, goal: Option<&Goal>, max_steps: usize) -> String {
 }
 
 /// Asks again after a refused plan.
-pub fn refused(error: &PlanError) -> String {
+pub(super) fn refused(error: &PlanError) -> String {
     format!("[Director] That plan was refused: {error}. Answer again with a corrected plan. {PLAN_SHAPE}")
 }
 
 /// Asks for a revised plan after a step failed.
-pub fn revise(record: &PlanRecord, why: &str, max_steps: usize) -> String {
+pub(super) fn revise(record: &PlanRecord, why: &str, max_steps: usize) -> String {
     let done: Vec<String> = record
         .steps
         .iter()
@@ -60,7 +60,7 @@ pub fn revise(record: &PlanRecord, why: &str, max_steps: usize) -> String {
 }
 
 /// A step's prompt: its goal, and the results of the steps it depends on.
-pub fn step(record: &PlanRecord, step: &Step) -> String {
+pub(super) fn step(record: &PlanRecord, step: &Step) -> String {
     let mut prompt = format!(
         "[Director] You carry out step '{}' of a plan for this task: {}\n\nYour step: {}\n",
         step.id, record.prompt, step.goal
@@ -83,7 +83,7 @@ pub fn step(record: &PlanRecord, step: &Step) -> String {
 }
 
 /// Asks for the final answer once every step is done.
-pub fn final_answer(record: &PlanRecord) -> String {
+pub(super) fn final_answer(record: &PlanRecord) -> String {
     let mut prompt = String::from("[Director] Every step of the plan is done. Their results:\n");
     for s in ordered(&record.plan) {
         let result = record.steps.get(&s.id).map_or("", |p| p.output.as_str());

@@ -14,17 +14,17 @@ use std::collections::HashMap;
 
 /// What the Guardian is started with.
 #[derive(Clone)]
-pub struct GuardianArgs {
+pub(crate) struct GuardianArgs {
     pub store: Store,
     pub checkpoint: ChildSlot<CheckpointMsg>,
     pub thresholds: Thresholds,
 }
 
 /// The actor; see the module documentation of [`crate::guardian`].
-pub struct GuardianActor;
+pub(crate) struct GuardianActor;
 
 /// Its state.
-pub struct GuardianState {
+pub(crate) struct GuardianState {
     store: Store,
     checkpoint: ChildSlot<CheckpointMsg>,
     thresholds: Thresholds,
@@ -96,7 +96,7 @@ impl Actor for GuardianActor {
             GuardianMsg::RunEnded { run_id } => {
                 state.runs.remove(&run_id);
             }
-            #[cfg(feature = "fault-injection")]
+            #[cfg(feature = "testing")]
             GuardianMsg::Panic => panic!("injected fault in the Guardian"),
         }
         Ok(())

@@ -12,7 +12,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 /// One finished tool call, as the Guardian sees it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CallReport {
+pub(crate) struct CallReport {
     pub tool: String,
     /// The tool's name and canonical input, hashed.
     pub fingerprint: u64,
@@ -24,7 +24,7 @@ pub struct CallReport {
 impl CallReport {
     /// The report of a call of `tool` with `arguments` (the model's raw text) that produced
     /// `output`.
-    pub fn new(tool: &str, arguments: &str, output: &str, failed: bool) -> Self {
+    pub(crate) fn new(tool: &str, arguments: &str, output: &str, failed: bool) -> Self {
         let mut input = DefaultHasher::new();
         tool.hash(&mut input);
         match serde_json::from_str::<Value>(arguments) {
@@ -68,7 +68,7 @@ fn hash_canonical(value: &Value, h: &mut DefaultHasher) {
 }
 
 /// Extends `streak` with `call`, or starts a new one; true if it was extended.
-pub fn extend(streak: &mut Option<Streak>, call: &CallReport) -> bool {
+pub(crate) fn extend(streak: &mut Option<Streak>, call: &CallReport) -> bool {
     if let Some(s) = streak.as_mut() {
         if s.fingerprint == call.fingerprint && s.outcome == call.outcome {
             s.count += 1;

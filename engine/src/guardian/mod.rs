@@ -9,12 +9,12 @@
 //! its hints went unheeded or a hard limit is reached.
 
 mod actor;
-pub mod doom_loop;
+pub(crate) mod doom_loop;
 mod watch;
 
-pub use actor::{GuardianActor, GuardianArgs};
-pub use doom_loop::CallReport;
-pub use watch::{Hint, Ladder, Review, RunWatch, Thresholds, TurnReport};
+pub(crate) use actor::{GuardianActor, GuardianArgs};
+pub(crate) use doom_loop::CallReport;
+pub(crate) use watch::{Hint, Review, Thresholds, TurnReport};
 
 use crate::event::StallPhase;
 use crate::ids::RunId;
@@ -22,7 +22,7 @@ use ractor::RpcReplyPort;
 use std::time::Duration;
 
 /// Messages of the [`GuardianActor`].
-pub enum GuardianMsg {
+pub(crate) enum GuardianMsg {
     /// A turn finished; what should happen before the next model call?
     ReviewTurn {
         run_id: RunId,
@@ -40,6 +40,6 @@ pub enum GuardianMsg {
     /// The run ended: forget it.
     RunEnded { run_id: RunId },
     /// Test hook: panic inside the handler.
-    #[cfg(feature = "fault-injection")]
+    #[cfg(feature = "testing")]
     Panic,
 }

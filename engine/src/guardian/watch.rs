@@ -8,12 +8,12 @@
 use super::doom_loop::{extend, CallReport};
 use crate::config::GuardianConfig;
 use crate::event::{BudgetScope, EventKind, GuardianAction, RunStatus, StallPhase};
-pub use ryvos_protocol::records::{RunWatch, Streak};
+pub(super) use ryvos_protocol::records::{RunWatch, Streak};
 use std::time::Duration;
 
 /// The Guardian's settings, from `[agent.guardian]` and `max_context_tokens`.
 #[derive(Clone, Debug)]
-pub struct Thresholds {
+pub(crate) struct Thresholds {
     pub doom_loop: u32,
     pub soft_tokens: u64,
     pub hard_tokens: u64,
@@ -21,7 +21,7 @@ pub struct Thresholds {
 }
 
 impl Thresholds {
-    pub fn new(config: &GuardianConfig, max_context_tokens: u64) -> Self {
+    pub(crate) fn new(config: &GuardianConfig, max_context_tokens: u64) -> Self {
         let percent = |p: u8| max_context_tokens.saturating_mul(u64::from(p)) / 100;
         Self {
             doom_loop: config.doom_loop_threshold.max(1),
@@ -34,7 +34,7 @@ impl Thresholds {
 
 /// A finished turn, as the session reports it.
 #[derive(Clone, Debug, Default)]
-pub struct TurnReport {
+pub(crate) struct TurnReport {
     /// The turn's tool calls, in call order.
     pub calls: Vec<CallReport>,
     /// The conversation's size after the turn (system prompt included).
@@ -43,7 +43,7 @@ pub struct TurnReport {
 
 /// A corrective note for the conversation.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Hint {
+pub(crate) struct Hint {
     pub message: String,
     /// 1 for a first hint, 2 for a stronger one.
     pub level: u8,
@@ -51,7 +51,7 @@ pub struct Hint {
 
 /// What the session should do.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Review {
+pub(crate) struct Review {
     /// Events to publish now, in order.
     pub events: Vec<EventKind>,
     /// A hint to put into the conversation before the next model call.
@@ -67,7 +67,7 @@ pub struct Review {
 
 /// The ladder every problem goes up, on the stored [`RunWatch`]: [`Ladder::review`] after each
 /// turn, [`Ladder::stalled`] when progress stops.
-pub trait Ladder {
+pub(super) trait Ladder {
     /// Looks at a finished turn: its calls feed doom-loop detection, its size the token budget.
     fn review(&mut self, limits: &Thresholds, turn: &TurnReport) -> Review;
 

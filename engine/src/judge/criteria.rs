@@ -17,7 +17,7 @@ use std::time::Duration;
 const MAX_REASON_CHARS: usize = 600;
 
 /// Checks a criterion on the answer's text; `None` for the kinds that need more.
-pub fn check_text(criterion: &Criterion, answer: &str) -> Option<CriterionResult> {
+pub(crate) fn check_text(criterion: &Criterion, answer: &str) -> Option<CriterionResult> {
     let (met, reason) = match criterion.kind {
         CriterionKind::Contains => {
             let met = answer.contains(&criterion.value);
@@ -64,7 +64,7 @@ pub fn check_text(criterion: &Criterion, answer: &str) -> Option<CriterionResult
 
 /// Runs a `command` criterion in the run's workspace: met when it exits 0. A model-written one
 /// runs only if the gate admits it; refused, it is unmet with the gate's reason.
-pub async fn check_command(
+pub(crate) async fn check_command(
     criterion: &Criterion,
     ctx: &ToolContext,
     gate: &Gate,

@@ -5,7 +5,7 @@ use ryvos_protocol::goal::{CriterionKind, Goal};
 
 /// The focus layer of the system prompt: the goal, its criteria and constraints, and where
 /// the evaluation stands (`status`, once the Judge has spoken).
-pub fn focus(goal: &Goal, status: Option<&str>) -> String {
+pub(crate) fn focus(goal: &Goal, status: Option<&str>) -> String {
     let mut out = format!("## Goal\n{}\n", goal.description.trim());
     if !goal.criteria.is_empty() {
         out.push_str(

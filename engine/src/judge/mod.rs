@@ -6,16 +6,16 @@
 //! model (or `[agent.judge] model`) with a fixed rubric. Each evaluation runs in its own task,
 //! so a slow test command never holds the actor, and is cancelled with its run.
 
-pub mod criteria;
-pub mod goal;
-pub mod rubric;
-pub mod verdict;
+pub(crate) mod criteria;
+pub(crate) mod goal;
+pub(crate) mod rubric;
+pub(crate) mod verdict;
 
-pub use ryvos_protocol::goal::{
-    Constraints, Criterion, CriterionError, CriterionKind, CriterionOrigin, CriterionResult, Goal,
+pub(crate) use ryvos_protocol::goal::{
+    Criterion, CriterionKind, CriterionOrigin, CriterionResult, Goal,
 };
-pub use ryvos_protocol::verdict::Verdict;
-pub use verdict::Judgement;
+pub(crate) use ryvos_protocol::verdict::Verdict;
+pub(crate) use verdict::Judgement;
 
 use crate::callback::Callback;
 use crate::config::JudgeConfig;
@@ -30,7 +30,7 @@ use std::time::Duration;
 use verdict::ModelOpinion;
 
 /// One evaluation to make.
-pub struct Evaluation {
+pub(crate) struct Evaluation {
     pub goal: Arc<Goal>,
     /// The model's latest answer.
     pub answer: String,
@@ -47,7 +47,7 @@ pub struct Evaluation {
 
 /// An evaluation's outcome.
 #[derive(Debug)]
-pub struct Evaluated {
+pub(crate) struct Evaluated {
     pub judgement: Judgement,
     /// The judge model's call, to be billed, if one was made.
     pub judge_call: Option<ModelReply>,
@@ -57,7 +57,7 @@ pub struct Evaluated {
 
 impl Evaluated {
     /// An evaluation that could not be made: no verdict, never acceptance.
-    pub fn failed(why: &str) -> Self {
+    pub(crate) fn failed(why: &str) -> Self {
         Self {
             judgement: Judgement {
                 verdict: Verdict::Continue,
@@ -72,16 +72,16 @@ impl Evaluated {
 }
 
 /// Messages of the [`JudgeActor`].
-pub enum JudgeMsg {
+pub(crate) enum JudgeMsg {
     Evaluate(Box<Evaluation>),
     /// Test hook: panic inside the handler.
-    #[cfg(feature = "fault-injection")]
+    #[cfg(feature = "testing")]
     Panic,
 }
 
 /// What the Judge is started with.
 #[derive(Clone)]
-pub struct JudgeArgs {
+pub(crate) struct JudgeArgs {
     /// The models that judge `llm` criteria.
     pub models: Arc<ModelChain>,
     pub config: JudgeConfig,
@@ -90,7 +90,7 @@ pub struct JudgeArgs {
 }
 
 /// The actor; see the module documentation.
-pub struct JudgeActor;
+pub(crate) struct JudgeActor;
 
 impl Actor for JudgeActor {
     type Msg = JudgeMsg;
@@ -140,7 +140,7 @@ impl Actor for JudgeActor {
                     }
                 });
             }
-            #[cfg(feature = "fault-injection")]
+            #[cfg(feature = "testing")]
             JudgeMsg::Panic => panic!("injected fault in the Judge"),
         }
         Ok(())

@@ -13,7 +13,8 @@ use std::sync::Arc;
 const TRANSCRIPT_MESSAGES: usize = 40;
 
 /// The judge's instructions.
-pub const RUBRIC: &str = "You are the Judge of an autonomous agent's run. Decide whether the \
+pub(crate) const RUBRIC: &str =
+    "You are the Judge of an autonomous agent's run. Decide whether the \
 agent's final answer meets the goal and each listed criterion, from the evidence in the \
 conversation only: claims the agent made without evidence do not count. Answer with one JSON \
 object and nothing else:\n\
@@ -26,7 +27,7 @@ outside what the agent may do); the reason says why.";
 
 /// The request asking the judge about `answer`, given the goal, its model-judged `criteria`
 /// (numbered from 1) and the conversation.
-pub fn request(
+pub(crate) fn request(
     goal: &Goal,
     criteria: &[&Criterion],
     conversation: &[Arc<Message>],
@@ -57,7 +58,7 @@ pub fn request(
 
 /// `text` without a Markdown code fence around it, if it has one: a fenced block is how
 /// models often give JSON; prose around it is not accepted.
-pub fn unfenced(text: &str) -> &str {
+pub(crate) fn unfenced(text: &str) -> &str {
     let body = text.trim();
     body.strip_prefix("```json")
         .or_else(|| body.strip_prefix("```"))
@@ -67,7 +68,7 @@ pub fn unfenced(text: &str) -> &str {
 
 /// What the judge model decided.
 #[derive(Clone, Debug, PartialEq)]
-pub struct JudgeAnswer {
+pub(crate) struct JudgeAnswer {
     pub decision: Decision,
     pub reason: String,
     /// One per model-judged criterion, in order.
@@ -77,7 +78,7 @@ pub struct JudgeAnswer {
 /// The judge model's verdict word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Decision {
+pub(crate) enum Decision {
     Accept,
     Retry,
     Escalate,
@@ -100,7 +101,7 @@ struct WireCriterion {
 
 /// Parses the judge model's text. `None` when it is not the JSON the rubric asks for, or does
 /// not answer every criterion exactly once: the caller treats that as `Continue`.
-pub fn parse(text: &str, criteria: &[&Criterion]) -> Option<JudgeAnswer> {
+pub(crate) fn parse(text: &str, criteria: &[&Criterion]) -> Option<JudgeAnswer> {
     let wire: WireVerdict = serde_json::from_str(unfenced(text)).ok()?;
     if wire.reason.trim().is_empty() || wire.criteria.len() != criteria.len() {
         return None;

@@ -5,10 +5,10 @@
 
 use super::rubric::{Decision, JudgeAnswer};
 use super::{CriterionResult, Goal, Verdict};
-pub use ryvos_protocol::verdict::Judgement;
+pub(crate) use ryvos_protocol::verdict::Judgement;
 
 /// What the judge model said, when it was asked.
-pub enum ModelOpinion {
+pub(crate) enum ModelOpinion {
     /// Not asked: no criterion needs it, or the free criteria already decide.
     NotAsked,
     Answered(JudgeAnswer),
@@ -17,7 +17,7 @@ pub enum ModelOpinion {
 }
 
 /// The verdict on `goal` from the free criteria's `results` and the judge model's `opinion`.
-pub fn decide(
+pub(crate) fn decide(
     goal: &Goal,
     mut results: Vec<CriterionResult>,
     opinion: ModelOpinion,
@@ -61,7 +61,7 @@ pub fn decide(
 
 /// Whether the free criteria alone already rule acceptance out, so the judge model need not be
 /// paid for.
-pub fn hopeless(goal: &Goal, free: &[CriterionResult], threshold: f64) -> bool {
+pub(crate) fn hopeless(goal: &Goal, free: &[CriterionResult], threshold: f64) -> bool {
     let lost = share(goal, free, false);
     goal.criteria.iter().any(|c| c.weight > 0.0) && 1.0 - lost < threshold
 }

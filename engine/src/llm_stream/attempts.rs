@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// The models a call may be answered by, in order, and how each is retried.
-pub struct ModelChain {
+pub(crate) struct ModelChain {
     providers: Vec<Arc<dyn Provider>>,
     policy: RetryPolicy,
 }
@@ -37,17 +37,17 @@ struct Attempt {
 
 impl ModelChain {
     /// A chain of `providers` (the first is the primary), retried as `policy` says.
-    pub fn new(providers: Vec<Arc<dyn Provider>>, policy: RetryPolicy) -> Self {
+    pub(crate) fn new(providers: Vec<Arc<dyn Provider>>, policy: RetryPolicy) -> Self {
         Self { providers, policy }
     }
 
     /// The primary model's name.
-    pub fn model(&self) -> &str {
+    pub(crate) fn model(&self) -> &str {
         self.providers.first().map_or("", |p| p.model())
     }
 
     /// The models of the chain served on this machine, which cost nothing unless priced.
-    pub fn local_models(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn local_models(&self) -> impl Iterator<Item = &str> {
         self.providers
             .iter()
             .filter(|p| p.runs_locally())
@@ -56,7 +56,7 @@ impl ModelChain {
 
     /// Streams an answer to `request`, publishing text on `events` when given; see the module
     /// documentation for what is tried when.
-    pub async fn answer(
+    pub(crate) async fn answer(
         &self,
         request: &ChatRequest,
         events: Option<&RunEvents>,

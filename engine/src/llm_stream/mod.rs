@@ -8,7 +8,7 @@
 
 mod attempts;
 
-pub use attempts::ModelChain;
+pub(crate) use attempts::ModelChain;
 
 use crate::callback::Callback;
 use crate::event::RunEvents;
@@ -22,29 +22,29 @@ use tokio_util::sync::CancellationToken;
 /// When a model call last showed life (a delta arrived), for the Guardian's stall detection.
 /// Shared between the streaming task, which beats it, and the session, which reads it.
 #[derive(Clone, Debug, Default)]
-pub struct Heartbeat(Arc<AtomicU64>);
+pub(crate) struct Heartbeat(Arc<AtomicU64>);
 
 impl Heartbeat {
     /// A heartbeat that beats now.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let heartbeat = Self::default();
         heartbeat.beat();
         heartbeat
     }
 
     /// Records a sign of life now.
-    pub fn beat(&self) {
+    pub(crate) fn beat(&self) {
         self.0.store(Self::now_ms(), Ordering::Relaxed);
     }
 
     /// Counts as alive for `wait` from now: a wait the call chose is no stall.
-    pub fn quiet_for(&self, wait: Duration) {
+    pub(crate) fn quiet_for(&self, wait: Duration) {
         let until = Self::now_ms().saturating_add(wait.as_millis() as u64);
         self.0.fetch_max(until, Ordering::Relaxed);
     }
 
     /// How long since the last sign of life.
-    pub fn silent_for(&self) -> Duration {
+    pub(crate) fn silent_for(&self) -> Duration {
         Duration::from_millis(Self::now_ms().saturating_sub(self.0.load(Ordering::Relaxed)))
     }
 
@@ -57,7 +57,7 @@ impl Heartbeat {
 
 /// The model's answer to one request.
 #[derive(Clone, Debug)]
-pub struct ModelReply {
+pub(crate) struct ModelReply {
     pub response: AssistantResponse,
     pub usage: Usage,
     /// True when the server sent no usage and it was estimated.
@@ -68,7 +68,7 @@ pub struct ModelReply {
 
 /// How a model call ended, with what it may have cost on the way.
 #[derive(Debug)]
-pub struct ModelAnswer {
+pub(crate) struct ModelAnswer {
     pub result: Result<ModelReply, ProviderError>,
     /// The models of attempts whose streams were cut after the server began to answer: they
     /// may have been billed for their input, and are counted whatever the call came to.
@@ -79,7 +79,7 @@ pub struct ModelAnswer {
 
 impl ModelAnswer {
     /// A call that failed before any attempt was billed.
-    pub fn failed(error: ProviderError) -> Self {
+    pub(crate) fn failed(error: ProviderError) -> Self {
         Self {
             result: Err(error),
             cut_calls: Vec::new(),
@@ -88,7 +88,7 @@ impl ModelAnswer {
     }
 
     /// A job lost with its actor (`what` says which), before it ran.
-    pub fn lost(what: &str) -> Self {
+    pub(crate) fn lost(what: &str) -> Self {
         Self {
             lost: true,
             ..Self::failed(ProviderError::StreamCut(format!(
@@ -99,7 +99,7 @@ impl ModelAnswer {
 }
 
 /// One request to stream.
-pub struct StreamJob {
+pub(crate) struct StreamJob {
     pub request: ChatRequest,
     pub events: RunEvents,
     /// Publish the answer's text as `TextDelta` events (not for a summary, which is no answer).
@@ -115,15 +115,15 @@ pub struct StreamJob {
 }
 
 /// Messages of the [`LlmStreamActor`].
-pub enum LlmMsg {
+pub(crate) enum LlmMsg {
     Stream(StreamJob),
     /// Test hook: panic inside the handler.
-    #[cfg(feature = "fault-injection")]
+    #[cfg(feature = "testing")]
     Panic,
 }
 
 /// The actor; see the module documentation.
-pub struct LlmStreamActor;
+pub(crate) struct LlmStreamActor;
 
 impl Actor for LlmStreamActor {
     type Msg = LlmMsg;
@@ -182,7 +182,7 @@ impl Actor for LlmStreamActor {
                     }
                 });
             }
-            #[cfg(feature = "fault-injection")]
+            #[cfg(feature = "testing")]
             LlmMsg::Panic => panic!("injected fault in the LLM stream actor"),
         }
         Ok(())

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 /// Why texts could not be embedded.
 #[derive(Debug, thiserror::Error)]
-pub enum EmbedError {
+pub(crate) enum EmbedError {
     #[error("{0}")]
     Config(String),
     /// Every attempt failed (each is listed), or the one made could not succeed.
@@ -23,7 +23,7 @@ pub enum EmbedError {
 
 /// A client of the embeddings endpoint, retried like model calls.
 #[derive(Clone)]
-pub struct Embedder {
+pub(crate) struct Embedder {
     http: reqwest::Client,
     url: String,
     model: String,
@@ -46,7 +46,7 @@ struct Datum {
 impl Embedder {
     /// The client `config` describes, retried as `policy` says within `timeout_secs`, or `None`
     /// when embeddings are off.
-    pub fn from_config(
+    pub(crate) fn from_config(
         config: &EmbeddingConfig,
         policy: &RetryPolicy,
     ) -> Result<Option<Self>, EmbedError> {
@@ -83,7 +83,7 @@ impl Embedder {
     }
 
     /// One vector per text, in order.
-    pub async fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    pub(crate) async fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let body = retry::with_retries(&self.policy, "an embeddings request", || {
             self.attempt(texts)
         })
@@ -125,7 +125,7 @@ impl Embedder {
 }
 
 /// Cosine similarity, clamped to [0, 1] (opposite directions count as unrelated).
-pub fn similarity(a: &[f32], b: &[f32]) -> f64 {
+pub(crate) fn similarity(a: &[f32], b: &[f32]) -> f64 {
     if a.len() != b.len() || a.is_empty() {
         return 0.0;
     }

@@ -5,12 +5,12 @@
 //! [`bm25`] over an inverted index in redb, merged with vector similarity when `[embedding]`
 //! is configured. Vector search is a brute-force scan of the stored vectors.
 
-pub mod embeddings;
+pub(crate) mod embeddings;
 mod tools;
 
 use crate::provider::retry::RetryPolicy;
-pub use embeddings::{EmbedError, Embedder};
-pub use tools::{MemorySearch, MemoryWrite};
+pub(crate) use embeddings::{EmbedError, Embedder};
+pub(crate) use tools::{MemorySearch, MemoryWrite};
 
 use crate::callback::Callback;
 use crate::checkpoint::CheckpointMsg;
@@ -23,7 +23,7 @@ use std::collections::HashMap;
 
 /// A memory found by a search.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Hit {
+pub(crate) struct Hit {
     pub entry: MemoryEntry,
     /// Relevance in [0, 1].
     pub score: f64,
@@ -31,7 +31,7 @@ pub struct Hit {
 
 /// What a search found, and whether it had to do without vectors.
 #[derive(Debug, Default)]
-pub struct Found {
+pub(crate) struct Found {
     pub hits: Vec<Hit>,
     /// Set when embeddings are configured but failed: the search was keyword-only.
     pub degraded: Option<String>,
@@ -39,7 +39,7 @@ pub struct Found {
 
 /// The memory, as tools and the session reach it.
 #[derive(Clone)]
-pub struct Memory {
+pub(crate) struct Memory {
     store: Store,
     checkpoint: ChildSlot<CheckpointMsg>,
     embedder: Option<Embedder>,
@@ -51,7 +51,7 @@ pub struct Memory {
 impl Memory {
     /// The memory in `store`, written through `checkpoint`, with vectors from `config` when it
     /// names a provider.
-    pub fn new(
+    pub(crate) fn new(
         store: Store,
         checkpoint: ChildSlot<CheckpointMsg>,
         config: &EmbeddingConfig,
@@ -68,13 +68,13 @@ impl Memory {
     }
 
     /// The least relevance a recalled memory has.
-    pub fn relevance_floor(&self) -> f64 {
+    pub(crate) fn relevance_floor(&self) -> f64 {
         self.floor
     }
 
     /// Stores a memory (with its vector, when embeddings answer); answers once it is durable,
     /// with a note when the vector could not be had.
-    pub async fn write(
+    pub(crate) async fn write(
         &self,
         session_id: &SessionId,
         content: &str,
@@ -125,7 +125,12 @@ impl Memory {
     /// (BM25), and when embeddings are configured, by `keyword_weight × keyword +
     /// vector_weight × similarity`. If the embeddings fail, the search is keyword-only and
     /// says so in [`Found::degraded`].
-    pub async fn search(&self, query: &str, k: usize, floor: f64) -> Result<Found, StoreError> {
+    pub(crate) async fn search(
+        &self,
+        query: &str,
+        k: usize,
+        floor: f64,
+    ) -> Result<Found, StoreError> {
         let (query_vector, degraded) = match &self.embedder {
             None => (None, None),
             Some(embedder) => match embedder.embed(&[query]).await {

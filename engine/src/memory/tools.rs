@@ -10,7 +10,7 @@ const MAX_K: u64 = 20;
 const DEFAULT_K: u64 = 5;
 
 /// Saves a fact for later sessions.
-pub struct MemoryWrite(pub Memory);
+pub(crate) struct MemoryWrite(pub Memory);
 
 #[async_trait]
 impl Tool for MemoryWrite {
@@ -62,7 +62,7 @@ impl Tool for MemoryWrite {
 }
 
 /// Finds saved facts.
-pub struct MemorySearch(pub Memory);
+pub(crate) struct MemorySearch(pub Memory);
 
 #[async_trait]
 impl Tool for MemorySearch {

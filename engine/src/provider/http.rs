@@ -11,7 +11,7 @@ use std::time::Duration;
 const MAX_ERROR_BODY: usize = 2048;
 
 /// A client whose reads time out after the stream's idle timeout: a silent stream is cut.
-pub fn client(config: &ModelConfig) -> Result<(reqwest::Client, Duration), ProviderError> {
+pub(crate) fn client(config: &ModelConfig) -> Result<(reqwest::Client, Duration), ProviderError> {
     let idle_timeout = Duration::from_secs(config.stream_idle_timeout_secs.max(1));
     let http = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(config.connect_timeout_secs.max(1)))
@@ -23,7 +23,7 @@ pub fn client(config: &ModelConfig) -> Result<(reqwest::Client, Duration), Provi
 
 /// Whether `base_url` names a server on this machine (`localhost`, `127.0.0.0/8`, `::1`): a
 /// model served there (llama.cpp, Ollama, vLLM) runs on the user's own hardware.
-pub fn is_loopback(base_url: &str) -> bool {
+pub(crate) fn is_loopback(base_url: &str) -> bool {
     let Ok(url) = reqwest::Url::parse(base_url) else {
         return false;
     };
@@ -42,7 +42,7 @@ pub fn is_loopback(base_url: &str) -> bool {
 
 /// The error an unsuccessful answer stands for: its status, the server's message, how long it
 /// asked to wait, or that the request outgrew the model's context window.
-pub async fn error_from(response: reqwest::Response) -> ProviderError {
+pub(crate) async fn error_from(response: reqwest::Response) -> ProviderError {
     let status = response.status().as_u16();
     let retry_after = wait_hint::from_headers(response.headers());
     let body = response.text().await.unwrap_or_default();
@@ -89,7 +89,7 @@ fn is_context_overflow(code: &str, message: &str) -> bool {
 /// Sends `request` with the key in use (put on it by `authorize`), and returns the response
 /// when it is a success. A failure is named without the key: a 429 moves later requests to the
 /// next key, and a server that echoes the key in its error body has it masked.
-pub async fn send(
+pub(crate) async fn send(
     request: reqwest::RequestBuilder,
     keys: &ApiKeys,
     authorize: impl FnOnce(reqwest::RequestBuilder, &str) -> reqwest::RequestBuilder,
@@ -126,7 +126,11 @@ pub async fn send(
 
 /// A request that got no answer: a timeout is an idle stream, anything else a connection
 /// failure with its causes. The URL is named once, without any credentials it may hold.
-pub fn transport_error(e: reqwest::Error, url: &str, idle_timeout: Duration) -> ProviderError {
+pub(crate) fn transport_error(
+    e: reqwest::Error,
+    url: &str,
+    idle_timeout: Duration,
+) -> ProviderError {
     if e.is_timeout() {
         ProviderError::IdleTimeout(idle_timeout)
     } else {
@@ -151,7 +155,7 @@ fn safe_url(url: &str) -> String {
 
 /// The error and its causes, which reqwest keeps apart ("error sending request" alone says
 /// little).
-pub fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -162,7 +166,7 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-pub use crate::text::truncate;
+pub(crate) use crate::text::truncate;
 
 #[derive(Deserialize)]
 struct WireErrorBody {

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The keys of one endpoint, in the order they are tried.
 #[derive(Debug)]
-pub struct ApiKeys {
+pub(crate) struct ApiKeys {
     /// As configured: `${VAR}` unexpanded.
     keys: Vec<String>,
     /// The key in use, as an index into `keys`.
@@ -18,7 +18,7 @@ pub struct ApiKeys {
 }
 
 /// The key one request carries.
-pub struct KeyInUse {
+pub(crate) struct KeyInUse {
     /// Its position, to rotate away from it after a 429.
     pub index: usize,
     /// The expanded key; empty means no authentication.
@@ -27,7 +27,7 @@ pub struct KeyInUse {
 
 impl ApiKeys {
     /// `api_keys` when given, else the single `api_key`.
-    pub fn new(api_key: &str, api_keys: &[String], field: &'static str) -> Self {
+    pub(crate) fn new(api_key: &str, api_keys: &[String], field: &'static str) -> Self {
         let keys = if api_keys.is_empty() {
             vec![api_key.to_owned()]
         } else {
@@ -41,7 +41,7 @@ impl ApiKeys {
     }
 
     /// The key the next request carries, expanded.
-    pub fn current(&self) -> Result<KeyInUse, ProviderError> {
+    pub(crate) fn current(&self) -> Result<KeyInUse, ProviderError> {
         let index = self.current.load(Ordering::Relaxed) % self.keys.len().max(1);
         let raw = self.keys.get(index).map_or("", String::as_str);
         let field = if self.keys.len() > 1 {
@@ -55,7 +55,7 @@ impl ApiKeys {
 
     /// After a 429 on the key at `used`: later requests carry the next key. Concurrent
     /// requests that failed on the same key move it on once, not once each.
-    pub fn rotate_after(&self, used: usize) {
+    pub(crate) fn rotate_after(&self, used: usize) {
         let count = self.keys.len();
         if count > 1 {
             let next = (used + 1) % count;
@@ -66,19 +66,9 @@ impl ApiKeys {
         }
     }
 
-    /// How many keys there are.
-    pub fn len(&self) -> usize {
-        self.keys.len()
-    }
-
-    /// True when no key is configured at all (never: an empty key means no authentication).
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-
     /// Which key the next request carries, as "key 2 of 3" (never the key itself); empty
     /// with a single key.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         let count = self.keys.len();
         if count > 1 {
             let index = self.current.load(Ordering::Relaxed) % count;

@@ -2,17 +2,18 @@
 //! errors a provider reports. A provider turns a [`ChatRequest`] into a stream of
 //! [`StreamDelta`]s; [`ResponseAssembler`] turns those into one [`AssistantResponse`].
 
-pub mod anthropic;
+pub(crate) mod anthropic;
 mod assembler;
-pub mod decode;
-pub mod http;
-pub mod keys;
-pub mod openai;
-pub mod recording;
-pub mod replay;
-pub mod retry;
-pub mod sse;
-pub mod wait_hint;
+#[cfg(feature = "testing")]
+pub(crate) mod decode;
+pub(crate) mod http;
+pub(crate) mod keys;
+pub(crate) mod openai;
+pub(crate) mod recording;
+pub(crate) mod replay;
+pub(crate) mod retry;
+pub(crate) mod sse;
+pub(crate) mod wait_hint;
 
 pub use assembler::{AssistantResponse, ResponseAssembler};
 
@@ -134,7 +135,9 @@ pub fn from_config(config: &ModelConfig) -> Result<Arc<dyn Provider>, ProviderEr
 
 /// The primary provider, then one per `[model] fallbacks` entry, in the order they are tried.
 /// Fallback models of the primary's own endpoint share its keys (and their rotation).
-pub fn chain_from_config(config: &ModelConfig) -> Result<Vec<Arc<dyn Provider>>, ProviderError> {
+pub(crate) fn chain_from_config(
+    config: &ModelConfig,
+) -> Result<Vec<Arc<dyn Provider>>, ProviderError> {
     let primary = with_provider_defaults(config);
     let keys = Arc::new(ApiKeys::new(
         &primary.api_key,

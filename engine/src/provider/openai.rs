@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// A client for one OpenAI-compatible endpoint and model.
-pub struct OpenAiProvider {
+pub(crate) struct OpenAiProvider {
     http: reqwest::Client,
     url: String,
     model: String,
@@ -38,7 +38,7 @@ struct OutputLimit {
 
 impl OpenAiProvider {
     /// A provider for `config`'s endpoint and model, authenticating with `keys`.
-    pub fn new(config: &ModelConfig, keys: Arc<ApiKeys>) -> Result<Self, ProviderError> {
+    pub(crate) fn new(config: &ModelConfig, keys: Arc<ApiKeys>) -> Result<Self, ProviderError> {
         let (http, idle_timeout) = http::client(config)?;
         Ok(Self {
             http,

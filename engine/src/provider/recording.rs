@@ -19,7 +19,7 @@ use std::task::{Context, Poll};
 
 /// One recorded model call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RecordedCall {
+pub(crate) struct RecordedCall {
     pub model: String,
     /// How many messages the request held.
     pub messages: usize,
@@ -30,7 +30,7 @@ pub struct RecordedCall {
 }
 
 /// Answers from a recording, in order.
-pub struct ReplayProvider {
+pub(crate) struct ReplayProvider {
     model: String,
     calls: Vec<RecordedCall>,
     next: AtomicUsize,
@@ -39,7 +39,7 @@ pub struct ReplayProvider {
 
 impl ReplayProvider {
     /// Loads the recording at `path`.
-    pub fn open(path: &Path, model: &str) -> Result<Self, ProviderError> {
+    pub(crate) fn open(path: &Path, model: &str) -> Result<Self, ProviderError> {
         let bad = |why: String| {
             ProviderError::Config(format!("the replay file {}: {why}", path.display()))
         };

@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 const MAX_LEN: usize = 64;
 
 /// A call's argument text as a JSON object: itself when it is one, else `{}`.
-pub fn arguments(raw: &str) -> Cow<'_, str> {
+pub(crate) fn arguments(raw: &str) -> Cow<'_, str> {
     if is_object(raw) {
         Cow::Borrowed(raw)
     } else {
@@ -30,7 +30,7 @@ pub fn arguments(raw: &str) -> Cow<'_, str> {
 
 /// A call's arguments as the JSON object a provider's `input` needs (`{}` when they are not
 /// one).
-pub fn arguments_value(raw: &str) -> serde_json::Value {
+pub(crate) fn arguments_value(raw: &str) -> serde_json::Value {
     serde_json::from_str::<serde_json::Value>(raw)
         .ok()
         .filter(serde_json::Value::is_object)
@@ -39,12 +39,12 @@ pub fn arguments_value(raw: &str) -> serde_json::Value {
 
 /// Whether `raw` is a JSON object. Checked on every replay of every stored call, so it only
 /// validates (a value starting with `{` is an object) and builds nothing.
-pub fn is_object(raw: &str) -> bool {
+pub(crate) fn is_object(raw: &str) -> bool {
     raw.trim_start().starts_with('{') && serde_json::from_str::<serde::de::IgnoredAny>(raw).is_ok()
 }
 
 /// A tool name as providers accept it.
-pub fn tool_name(name: &str) -> Cow<'_, str> {
+pub(crate) fn tool_name(name: &str) -> Cow<'_, str> {
     match clean(name) {
         Cow::Borrowed("") => Cow::Borrowed("unnamed_tool"),
         cleaned => cleaned,
@@ -75,7 +75,7 @@ fn clean(text: &str) -> Cow<'_, str> {
 /// are encoded, in order: a call takes its cleaned id, or a suffixed one when that was used
 /// before; a result takes the id its call was given.
 #[derive(Debug, Default)]
-pub struct ReplayIds<'a> {
+pub(crate) struct ReplayIds<'a> {
     used: HashSet<Cow<'a, str>>,
     /// Stored ids replayed under another one, to the latest id given.
     renamed: HashMap<&'a str, String>,
@@ -83,7 +83,7 @@ pub struct ReplayIds<'a> {
 
 impl<'a> ReplayIds<'a> {
     /// The id the call stored as `stored` is replayed with.
-    pub fn call(&mut self, stored: &'a str) -> Cow<'a, str> {
+    pub(crate) fn call(&mut self, stored: &'a str) -> Cow<'a, str> {
         let base = match clean(stored) {
             Cow::Borrowed("") => Cow::Borrowed("call"),
             cleaned => cleaned,
@@ -106,7 +106,7 @@ impl<'a> ReplayIds<'a> {
     }
 
     /// The id the result answering call `stored` is replayed with.
-    pub fn result(&self, stored: &'a str) -> Cow<'a, str> {
+    pub(crate) fn result(&self, stored: &'a str) -> Cow<'a, str> {
         match self.renamed.get(stored) {
             Some(id) => Cow::Owned(id.clone()),
             None => clean(stored),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// How failed calls are tried again.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     /// Attempts after the first, per model.
     pub max_retries: u32,
     /// The first backoff; it doubles with each retry.
@@ -24,7 +24,7 @@ pub struct RetryPolicy {
 
 impl RetryPolicy {
     /// The policy of `[model]`.
-    pub fn from_config(config: &ModelConfig) -> Self {
+    pub(crate) fn from_config(config: &ModelConfig) -> Self {
         Self {
             max_retries: config.max_retries,
             base_delay: Duration::from_millis(config.retry_base_ms.max(1)),
@@ -35,7 +35,7 @@ impl RetryPolicy {
     }
 
     /// The backoffs between one model's attempts, in order: `max_retries` of them.
-    pub fn backoffs(&self) -> Backoffs {
+    pub(crate) fn backoffs(&self) -> Backoffs {
         let schedule = ExponentialBuilder::default()
             .with_min_delay(self.base_delay)
             .with_max_delay(self.max_backoff)
@@ -52,7 +52,7 @@ impl RetryPolicy {
     /// How long to wait before the next attempt: the server's wait when it gave one (`Err`
     /// with it when it is longer than `max_retry_after`), else the next backoff. `None` when
     /// the retries are used up.
-    pub fn next_wait(
+    pub(crate) fn next_wait(
         &self,
         backoffs: &mut Backoffs,
         asked: Option<Duration>,
@@ -69,7 +69,7 @@ impl RetryPolicy {
 /// Makes `call` until it succeeds, retrying what [`ProviderError::recovery`] says is transient
 /// as this policy says. When every attempt fails, the error lists them (a single attempt's
 /// error is returned as it is). `what` names the call in logs.
-pub async fn with_retries<T, F, Fut>(
+pub(crate) async fn with_retries<T, F, Fut>(
     policy: &RetryPolicy,
     what: &str,
     mut call: F,
@@ -117,7 +117,7 @@ where
 }
 
 /// The backoff schedule of one model's retries.
-pub struct Backoffs {
+pub(crate) struct Backoffs {
     schedule: backon::ExponentialBackoff,
     cap: Duration,
 }

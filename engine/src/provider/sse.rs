@@ -12,7 +12,7 @@ use std::time::Duration;
 
 /// What one event's data amounts to.
 #[derive(Debug, Default, PartialEq)]
-pub struct Decoded {
+pub(crate) struct Decoded {
     pub deltas: Vec<StreamDelta>,
     /// The event marks the end of the answer (`[DONE]`, `message_stop`).
     pub end: bool,
@@ -58,7 +58,11 @@ struct Reading<D> {
 /// The deltas of `response`'s body, decoded event by event with `decode`. The stream ends at
 /// the end marker; a body that ends before it is cut, unless the model already said it had
 /// finished.
-pub fn deltas<D>(response: reqwest::Response, idle_timeout: Duration, decode: D) -> DeltaStream
+pub(crate) fn deltas<D>(
+    response: reqwest::Response,
+    idle_timeout: Duration,
+    decode: D,
+) -> DeltaStream
 where
     D: FnMut(&str) -> Result<Decoded, ProviderError> + Send + 'static,
 {

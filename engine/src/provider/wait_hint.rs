@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 /// The wait the headers ask for, if any. Explicit retry headers win; otherwise the latest
 /// reset among the limits whose remaining count is zero.
-pub fn from_headers(headers: &HeaderMap) -> Option<Duration> {
+pub(crate) fn from_headers(headers: &HeaderMap) -> Option<Duration> {
     let text = |name: &str| {
         headers
             .get(name)
@@ -52,7 +52,7 @@ pub fn from_headers(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// A `Retry-After` value: delay-seconds or an HTTP date (a date in the past means now).
-pub fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+pub(crate) fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     if let Ok(secs) = value.parse::<u64>() {
         return Some(Duration::from_secs(secs));
     }

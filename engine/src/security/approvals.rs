@@ -5,7 +5,7 @@
 //! can still be answered, and the session's next run takes the answer or asks again.
 
 use crate::ids::{CallId, SessionId};
-pub use ryvos_protocol::records::{Answer, PendingApproval};
+pub(crate) use ryvos_protocol::records::{Answer, PendingApproval};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;

@@ -26,7 +26,7 @@ const AUDIT_INPUT_BYTES: usize = 2000;
 
 /// The security gate.
 #[derive(Clone)]
-pub struct Gate {
+pub(crate) struct Gate {
     config: Arc<SecurityConfig>,
     allowlist: Arc<Vec<regex::Regex>>,
     approvals: Approvals,
@@ -38,7 +38,7 @@ pub struct Gate {
 
 /// Why a call does not run now.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Refused {
+pub(crate) enum Refused {
     /// The `denied: …` result for the model.
     Denied(String),
     /// The run paused while the call waited for a person: it is left for the next run, and
@@ -58,7 +58,7 @@ enum Rule {
 impl Gate {
     /// The gate of `config`; a command allowlist pattern that does not compile is an error.
     /// `always` is what people allowed "always" before, as stored.
-    pub fn new(
+    pub(crate) fn new(
         config: &SecurityConfig,
         approvals: Approvals,
         checkpoint: ChildSlot<CheckpointMsg>,
@@ -84,7 +84,7 @@ impl Gate {
     }
 
     /// A call's tier: the tool's own, or for `bash`, what its command does.
-    pub fn classify(
+    pub(crate) fn classify(
         &self,
         tool: &dyn Tool,
         input: &serde_json::Value,
@@ -101,7 +101,7 @@ impl Gate {
     }
 
     /// Decides whether `call` may run.
-    pub async fn admit(
+    pub(crate) async fn admit(
         &self,
         call: &ToolCall,
         tool: &dyn Tool,

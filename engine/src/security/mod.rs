@@ -2,11 +2,11 @@
 //! from the `[security]` policy (allow, ask, deny); asked calls wait for a person's answer,
 //! never for ever; every decision is audited.
 
-pub mod approvals;
-pub mod classify;
-pub mod gate;
-pub mod shell;
+pub(crate) mod approvals;
+pub(crate) mod classify;
+pub(crate) mod gate;
+pub(crate) mod shell;
 
-pub use approvals::{Answer, Answered, ApprovalError, Approvals, PendingApproval};
-pub use classify::Classification;
-pub use gate::{Gate, Refused};
+pub(crate) use approvals::{Answer, Answered};
+pub use approvals::{ApprovalError, Approvals};
+pub(crate) use gate::{Gate, Refused};

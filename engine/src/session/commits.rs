@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 
 /// A session's commits in flight.
 #[derive(Default)]
-pub struct Commits {
+pub(super) struct Commits {
     submitted: u64,
     durable: u64,
     /// Turns whose checkpoint rides in batch N, to report `CheckpointSaved` once it is durable.
@@ -18,7 +18,7 @@ pub struct Commits {
 
 /// What one confirmation changed.
 #[derive(Debug, Default)]
-pub struct Confirmation {
+pub(super) struct Confirmation {
     /// Turns now durable, in order.
     pub durable_turns: Vec<u32>,
     /// The error, when this batch failed.
@@ -27,7 +27,7 @@ pub struct Confirmation {
 
 impl Commits {
     /// A batch was handed to the store, carrying the checkpoint of `turn` if any.
-    pub fn submitted(&mut self, turn: Option<u32>) {
+    pub(super) fn submitted(&mut self, turn: Option<u32>) {
         self.submitted += 1;
         if let Some(turn) = turn {
             self.pending_turns.push_back((self.submitted, turn));
@@ -35,7 +35,7 @@ impl Commits {
     }
 
     /// The oldest unconfirmed batch was committed, or failed.
-    pub fn confirmed(&mut self, result: Result<(), StoreError>) -> Confirmation {
+    pub(super) fn confirmed(&mut self, result: Result<(), StoreError>) -> Confirmation {
         self.durable += 1;
         let mut confirmation = Confirmation::default();
         if let Err(e) = result {
@@ -55,17 +55,17 @@ impl Commits {
     }
 
     /// Records a failure found some other way (a confirmation that never came).
-    pub fn failed(&mut self, error: StoreError) {
+    pub(super) fn failed(&mut self, error: StoreError) {
         self.error.get_or_insert(error);
     }
 
     /// True when every submitted batch has been confirmed.
-    pub fn all_confirmed(&self) -> bool {
+    pub(super) fn all_confirmed(&self) -> bool {
         self.durable >= self.submitted
     }
 
     /// The first failure since the last call, if any.
-    pub fn take_error(&mut self) -> Option<StoreError> {
+    pub(super) fn take_error(&mut self) -> Option<StoreError> {
         self.error.take()
     }
 }

@@ -139,6 +139,7 @@ impl History {
     }
 
     /// True when appended messages wait to be handed to the store.
+    #[cfg(test)]
     pub fn has_unsubmitted(&self) -> bool {
         !self.unsubmitted.is_empty()
     }
@@ -236,6 +237,7 @@ impl History {
     }
 
     /// How many messages the conversation holds.
+    #[cfg(any(test, feature = "testing"))]
     pub fn len(&self) -> usize {
         self.messages.len()
     }

@@ -17,12 +17,13 @@ mod run;
 mod starter;
 mod supervisor;
 
-pub use actor::{SessionActor, SessionArgs, SessionMsg};
+#[cfg(feature = "testing")]
 pub use history::History;
-pub use notice::SessionNotice;
-pub use starter::RunStarter;
-pub use supervisor::{
-    RunTicket, SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg, StartRunError,
+pub(crate) use notice::SessionNotice;
+pub(crate) use starter::RunStarter;
+pub use supervisor::StartRunError;
+pub(crate) use supervisor::{
+    RunTicket, SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg,
 };
 
 use crate::checkpoint::CheckpointMsg;
@@ -39,7 +40,7 @@ use std::sync::Arc;
 
 /// What every session uses: the store, its sibling actors, and the settings.
 #[derive(Clone)]
-pub struct Services {
+pub(crate) struct Services {
     pub store: Store,
     pub checkpoint: ChildSlot<CheckpointMsg>,
     pub ledger: ChildSlot<CostLedgerMsg>,

@@ -5,7 +5,7 @@ use crate::ids::{RunId, SessionId};
 
 /// A session's notice to its supervisor.
 #[derive(Debug)]
-pub enum SessionNotice {
+pub(crate) enum SessionNotice {
     /// The session's run has ended and been reported.
     RunFinished {
         session_id: SessionId,
@@ -16,4 +16,4 @@ pub enum SessionNotice {
 }
 
 /// Where a session sends its notices.
-pub type NoticeRef = ractor::DerivedActorRef<SessionNotice>;
+pub(super) type NoticeRef = ractor::DerivedActorRef<SessionNotice>;

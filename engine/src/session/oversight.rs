@@ -19,7 +19,7 @@ const GUARDIAN_PATIENCE: Duration = Duration::from_secs(6);
 
 /// Why a run may not make its next model call.
 #[derive(Clone, Debug)]
-pub struct Refusal {
+pub(super) struct Refusal {
     pub status: RunStatus,
     /// The limit reached, published as `BudgetExceeded`; `None` when spending could not be
     /// checked at all.
@@ -29,16 +29,11 @@ pub struct Refusal {
 
 /// Asks the ledger whether the run may make another model call (at a run's start; later calls
 /// are judged by the receipt of the one before).
-pub async fn authorize(
-    services: &Services,
-    session_id: &SessionId,
-    run_id: &RunId,
-) -> Result<(), Refusal> {
+pub(super) async fn authorize(services: &Services, run_id: &RunId) -> Result<(), Refusal> {
     let answer = services
         .ledger
         .call(
             |reply| CostLedgerMsg::Authorize {
-                session_id: session_id.clone(),
                 run_id: run_id.clone(),
                 reply,
             },
@@ -52,7 +47,7 @@ pub async fn authorize(
 }
 
 /// The ledger's answer as the loop uses it.
-pub fn admit(authorization: Authorization) -> Result<(), Refusal> {
+pub(super) fn admit(authorization: Authorization) -> Result<(), Refusal> {
     match authorization {
         Authorization::Allowed => Ok(()),
         Authorization::Refused(notice) => Err(Refusal {
@@ -75,7 +70,10 @@ fn unchecked(why: String) -> Refusal {
 }
 
 /// Has the ledger price and record one call's usage.
-pub async fn record_usage(services: &Services, report: UsageReport) -> Result<Receipt, String> {
+pub(super) async fn record_usage(
+    services: &Services,
+    report: UsageReport,
+) -> Result<Receipt, String> {
     let answer = services
         .ledger
         .call(
@@ -100,7 +98,7 @@ pub async fn record_usage(services: &Services, report: UsageReport) -> Result<Re
 
 /// Has the Guardian review a finished turn. Without an answer the run goes on, and an `Error`
 /// event says the turn went unreviewed.
-pub async fn review_turn(services: &Services, run_id: &RunId, report: TurnReport) -> Review {
+pub(super) async fn review_turn(services: &Services, run_id: &RunId, report: TurnReport) -> Review {
     let answer = services
         .guardian
         .call(
@@ -122,7 +120,7 @@ pub async fn review_turn(services: &Services, run_id: &RunId, report: TurnReport
 
 /// Tells the Guardian the run made no progress for `silent_for`; `None` if it did not answer
 /// (the stall is reported again at the next check).
-pub async fn report_stall(
+pub(super) async fn report_stall(
     services: &Services,
     session_id: &SessionId,
     run_id: &RunId,

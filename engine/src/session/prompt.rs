@@ -7,7 +7,7 @@ use crate::tools::Workspace;
 use std::path::{Path, PathBuf};
 
 /// Assembles a run's system prompt; reads files, so it runs off the async workers.
-pub async fn assemble(
+pub(super) async fn assemble(
     workspace: &Workspace,
     caller_dir: Option<&Path>,
     home: &Path,
@@ -46,7 +46,7 @@ pub async fn assemble(
 const RECALL_K: usize = 3;
 
 /// The memories relevant to `message`, never the message itself; a failed search is a warning.
-pub async fn recall(memory: &Memory, message: &str, warnings: &mut Vec<String>) -> Vec<Hit> {
+pub(super) async fn recall(memory: &Memory, message: &str, warnings: &mut Vec<String>) -> Vec<Hit> {
     match memory
         .search(message, RECALL_K + 1, memory.relevance_floor())
         .await

@@ -10,14 +10,14 @@ const CUT_OFF: &str = "interrupted: the runtime stopped before this run ended (c
                        its completed turns are kept";
 
 /// What a reload read from the store.
-pub struct Reloaded {
+pub(super) struct Reloaded {
     pub history: SessionHistory,
     /// The checkpoints of the run being recovered, if one is.
     pub recovered_turns: Vec<TurnCheckpoint>,
 }
 
 /// Reads the session (and the turns of `recovering`).
-pub async fn load(
+pub(super) async fn load(
     store: &Store,
     id: &SessionId,
     recovering: Option<&RunId>,
@@ -43,7 +43,7 @@ pub async fn load(
 
 /// Marks every unfinished run failed, with the actor failure's reason for the run being
 /// recovered and "interrupted" for the others. Returns the records to store.
-pub fn end_unfinished(
+pub(super) fn end_unfinished(
     unfinished: Vec<RunRecord>,
     recovering: Option<&(RunId, String)>,
 ) -> Vec<RunRecord> {
@@ -64,7 +64,7 @@ pub fn end_unfinished(
 
 /// Ends a run that failed with its actor (or could not be brought back): an `Error`, then its
 /// `RunComplete` with what the store has of its turns (none, when nothing reached it).
-pub fn report_failed_run(
+pub(super) fn report_failed_run(
     events: &RunEvents,
     reason: &str,
     turns: &[TurnCheckpoint],

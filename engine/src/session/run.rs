@@ -15,7 +15,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Where a run is in its loop.
-pub enum Phase {
+pub(super) enum Phase {
     /// A model request is out.
     AwaitingModel,
     /// The model asked for calls with side effects; they wait until the turn that asked for
@@ -36,7 +36,7 @@ pub enum Phase {
 }
 
 /// Where the run goes on once the conversation is compacted.
-pub enum AfterCompaction {
+pub(super) enum AfterCompaction {
     /// The turn that outgrew the budget ends (the Guardian's review, then the next call).
     EndTurn(TurnEnd),
     /// The model is asked (again): the run's prompt, or a request the model found too large,
@@ -45,7 +45,7 @@ pub enum AfterCompaction {
 }
 
 /// What the end of a turn needs once the conversation is compacted.
-pub struct TurnEnd {
+pub(super) struct TurnEnd {
     /// The turn's calls, for the Guardian.
     pub reports: Vec<CallReport>,
     pub tools_called: Vec<String>,
@@ -53,14 +53,14 @@ pub struct TurnEnd {
 
 /// How a run ends.
 #[derive(Clone, Debug)]
-pub struct Ending {
+pub(super) struct Ending {
     pub status: RunStatus,
     pub output: String,
     pub reason: Option<String>,
 }
 
 /// The run in flight.
-pub struct ActiveRun {
+pub(super) struct ActiveRun {
     pub id: RunId,
     pub prompt: String,
     pub events: RunEvents,
@@ -114,7 +114,7 @@ pub struct ActiveRun {
     /// The run has been told its model has no known price.
     pub unpriced_alerted: bool,
     /// The Guardian's view of the run as its last review left it, stored with the next batch.
-    pub guardian_watch: Option<crate::guardian::RunWatch>,
+    pub guardian_watch: Option<ryvos_protocol::records::RunWatch>,
     /// The Guardian's hints, put into the conversation before the next model call.
     pub pending_hints: Vec<Hint>,
     /// The model was asked to save memories since the last pruning.
@@ -137,7 +137,7 @@ pub struct ActiveRun {
 
 /// Where the Judge's evaluation of a goal-driven run stands.
 #[derive(Default)]
-pub struct JudgeTally {
+pub(super) struct JudgeTally {
     /// `Retry` (and unreadable) verdicts so far.
     pub retries: u32,
     /// Verdicts so far.
@@ -148,7 +148,7 @@ pub struct JudgeTally {
 
 impl ActiveRun {
     /// A run about to make its first call, with `system` as its system prompt.
-    pub fn new(
+    pub(super) fn new(
         id: RunId,
         prompt: String,
         events: RunEvents,
@@ -202,7 +202,10 @@ impl ActiveRun {
     }
 
     /// What the run's tool calls (and `command` criteria) may use.
-    pub fn tool_context(&self, session_id: &crate::ids::SessionId) -> crate::tools::ToolContext {
+    pub(super) fn tool_context(
+        &self,
+        session_id: &crate::ids::SessionId,
+    ) -> crate::tools::ToolContext {
         crate::tools::ToolContext {
             workspace: self.workspace.clone(),
             session_id: session_id.clone(),
@@ -214,14 +217,14 @@ impl ActiveRun {
     }
 
     /// Holds the run to `goal`: its focus layer joins the system prompt.
-    pub fn with_goal(mut self, goal: Option<Arc<crate::judge::Goal>>) -> Self {
+    pub(super) fn with_goal(mut self, goal: Option<Arc<crate::judge::Goal>>) -> Self {
         self.goal = goal;
         self.refocus(None);
         self
     }
 
     /// Rewrites the focus layer with where the evaluation stands.
-    pub fn refocus(&mut self, status: Option<&str>) {
+    pub(super) fn refocus(&mut self, status: Option<&str>) {
         if let Some(goal) = &self.goal {
             let system = format!(
                 "{}\n\n{}",
@@ -234,12 +237,12 @@ impl ActiveRun {
     }
 
     /// Shows `message` to the host's callback, which may interrupt the run.
-    pub fn observe(&self, message: &crate::message::Message) {
+    pub(super) fn observe(&self, message: &crate::message::Message) {
         crate::interrupt::observe(self.on_message.as_ref(), message, &self.interrupter);
     }
 
     /// The run's record in the store; `ending` is `None` while it is in flight.
-    pub fn record(&self, ending: Option<&Ending>) -> RunRecord {
+    pub(super) fn record(&self, ending: Option<&Ending>) -> RunRecord {
         RunRecord {
             run_id: self.id.clone(),
             session_id: self.events.session_id().clone(),

@@ -11,19 +11,19 @@ const START_RUN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Starts runs through the session supervisor, riding out its restarts.
 #[derive(Clone)]
-pub struct RunStarter {
+pub(crate) struct RunStarter {
     sessions: ChildSlot<SessionSupervisorMsg>,
 }
 
 impl RunStarter {
     /// A starter through the supervisor in `sessions`.
-    pub fn new(sessions: ChildSlot<SessionSupervisorMsg>) -> Self {
+    pub(crate) fn new(sessions: ChildSlot<SessionSupervisorMsg>) -> Self {
         Self { sessions }
     }
 
     /// Starts a run on `session` (a new session when `None`). The ticket's event receiver was
     /// subscribed before the run began, so it sees every event of the run.
-    pub async fn start(
+    pub(crate) async fn start(
         &self,
         session: Option<SessionId>,
         spec: RunSpec,

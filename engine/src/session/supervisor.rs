@@ -63,7 +63,7 @@ impl TryFrom<SessionSupervisorMsg> for SessionNotice {
 }
 
 /// Messages of the [`SessionSupervisor`].
-pub enum SessionSupervisorMsg {
+pub(crate) enum SessionSupervisorMsg {
     /// Start a run, on `session_id` or on a new session.
     StartRun {
         session_id: Option<SessionId>,
@@ -97,7 +97,7 @@ pub enum SessionSupervisorMsg {
         reply: RpcReplyPort<bool>,
     },
     /// Test hook: make a session's actor panic. Answers whether the session was found.
-    #[cfg(feature = "fault-injection")]
+    #[cfg(feature = "testing")]
     PanicSession {
         session_id: SessionId,
         reply: RpcReplyPort<bool>,
@@ -115,18 +115,18 @@ struct Entry {
 }
 
 /// The actor; see the module documentation.
-pub struct SessionSupervisor;
+pub(crate) struct SessionSupervisor;
 
 /// What it is started with.
 #[derive(Clone)]
-pub struct SessionSupervisorArgs {
+pub(crate) struct SessionSupervisorArgs {
     pub services: Services,
     pub policy: RestartPolicy,
     pub max_in_flight_runs: usize,
 }
 
 /// Its state.
-pub struct SessionSupervisorState {
+pub(crate) struct SessionSupervisorState {
     args: SessionSupervisorArgs,
     sessions: HashMap<SessionId, Entry>,
     by_actor: HashMap<ActorId, SessionId>,
@@ -270,7 +270,7 @@ impl Actor for SessionSupervisor {
                     }
                 }
             }
-            #[cfg(feature = "fault-injection")]
+            #[cfg(feature = "testing")]
             SessionSupervisorMsg::PanicSession { session_id, reply } => {
                 let actor = state
                     .sessions

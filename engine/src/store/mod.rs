@@ -13,13 +13,14 @@ mod records;
 mod redb;
 pub mod repair;
 
-pub use self::redb::RedbStore;
+pub(crate) use self::redb::RedbStore;
 pub use batch::{Write, WriteBatch};
 pub(crate) use error::Context;
 pub use error::StoreError;
-pub use records::{
-    now_ms, AuditRecord, Compaction, CostTotals, MemoryEntry, RunRecord, SessionRecord,
-    TurnCheckpoint, VerdictRecord,
+pub use records::now_ms;
+pub(crate) use records::{
+    AuditRecord, Compaction, CostTotals, MemoryEntry, RunRecord, SessionRecord, TurnCheckpoint,
+    VerdictRecord,
 };
 
 use crate::ids::{RunId, SessionId};

@@ -1,7 +1,7 @@
 //! The records the store keeps live in the protocol crate; the store adds the clock they are
 //! stamped with.
 
-pub use ryvos_protocol::records::{
+pub(crate) use ryvos_protocol::records::{
     AuditRecord, Compaction, CostTotals, MemoryEntry, RunRecord, SessionRecord, TurnCheckpoint,
     VerdictRecord,
 };

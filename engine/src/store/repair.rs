@@ -35,6 +35,7 @@ pub struct Repair {
 
 impl Repair {
     /// True when the history needs no change.
+    #[cfg(any(test, feature = "testing"))]
     pub fn is_clean(&self) -> bool {
         self.orphaned_results.is_empty() && self.unanswered.is_empty()
     }

@@ -7,5 +7,7 @@
 mod policy;
 mod slot;
 
-pub use policy::{backoff_with_jitter, RestartDecision, RestartHistory, RestartPolicy};
-pub use slot::{ChildSlot, Unavailable};
+pub(crate) use policy::{RestartDecision, RestartHistory, RestartPolicy};
+pub(crate) use slot::ChildSlot;
+#[cfg(feature = "testing")]
+pub(crate) use slot::Unavailable;

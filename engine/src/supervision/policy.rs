@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 /// The restart rules of one supervisor.
 #[derive(Clone, Debug)]
-pub struct RestartPolicy {
+pub(crate) struct RestartPolicy {
     pub backoff_initial: Duration,
     pub backoff_max: Duration,
     /// More restarts than this within `window` escalates.
@@ -29,7 +29,7 @@ impl From<&SupervisionConfig> for RestartPolicy {
 
 /// What to do about a failure.
 #[derive(Clone, Debug, PartialEq)]
-pub enum RestartDecision {
+pub(crate) enum RestartDecision {
     /// Restart after this delay.
     Restart { after: Duration, attempt: u32 },
     /// Too many restarts within the window: escalate to the parent.
@@ -38,13 +38,13 @@ pub enum RestartDecision {
 
 /// The recent restarts of one child.
 #[derive(Debug, Default)]
-pub struct RestartHistory {
+pub(crate) struct RestartHistory {
     restarts: VecDeque<Instant>,
 }
 
 impl RestartHistory {
     /// Records a failure at `now` and decides what follows.
-    pub fn on_failure(&mut self, policy: &RestartPolicy, now: Instant) -> RestartDecision {
+    pub(crate) fn on_failure(&mut self, policy: &RestartPolicy, now: Instant) -> RestartDecision {
         while let Some(&oldest) = self.restarts.front() {
             if now.duration_since(oldest) > policy.window {
                 self.restarts.pop_front();
@@ -68,7 +68,7 @@ impl RestartHistory {
 
 /// `initial * 2^(attempt-1)`, capped, then scaled by a random factor in [0.5, 1.0] so that
 /// actors failing together do not restart in lockstep.
-pub fn backoff_with_jitter(policy: &RestartPolicy, attempt: u32) -> Duration {
+pub(super) fn backoff_with_jitter(policy: &RestartPolicy, attempt: u32) -> Duration {
     let exp = attempt.saturating_sub(1).min(20);
     let base = policy
         .backoff_initial

@@ -14,10 +14,10 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// How long a message sent with [`ChildSlot::send`] waits for an actor being restarted.
-pub const RESTART_PATIENCE: Duration = Duration::from_secs(30);
+pub(super) const RESTART_PATIENCE: Duration = Duration::from_secs(30);
 
 /// The current incarnation of a supervised actor, if it is up.
-pub struct ChildSlot<M: ractor::Message> {
+pub(crate) struct ChildSlot<M: ractor::Message> {
     name: &'static str,
     current: Arc<ArcSwapOption<ActorRef<M>>>,
     /// Woken whenever a new incarnation is put in the slot, and when it closes.
@@ -39,7 +39,7 @@ impl<M: ractor::Message> Clone for ChildSlot<M> {
 
 impl<M: ractor::Message> ChildSlot<M> {
     /// An empty slot for the actor called `name`.
-    pub fn new(name: &'static str) -> Self {
+    pub(crate) fn new(name: &'static str) -> Self {
         Self {
             name,
             current: Arc::new(ArcSwapOption::empty()),
@@ -49,30 +49,30 @@ impl<M: ractor::Message> ChildSlot<M> {
     }
 
     /// Puts a (re)started incarnation in the slot.
-    pub fn set(&self, actor: ActorRef<M>) {
+    pub(crate) fn set(&self, actor: ActorRef<M>) {
         self.current.store(Some(Arc::new(actor)));
         self.filled.notify_waiters();
     }
 
     /// Empties the slot: the actor is down.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         self.current.store(None);
     }
 
     /// True while an incarnation is in the slot.
-    pub fn is_filled(&self) -> bool {
+    pub(crate) fn is_filled(&self) -> bool {
         self.current.load().is_some()
     }
 
     /// Empties the slot for good: the actor will not be restarted.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.current.store(None);
         self.filled.notify_waiters();
     }
 
     /// The current incarnation.
-    pub fn get(&self) -> Result<ActorRef<M>, Unavailable> {
+    pub(crate) fn get(&self) -> Result<ActorRef<M>, Unavailable> {
         self.current
             .load()
             .as_deref()
@@ -81,7 +81,7 @@ impl<M: ractor::Message> ChildSlot<M> {
     }
 
     /// Sends `msg` to the current incarnation.
-    pub fn cast(&self, msg: M) -> Result<(), Unavailable> {
+    pub(crate) fn cast(&self, msg: M) -> Result<(), Unavailable> {
         self.get()?.cast(msg).map_err(|_| Unavailable(self.name))
     }
 
@@ -89,7 +89,7 @@ impl<M: ractor::Message> ChildSlot<M> {
     /// [`RESTART_PATIENCE`]) for its next incarnation. A message that cannot be delivered is
     /// dropped, which answers the callback it carries with its failure; so only for messages
     /// that carry one, and whose order against other messages does not matter.
-    pub fn send(&self, msg: M) {
+    pub(crate) fn send(&self, msg: M) {
         let msg = match self.get() {
             Ok(actor) => match actor.cast(msg) {
                 Ok(()) => return,
@@ -134,7 +134,7 @@ impl<M: ractor::Message> ChildSlot<M> {
     /// Asks the actor and waits for its answer, riding out a restart: while the actor is down
     /// (or dies before answering) the request is made again to its next incarnation, until
     /// `patience` has passed. Only for requests that are safe to repeat.
-    pub async fn call<R: Send + 'static>(
+    pub(crate) async fn call<R: Send + 'static>(
         &self,
         request: impl Fn(RpcReplyPort<R>) -> M,
         patience: Duration,
@@ -172,4 +172,4 @@ impl<M: ractor::Message> ChildSlot<M> {
 #[error(
     "the {0} actor is not running (it failed and is being restarted, or the runtime is stopping)"
 )]
-pub struct Unavailable(pub &'static str);
+pub(crate) struct Unavailable(pub &'static str);

@@ -2,7 +2,7 @@
 
 /// Cuts `output` to at most `max_bytes`, keeping the head (usually the most relevant part, and
 /// where errors start), at a line boundary when one is near, and says what was cut.
-pub fn compact_output(output: String, max_bytes: usize) -> String {
+pub(crate) fn compact_output(output: String, max_bytes: usize) -> String {
     if output.len() <= max_bytes {
         return output;
     }

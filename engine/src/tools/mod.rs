@@ -9,10 +9,11 @@ pub mod builtin;
 mod compact;
 mod registry;
 
-pub use crate::workspace::{Workspace, WorkspaceError};
-pub use compact::compact_output;
-pub use registry::{RegistryError, ToolRegistry};
-pub use ryvos_protocol::tier::SafetyTier;
+pub(crate) use crate::workspace::{Workspace, WorkspaceError};
+pub(crate) use compact::compact_output;
+pub(crate) use registry::RegistryError;
+pub use registry::ToolRegistry;
+pub(crate) use ryvos_protocol::tier::SafetyTier;
 
 use crate::ids::{RunId, SessionId};
 use async_trait::async_trait;

@@ -4,8 +4,8 @@
 //! request waits for `ryvos approve` / `ryvos deny`, or its timeout.
 
 use ryvos::client::Client;
-use ryvos::engine::security::{Answer, Approvals};
 use ryvos::protocol::{AnswerParams, Approve, Deny};
+use ryvos::{Answer, Approvals};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 

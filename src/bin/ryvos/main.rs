@@ -16,7 +16,7 @@ use ryvos::protocol::{
     AnswerParams, Approvals, Approve, Call, Cancel, Cost, Deny, History, Interrupt, NoParams,
     Reply, Run, RunParams, SessionParams, Sessions, Shutdown, Status,
 };
-use ryvos::{EventKind, RunRequest, RunStatus, Runtime, SessionId};
+use ryvos::{EventKind, RunRequest, RunStatus, Runtime, RuntimeError, SessionId};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -452,20 +452,15 @@ async fn run_local(config: Config, local: Local) -> u8 {
     } = local;
     let mut builder = Runtime::builder(config.clone());
     if let Some(path) = &record {
-        let recorder = ryvos::engine::provider::from_config(&config.model).and_then(|inner| {
-            ryvos::engine::provider::recording::RecordingProvider::create(inner, path)
-        });
-        match recorder {
-            Ok(r) => builder = builder.provider(std::sync::Arc::new(r)),
-            Err(e) => {
-                eprintln!("ryvos: {e}");
-                return EXIT_USAGE;
-            }
-        }
+        builder = builder.record_model_traffic(path);
         eprintln!("ryvos: recording the model traffic to {}", path.display());
     }
     let runtime = match builder.start().await {
         Ok(r) => r,
+        Err(e @ RuntimeError::Recording(_)) => {
+            eprintln!("ryvos: {e}");
+            return EXIT_USAGE;
+        }
         Err(e) => {
             eprintln!("ryvos: {e}");
             return EXIT_RUN_FAILED;

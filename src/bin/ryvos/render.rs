@@ -1,6 +1,6 @@
 //! Showing a run's events to a person (or, with `--json`, to a script).
 
-use ryvos::engine::event::GuardianAction;
+use ryvos::protocol::event::GuardianAction;
 use ryvos::{Event, EventKind, RunStatus};
 use std::io::{IsTerminal, Write};
 

@@ -22,7 +22,7 @@ use std::time::Duration;
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// A client for one Anthropic Messages endpoint and model.
-pub struct AnthropicProvider {
+pub(crate) struct AnthropicProvider {
     http: reqwest::Client,
     url: String,
     model: String,
@@ -36,7 +36,7 @@ pub struct AnthropicProvider {
 impl AnthropicProvider {
     /// A provider for `config`'s endpoint and model, authenticating with `keys`; each answer
     /// may be at most `max_output_tokens` long (Anthropic requires the limit).
-    pub fn new(
+    pub(crate) fn new(
         config: &ModelConfig,
         keys: Arc<ApiKeys>,
         max_output_tokens: u32,

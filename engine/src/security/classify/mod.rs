@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// A call's tier and why.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Classification {
+pub(crate) struct Classification {
     pub tier: SafetyTier,
     /// What raised the tier above the tool's own, if anything.
     pub reasons: Vec<String>,
@@ -44,7 +44,7 @@ const DESTRUCTIVE: &[&str] = &[
 ];
 
 /// Classifies a `bash` command run in `workspace` (the tool's own tier is `base`).
-pub fn bash(command: &str, workspace: &Path, base: SafetyTier) -> Classification {
+pub(crate) fn bash(command: &str, workspace: &Path, base: SafetyTier) -> Classification {
     let line = match shell::parse(command) {
         Ok(line) => line,
         Err(e) => {

@@ -61,7 +61,7 @@ fn next_step() -> u64 {
 const FINAL_COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Messages of the [`SessionActor`].
-pub enum SessionMsg {
+pub(super) enum SessionMsg {
     /// Start a run (the supervisor has checked that none is in flight).
     StartRun { run_id: RunId, spec: RunSpec },
     /// The model answered (or failed) the request sent at `step`.
@@ -94,12 +94,12 @@ pub enum SessionMsg {
     /// Ask the supervisor to stop this actor if it is still idle since `epoch`.
     Hibernate { epoch: u64 },
     /// Test hook: panic inside the handler.
-    #[cfg(feature = "fault-injection")]
+    #[cfg(feature = "testing")]
     Panic,
 }
 
 /// What a session actor is started (or restarted) with.
-pub struct SessionArgs {
+pub(super) struct SessionArgs {
     pub id: SessionId,
     pub services: Services,
     pub events: SessionEvents,
@@ -110,10 +110,10 @@ pub struct SessionArgs {
 }
 
 /// The actor; see the module documentation.
-pub struct SessionActor;
+pub(super) struct SessionActor;
 
 /// A session's state.
-pub struct SessionState {
+pub(super) struct SessionState {
     id: SessionId,
     services: Services,
     events: SessionEvents,
@@ -232,7 +232,7 @@ impl Actor for SessionActor {
                     }
                 }
             }
-            #[cfg(feature = "fault-injection")]
+            #[cfg(feature = "testing")]
             SessionMsg::Panic => panic!("injected fault in session {}", state.id),
         }
         Ok(())

@@ -54,7 +54,7 @@ impl SessionState {
             return self.complete(myself);
         }
         // A run over budget is refused before its prompt enters the conversation.
-        let admitted = oversight::authorize(&self.services, &self.id, &run_id).await;
+        let admitted = oversight::authorize(&self.services, &run_id).await;
         self.last_run = Some(run_id.clone());
         if let Err(refusal) = admitted {
             self.run = Some(run_without_prompt(spec));

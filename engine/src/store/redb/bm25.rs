@@ -9,7 +9,7 @@ const B: f64 = 0.75;
 
 /// One memory holding a query term: its id, how often the term occurs, and its length.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Posting {
+pub(super) struct Posting {
     pub id: String,
     pub tf: u32,
     pub length: u32,
@@ -17,7 +17,7 @@ pub struct Posting {
 
 /// The BM25 score of every memory in `postings` (one list per query term), over a collection
 /// of `docs` memories of `avg_length` terms on average.
-pub fn score(postings: &[Vec<Posting>], docs: u64, avg_length: f64) -> HashMap<String, f64> {
+pub(super) fn score(postings: &[Vec<Posting>], docs: u64, avg_length: f64) -> HashMap<String, f64> {
     let mut scores: HashMap<String, f64> = HashMap::new();
     let n = docs.max(1) as f64;
     for list in postings {
@@ -38,7 +38,7 @@ pub fn score(postings: &[Vec<Posting>], docs: u64, avg_length: f64) -> HashMap<S
 
 /// A BM25 score mapped into [0, 1) so that it can be weighed against a vector similarity and
 /// held to a relevance floor: a weak one-term match lands near 0.3, a good match above 0.6.
-pub fn normalized(score: f64) -> f64 {
+pub(super) fn normalized(score: f64) -> f64 {
     score / (score + 1.0)
 }
 

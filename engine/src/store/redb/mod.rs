@@ -33,7 +33,7 @@ const PAST_LAST: &str = "\u{10FFFF}";
 /// a long one never holds up an async worker; a lookup of one key runs where it is called,
 /// as it costs less than the hop. Writes run where they are called, on the writer thread.
 #[derive(Clone)]
-pub struct RedbStore {
+pub(crate) struct RedbStore {
     db: Arc<Database>,
     durability: Durability,
 }
@@ -41,7 +41,7 @@ pub struct RedbStore {
 impl RedbStore {
     /// Opens (or creates) the database at `path`. With `durable`, every commit is on disk when
     /// it returns; without, a crash may lose the latest commits.
-    pub fn open(path: &Path, durable: bool) -> Result<RedbStore, StoreError> {
+    pub(crate) fn open(path: &Path, durable: bool) -> Result<RedbStore, StoreError> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)
                 .doing(|| format!("creating the directory {}", dir.display()))?;

@@ -19,14 +19,14 @@ use std::ops::RangeBounds;
 use std::sync::Arc;
 
 /// A table whose values are `V`, stored as JSON.
-pub struct Table<K: Key + 'static, V> {
+pub(super) struct Table<K: Key + 'static, V> {
     name: &'static str,
     _types: PhantomData<fn(K) -> V>,
 }
 
 /// A message as its table holds it: the message and its token count (the seq is the key).
 #[derive(Serialize, Deserialize)]
-pub struct MessageRow {
+pub(super) struct MessageRow {
     pub tokens: u32,
     pub message: Arc<Message>,
 }
@@ -40,12 +40,12 @@ impl<K: Key + 'static, V: Serialize + DeserializeOwned> Table<K, V> {
     }
 
     /// The table as redb knows it.
-    pub fn definition(&self) -> TableDefinition<'static, K, &'static [u8]> {
+    pub(super) fn definition(&self) -> TableDefinition<'static, K, &'static [u8]> {
         TableDefinition::new(self.name)
     }
 
     /// Opens the table for writing in `txn`.
-    pub fn open<'t>(
+    pub(super) fn open<'t>(
         &self,
         txn: &'t WriteTransaction,
         doing: impl Fn() -> String,
@@ -58,7 +58,7 @@ impl<K: Key + 'static, V: Serialize + DeserializeOwned> Table<K, V> {
     }
 
     /// The value under `key`, if any.
-    pub fn get<'k>(
+    pub(super) fn get<'k>(
         &self,
         txn: &ReadTransaction,
         key: impl Borrow<K::SelfType<'k>>,
@@ -71,7 +71,7 @@ impl<K: Key + 'static, V: Serialize + DeserializeOwned> Table<K, V> {
     }
 
     /// The values in `range`, in key order.
-    pub fn values<'k, R: Borrow<K::SelfType<'k>> + 'k>(
+    pub(super) fn values<'k, R: Borrow<K::SelfType<'k>> + 'k>(
         &self,
         txn: &ReadTransaction,
         range: impl RangeBounds<R> + 'k,
@@ -82,7 +82,7 @@ impl<K: Key + 'static, V: Serialize + DeserializeOwned> Table<K, V> {
     }
 
     /// The keys and values in `range`, in key order, each key as `key` maps it.
-    pub fn entries_in<'k, R: Borrow<K::SelfType<'k>> + 'k, T>(
+    pub(super) fn entries_in<'k, R: Borrow<K::SelfType<'k>> + 'k, T>(
         &self,
         txn: &ReadTransaction,
         range: impl RangeBounds<R> + 'k,
@@ -99,7 +99,7 @@ impl<K: Key + 'static, V: Serialize + DeserializeOwned> Table<K, V> {
     }
 
     /// Every value, in key order.
-    pub fn all(
+    pub(super) fn all(
         &self,
         txn: &ReadTransaction,
         doing: impl Fn() -> String,
@@ -129,7 +129,7 @@ fn decode<V: DeserializeOwned>(
 }
 
 /// A table open for writing in a transaction.
-pub struct Writer<'t, K: Key + 'static, V> {
+pub(super) struct Writer<'t, K: Key + 'static, V> {
     table: redb::Table<'t, K, &'static [u8]>,
     name: &'static str,
     _value: PhantomData<fn(V)>,
@@ -137,7 +137,7 @@ pub struct Writer<'t, K: Key + 'static, V> {
 
 impl<K: Key + 'static, V: Serialize + DeserializeOwned> Writer<'_, K, V> {
     /// The value under `key`, if any.
-    pub fn get<'k>(
+    pub(super) fn get<'k>(
         &self,
         key: impl Borrow<K::SelfType<'k>>,
         doing: impl Fn() -> String,
@@ -148,7 +148,7 @@ impl<K: Key + 'static, V: Serialize + DeserializeOwned> Writer<'_, K, V> {
     }
 
     /// Stores `value` under `key`, and returns what it replaced.
-    pub fn insert<'k>(
+    pub(super) fn insert<'k>(
         &mut self,
         key: impl Borrow<K::SelfType<'k>>,
         value: &V,
@@ -161,7 +161,7 @@ impl<K: Key + 'static, V: Serialize + DeserializeOwned> Writer<'_, K, V> {
     }
 
     /// Forgets the value under `key`.
-    pub fn remove<'k>(
+    pub(super) fn remove<'k>(
         &mut self,
         key: impl Borrow<K::SelfType<'k>>,
         doing: impl Fn() -> String,
@@ -172,50 +172,51 @@ impl<K: Key + 'static, V: Serialize + DeserializeOwned> Writer<'_, K, V> {
 }
 
 /// `(session_id, seq) -> MessageRow`: the append-only history.
-pub const MESSAGES: Table<(&str, u64), MessageRow> = Table::new("messages");
+pub(super) const MESSAGES: Table<(&str, u64), MessageRow> = Table::new("messages");
 
 /// `(session_id, last_seq) -> TurnCheckpoint`: one record per completed turn.
-pub const CHECKPOINTS: Table<(&str, u64), TurnCheckpoint> = Table::new("checkpoints");
+pub(super) const CHECKPOINTS: Table<(&str, u64), TurnCheckpoint> = Table::new("checkpoints");
 
 /// `(session_id, run_id) -> RunRecord`: run ids sort by time, so a session's runs are in order.
-pub const RUNS: Table<(&str, &str), RunRecord> = Table::new("runs");
+pub(super) const RUNS: Table<(&str, &str), RunRecord> = Table::new("runs");
 
 /// `session_id -> SessionRecord`: the summary `ryvos sessions` lists.
-pub const SESSIONS: Table<&str, SessionRecord> = Table::new("sessions");
+pub(super) const SESSIONS: Table<&str, SessionRecord> = Table::new("sessions");
 
 /// `key -> CostTotals`: spending per `run:<id>`, `session:<id>`, `day:YYYY-MM-DD` and
 /// `month:YYYY-MM` (UTC), kept by the cost ledger.
-pub const COSTS: Table<&str, CostTotals> = Table::new("costs");
+pub(super) const COSTS: Table<&str, CostTotals> = Table::new("costs");
 
 /// `run_id -> RunWatch`: what the Guardian knows of a run in flight, so that a restarted
 /// Guardian goes on where it stood.
-pub const GUARDIAN: Table<&str, RunWatch> = Table::new("guardian");
+pub(super) const GUARDIAN: Table<&str, RunWatch> = Table::new("guardian");
 
 /// `session_id -> Compaction`: where the session's context window starts, and the summary that
 /// stands for the messages before it. The messages themselves stay.
-pub const COMPACTIONS: Table<&str, Compaction> = Table::new("compactions");
+pub(super) const COMPACTIONS: Table<&str, Compaction> = Table::new("compactions");
 
 /// `memory_id -> MemoryEntry`: what agents chose to remember, across sessions.
-pub const MEMORIES: Table<&str, MemoryEntry> = Table::new("memories");
+pub(super) const MEMORIES: Table<&str, MemoryEntry> = Table::new("memories");
 
 /// `(term, memory_id) -> tf << 32 | length`: the keyword index over memories, one posting per
 /// term a memory holds (its count there, and the memory's length in terms, for BM25).
-pub const MEMORY_TERMS: TableDefinition<(&str, &str), u64> = TableDefinition::new("memory_terms");
+pub(super) const MEMORY_TERMS: TableDefinition<(&str, &str), u64> =
+    TableDefinition::new("memory_terms");
 
 /// `"totals" -> [memories, terms]`: the collection's size, for BM25.
-pub const MEMORY_STATS: Table<&str, (u64, u64)> = Table::new("memory_stats");
+pub(super) const MEMORY_STATS: Table<&str, (u64, u64)> = Table::new("memory_stats");
 
 /// `(run_id, n) -> VerdictRecord`: every verdict the Judge gave a run, in order.
-pub const VERDICTS: Table<(&str, u32), VerdictRecord> = Table::new("verdicts");
+pub(super) const VERDICTS: Table<(&str, u32), VerdictRecord> = Table::new("verdicts");
 
 /// `session_id -> PlanRecord`: a Director run's plan and how far it got, so a crash resumes it.
-pub const PLANS: Table<&str, PlanRecord> = Table::new("plans");
+pub(super) const PLANS: Table<&str, PlanRecord> = Table::new("plans");
 
 /// `(session_id, decision id) -> AuditRecord`: every decision of the security gate.
-pub const AUDIT: Table<(&str, &str), AuditRecord> = Table::new("audit");
+pub(super) const AUDIT: Table<(&str, &str), AuditRecord> = Table::new("audit");
 
 /// `request_id -> PendingApproval`: approval requests whose run paused while they waited.
-pub const APPROVALS: Table<&str, PendingApproval> = Table::new("approvals");
+pub(super) const APPROVALS: Table<&str, PendingApproval> = Table::new("approvals");
 
 /// `(session_id, what) -> ()`: calls a person approved "always" for the rest of a session.
-pub const ALWAYS: TableDefinition<(&str, &str), ()> = TableDefinition::new("always");
+pub(super) const ALWAYS: TableDefinition<(&str, &str), ()> = TableDefinition::new("always");

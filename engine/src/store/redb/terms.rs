@@ -10,7 +10,7 @@ const STOPWORDS: &[&str] = &[
 ];
 
 /// The terms of `text`, in order, repeats kept.
-pub fn terms(text: &str) -> Vec<String> {
+pub(super) fn terms(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.chars().count() >= 2)
         .map(str::to_lowercase)

@@ -1,0 +1,13 @@
+//! What tests, benchmarks and fuzz targets reach into. Not part of the engine's API: built
+//! only with the `testing` feature.
+
+pub use crate::context::prune_to_budget;
+pub use crate::cost_ledger::Period;
+pub use crate::provider::decode::{decode_body, WireFormat};
+pub use crate::provider::{AssistantResponse, ResponseAssembler};
+pub use crate::root::{ChildKind, SupervisorNotice};
+pub use crate::security::shell::parse as parse_shell;
+pub use crate::session::History;
+pub use crate::store::{now_ms, repair, StoredMessage, Write, WriteBatch};
+pub use crate::tokens::{count_message, count_text, warm_up as warm_up_tokenizer};
+pub use crate::tools::{builtin, ToolRegistry};

@@ -1,0 +1,7 @@
+//! What a model provider implements, for a host application that brings its own model
+//! (see [`crate::RuntimeBuilder::provider`]).
+
+pub use ryvos_engine::provider_from_config as from_config;
+pub use ryvos_engine::{
+    ChatRequest, DeltaStream, FinishReason, Provider, ProviderError, StreamDelta, ToolSpec, Usage,
+};
