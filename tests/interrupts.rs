@@ -306,3 +306,34 @@ async fn a_prompt_held_behind_calls_that_stay_pending_is_not_given_and_says_so()
     assert_eq!(prompts, ["write three times", "second follow-up"]);
     h.server.assert_no_orphans();
 }
+
+#[tokio::test]
+async fn a_session_answers_interrupt_and_cancel_while_the_ledger_is_held() {
+    let h = Harness::start(
+        vec![
+            Reply::tool_calls(&[("call_1", "glob", r#"{"pattern": "*"}"#)]),
+            Reply::text(&["done"]),
+        ],
+        |_| {},
+    )
+    .await;
+    let mut ledger = h.runtime.engine().hold_ledger();
+    let handle = h.runtime.run(h.request("look around")).await.unwrap();
+    let session = handle.session_id.clone();
+    // The model has answered; the ledger holds back the receipt for its call.
+    assert!(ledger.answer_held().await, "the ledger is held");
+
+    assert!(
+        h.runtime.interrupt(&session).await.unwrap(),
+        "interrupt answered"
+    );
+    assert!(h.runtime.cancel(&session).await.unwrap(), "cancel answered");
+    let outcome = handle.outcome().await.unwrap();
+    // Had the session waited for the ledger, the run would have failed for want of a receipt.
+    assert_eq!(outcome.status, RunStatus::Cancelled, "{:?}", outcome.reason);
+
+    ledger.release();
+    let next = h.run(h.request("and now?").session(session)).await.1;
+    assert_eq!(next.status, RunStatus::Completed, "{:?}", next.reason);
+    assert_eq!(next.output, "done");
+}

@@ -5,6 +5,8 @@ use crate::config::{
     SecurityConfig, SupervisionConfig,
 };
 use crate::cost_ledger::CostLedgerArgs;
+#[cfg(feature = "testing")]
+use crate::cost_ledger::CostLedgerMsg;
 use crate::director::Director;
 use crate::event::{Event, GlobalEvents, SessionEvents};
 use crate::guardian::{GuardianArgs, Thresholds};
@@ -522,6 +524,17 @@ impl Engine {
         if self.root.cast(RootMsg::Panic(kind)).is_err() {
             tracing::warn!("fault injection: the root is down");
         }
+    }
+
+    /// Test hook: holds back the ledger's answers to usage records until the hold is
+    /// released, as a slow ledger (a slow disk) would.
+    #[cfg(feature = "testing")]
+    pub fn hold_ledger(&self) -> crate::cost_ledger::LedgerHold {
+        let (hold, held) = crate::cost_ledger::hold();
+        if self.slots.ledger.cast(CostLedgerMsg::Hold(held)).is_err() {
+            tracing::warn!("holding the ledger: the ledger is down");
+        }
+        hold
     }
 
     /// Test hook: makes a session's actor panic; answers whether the session was live.

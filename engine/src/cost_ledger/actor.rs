@@ -37,6 +37,9 @@ pub(crate) struct LedgerState {
     /// Keys whose last write failed: kept in memory and written again with the next batch.
     unwritten: HashSet<String>,
     commit_error: Option<StoreError>,
+    /// Test hook: answers to usage records wait while this is held.
+    #[cfg(feature = "testing")]
+    held: Option<super::hold::Held>,
 }
 
 impl Actor for CostLedgerActor {
@@ -60,6 +63,8 @@ impl Actor for CostLedgerActor {
             totals: HashMap::new(),
             unwritten: HashSet::new(),
             commit_error: None,
+            #[cfg(feature = "testing")]
+            held: None,
         })
     }
 
@@ -87,6 +92,10 @@ impl Actor for CostLedgerActor {
             }
             CostLedgerMsg::Record { report, reply } => {
                 let receipt = state.record(&myself, &report).await;
+                #[cfg(feature = "testing")]
+                if let Some(held) = &mut state.held {
+                    held.wait().await;
+                }
                 if reply.send(receipt).is_err() {
                     tracing::debug!(run = %report.run_id, "a usage record's caller left");
                 }
@@ -105,6 +114,8 @@ impl Actor for CostLedgerActor {
             }
             #[cfg(feature = "testing")]
             CostLedgerMsg::Panic => panic!("injected fault in the cost ledger"),
+            #[cfg(feature = "testing")]
+            CostLedgerMsg::Hold(held) => state.held = Some(held),
         }
         Ok(())
     }

@@ -9,12 +9,18 @@
 
 mod actor;
 mod budget;
+#[cfg(feature = "testing")]
+mod hold;
 mod period;
 mod pricing;
 mod report;
 
 pub(crate) use actor::{run_key, CostLedgerActor, CostLedgerArgs};
 pub(crate) use budget::{dollars, BudgetNotice, MICROCENTS_PER_CENT};
+#[cfg(feature = "testing")]
+pub(crate) use hold::hold;
+#[cfg(feature = "testing")]
+pub use hold::LedgerHold;
 pub use period::Period;
 pub(crate) use pricing::PriceSource;
 pub(crate) use report::cost_report;
@@ -93,4 +99,7 @@ pub(crate) enum CostLedgerMsg {
     /// Test hook: panic inside the handler.
     #[cfg(feature = "testing")]
     Panic,
+    /// Test hook: hold back the answers to usage records until released.
+    #[cfg(feature = "testing")]
+    Hold(hold::Held),
 }

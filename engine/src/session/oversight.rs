@@ -9,10 +9,11 @@ use crate::cost_ledger::{Authorization, BudgetNotice, CostLedgerMsg, Receipt, Us
 use crate::event::{EventKind, RunStatus, StallPhase};
 use crate::guardian::{GuardianMsg, Review, TurnReport};
 use crate::ids::{RunId, SessionId};
+use crate::supervision::ChildSlot;
 use std::time::Duration;
 
 /// How long a session waits for the ledger (through a restart of it) before it gives up.
-/// Kept well under the shutdown's wait for runs to end, which a handler waiting here delays.
+/// Kept well under the shutdown's wait for runs to end.
 const LEDGER_PATIENCE: Duration = Duration::from_secs(12);
 /// How long a session waits for the Guardian before it goes on without a review.
 const GUARDIAN_PATIENCE: Duration = Duration::from_secs(6);
@@ -69,38 +70,47 @@ fn unchecked(why: String) -> Refusal {
     }
 }
 
-/// Has the ledger price and record one call's usage.
+/// Has the ledger price and record each call's usage, in order; a receipt per call.
 pub(super) async fn record_usage(
-    services: &Services,
-    report: UsageReport,
-) -> Result<Receipt, String> {
-    let answer = services
-        .ledger
-        .call(
-            |reply| CostLedgerMsg::Record {
-                report: report.clone(),
-                reply,
-            },
-            LEDGER_PATIENCE,
-        )
-        .await;
-    let why = match answer {
-        Ok(Ok(receipt)) => return Ok(receipt),
-        Ok(Err(e)) => e.to_string(),
-        Err(e) => e.to_string(),
-    };
-    Err(format!(
-        "the cost ledger could not record the usage of model call {} ({why}); the run stopped \
-         so that spending cannot go unchecked",
-        report.call
-    ))
+    ledger: ChildSlot<CostLedgerMsg>,
+    reports: Vec<UsageReport>,
+) -> Result<Vec<Receipt>, String> {
+    let mut receipts = Vec::with_capacity(reports.len());
+    for report in reports {
+        let answer = ledger
+            .call(
+                |reply| CostLedgerMsg::Record {
+                    report: report.clone(),
+                    reply,
+                },
+                LEDGER_PATIENCE,
+            )
+            .await;
+        let why = match answer {
+            Ok(Ok(receipt)) => {
+                receipts.push(receipt);
+                continue;
+            }
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => e.to_string(),
+        };
+        return Err(format!(
+            "the cost ledger could not record the usage of model call {} ({why}); the run \
+             stopped so that spending cannot go unchecked",
+            report.call
+        ));
+    }
+    Ok(receipts)
 }
 
 /// Has the Guardian review a finished turn. Without an answer the run goes on, and an `Error`
 /// event says the turn went unreviewed.
-pub(super) async fn review_turn(services: &Services, run_id: &RunId, report: TurnReport) -> Review {
-    let answer = services
-        .guardian
+pub(super) async fn review_turn(
+    guardian: ChildSlot<GuardianMsg>,
+    run_id: RunId,
+    report: TurnReport,
+) -> Review {
+    let answer = guardian
         .call(
             |reply| GuardianMsg::ReviewTurn {
                 run_id: run_id.clone(),
@@ -121,15 +131,14 @@ pub(super) async fn review_turn(services: &Services, run_id: &RunId, report: Tur
 /// Tells the Guardian the run made no progress for `silent_for`; `None` if it did not answer
 /// (the stall is reported again at the next check).
 pub(super) async fn report_stall(
-    services: &Services,
-    session_id: &SessionId,
-    run_id: &RunId,
+    guardian: ChildSlot<GuardianMsg>,
+    session_id: SessionId,
+    run_id: RunId,
     phase: StallPhase,
     silent_for: Duration,
     tools: Vec<String>,
 ) -> Option<Review> {
-    let answer = services
-        .guardian
+    let answer = guardian
         .call(
             |reply| GuardianMsg::Stalled {
                 run_id: run_id.clone(),

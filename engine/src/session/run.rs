@@ -5,9 +5,10 @@ use crate::event::{RunEvents, RunStatus};
 use crate::guardian::{CallReport, Hint};
 use crate::ids::RunId;
 use crate::interrupt::{Interrupter, OnMessage};
-use crate::llm_stream::Heartbeat;
+use crate::judge::Judgement;
+use crate::llm_stream::{Heartbeat, ModelReply};
 use crate::message::ToolCall;
-use crate::provider::Usage;
+use crate::provider::{ProviderError, Usage};
 use crate::store::{now_ms, RunRecord};
 use crate::tools::Workspace;
 use std::sync::Arc;
@@ -26,6 +27,11 @@ pub(super) enum Phase {
     /// The turn is complete (its results appended); the Guardian and the ledger are consulted
     /// before the next model call.
     BetweenTurns,
+    /// The ledger is recording what the latest model calls used; the run goes on as `then`
+    /// says once its receipts are back. Nothing else waits meanwhile.
+    Billing { then: AfterBilling },
+    /// The Guardian is reviewing the finished turn, whose tools were `tools_called`.
+    Reviewing { tools_called: Vec<String> },
     /// The conversation outgrew its budget: the model summarizes the first `cut.drop`
     /// messages before they leave the window; then the run goes on as `then` says.
     Summarizing { cut: Cut, then: AfterCompaction },
@@ -42,6 +48,27 @@ pub(super) enum AfterCompaction {
     /// The model is asked (again): the run's prompt, or a request the model found too large,
     /// outgrew the budget.
     CallModel,
+}
+
+/// Where the run goes on once the ledger has recorded its calls.
+pub(super) enum AfterBilling {
+    /// The turn's model call answered (or failed): the answer is used.
+    Answer(Result<ModelReply, ProviderError>),
+    /// A stalled model call was cut: the model is asked again.
+    AskAgain,
+    /// The summary call answered, failed, or was cut: the conversation is compacted (with the
+    /// summary if there is one), then the run goes on as `then` says.
+    Summary {
+        cut: Cut,
+        then: AfterCompaction,
+        result: Result<ModelReply, ProviderError>,
+    },
+    /// The Judge has spoken on `answer`: its verdict is acted on.
+    Verdict {
+        answer: String,
+        periodic: bool,
+        judgement: Judgement,
+    },
 }
 
 /// What the end of a turn needs once the conversation is compacted.

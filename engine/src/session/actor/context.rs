@@ -3,12 +3,14 @@
 //! model when `enable_summarization` is on. A summary that fails still lets the pruning happen:
 //! a session never becomes unusable because its history grew.
 
+use super::spending::Bill;
 use super::{next_step, SessionMsg, SessionState};
 use crate::callback::Callback;
 use crate::context::{prune_to_budget, summary, Cut};
 use crate::event::EventKind;
-use crate::llm_stream::{Heartbeat, LlmMsg, ModelAnswer, StreamJob};
-use crate::session::run::{AfterCompaction, Phase};
+use crate::llm_stream::{Heartbeat, LlmMsg, ModelAnswer, ModelReply, StreamJob};
+use crate::provider::ProviderError;
+use crate::session::run::{AfterBilling, AfterCompaction, Phase};
 use ractor::ActorRef;
 
 /// After pruning, the conversation is brought down to this share of `max_context_tokens`,
@@ -140,7 +142,7 @@ impl SessionState {
 
     async fn go_on(&mut self, myself: &ActorRef<SessionMsg>, then: AfterCompaction) {
         match then {
-            AfterCompaction::EndTurn(turn) => self.end_turn(myself, turn).await,
+            AfterCompaction::EndTurn(turn) => self.end_turn(myself, turn),
             AfterCompaction::CallModel => self.begin_turn(myself),
         }
     }
@@ -177,39 +179,40 @@ impl SessionState {
         self.schedule_stall_check(myself, step, None);
     }
 
-    /// The summary is back, or failed: prune either way, then end the turn.
-    pub(super) async fn on_summary_done(
-        &mut self,
-        myself: &ActorRef<SessionMsg>,
-        answer: ModelAnswer,
-    ) {
+    /// The summary is back, or failed: once its calls are recorded, the conversation is
+    /// pruned either way ([`Self::summarized`]).
+    pub(super) fn on_summary_done(&mut self, myself: &ActorRef<SessionMsg>, answer: ModelAnswer) {
         let Some(run) = self.run.as_mut() else { return };
         let Phase::Summarizing { cut, then } =
             std::mem::replace(&mut run.phase, Phase::BetweenTurns)
         else {
             return;
         };
-        let turn_number = run.turns;
-        let billed = self
-            .record_cut_calls(turn_number, &answer.cut_calls, cut.tokens)
-            .await;
-        if let Err(reason) = billed {
-            return self.fail(myself, reason);
+        let turn = run.turns;
+        let mut bills = Bill::cut_calls(turn, &answer.cut_calls, cut.tokens);
+        if let Ok(reply) = &answer.result {
+            // The summary was paid for like any call.
+            bills.push(Bill::of(turn, reply));
         }
-        let summary = match answer.result {
+        let then = AfterBilling::Summary {
+            cut,
+            then,
+            result: answer.result,
+        };
+        self.bill_then(myself, bills, then);
+    }
+
+    /// Prunes the conversation by `cut`, behind the summary the model gave if it gave one,
+    /// then goes on as `then` says.
+    pub(super) async fn summarized(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        cut: Cut,
+        then: AfterCompaction,
+        result: Result<ModelReply, ProviderError>,
+    ) {
+        let summary = match result {
             Ok(reply) => {
-                // The summary was paid for like any call.
-                let recorded = self
-                    .record_call(
-                        turn_number,
-                        &reply.model,
-                        reply.usage,
-                        reply.usage_estimated,
-                    )
-                    .await;
-                if let Err(reason) = recorded {
-                    return self.fail(myself, reason);
-                }
                 let text = reply.response.text.trim().to_owned();
                 if text.is_empty() {
                     self.summary_failed(cut, "the model answered with no text");

@@ -1,14 +1,15 @@
 //! How the loop is watched: the Guardian's reviews after each turn, the stall timer, and the
 //! hints and stops they lead to.
 
+use super::asking::ask;
+use super::spending::Bill;
 use super::{SessionMsg, SessionState};
 use crate::event::{EventKind, RunStatus, StallPhase};
 use crate::guardian::{GuardianMsg, Review};
 use crate::ids::RunId;
-use crate::llm_stream::ModelAnswer;
 use crate::provider::{ProviderError, Usage};
 use crate::session::oversight;
-use crate::session::run::{Ending, Phase};
+use crate::session::run::{AfterBilling, Ending, Phase};
 use ractor::ActorRef;
 use std::time::Duration;
 
@@ -84,9 +85,10 @@ impl SessionState {
     }
 
     /// The stall timer fired for the dispatch in flight: if nothing moved for the stall
-    /// timeout, the Guardian decides (cut and retry a silent model call, hint, or stop).
-    pub(super) async fn check_stall(&mut self, myself: &ActorRef<SessionMsg>, step: u64) {
-        let timeout = Duration::from_secs(self.services.agent.guardian.stall_timeout_secs.max(1));
+    /// timeout, the Guardian is told (off the mailbox) and decides in
+    /// [`Self::on_stall_reviewed`].
+    pub(super) fn check_stall(&mut self, myself: &ActorRef<SessionMsg>, step: u64) {
+        let timeout = self.stall_timeout();
         let Some(run) = self.run.as_ref() else { return };
         let (phase, tools) = match &run.phase {
             Phase::AwaitingModel => (StallPhase::Model, Vec::new()),
@@ -98,27 +100,43 @@ impl SessionState {
             Phase::AwaitingDurability { .. } => {
                 return self.schedule_stall_check(myself, step, None)
             }
-            Phase::Summarizing { .. } => return self.check_summary_stall(myself, step).await,
-            // A judged command has its own timeout.
-            Phase::BetweenTurns | Phase::Judging { .. } | Phase::Finishing(_) => return,
+            Phase::Summarizing { .. } => return self.check_summary_stall(myself, step),
+            // A judged command has its own timeout, and so do the ledger and the Guardian.
+            Phase::BetweenTurns
+            | Phase::Billing { .. }
+            | Phase::Reviewing { .. }
+            | Phase::Judging { .. }
+            | Phase::Finishing(_) => return,
         };
         let silent = run.heartbeat.silent_for();
         if silent < timeout {
             return self.schedule_stall_check(myself, step, Some(timeout - silent));
         }
-        let run_id = run.id.clone();
-        let review =
-            oversight::report_stall(&self.services, &self.id, &run_id, phase, silent, tools).await;
-        // The run may have moved on while the Guardian was asked.
-        if !self.is_current(step) {
-            return;
-        }
+        let guardian = self.services.guardian.clone();
+        let (session_id, run_id) = (self.id.clone(), run.id.clone());
+        let report = oversight::report_stall(guardian, session_id, run_id, phase, silent, tools);
+        ask(myself, report, move |review| SessionMsg::StallReviewed {
+            step,
+            phase,
+            review,
+        });
+    }
+
+    /// The Guardian's answer to a stall (of the dispatch still in flight at `step`): a hint,
+    /// the silent model call cut and made again, or a stop.
+    pub(super) fn on_stall_reviewed(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        step: u64,
+        phase: StallPhase,
+        review: Option<Review>,
+    ) {
         let Some(review) = review else {
             return self.schedule_stall_check(myself, step, None);
         };
         // The stream may have spoken (or ended) while the Guardian was asked.
         let silent = self.run.as_ref().map(|r| r.heartbeat.silent_for());
-        if phase == StallPhase::Model && silent.is_some_and(|s| s < timeout) {
+        if phase == StallPhase::Model && silent.is_some_and(|s| s < self.stall_timeout()) {
             return self.schedule_stall_check(myself, step, None);
         }
         let retry = review.retry_model_call;
@@ -137,17 +155,12 @@ impl SessionState {
             let Some(run) = &self.run else { return };
             run.call_cancel.cancel();
             // The cut call was paid for: its input at least, estimated.
-            let model = self.services.llm_model.clone();
-            let model: &str = &model;
             let usage = Usage {
                 input_tokens: self.request_tokens(),
                 output_tokens: 0,
             };
-            let turn = run.turns + 1;
-            if let Err(reason) = self.record_call(turn, model, usage, true).await {
-                return self.fail(myself, reason);
-            }
-            return self.begin_turn(myself);
+            let bill = Bill::estimated(run.turns + 1, &self.services.llm_model, usage);
+            return self.bill_then(myself, vec![bill], AfterBilling::AskAgain);
         }
         if let Some(run) = &self.run {
             run.heartbeat.beat();
@@ -155,29 +168,38 @@ impl SessionState {
         self.schedule_stall_check(myself, step, None);
     }
 
+    fn stall_timeout(&self) -> Duration {
+        Duration::from_secs(self.services.agent.guardian.stall_timeout_secs.max(1))
+    }
+
     /// A summary call silent for the stall timeout is cut: the pruning goes on without its
     /// summary, so a hung summarizer can never hold the run.
-    async fn check_summary_stall(&mut self, myself: &ActorRef<SessionMsg>, step: u64) {
-        let timeout = Duration::from_secs(self.services.agent.guardian.stall_timeout_secs.max(1));
-        let Some(run) = self.run.as_ref() else { return };
+    fn check_summary_stall(&mut self, myself: &ActorRef<SessionMsg>, step: u64) {
+        let timeout = self.stall_timeout();
+        let Some(run) = self.run.as_mut() else { return };
         let silent = run.heartbeat.silent_for();
         if silent < timeout {
             return self.schedule_stall_check(myself, step, Some(timeout - silent));
         }
         run.call_cancel.cancel();
+        let Phase::Summarizing { cut, then } =
+            std::mem::replace(&mut run.phase, Phase::BetweenTurns)
+        else {
+            return;
+        };
         // The cut call was paid for: its input at least, estimated.
-        if let Phase::Summarizing { cut, .. } = &run.phase {
-            let usage = Usage {
-                input_tokens: cut.tokens,
-                output_tokens: 0,
-            };
-            let (turn, model) = (run.turns, self.services.llm_model.clone());
-            if let Err(reason) = self.record_call(turn, &model, usage, true).await {
-                return self.fail(myself, reason);
-            }
-        }
-        let cut = ProviderError::StreamCut(format!("silent for {} s", silent.as_secs()));
-        self.on_summary_done(myself, ModelAnswer::failed(cut)).await;
+        let usage = Usage {
+            input_tokens: cut.tokens,
+            output_tokens: 0,
+        };
+        let bill = Bill::estimated(run.turns, &self.services.llm_model, usage);
+        let error = ProviderError::StreamCut(format!("silent for {} s", silent.as_secs()));
+        let then = AfterBilling::Summary {
+            cut,
+            then,
+            result: Err(error),
+        };
+        self.bill_then(myself, vec![bill], then);
     }
 
     /// Tells the Guardian and the ledger a run is over, so they drop what they keep of it.

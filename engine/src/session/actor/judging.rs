@@ -3,12 +3,13 @@
 //! (or an unreadable verdict) sends the model back to work with a note saying what is unmet,
 //! up to `max_retries` times. Every verdict is published and stored with the run's turns.
 
+use super::spending::Bill;
 use super::{next_step, SessionMsg, SessionState};
 use crate::callback::Callback;
 use crate::event::{EventKind, RunStatus};
-use crate::judge::{Evaluated, Evaluation, JudgeMsg, Verdict};
+use crate::judge::{Evaluated, Evaluation, JudgeMsg, Judgement, Verdict};
 use crate::message::Message;
-use crate::session::run::{Ending, Phase};
+use crate::session::run::{AfterBilling, Ending, Phase};
 use crate::store::{now_ms, VerdictRecord};
 use ractor::ActorRef;
 
@@ -59,7 +60,7 @@ impl SessionState {
     }
 
     /// The Judge has spoken: the verdict is published, stored, and acted on.
-    pub(super) async fn on_judged(&mut self, myself: &ActorRef<SessionMsg>, evaluated: Evaluated) {
+    pub(super) fn on_judged(&mut self, myself: &ActorRef<SessionMsg>, evaluated: Evaluated) {
         let Some(run) = self.run.as_mut() else { return };
         let Phase::Judging { answer, periodic } =
             std::mem::replace(&mut run.phase, Phase::BetweenTurns)
@@ -89,19 +90,27 @@ impl SessionState {
             .judge_call
             .as_ref()
             .map_or(0, |r| r.usage.input_tokens);
-        let mut billed = self
-            .record_cut_calls(turn, &evaluated.cut_calls, judge_input)
-            .await;
-        if let (Ok(()), Some(reply)) = (&billed, &evaluated.judge_call) {
-            billed = self
-                .record_call(turn, &reply.model, reply.usage, reply.usage_estimated)
-                .await;
-        }
-        if let Err(reason) = billed {
-            return self.fail(myself, reason);
-        }
+        let mut bills = Bill::cut_calls(turn, &evaluated.cut_calls, judge_input);
+        bills.extend(evaluated.judge_call.as_ref().map(|r| Bill::of(turn, r)));
+        let then = AfterBilling::Verdict {
+            answer,
+            periodic,
+            judgement,
+        };
+        self.bill_then(myself, bills, then);
+    }
+
+    /// Acts on the Judge's verdict on `answer`, once its calls are recorded.
+    pub(super) fn act_on_verdict(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        answer: String,
+        periodic: bool,
+        judgement: Judgement,
+    ) {
         let max_retries = self.services.agent.judge.max_retries;
         let Some(run) = self.run.as_mut() else { return };
+        let turn = run.turns;
         match (judgement.verdict, periodic) {
             (Verdict::Accept, _) => self.finish_with(
                 myself,

@@ -16,6 +16,7 @@
 //! its budget, [`pausing`] how an interrupt pauses it, [`ending`] how a run ends and is
 //! reported, [`reload`] how a session comes back.
 
+mod asking;
 mod context;
 mod ending;
 mod guardian;
@@ -30,14 +31,16 @@ use super::commits::Commits;
 use super::history::History;
 use super::notice::{NoticeRef, SessionNotice};
 use super::oversight;
-use super::run::{ActiveRun, AfterCompaction, Ending, Phase, TurnEnd};
+use super::run::{ActiveRun, AfterBilling, AfterCompaction, Ending, Phase, TurnEnd};
 use super::{RunSpec, Services};
 use crate::callback::Callback;
 use crate::checkpoint::CheckpointMsg;
+use crate::cost_ledger::Receipt;
+use crate::event::StallPhase;
 use crate::event::{EventKind, RunStatus, SessionEvents};
-use crate::guardian::{CallReport, TurnReport};
+use crate::guardian::{CallReport, Review, TurnReport};
 use crate::ids::{RunId, SessionId};
-use crate::llm_stream::{Heartbeat, LlmMsg, ModelAnswer, StreamJob};
+use crate::llm_stream::{Heartbeat, LlmMsg, ModelAnswer, ModelReply, StreamJob};
 use crate::message::{Message, ToolCall};
 use crate::provider::FinishReason;
 use crate::provider::{ChatRequest, ProviderError};
@@ -45,7 +48,9 @@ use crate::store::{
     now_ms, RunRecord, SessionRecord, StoreError, TurnCheckpoint, Write, WriteBatch,
 };
 use crate::tool_executor::{lost_outcomes, ToolBatch, ToolMsg, ToolOutcome};
+use asking::ask;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
+use spending::Bill;
 use std::time::Duration;
 
 /// A step number never used before in this process. Every dispatch (model request, tool batch,
@@ -70,6 +75,19 @@ pub(super) enum SessionMsg {
     ToolsDone {
         step: u64,
         outcomes: Vec<ToolOutcome>,
+    },
+    /// The ledger recorded the calls billed at `step` (a receipt each), or could not.
+    Billed {
+        step: u64,
+        receipts: Result<Vec<(Bill, Receipt)>, String>,
+    },
+    /// The Guardian reviewed the turn that ended at `step`.
+    Reviewed { step: u64, review: Review },
+    /// The Guardian answered (or not) the stall reported at `step`.
+    StallReviewed {
+        step: u64,
+        phase: StallPhase,
+        review: Option<Review>,
     },
     /// The oldest batch not yet confirmed was committed (or failed).
     Committed { result: Result<(), StoreError> },
@@ -182,7 +200,7 @@ impl Actor for SessionActor {
             SessionMsg::StartRun { run_id, spec } => state.start_run(&myself, run_id, spec).await,
             SessionMsg::ModelDone { step, answer } => {
                 if state.is_current(step) {
-                    state.on_model_done(&myself, answer).await;
+                    state.on_model_done(&myself, answer);
                 }
             }
             SessionMsg::ToolsDone { step, outcomes } => {
@@ -190,19 +208,38 @@ impl Actor for SessionActor {
                     state.on_tools_done(&myself, outcomes).await;
                 }
             }
+            SessionMsg::Billed { step, receipts } => {
+                if state.is_current(step) {
+                    state.on_billed(&myself, receipts).await;
+                }
+            }
+            SessionMsg::Reviewed { step, review } => {
+                if state.is_current(step) {
+                    state.on_reviewed(&myself, review);
+                }
+            }
+            SessionMsg::StallReviewed {
+                step,
+                phase,
+                review,
+            } => {
+                if state.is_current(step) {
+                    state.on_stall_reviewed(&myself, step, phase, review);
+                }
+            }
             SessionMsg::SummaryDone { step, answer } => {
                 if state.is_current(step) {
-                    state.on_summary_done(&myself, answer).await;
+                    state.on_summary_done(&myself, answer);
                 }
             }
             SessionMsg::Judged { step, evaluated } => {
                 if state.is_current(step) {
-                    state.on_judged(&myself, evaluated).await;
+                    state.on_judged(&myself, evaluated);
                 }
             }
             SessionMsg::StallCheck { step } => {
                 if state.is_current(step) {
-                    state.check_stall(&myself, step).await;
+                    state.check_stall(&myself, step);
                 }
             }
             SessionMsg::Committed { result } => state.on_committed(&myself, result),
@@ -304,7 +341,7 @@ impl SessionState {
         self.schedule_stall_check(myself, step, None);
     }
 
-    async fn on_model_done(&mut self, myself: &ActorRef<SessionMsg>, answer: ModelAnswer) {
+    fn on_model_done(&mut self, myself: &ActorRef<SessionMsg>, answer: ModelAnswer) {
         let Some(run) = self.run.as_mut() else { return };
         if answer.lost && !run.resent_lost_call {
             // The model actor failed with the request in its mailbox: nothing was asked or
@@ -313,11 +350,23 @@ impl SessionState {
             tracing::warn!(session = %self.id, "a model call was lost with its actor; asking again");
             return self.begin_turn(myself);
         }
-        let (turn, input) = (run.turns + 1, self.request_tokens());
-        if let Err(reason) = self.record_cut_calls(turn, &answer.cut_calls, input).await {
-            return self.fail(myself, reason);
+        // Every attempt the server may have billed is recorded before the answer is used.
+        let turn = run.turns + 1;
+        let mut bills = Bill::cut_calls(turn, &answer.cut_calls, self.request_tokens());
+        if let Ok(reply) = &answer.result {
+            bills.push(Bill::of(turn, reply));
         }
-        let reply = match answer.result {
+        self.bill_then(myself, bills, AfterBilling::Answer(answer.result));
+    }
+
+    /// The turn's model answer, once recorded with the ledger: appended, then the run ends or
+    /// its calls run.
+    async fn use_answer(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        result: Result<ModelReply, ProviderError>,
+    ) {
+        let reply = match result {
             Ok(reply) => reply,
             Err(ProviderError::ContextOverflow(why)) => {
                 return self.prune_for_overflow(myself, why).await
@@ -330,13 +379,6 @@ impl SessionState {
         run.turns += 1;
         run.turn_input_tokens = reply.usage.input_tokens;
         run.turn_output_tokens = reply.usage.output_tokens;
-        let turn = run.turns;
-        if let Err(reason) = self
-            .record_call(turn, &reply.model, reply.usage, reply.usage_estimated)
-            .await
-        {
-            return self.fail(myself, reason);
-        }
         if !self.guard_answer(myself, &reply.response) {
             return;
         }
@@ -463,25 +505,55 @@ impl SessionState {
                 .compact_then(myself, cut, AfterCompaction::EndTurn(turn))
                 .await;
         }
-        self.end_turn(myself, turn).await;
+        self.end_turn(myself, turn);
     }
 
-    /// After a turn (and any compaction): the Guardian's review, the turn stored with it, then
-    /// the next model call or the run's end.
-    async fn end_turn(&mut self, myself: &ActorRef<SessionMsg>, turn: TurnEnd) {
-        let Some(run) = self.run.as_ref() else { return };
-        let run_id = run.id.clone();
-        let mut stop = None;
-        if self.services.agent.guardian.enabled {
-            let report = TurnReport {
-                calls: turn.reports,
-                context_tokens: self.context_tokens(),
-            };
-            let review = oversight::review_turn(&self.services, &run_id, report).await;
-            stop = self.apply_review(review);
+    /// After a turn (and any compaction): the Guardian's review (asked off the mailbox), then
+    /// [`Self::on_reviewed`].
+    fn end_turn(&mut self, myself: &ActorRef<SessionMsg>, turn: TurnEnd) {
+        if !self.services.agent.guardian.enabled {
+            return self.store_turn(myself, turn.tools_called, None);
         }
+        let context_tokens = self.context_tokens();
+        let Some(run) = self.run.as_mut() else { return };
+        run.step = next_step();
+        run.phase = Phase::Reviewing {
+            tools_called: turn.tools_called,
+        };
+        let step = run.step;
+        let report = TurnReport {
+            calls: turn.reports,
+            context_tokens,
+        };
+        let review = oversight::review_turn(self.services.guardian.clone(), run.id.clone(), report);
+        ask(myself, review, move |review| SessionMsg::Reviewed {
+            step,
+            review,
+        });
+    }
+
+    /// The Guardian's review of the turn is back: applied, and the turn stored with it.
+    fn on_reviewed(&mut self, myself: &ActorRef<SessionMsg>, review: Review) {
+        let Some(run) = self.run.as_mut() else { return };
+        let Phase::Reviewing { tools_called } =
+            std::mem::replace(&mut run.phase, Phase::BetweenTurns)
+        else {
+            return;
+        };
+        let stop = self.apply_review(review);
+        self.store_turn(myself, tools_called, stop);
+    }
+
+    /// Stores the finished turn (with the Guardian's view of it), then makes the next model
+    /// call, or ends the run as the Guardian said.
+    fn store_turn(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        tools_called: Vec<String>,
+        stop: Option<(RunStatus, String)>,
+    ) {
         // The turn and the Guardian's view of it are stored together.
-        let checkpoint = self.turn_checkpoint(turn.tools_called);
+        let checkpoint = self.turn_checkpoint(tools_called);
         self.submit(myself, checkpoint, None);
         if let Some(run) = self.run.as_mut() {
             run.turn_first_seq = self.history.next_seq();

@@ -30,7 +30,13 @@ impl SessionState {
                     run.cancel.cancel();
                 }
             }
-            Phase::AwaitingModel | Phase::Summarizing { .. } | Phase::Judging { .. } => {
+            // An answer is awaited (the model's, the Judge's, the ledger's receipt or the
+            // Guardian's review of the finished turn); the run pauses once it is in.
+            Phase::AwaitingModel
+            | Phase::Summarizing { .. }
+            | Phase::Judging { .. }
+            | Phase::Billing { .. }
+            | Phase::Reviewing { .. } => {
                 if now {
                     self.pause_if_interrupted(myself);
                 }

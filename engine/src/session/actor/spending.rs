@@ -1,12 +1,16 @@
 //! How the loop spends: every model call is priced and recorded by the cost ledger, whose
-//! receipt says whether another call may be made.
+//! receipt says whether another call may be made. The ledger is asked off the mailbox, and
+//! the run goes on when its receipts come back.
 
-use super::{SessionMsg, SessionState};
+use super::asking::ask;
+use super::{next_step, SessionMsg, SessionState};
 use crate::cost_ledger::{dollars, BudgetNotice, MICROCENTS_PER_CENT};
-use crate::cost_ledger::{PriceSource, UsageReport};
+use crate::cost_ledger::{PriceSource, Receipt, UsageReport};
 use crate::event::{BudgetScope, EventKind, RunEvents, RunStatus};
+use crate::llm_stream::ModelReply;
 use crate::provider::Usage;
 use crate::session::oversight::{self, Refusal};
+use crate::session::run::{AfterBilling, Phase};
 use ractor::ActorRef;
 
 impl SessionState {
@@ -24,53 +28,102 @@ impl SessionState {
         self.finish(myself, refusal.status, Some(refusal.reason));
     }
 
-    /// Records the attempts whose streams were cut after the server began to answer: each
-    /// may have been billed for its input, so each is counted, estimated, as `input_tokens`.
-    pub(super) async fn record_cut_calls(
+    /// Has the ledger price and record `bills`, in order, off the mailbox: the run waits in
+    /// [`Phase::Billing`] and goes on as `then` says once the receipts are back.
+    pub(super) fn bill_then(
         &mut self,
-        turn: u32,
-        models: &[String],
-        input_tokens: u64,
-    ) -> Result<(), String> {
-        for model in models {
-            let usage = Usage {
-                input_tokens,
-                output_tokens: 0,
-            };
-            self.record_call(turn, model, usage, true).await?;
+        myself: &ActorRef<SessionMsg>,
+        bills: Vec<Bill>,
+        then: AfterBilling,
+    ) {
+        let Some(run) = self.run.as_mut() else { return };
+        let mut reports = Vec::with_capacity(bills.len());
+        for bill in &bills {
+            run.model_calls += 1;
+            run.usage.input_tokens += bill.usage.input_tokens;
+            run.usage.output_tokens += bill.usage.output_tokens;
+            run.usage_estimated |= bill.estimated;
+            reports.push(UsageReport {
+                session_id: self.id.clone(),
+                run_id: run.id.clone(),
+                call: run.model_calls,
+                model: bill.model.clone(),
+                usage: bill.usage,
+                estimated: bill.estimated,
+            });
         }
-        Ok(())
+        run.step = next_step();
+        run.phase = Phase::Billing { then };
+        let step = run.step;
+        let ledger = self.services.ledger.clone();
+        ask(
+            myself,
+            oversight::record_usage(ledger, reports),
+            move |receipts| SessionMsg::Billed {
+                step,
+                receipts: receipts.map(|r| bills.into_iter().zip(r).collect()),
+            },
+        );
     }
 
-    /// Has the ledger price and record a model call (`usage` as the server reported it, or
-    /// `estimated`), and publishes what it found: the call's cost, budget warnings, and a
-    /// limit reached (which stops the run before its next call).
-    pub(super) async fn record_call(
+    /// The ledger's receipts are back: what they say is published, and the run goes on.
+    pub(super) async fn on_billed(
         &mut self,
-        turn: u32,
-        model: &str,
-        usage: Usage,
-        estimated: bool,
-    ) -> Result<(), String> {
-        let Some(run) = self.run.as_mut() else {
-            return Ok(());
+        myself: &ActorRef<SessionMsg>,
+        receipts: Result<Vec<(Bill, Receipt)>, String>,
+    ) {
+        let Some(run) = self.run.as_mut() else { return };
+        let Phase::Billing { then } = std::mem::replace(&mut run.phase, Phase::BetweenTurns) else {
+            return;
         };
-        run.model_calls += 1;
-        run.usage.input_tokens += usage.input_tokens;
-        run.usage.output_tokens += usage.output_tokens;
-        run.usage_estimated |= estimated;
-        let report = UsageReport {
-            session_id: self.id.clone(),
-            run_id: run.id.clone(),
-            call: run.model_calls,
-            model: model.to_owned(),
+        let receipts = match receipts {
+            Ok(receipts) => receipts,
+            Err(reason) => return self.fail(myself, reason),
+        };
+        for (bill, receipt) in receipts {
+            self.apply_receipt(bill, receipt);
+        }
+        self.after_billing(myself, then).await;
+    }
+
+    /// Where the run goes once its calls are recorded.
+    async fn after_billing(&mut self, myself: &ActorRef<SessionMsg>, then: AfterBilling) {
+        match then {
+            AfterBilling::Answer(result) => {
+                if let Some(run) = self.run.as_mut() {
+                    run.phase = Phase::AwaitingModel;
+                }
+                self.use_answer(myself, result).await;
+            }
+            AfterBilling::AskAgain => {
+                if let Some(run) = self.run.as_mut() {
+                    // The retried call belongs to the turn its cut predecessor began.
+                    run.phase = Phase::AwaitingModel;
+                }
+                self.begin_turn(myself);
+            }
+            AfterBilling::Summary { cut, then, result } => {
+                self.summarized(myself, cut, then, result).await;
+            }
+            AfterBilling::Verdict {
+                answer,
+                periodic,
+                judgement,
+            } => self.act_on_verdict(myself, answer, periodic, judgement),
+        }
+    }
+
+    /// Publishes what a receipt says: the call's cost, budget warnings, and a limit reached
+    /// (which stops the run before its next call).
+    fn apply_receipt(&mut self, bill: Bill, receipt: Receipt) {
+        let Some(run) = self.run.as_mut() else { return };
+        let Bill {
+            turn,
+            model,
             usage,
             estimated,
-        };
-        let receipt = oversight::record_usage(&self.services, report).await?;
-        let Some(run) = self.run.as_mut() else {
-            return Ok(());
-        };
+        } = bill;
+        let model = model.as_str();
         run.cost_microcents = receipt.run.cost_microcents;
         run.events.emit(EventKind::ModelUsage {
             turn,
@@ -132,7 +185,50 @@ impl SessionState {
             // Said now, even if this call's answer ends the run.
             announce(&run.events, refusal);
         }
-        Ok(())
+    }
+}
+
+/// A model call for the ledger to price and record: `usage` as the server reported it, or
+/// `estimated`.
+pub(crate) struct Bill {
+    pub turn: u32,
+    pub model: String,
+    pub usage: Usage,
+    pub estimated: bool,
+}
+
+impl Bill {
+    /// The attempts whose streams were cut after the server began to answer: each may have
+    /// been billed for its input, so each is counted, estimated, as `input_tokens`.
+    pub(super) fn cut_calls(turn: u32, models: &[String], input_tokens: u64) -> Vec<Bill> {
+        let usage = Usage {
+            input_tokens,
+            output_tokens: 0,
+        };
+        models
+            .iter()
+            .map(|model| Bill::estimated(turn, model, usage))
+            .collect()
+    }
+
+    /// A call whose usage is estimated.
+    pub(super) fn estimated(turn: u32, model: &str, usage: Usage) -> Bill {
+        Bill {
+            turn,
+            model: model.to_owned(),
+            usage,
+            estimated: true,
+        }
+    }
+
+    /// The call that gave `reply`.
+    pub(super) fn of(turn: u32, reply: &ModelReply) -> Bill {
+        Bill {
+            turn,
+            model: reply.model.clone(),
+            usage: reply.usage,
+            estimated: reply.usage_estimated,
+        }
     }
 }
 

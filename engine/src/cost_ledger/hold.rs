@@ -1,0 +1,55 @@
+//! Test hook: a ledger whose answers to usage records wait on a signal, to show that a session
+//! stays responsive while the ledger is slow.
+
+use tokio::sync::{mpsc, watch};
+
+/// Held by the test: while it is not released, the ledger's answers to usage records wait.
+pub struct LedgerHold {
+    release: watch::Sender<bool>,
+    arrived: mpsc::UnboundedReceiver<()>,
+}
+
+/// The ledger's side of a [`LedgerHold`].
+pub(crate) struct Held {
+    release: watch::Receiver<bool>,
+    arrived: mpsc::UnboundedSender<()>,
+}
+
+/// A hold and the ledger's side of it.
+pub(crate) fn hold() -> (LedgerHold, Held) {
+    let (release_tx, release_rx) = watch::channel(false);
+    let (arrived_tx, arrived_rx) = mpsc::unbounded_channel();
+    let hold = LedgerHold {
+        release: release_tx,
+        arrived: arrived_rx,
+    };
+    let held = Held {
+        release: release_rx,
+        arrived: arrived_tx,
+    };
+    (hold, held)
+}
+
+impl LedgerHold {
+    /// Resolves once the ledger is holding back an answer (`false` if the ledger is gone).
+    pub async fn answer_held(&mut self) -> bool {
+        self.arrived.recv().await.is_some()
+    }
+
+    /// Lets the held answers (and every later one) go.
+    pub fn release(self) {
+        self.release.send_replace(true);
+    }
+}
+
+impl Held {
+    /// Waits until the hold is released (or dropped).
+    pub(crate) async fn wait(&mut self) {
+        if *self.release.borrow() {
+            return;
+        }
+        // The test is told an answer is held only if it still listens.
+        let _ = self.arrived.send(());
+        let _ = self.release.wait_for(|released| *released).await;
+    }
+}
