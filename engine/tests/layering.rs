@@ -1,6 +1,7 @@
 //! The engine's layering, checked from its sources: every module uses only modules below it
 //! in [`STACK`], and inside every module folder the files use each other without a circle.
-//! A change that imports upwards fails here, naming the file and the path it used.
+//! A change that imports upwards fails here, naming the file and the path it used; so does a
+//! source file of the workspace longer than [`MAX_FILE_LINES`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -323,6 +324,40 @@ fn the_files_of_every_module_folder_use_each_other_without_a_circle() {
 }
 
 /// The check finds what it is for: an upward import and a circle planted in a small crate.
+/// Past this many lines a file holds more than one concern: split it.
+const MAX_FILE_LINES: usize = 600;
+
+/// The Rust files under `dir`, with their line counts.
+fn line_counts(dir: &Path) -> Vec<(PathBuf, usize)> {
+    let mut counts = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            counts.extend(line_counts(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            counts.push((path, text.lines().count()));
+        }
+    }
+    counts
+}
+
+#[test]
+fn no_source_file_is_longer_than_600_lines() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let long: Vec<String> = ["engine/src", "protocol/src", "src", "testkit/src"]
+        .iter()
+        .flat_map(|dir| line_counts(&workspace.join(dir)))
+        .filter(|(_, lines)| *lines > MAX_FILE_LINES)
+        .map(|(path, lines)| format!("{}: {lines} lines", path.display()))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "files over {MAX_FILE_LINES} lines:\n{}",
+        long.join("\n")
+    );
+}
+
 #[test]
 fn a_planted_upward_import_and_circle_are_found() {
     let dir = tempfile::tempdir().unwrap();
