@@ -117,7 +117,6 @@ impl SessionState {
         let report = oversight::report_stall(guardian, session_id, run_id, phase, silent, tools);
         ask(myself, report, move |review| SessionMsg::StallReviewed {
             step,
-            phase,
             review,
         });
     }
@@ -128,15 +127,18 @@ impl SessionState {
         &mut self,
         myself: &ActorRef<SessionMsg>,
         step: u64,
-        phase: StallPhase,
         review: Option<Review>,
     ) {
         let Some(review) = review else {
             return self.schedule_stall_check(myself, step, None);
         };
-        // The stream may have spoken (or ended) while the Guardian was asked.
-        let silent = self.run.as_ref().map(|r| r.heartbeat.silent_for());
-        if phase == StallPhase::Model && silent.is_some_and(|s| s < self.stall_timeout()) {
+        // The same step means the same dispatch, so the phase is the one reported. A model
+        // stream may have spoken (or ended) while the Guardian was asked.
+        let spoke = self.run.as_ref().is_some_and(|r| {
+            matches!(r.phase, Phase::AwaitingModel)
+                && r.heartbeat.silent_for() < self.stall_timeout()
+        });
+        if spoke {
             return self.schedule_stall_check(myself, step, None);
         }
         let retry = review.retry_model_call;

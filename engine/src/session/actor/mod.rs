@@ -37,7 +37,6 @@ use super::notice::{NoticeRef, SessionNotice};
 use super::run::ActiveRun;
 use super::{RunSpec, Services};
 use crate::cost_ledger::Receipt;
-use crate::event::StallPhase;
 use crate::event::{RunStatus, SessionEvents};
 use crate::guardian::Review;
 use crate::ids::{RunId, SessionId};
@@ -79,11 +78,7 @@ pub(super) enum SessionMsg {
     /// The Guardian reviewed the turn that ended at `step`.
     Reviewed { step: u64, review: Review },
     /// The Guardian answered (or not) the stall reported at `step`.
-    StallReviewed {
-        step: u64,
-        phase: StallPhase,
-        review: Option<Review>,
-    },
+    StallReviewed { step: u64, review: Option<Review> },
     /// The oldest batch not yet confirmed was committed (or failed).
     Committed { result: Result<(), StoreError> },
     /// The summary asked for at `step` came back (or failed).
@@ -213,13 +208,9 @@ impl Actor for SessionActor {
                     state.on_reviewed(&myself, review);
                 }
             }
-            SessionMsg::StallReviewed {
-                step,
-                phase,
-                review,
-            } => {
+            SessionMsg::StallReviewed { step, review } => {
                 if state.is_current(step) {
-                    state.on_stall_reviewed(&myself, step, phase, review);
+                    state.on_stall_reviewed(&myself, step, review);
                 }
             }
             SessionMsg::SummaryDone { step, answer } => {
