@@ -6,7 +6,7 @@ mod common;
 
 use common::{tool_results, Harness};
 use ryvos::config::Decision;
-use ryvos::testing::Inspect;
+use ryvos::testing::{Inspect, LedgerAnswer};
 use ryvos::{EventKind, Message, RunRequest, RunStatus};
 use ryvos_testkit::Reply;
 use serde_json::Value;
@@ -317,7 +317,7 @@ async fn a_session_answers_interrupt_and_cancel_while_the_ledger_is_held() {
         |_| {},
     )
     .await;
-    let mut ledger = h.runtime.engine().hold_ledger();
+    let mut ledger = h.runtime.engine().hold_ledger(LedgerAnswer::Receipt);
     let handle = h.runtime.run(h.request("look around")).await.unwrap();
     let session = handle.session_id.clone();
     // The model has answered; the ledger holds back the receipt for its call.
@@ -331,6 +331,31 @@ async fn a_session_answers_interrupt_and_cancel_while_the_ledger_is_held() {
     let outcome = handle.outcome().await.unwrap();
     // Had the session waited for the ledger, the run would have failed for want of a receipt.
     assert_eq!(outcome.status, RunStatus::Cancelled, "{:?}", outcome.reason);
+
+    ledger.release();
+    let next = h.run(h.request("and now?").session(session)).await.1;
+    assert_eq!(next.status, RunStatus::Completed, "{:?}", next.reason);
+    assert_eq!(next.output, "done");
+}
+
+#[tokio::test]
+async fn a_starting_run_answers_interrupt_and_cancel_while_its_budget_check_is_held() {
+    let h = Harness::start(vec![Reply::text(&["done"])], |_| {}).await;
+    let mut ledger = h.runtime.engine().hold_ledger(LedgerAnswer::BudgetCheck);
+    let handle = h.runtime.run(h.request("look around")).await.unwrap();
+    let session = handle.session_id.clone();
+    // The run has begun; the ledger holds back whether it may spend.
+    assert!(ledger.answer_held().await, "the ledger is held");
+
+    assert!(
+        h.runtime.interrupt(&session).await.unwrap(),
+        "interrupt answered"
+    );
+    assert!(h.runtime.cancel(&session).await.unwrap(), "cancel answered");
+    let outcome = handle.outcome().await.unwrap();
+    assert_eq!(outcome.status, RunStatus::Cancelled, "{:?}", outcome.reason);
+    assert_eq!(outcome.turns, 0, "no model call was made");
+    assert!(h.server.requests().is_empty(), "the model was never asked");
 
     ledger.release();
     let next = h.run(h.request("and now?").session(session)).await.1;

@@ -526,11 +526,14 @@ impl Engine {
         }
     }
 
-    /// Test hook: holds back the ledger's answers to usage records until the hold is
-    /// released, as a slow ledger (a slow disk) would.
+    /// Test hook: holds back the ledger's answers of one kind until the hold is released, as
+    /// a slow ledger (a slow disk) would.
     #[cfg(feature = "testing")]
-    pub fn hold_ledger(&self) -> crate::cost_ledger::LedgerHold {
-        let (hold, held) = crate::cost_ledger::hold();
+    pub fn hold_ledger(
+        &self,
+        answer: crate::cost_ledger::LedgerAnswer,
+    ) -> crate::cost_ledger::LedgerHold {
+        let (hold, held) = crate::cost_ledger::hold(answer);
         if self.slots.ledger.cast(CostLedgerMsg::Hold(held)).is_err() {
             tracing::warn!("holding the ledger: the ledger is down");
         }

@@ -2,7 +2,7 @@
 //! only with the `testing` feature.
 
 pub use crate::context::prune_to_budget;
-pub use crate::cost_ledger::{LedgerHold, Period};
+pub use crate::cost_ledger::{LedgerAnswer, LedgerHold, Period};
 pub use crate::provider::decode::{decode_body, WireFormat};
 pub use crate::provider::{AssistantResponse, ResponseAssembler};
 pub use crate::root::{ChildKind, SupervisorNotice};

@@ -37,7 +37,7 @@ pub(crate) struct LedgerState {
     /// Keys whose last write failed: kept in memory and written again with the next batch.
     unwritten: HashSet<String>,
     commit_error: Option<StoreError>,
-    /// Test hook: answers to usage records wait while this is held.
+    /// Test hook: answers of the kind it names wait while this is held.
     #[cfg(feature = "testing")]
     held: Option<super::hold::Held>,
 }
@@ -86,7 +86,12 @@ impl Actor for CostLedgerActor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             CostLedgerMsg::Authorize { run_id, reply } => {
-                if reply.send(state.authorize(&run_id).await).is_err() {
+                let authorization = state.authorize(&run_id).await;
+                #[cfg(feature = "testing")]
+                if let Some(held) = &mut state.held {
+                    held.wait(super::LedgerAnswer::BudgetCheck).await;
+                }
+                if reply.send(authorization).is_err() {
                     tracing::debug!(run = %run_id, "a budget check's caller left");
                 }
             }
@@ -94,7 +99,7 @@ impl Actor for CostLedgerActor {
                 let receipt = state.record(&myself, &report).await;
                 #[cfg(feature = "testing")]
                 if let Some(held) = &mut state.held {
-                    held.wait().await;
+                    held.wait(super::LedgerAnswer::Receipt).await;
                 }
                 if reply.send(receipt).is_err() {
                     tracing::debug!(run = %report.run_id, "a usage record's caller left");

@@ -1,9 +1,18 @@
-//! Test hook: a ledger whose answers to usage records wait on a signal, to show that a session
-//! stays responsive while the ledger is slow.
+//! Test hook: a ledger whose answers of one kind (budget checks or usage receipts) wait on a
+//! signal, to show that a session stays responsive while the ledger is slow.
 
 use tokio::sync::{mpsc, watch};
 
-/// Held by the test: while it is not released, the ledger's answers to usage records wait.
+/// Which of the ledger's answers a [`LedgerHold`] holds back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LedgerAnswer {
+    /// Whether a run may begin (asked at each run's start).
+    BudgetCheck,
+    /// The receipt for a model call's usage.
+    Receipt,
+}
+
+/// Held by the test: while it is not released, the ledger's answers of one kind wait.
 pub struct LedgerHold {
     release: watch::Sender<bool>,
     arrived: mpsc::UnboundedReceiver<()>,
@@ -11,12 +20,13 @@ pub struct LedgerHold {
 
 /// The ledger's side of a [`LedgerHold`].
 pub(crate) struct Held {
+    pub(crate) answer: LedgerAnswer,
     release: watch::Receiver<bool>,
     arrived: mpsc::UnboundedSender<()>,
 }
 
 /// A hold and the ledger's side of it.
-pub(crate) fn hold() -> (LedgerHold, Held) {
+pub(crate) fn hold(answer: LedgerAnswer) -> (LedgerHold, Held) {
     let (release_tx, release_rx) = watch::channel(false);
     let (arrived_tx, arrived_rx) = mpsc::unbounded_channel();
     let hold = LedgerHold {
@@ -24,6 +34,7 @@ pub(crate) fn hold() -> (LedgerHold, Held) {
         arrived: arrived_rx,
     };
     let held = Held {
+        answer,
         release: release_rx,
         arrived: arrived_tx,
     };
@@ -43,9 +54,9 @@ impl LedgerHold {
 }
 
 impl Held {
-    /// Waits until the hold is released (or dropped).
-    pub(crate) async fn wait(&mut self) {
-        if *self.release.borrow() {
+    /// Waits until the hold is released (or dropped), if it holds `answer`.
+    pub(crate) async fn wait(&mut self, answer: LedgerAnswer) {
+        if answer != self.answer || *self.release.borrow() {
             return;
         }
         if self.arrived.send(()).is_err() {

@@ -20,7 +20,7 @@ pub(crate) use budget::{dollars, BudgetNotice, MICROCENTS_PER_CENT};
 #[cfg(feature = "testing")]
 pub(crate) use hold::hold;
 #[cfg(feature = "testing")]
-pub use hold::LedgerHold;
+pub use hold::{LedgerAnswer, LedgerHold};
 pub use period::Period;
 pub(crate) use pricing::PriceSource;
 pub(crate) use report::cost_report;
@@ -99,7 +99,7 @@ pub(crate) enum CostLedgerMsg {
     /// Test hook: panic inside the handler.
     #[cfg(feature = "testing")]
     Panic,
-    /// Test hook: hold back the answers to usage records until released.
+    /// Test hook: hold back the answers of one kind until released.
     #[cfg(feature = "testing")]
     Hold(hold::Held),
 }

@@ -17,6 +17,9 @@ use tokio_util::sync::CancellationToken;
 
 /// Where a run is in its loop.
 pub(super) enum Phase {
+    /// The run has begun; what its first call needs (the ledger's leave, recalled memories,
+    /// the context files) is being gathered off the mailbox.
+    Preparing,
     /// A model request is out.
     AwaitingModel,
     /// The model asked for calls with side effects; they wait until the turn that asked for
@@ -241,6 +244,14 @@ impl ActiveRun {
             interrupt: self.interrupter.clone(),
             sandbox: self.sandbox.clone(),
         }
+    }
+
+    /// Gives the run its system prompt (the goal's focus layer follows it).
+    pub(super) fn set_system(&mut self, system: Arc<str>) {
+        self.system_tokens = crate::tokens::count_text(&system) as u64;
+        self.system_base = system.clone();
+        self.system = system;
+        self.refocus(None);
     }
 
     /// Holds the run to `goal`: its focus layer joins the system prompt.

@@ -95,7 +95,7 @@ impl SessionState {
     /// The model found the request too large for its context window: the conversation is
     /// pruned to [`PRUNE_TARGET_PERCENT`] of its size (or of the budget, if smaller) and the
     /// call made again, once per turn.
-    pub(super) async fn prune_for_overflow(&mut self, myself: &ActorRef<SessionMsg>, why: String) {
+    pub(super) fn prune_for_overflow(&mut self, myself: &ActorRef<SessionMsg>, why: String) {
         let Some(run) = self.run.as_mut() else { return };
         let first = !std::mem::replace(&mut run.pruned_for_overflow, true);
         // The model's window is smaller than the budget said: shrink from where it is now.
@@ -113,7 +113,6 @@ impl SessionState {
                     });
                 }
                 self.compact_then(myself, cut, AfterCompaction::CallModel)
-                    .await
             }
             None => self.fail(
                 myself,
@@ -127,7 +126,7 @@ impl SessionState {
 
     /// Compacts the conversation by `cut`, summarized first when [`Self::wants_summary`], then
     /// goes on as `then` says.
-    pub(super) async fn compact_then(
+    pub(super) fn compact_then(
         &mut self,
         myself: &ActorRef<SessionMsg>,
         cut: Cut,
@@ -137,10 +136,10 @@ impl SessionState {
             return self.summarize(myself, cut, then);
         }
         self.compact(cut, None);
-        self.go_on(myself, then).await;
+        self.go_on(myself, then);
     }
 
-    async fn go_on(&mut self, myself: &ActorRef<SessionMsg>, then: AfterCompaction) {
+    fn go_on(&mut self, myself: &ActorRef<SessionMsg>, then: AfterCompaction) {
         match then {
             AfterCompaction::EndTurn(turn) => self.end_turn(myself, turn),
             AfterCompaction::CallModel => self.begin_turn(myself),
@@ -204,7 +203,7 @@ impl SessionState {
 
     /// Prunes the conversation by `cut`, behind the summary the model gave if it gave one,
     /// then goes on as `then` says.
-    pub(super) async fn summarized(
+    pub(super) fn summarized(
         &mut self,
         myself: &ActorRef<SessionMsg>,
         cut: Cut,
@@ -227,7 +226,7 @@ impl SessionState {
             }
         };
         self.compact(cut, summary);
-        self.go_on(myself, then).await;
+        self.go_on(myself, then);
     }
 
     fn summary_failed(&self, cut: Cut, why: &str) {

@@ -102,7 +102,8 @@ impl SessionState {
             }
             Phase::Summarizing { .. } => return self.check_summary_stall(myself, step),
             // A judged command has its own timeout, and so do the ledger and the Guardian.
-            Phase::BetweenTurns
+            Phase::Preparing
+            | Phase::BetweenTurns
             | Phase::Billing { .. }
             | Phase::Reviewing { .. }
             | Phase::Judging { .. }

@@ -63,6 +63,11 @@ const FINAL_COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
 pub(super) enum SessionMsg {
     /// Start a run (the supervisor has checked that none is in flight).
     StartRun { run_id: RunId, spec: RunSpec },
+    /// What the first call of the run started at `step` needs has been gathered.
+    Prepared {
+        step: u64,
+        prepared: starting::Preparation,
+    },
     /// The model answered (or failed) the request sent at `step`.
     ModelDone { step: u64, answer: ModelAnswer },
     /// The calls dispatched at `step` finished.
@@ -188,6 +193,11 @@ impl Actor for SessionActor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             SessionMsg::StartRun { run_id, spec } => state.start_run(&myself, run_id, spec).await,
+            SessionMsg::Prepared { step, prepared } => {
+                if state.is_current(step) {
+                    state.on_prepared(&myself, prepared);
+                }
+            }
             SessionMsg::ModelDone { step, answer } => {
                 if state.is_current(step) {
                     state.on_model_done(&myself, answer);
@@ -195,12 +205,12 @@ impl Actor for SessionActor {
             }
             SessionMsg::ToolsDone { step, outcomes } => {
                 if state.is_current(step) {
-                    state.on_tools_done(&myself, outcomes).await;
+                    state.on_tools_done(&myself, outcomes);
                 }
             }
             SessionMsg::Billed { step, receipts } => {
                 if state.is_current(step) {
-                    state.on_billed(&myself, receipts).await;
+                    state.on_billed(&myself, receipts);
                 }
             }
             SessionMsg::Reviewed { step, review } => {

@@ -30,9 +30,11 @@ impl SessionState {
                     run.cancel.cancel();
                 }
             }
-            // An answer is awaited (the model's, the Judge's, the ledger's receipt or the
-            // Guardian's review of the finished turn); the run pauses once it is in.
-            Phase::AwaitingModel
+            // An answer is awaited (what the first call needs, the model's, the Judge's, the
+            // ledger's receipt or the Guardian's review of the finished turn); the run pauses
+            // once it is in.
+            Phase::Preparing
+            | Phase::AwaitingModel
             | Phase::Summarizing { .. }
             | Phase::Judging { .. }
             | Phase::Billing { .. }
@@ -105,16 +107,12 @@ impl SessionState {
 
     /// The calls a paused run left have their results: the prompt follows them, the whole is
     /// stored, and the run makes its first call (after making room, if it must).
-    pub(super) async fn after_pending_calls(
-        &mut self,
-        myself: &ActorRef<SessionMsg>,
-        prompt: String,
-    ) {
+    pub(super) fn after_pending_calls(&mut self, myself: &ActorRef<SessionMsg>, prompt: String) {
         self.push_prompt(prompt);
         self.submit(myself, None, None);
         if let Some(run) = self.run.as_mut() {
             run.turn_first_seq = self.history.next_seq();
         }
-        self.first_call(myself).await;
+        self.first_call(myself);
     }
 }

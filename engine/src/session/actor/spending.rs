@@ -67,7 +67,7 @@ impl SessionState {
     }
 
     /// The ledger's receipts are back: what they say is published, and the run goes on.
-    pub(super) async fn on_billed(
+    pub(super) fn on_billed(
         &mut self,
         myself: &ActorRef<SessionMsg>,
         receipts: Result<Vec<(Bill, Receipt)>, String>,
@@ -83,17 +83,17 @@ impl SessionState {
         for (bill, receipt) in receipts {
             self.apply_receipt(bill, receipt);
         }
-        self.after_billing(myself, then).await;
+        self.after_billing(myself, then);
     }
 
     /// Where the run goes once its calls are recorded.
-    async fn after_billing(&mut self, myself: &ActorRef<SessionMsg>, then: AfterBilling) {
+    fn after_billing(&mut self, myself: &ActorRef<SessionMsg>, then: AfterBilling) {
         match then {
             AfterBilling::Answer(result) => {
                 if let Some(run) = self.run.as_mut() {
                     run.phase = Phase::AwaitingModel;
                 }
-                self.use_answer(myself, result).await;
+                self.use_answer(myself, result);
             }
             AfterBilling::AskAgain => {
                 if let Some(run) = self.run.as_mut() {
@@ -103,7 +103,7 @@ impl SessionState {
                 self.begin_turn(myself);
             }
             AfterBilling::Summary { cut, then, result } => {
-                self.summarized(myself, cut, then, result).await;
+                self.summarized(myself, cut, then, result);
             }
             AfterBilling::Verdict {
                 answer,

@@ -1,15 +1,41 @@
-//! How a run begins: the session reloaded if it must be, the budget asked, memories recalled
-//! into the layered system prompt, the prompt stored, and room made before the first call.
+//! How a run begins, in two steps so that the mailbox never waits: [`SessionState::start_run`]
+//! puts the run in flight ([`Phase::Preparing`]) and asks, off the mailbox, for what its first
+//! call needs (the ledger's leave to spend, the memories its prompt recalls, the context files
+//! of its system prompt); [`SessionState::on_prepared`] takes the answers, stores the prompt,
+//! and makes room before the first call.
 
+use super::asking::ask;
 use super::{next_step, SessionMsg, SessionState};
+use crate::context::layers::Assembled;
 use crate::event::{EventKind, RunStatus};
 use crate::ids::RunId;
-use crate::session::oversight;
-use crate::session::prompt;
+use crate::session::oversight::{self, Refusal};
 use crate::session::run::{ActiveRun, AfterCompaction, Ending, Phase};
-use crate::session::RunSpec;
+use crate::session::{prompt, RunSpec, Services};
+use crate::tools::Workspace;
 use ractor::ActorRef;
+use std::path::PathBuf;
 use std::sync::Arc;
+
+/// What a run's first call needs, as asked off the mailbox.
+pub(in crate::session) struct Preparation {
+    /// Whether the ledger lets the run spend.
+    admitted: Result<(), Refusal>,
+    /// The system prompt and what went wrong assembling it; `None` when the run goes no
+    /// further (refused, or with nothing to continue).
+    assembled: Option<Assembled>,
+}
+
+/// What [`prepare`] is asked about.
+struct Question {
+    services: Services,
+    run_id: RunId,
+    prompt: String,
+    workspace: Workspace,
+    caller_dir: Option<PathBuf>,
+    /// The run cannot go on whatever the answers: the prompt is not worth assembling.
+    doomed: bool,
+}
 
 impl SessionState {
     pub(super) async fn start_run(
@@ -20,6 +46,7 @@ impl SessionState {
     ) {
         self.idle_epoch += 1;
         if self.needs_reload {
+            // The session's own store: the run cannot begin before its history is back.
             self.reload(myself).await;
         }
         // A commit failure left from between runs belongs to no run; the reload that follows
@@ -28,78 +55,71 @@ impl SessionState {
             tracing::warn!(session = %self.id, "a commit failed between runs: {stale}");
         }
         let events = self.events.for_run(self.id.clone(), run_id.clone());
-        let next_seq = self.history.next_seq();
-        let run_without_prompt = |spec: RunSpec| {
-            let mut run = ActiveRun::new(
-                run_id.clone(),
-                spec.prompt,
-                events.clone(),
-                spec.workspace,
-                &self.services.sandbox,
-                Arc::from(""),
-                next_seq,
-            );
-            run.step = next_step();
-            run
-        };
+        let mut run = ActiveRun::new(
+            run_id.clone(),
+            spec.prompt.clone(),
+            events.clone(),
+            spec.workspace.clone(),
+            &self.services.sandbox,
+            Arc::from(""),
+            self.history.next_seq(),
+        )
+        .with_goal(spec.goal);
+        run.step = next_step();
+        run.on_message = spec.on_message;
+        events.emit(EventKind::RunStarted);
         if let Some(error) = self.load_error.clone() {
-            let mut run = run_without_prompt(spec);
             run.phase = Phase::Finishing(Ending {
                 status: RunStatus::Failed,
                 output: String::new(),
                 reason: Some(format!("the session could not be loaded: {error}")),
             });
-            events.emit(EventKind::RunStarted);
             self.run = Some(run);
             return self.complete(myself);
         }
-        // A run over budget is refused before its prompt enters the conversation.
-        let admitted = oversight::authorize(&self.services, &run_id).await;
         self.last_run = Some(run_id.clone());
-        if let Err(refusal) = admitted {
-            self.run = Some(run_without_prompt(spec));
-            events.emit(EventKind::RunStarted);
+        let step = run.step;
+        run.phase = Phase::Preparing;
+        self.run = Some(run);
+        let question = Question {
+            services: self.services.clone(),
+            run_id,
+            prompt: spec.prompt,
+            workspace: spec.workspace,
+            caller_dir: spec.caller_dir,
+            doomed: self.nothing_to_continue(),
+        };
+        ask(myself, prepare(question), move |prepared| {
+            SessionMsg::Prepared { step, prepared }
+        });
+    }
+
+    /// A run without a prompt continues the conversation: it needs one to continue.
+    fn nothing_to_continue(&self) -> bool {
+        let continuing = self.run.as_ref().is_some_and(|r| r.prompt.is_empty());
+        continuing && (self.history.is_empty() || self.history.ends_with_answer())
+    }
+
+    /// The run's first call is prepared: a run over budget is refused before its prompt enters
+    /// the conversation; otherwise the prompt is stored (after the calls a paused run left, if
+    /// any) and the first call made.
+    pub(super) fn on_prepared(&mut self, myself: &ActorRef<SessionMsg>, prepared: Preparation) {
+        if let Err(refusal) = prepared.admitted {
             return self.refuse(myself, refusal, false);
         }
-        // A run without a prompt continues the conversation: it needs one to continue.
-        let continuing = spec.prompt.is_empty();
-        if continuing && (self.history.is_empty() || self.history.ends_with_answer()) {
-            self.run = Some(run_without_prompt(spec));
-            events.emit(EventKind::RunStarted);
+        let Some(assembled) = prepared.assembled.filter(|_| !self.nothing_to_continue()) else {
             return self.fail(
                 myself,
                 "the run has no prompt and there is nothing to continue: the session is empty \
                  or its last run ended with an answer; give a prompt"
                     .into(),
             );
-        }
-        let mut recall_warnings = Vec::new();
-        let recalled = if continuing {
-            Vec::new()
-        } else {
-            prompt::recall(&self.services.memory, &spec.prompt, &mut recall_warnings).await
         };
-        let mut assembled = prompt::assemble(
-            &spec.workspace,
-            spec.caller_dir.as_deref(),
-            &self.services.home,
-            &recalled,
-        )
-        .await;
-        assembled.warnings.extend(recall_warnings);
-        let mut run = ActiveRun::new(
-            run_id.clone(),
-            spec.prompt.clone(),
-            events.clone(),
-            spec.workspace,
-            &self.services.sandbox,
-            assembled.prompt.into(),
-            next_seq,
-        )
-        .with_goal(spec.goal);
-        run.step = next_step();
-        run.on_message = spec.on_message;
-        if continuing {
+        let Some(run) = self.run.as_mut() else { return };
+        run.phase = Phase::AwaitingModel;
+        run.set_system(assembled.prompt.into());
+        let prompt = run.prompt.clone();
+        if prompt.is_empty() {
             // Limits hold across resumes: the turns since the last prompt count here too.
             run.turns_before = self.history.turns_since_prompt();
         }
@@ -109,27 +129,18 @@ impl SessionState {
         // Taken up by this run: from its first batch on, a crash while they run leaves them
         // cut off (repaired on reload), never pending again.
         self.paused_calls.clear();
-        let prompt = spec.prompt;
-        self.run = Some(run);
         if pending.is_empty() {
             self.push_prompt(prompt);
-        } else if let Some(run) = self.run.as_mut() {
+        } else {
             run.held_prompt = Some(prompt);
         }
         let Some(run) = self.run.as_mut() else { return };
         run.turn_first_seq = self.history.next_seq();
         let record = run.record(None);
-        let limit = self.services.agent.max_duration_secs;
-        let mut why = format!("the run reached max_duration_secs ({limit}s) and was stopped");
-        let mut deadline = self.services.agent.max_duration();
-        // A goal's time constraint is a limit too, when it is the tighter one.
-        let goal_secs = run.goal.as_ref().and_then(|g| g.constraints.time_secs);
-        if let Some(secs) = goal_secs.filter(|s| *s > 0 && *s < limit) {
-            deadline = std::time::Duration::from_secs(secs);
-            why = format!("the run reached its goal's time constraint ({secs}s) and was stopped");
-        }
+        let (deadline, why) = deadline(&self.services, run);
+        let run_id = run.id.clone();
+        let events = run.events.clone();
         self.submit(myself, None, Some(record));
-        events.emit(EventKind::RunStarted);
         if self.services.sandbox.mode() == crate::config::SandboxMode::Off {
             events.emit(EventKind::Warning {
                 message: "the sandbox is off ([security.sandbox] mode = \"off\"): the model's \
@@ -145,6 +156,10 @@ impl SessionState {
             // Stale requests of calls no longer pending are done with.
             let pending_ids: Vec<_> = pending.iter().map(|c| c.id.clone()).collect();
             self.drop_stale_approvals(myself, &pending_ids);
+            // An interrupt asked while the run was prepared pauses it before they run.
+            if self.pause_if_interrupted(myself) {
+                return;
+            }
             // They run once this run is on record: after a crash from here on, the run is
             // found unfinished and their results are repaired rather than run again.
             if let Some(run) = self.run.as_mut() {
@@ -153,18 +168,63 @@ impl SessionState {
             return self.advance(myself);
         }
         self.drop_stale_approvals(myself, &[]);
-        self.first_call(myself).await;
+        self.first_call(myself);
     }
 
     /// The run's first model call; a prompt that brings the conversation past its budget is
     /// made room for first.
-    pub(super) async fn first_call(&mut self, myself: &ActorRef<SessionMsg>) {
+    pub(super) fn first_call(&mut self, myself: &ActorRef<SessionMsg>) {
         self.prompt_memory_flush();
         if let Some(cut) = self.cut_needed() {
-            return self
-                .compact_then(myself, cut, AfterCompaction::CallModel)
-                .await;
+            return self.compact_then(myself, cut, AfterCompaction::CallModel);
         }
         self.begin_turn(myself);
+    }
+}
+
+/// Asks the ledger, the memory and the context files what the run's first call needs.
+async fn prepare(question: Question) -> Preparation {
+    let admitted = oversight::authorize(&question.services, &question.run_id).await;
+    if admitted.is_err() || question.doomed {
+        return Preparation {
+            admitted,
+            assembled: None,
+        };
+    }
+    let services = &question.services;
+    let mut recall_warnings = Vec::new();
+    let recalled = if question.prompt.is_empty() {
+        Vec::new()
+    } else {
+        prompt::recall(&services.memory, &question.prompt, &mut recall_warnings).await
+    };
+    let mut assembled = prompt::assemble(
+        &question.workspace,
+        question.caller_dir.as_deref(),
+        &services.home,
+        &recalled,
+    )
+    .await;
+    assembled.warnings.extend(recall_warnings);
+    Preparation {
+        admitted,
+        assembled: Some(assembled),
+    }
+}
+
+/// How long the run may take, and what its end says if it takes longer: `max_duration_secs`,
+/// or its goal's time constraint when that is the tighter one.
+fn deadline(services: &Services, run: &ActiveRun) -> (std::time::Duration, String) {
+    let limit = services.agent.max_duration_secs;
+    let goal_secs = run.goal.as_ref().and_then(|g| g.constraints.time_secs);
+    match goal_secs.filter(|s| *s > 0 && *s < limit) {
+        Some(secs) => (
+            std::time::Duration::from_secs(secs),
+            format!("the run reached its goal's time constraint ({secs}s) and was stopped"),
+        ),
+        None => (
+            services.agent.max_duration(),
+            format!("the run reached max_duration_secs ({limit}s) and was stopped"),
+        ),
     }
 }

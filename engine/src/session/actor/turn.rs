@@ -99,7 +99,7 @@ impl SessionState {
 
     /// The turn's model answer, once recorded with the ledger: appended, then the run ends or
     /// its calls run.
-    pub(super) async fn use_answer(
+    pub(super) fn use_answer(
         &mut self,
         myself: &ActorRef<SessionMsg>,
         result: Result<ModelReply, ProviderError>,
@@ -107,7 +107,7 @@ impl SessionState {
         let reply = match result {
             Ok(reply) => reply,
             Err(ProviderError::ContextOverflow(why)) => {
-                return self.prune_for_overflow(myself, why).await
+                return self.prune_for_overflow(myself, why)
             }
             Err(e) => return self.fail(myself, format!("the model call failed: {e}")),
         };
@@ -201,7 +201,7 @@ impl SessionState {
         self.schedule_stall_check(myself, step, None);
     }
 
-    pub(super) async fn on_tools_done(
+    pub(super) fn on_tools_done(
         &mut self,
         myself: &ActorRef<SessionMsg>,
         outcomes: Vec<ToolOutcome>,
@@ -228,7 +228,7 @@ impl SessionState {
         }
         if let Some(prompt) = self.run.as_mut().and_then(|r| r.held_prompt.take()) {
             // The calls a paused run left are done: the run goes on as if it had just begun.
-            return self.after_pending_calls(myself, prompt).await;
+            return self.after_pending_calls(myself, prompt);
         }
         let turn = TurnEnd {
             reports,
@@ -243,9 +243,7 @@ impl SessionState {
             if let Some(run) = self.run.as_mut() {
                 run.turn_first_seq = self.history.next_seq();
             }
-            return self
-                .compact_then(myself, cut, AfterCompaction::EndTurn(turn))
-                .await;
+            return self.compact_then(myself, cut, AfterCompaction::EndTurn(turn));
         }
         self.end_turn(myself, turn);
     }
