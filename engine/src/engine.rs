@@ -188,6 +188,9 @@ impl Engine {
     }
 
     /// Starts the engine with `providers` tried in order (the first is the primary).
+    ///
+    /// Long because it is the composition root: every actor's arguments are built here, in the
+    /// order they depend on each other, so the whole wiring reads top to bottom in one place.
     async fn start_with_chain(
         config: EngineConfig,
         providers: Vec<Arc<dyn Provider>>,

@@ -1,7 +1,9 @@
 //! The engine's layering, checked from its sources: every module uses only modules below it
 //! in [`STACK`], and inside every module folder the files use each other without a circle.
-//! A change that imports upwards fails here, naming the file and the path it used; so does a
-//! source file of the workspace longer than [`MAX_FILE_LINES`].
+//! The `ryvos` crate's modules are checked the same way against [`RYVOS_STACK`]. A change that
+//! imports upwards fails here, naming the file and the path it used; so does a source file of
+//! the workspace longer than [`MAX_FILE_LINES`], or a function longer than [`MAX_FN_LINES`]
+//! whose documentation does not say why.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -41,6 +43,14 @@ const STACK: &[&str] = &[
     "ids",
     "message",
 ];
+
+/// The `ryvos` crate's modules, from the top down (`bin` holds its two programs).
+const RYVOS_STACK: &[&str] = &[
+    "bin", "testing", "daemon", "client", "runtime", "run_log", "provider", "config", "protocol",
+];
+
+/// The workspace's source folders, whose files and functions are measured.
+const SOURCE_DIRS: &[&str] = &["engine/src", "protocol/src", "src", "testkit/src"];
 
 /// One source file: its module path (`session::actor` for `session/actor/mod.rs`) and the
 /// absolute module paths it names.
@@ -307,6 +317,14 @@ fn engine_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
+fn workspace_root() -> PathBuf {
+    let engine = Path::new(env!("CARGO_MANIFEST_DIR"));
+    engine
+        .parent()
+        .expect("the engine is a workspace member")
+        .to_path_buf()
+}
+
 #[test]
 fn every_module_uses_only_modules_below_it() {
     let upward = upward_imports(&engine_root(), STACK);
@@ -320,6 +338,19 @@ fn every_module_uses_only_modules_below_it() {
 #[test]
 fn the_files_of_every_module_folder_use_each_other_without_a_circle() {
     let circles = circles(&engine_root());
+    assert!(circles.is_empty(), "circles:\n{}", circles.join("\n"));
+}
+
+#[test]
+fn the_ryvos_crate_uses_its_modules_in_order_and_without_a_circle() {
+    let root = workspace_root().join("src");
+    let upward = upward_imports(&root, RYVOS_STACK);
+    assert!(
+        upward.is_empty(),
+        "imports that run upwards:\n{}",
+        upward.join("\n")
+    );
+    let circles = circles(&root);
     assert!(circles.is_empty(), "circles:\n{}", circles.join("\n"));
 }
 
@@ -344,8 +375,8 @@ fn line_counts(dir: &Path) -> Vec<(PathBuf, usize)> {
 
 #[test]
 fn no_source_file_is_longer_than_600_lines() {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let long: Vec<String> = ["engine/src", "protocol/src", "src", "testkit/src"]
+    let workspace = workspace_root();
+    let long: Vec<String> = SOURCE_DIRS
         .iter()
         .flat_map(|dir| line_counts(&workspace.join(dir)))
         .filter(|(_, lines)| *lines > MAX_FILE_LINES)
@@ -356,6 +387,111 @@ fn no_source_file_is_longer_than_600_lines() {
         "files over {MAX_FILE_LINES} lines:\n{}",
         long.join("\n")
     );
+}
+
+/// Past this many lines a function does more than one thing: split it, or say in its
+/// documentation why it is long, in a paragraph that begins [`LONG_BECAUSE`].
+const MAX_FN_LINES: usize = 80;
+const LONG_BECAUSE: &str = "Long because";
+
+/// The functions of a file longer than [`MAX_FN_LINES`] without a reason, as
+/// `file:line name (n lines)`.
+struct LongFunctions<'a> {
+    file: &'a Path,
+    found: Vec<String>,
+}
+
+impl LongFunctions<'_> {
+    fn check(&mut self, attrs: &[syn::Attribute], sig: &syn::Signature, body: &syn::Block) {
+        let start = sig.fn_token.span.start().line;
+        let end = body.brace_token.span.close().end().line;
+        let lines = end + 1 - start;
+        let explained = attrs.iter().any(|a| {
+            let syn::Meta::NameValue(doc) = &a.meta else {
+                return false;
+            };
+            let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(text),
+                ..
+            }) = &doc.value
+            else {
+                return false;
+            };
+            a.path().is_ident("doc") && text.value().trim_start().starts_with(LONG_BECAUSE)
+        });
+        if lines > MAX_FN_LINES && !explained {
+            self.found.push(format!(
+                "{}:{start} {} ({lines} lines)",
+                self.file.display(),
+                sig.ident
+            ));
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for LongFunctions<'_> {
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        self.check(&f.attrs, &f.sig, &f.block);
+        syn::visit::visit_item_fn(self, f);
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        self.check(&f.attrs, &f.sig, &f.block);
+        syn::visit::visit_impl_item_fn(self, f);
+    }
+
+    fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
+        if let Some(body) = &f.default {
+            self.check(&f.attrs, &f.sig, body);
+        }
+        syn::visit::visit_trait_item_fn(self, f);
+    }
+}
+
+/// Every function under `dir` longer than [`MAX_FN_LINES`] whose documentation gives no reason.
+fn long_functions(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for (path, _) in line_counts(dir) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let syntax = syn::parse_file(&text)
+            .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
+        let mut long = LongFunctions {
+            file: &path,
+            found: Vec::new(),
+        };
+        long.visit_file(&syntax);
+        found.extend(long.found);
+    }
+    found
+}
+
+#[test]
+fn no_function_is_longer_than_80_lines_without_a_reason() {
+    let workspace = workspace_root();
+    let long: Vec<String> = SOURCE_DIRS
+        .iter()
+        .flat_map(|dir| long_functions(&workspace.join(dir)))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FN_LINES} lines: split them, or begin a paragraph of their \
+         documentation with \"{LONG_BECAUSE}\":\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn a_long_function_is_found_unless_it_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "    let _ = 1;\n".repeat(MAX_FN_LINES);
+    let text = format!(
+        "fn long() {{\n{body}}}\n\n/// Does a lot.\n///\n/// {LONG_BECAUSE} it must.\n\
+         fn explained() {{\n{body}}}\n\nfn short() {{}}\n"
+    );
+    std::fs::write(dir.path().join("lib.rs"), text).unwrap();
+    let long = long_functions(dir.path());
+    assert_eq!(long.len(), 1, "{long:?}");
+    assert!(long[0].contains("lib.rs:1 long (82 lines)"), "{long:?}");
 }
 
 #[test]

@@ -252,12 +252,25 @@ fn internal(e: ryvos_engine::StoreError) -> ErrorBody {
     ErrorBody::new(ErrorCode::Internal, e.to_string())
 }
 
+/// Starts the run `params` asks for and streams its events to the client, then its outcome.
 async fn run(
     id: u64,
     params: RunParams,
     write: &mut OwnedWriteHalf,
     shared: &Shared,
 ) -> std::io::Result<()> {
+    let started = match run_request(params, shared).await {
+        Ok(request) => shared.runtime.run(request).await.map_err(run_error),
+        Err(error) => Err(error),
+    };
+    match started {
+        Ok(handle) => stream(id, handle, write).await,
+        Err(error) => send(write, &Reply::Error { id, error }).await,
+    }
+}
+
+/// The run `params` asks for; a session to resume must exist.
+async fn run_request(params: RunParams, shared: &Shared) -> Result<RunRequest, ErrorBody> {
     let mut request = RunRequest::new(params.prompt).workspace(params.workspace);
     if let Some(cwd) = params.cwd {
         request = request.caller_dir(cwd);
@@ -276,52 +289,37 @@ async fn run(
             .store()
             .session_record(&session)
             .await
-            .map(|record| record.is_some())
-            .map_err(internal);
-        match known {
-            Ok(true) => request = request.session(session),
-            Ok(false) => {
-                let error = ErrorBody::new(
-                    ErrorCode::NotFound,
-                    format!("there is no session {session} to resume; `ryvos sessions` lists them"),
-                );
-                return send(write, &Reply::Error { id, error }).await;
-            }
-            Err(error) => return send(write, &Reply::Error { id, error }).await,
+            .map_err(internal)?;
+        if known.is_none() {
+            return Err(ErrorBody::new(
+                ErrorCode::NotFound,
+                format!("there is no session {session} to resume; `ryvos sessions` lists them"),
+            ));
         }
+        request = request.session(session);
     } else if let Some(session) = params.session {
         request = request.session(SessionId::new(session));
     }
-    let mut handle = match shared.runtime.run(request).await {
-        Ok(handle) => handle,
-        Err(e) => {
-            return send(
-                write,
-                &Reply::Error {
-                    id,
-                    error: run_error(e),
-                },
-            )
-            .await
-        }
-    };
+    Ok(request)
+}
+
+/// Sends the run's events as they come, then its outcome. A client that leaves does not stop
+/// the run: it goes on, and is stored.
+async fn stream(
+    id: u64,
+    mut handle: crate::runtime::RunHandle,
+    write: &mut OwnedWriteHalf,
+) -> std::io::Result<()> {
     let mut outcome = None;
     let mut client_gone = false;
     while let Some(event) = handle.next_event().await {
         outcome = RunOutcome::from_event(&event).or(outcome);
-        // A client that leaves does not stop the run: it goes on, and is stored.
-        if !client_gone
-            && send(
-                write,
-                &Reply::Event {
-                    id,
-                    event: (*event).clone(),
-                },
-            )
-            .await
-            .is_err()
-        {
-            client_gone = true;
+        if !client_gone {
+            let reply = Reply::Event {
+                id,
+                event: (*event).clone(),
+            };
+            client_gone = send(write, &reply).await.is_err();
         }
     }
     if client_gone {

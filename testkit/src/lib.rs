@@ -232,7 +232,18 @@ async fn answer(shared: &Shared, req: Request<hyper::body::Incoming>) -> Respons
     for (name, value) in headers {
         response = response.header(name, value);
     }
-    let frames = futures_util::stream::unfold(
+    response
+        .body(BodyExt::boxed(StreamBody::new(frames(parts, cut))))
+        .unwrap_or_else(|e| plain(500, &format!("building the reply: {e}")))
+}
+
+/// A reply's body as it is sent: its parts with their pauses, then, if `cut`, a broken
+/// connection.
+fn frames(
+    parts: Vec<Part>,
+    cut: bool,
+) -> impl futures_util::Stream<Item = Result<Frame<Bytes>, std::io::Error>> {
+    futures_util::stream::unfold(
         (VecDeque::from(parts), cut),
         |(mut parts, cut)| async move {
             loop {
@@ -250,10 +261,7 @@ async fn answer(shared: &Shared, req: Request<hyper::body::Incoming>) -> Respons
                 }
             }
         },
-    );
-    response
-        .body(BodyExt::boxed(StreamBody::new(frames)))
-        .unwrap_or_else(|e| plain(500, &format!("building the reply: {e}")))
+    )
 }
 
 fn plain(status: u16, text: &str) -> Response<Body> {

@@ -240,48 +240,14 @@ impl Director {
     ) -> Result<(), End> {
         let mut running: JoinSet<(String, Result<RunOutcome, String>)> = JoinSet::new();
         loop {
-            let slots = self.config.max_parallel_steps.max(1);
-            let mut started = false;
-            for id in record
+            let free = self.config.max_parallel_steps.max(1);
+            let ready = record
                 .ready()
                 .into_iter()
-                .take(slots.saturating_sub(running.len()))
-            {
-                let Some(step) = record.plan.step(&id).cloned() else {
-                    continue;
-                };
-                let progress = record.steps.entry(id.clone()).or_default();
-                progress.state = StepState::Running;
-                progress.attempts += 1;
-                let prompt = prompts::step(record, &step);
-                // Every step is judged: by its criteria, or (with none) by the judge model.
-                let mut constraints = record
-                    .goal
-                    .as_ref()
-                    .map(|g| g.constraints.clone())
-                    .unwrap_or_default();
-                // Time and cost bound the task as a whole, not each step.
-                (constraints.time_secs, constraints.cost_cents) = (None, None);
-                let goal = Some(Arc::new(Goal {
-                    description: step.goal.clone(),
-                    criteria: step.criteria.clone(),
-                    constraints,
-                }));
-                let child = record.step_session(&id);
-                events.emit(EventKind::DirectorStep {
-                    step: id.clone(),
-                    status: StepEvent::Started,
-                    step_session_id: child.clone(),
-                    step_run_id: None,
-                    detail: String::new(),
-                });
-                let director = self.clone();
-                let spec = spec.clone();
-                running.spawn(async move {
-                    let ran = director.run_to_end(Some(child), &spec, prompt, goal).await;
-                    (id, ran)
-                });
-                started = true;
+                .take(free.saturating_sub(running.len()));
+            let mut started = false;
+            for id in ready {
+                started |= self.start_step(record, id, spec, events, &mut running);
             }
             // Steps now in flight are on record (finished ones were saved as they ended).
             if started {
@@ -298,70 +264,17 @@ impl Director {
             };
             let (id, ran) =
                 joined.map_err(|e| End::failed(format!("a step's task failed: {e}")))?;
-            let child = record.step_session(&id);
-            // A run stopped from outside (a shutdown, a cancel) or never started says nothing
-            // about the step: the plan stops as it stands, the step to be run again on resume.
-            let interrupted = match &ran {
-                Ok(r) if matches!(r.status, RunStatus::Cancelled | RunStatus::Interrupted) => {
-                    Some((
-                        r.status,
-                        format!(
-                            "step '{id}' was stopped: {}",
-                            r.reason.clone().unwrap_or_default()
-                        ),
-                    ))
-                }
-                Err(e) => Some((
-                    RunStatus::Cancelled,
-                    format!("step '{id}' could not be run: {e}"),
-                )),
-                Ok(_) => None,
-            };
-            if let Some((status, why)) = interrupted {
-                return Err(End {
-                    status,
-                    output: String::new(),
-                    reason: Some(format!("{why}; run the same task again to go on")),
-                });
+            if let Some(end) = stopped_from_outside(&id, &ran) {
+                return Err(end);
             }
-            let (ok, run_id, detail) = match &ran {
-                Ok(r) if r.status == RunStatus::Completed => {
-                    (true, Some(r.run_id.clone()), r.output.clone())
-                }
-                Ok(r) => (
-                    false,
-                    Some(r.run_id.clone()),
-                    format!("{}: {}", r.status, r.reason.clone().unwrap_or_default()),
-                ),
-                Err(e) => (false, None, e.clone()),
-            };
             if let Ok(r) = &ran {
                 totals.add(r);
             }
-            let progress = record.steps.entry(id.clone()).or_default();
-            progress.run_id = run_id.clone();
-            progress.output = detail.clone();
-            let attempts = progress.attempts;
-            let status = if ok {
-                progress.state = StepState::Done;
-                StepEvent::Completed
-            } else if attempts <= self.config.step_retries {
-                progress.state = StepState::Pending;
-                StepEvent::Retrying
-            } else {
-                progress.state = StepState::Failed;
-                StepEvent::Failed
-            };
-            events.emit(EventKind::DirectorStep {
-                step: id.clone(),
-                status,
-                step_session_id: child,
-                step_run_id: run_id,
-                detail: detail.clone(),
-            });
+            let (status, detail) = self.record_step(record, &id, &ran, events);
             // A finished step is durable before anything depends on it.
             self.save(record).await?;
             if status == StepEvent::Failed {
+                let attempts = record.steps.get(&id).map_or(0, |p| p.attempts);
                 if record.revision > 0 {
                     running.shutdown().await;
                     return Err(End::failed(format!(
@@ -381,6 +294,95 @@ impl Director {
                 record.revise(plan);
             }
         }
+    }
+
+    /// Starts step `id` in its own session, held to the step's goal; whether it started.
+    fn start_step(
+        &self,
+        record: &mut PlanRecord,
+        id: String,
+        spec: &RunSpec,
+        events: &RunEvents,
+        running: &mut JoinSet<(String, Result<RunOutcome, String>)>,
+    ) -> bool {
+        let Some(step) = record.plan.step(&id).cloned() else {
+            return false;
+        };
+        let progress = record.steps.entry(id.clone()).or_default();
+        progress.state = StepState::Running;
+        progress.attempts += 1;
+        let prompt = prompts::step(record, &step);
+        // Every step is judged: by its criteria, or (with none) by the judge model.
+        let mut constraints = record
+            .goal
+            .as_ref()
+            .map(|g| g.constraints.clone())
+            .unwrap_or_default();
+        // Time and cost bound the task as a whole, not each step.
+        (constraints.time_secs, constraints.cost_cents) = (None, None);
+        let goal = Some(Arc::new(Goal {
+            description: step.goal.clone(),
+            criteria: step.criteria.clone(),
+            constraints,
+        }));
+        let child = record.step_session(&id);
+        events.emit(EventKind::DirectorStep {
+            step: id.clone(),
+            status: StepEvent::Started,
+            step_session_id: child.clone(),
+            step_run_id: None,
+            detail: String::new(),
+        });
+        let director = self.clone();
+        let spec = spec.clone();
+        running.spawn(async move {
+            let ran = director.run_to_end(Some(child), &spec, prompt, goal).await;
+            (id, ran)
+        });
+        true
+    }
+
+    /// Records how step `id` ended (done, to retry, or failed) and says so; its status and
+    /// what it gave.
+    fn record_step(
+        &self,
+        record: &mut PlanRecord,
+        id: &str,
+        ran: &Result<RunOutcome, String>,
+        events: &RunEvents,
+    ) -> (StepEvent, String) {
+        let (ok, run_id, detail) = match ran {
+            Ok(r) if r.status == RunStatus::Completed => {
+                (true, Some(r.run_id.clone()), r.output.clone())
+            }
+            Ok(r) => (
+                false,
+                Some(r.run_id.clone()),
+                format!("{}: {}", r.status, r.reason.clone().unwrap_or_default()),
+            ),
+            Err(e) => (false, None, e.clone()),
+        };
+        let progress = record.steps.entry(id.to_owned()).or_default();
+        progress.run_id = run_id.clone();
+        progress.output = detail.clone();
+        let status = if ok {
+            progress.state = StepState::Done;
+            StepEvent::Completed
+        } else if progress.attempts <= self.config.step_retries {
+            progress.state = StepState::Pending;
+            StepEvent::Retrying
+        } else {
+            progress.state = StepState::Failed;
+            StepEvent::Failed
+        };
+        events.emit(EventKind::DirectorStep {
+            step: id.to_owned(),
+            status,
+            step_session_id: record.step_session(id),
+            step_run_id: run_id,
+            detail: detail.clone(),
+        });
+        (status, detail)
     }
 
     /// Starts a run and waits for its end.
@@ -456,4 +458,28 @@ impl Director {
             .await
             .map_err(|e| End::failed(format!("the plan's progress could not be stored: {e}")))
     }
+}
+
+/// A step run stopped from outside (a shutdown, a cancel) or never started says nothing about
+/// the step: the plan stops as it stands, the step to be run again on resume.
+fn stopped_from_outside(id: &str, ran: &Result<RunOutcome, String>) -> Option<End> {
+    let (status, why) = match ran {
+        Ok(r) if matches!(r.status, RunStatus::Cancelled | RunStatus::Interrupted) => (
+            r.status,
+            format!(
+                "step '{id}' was stopped: {}",
+                r.reason.clone().unwrap_or_default()
+            ),
+        ),
+        Err(e) => (
+            RunStatus::Cancelled,
+            format!("step '{id}' could not be run: {e}"),
+        ),
+        Ok(_) => return None,
+    };
+    Some(End {
+        status,
+        output: String::new(),
+        reason: Some(format!("{why}; run the same task again to go on")),
+    })
 }

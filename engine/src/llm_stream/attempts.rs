@@ -9,7 +9,7 @@
 
 use super::{Heartbeat, ModelAnswer, ModelReply};
 use crate::event::{EventKind, RunEvents};
-use crate::provider::retry::RetryPolicy;
+use crate::provider::retry::{Backoffs, RetryPolicy};
 use crate::provider::{
     ChatRequest, Provider, ProviderError, Recovery, ResponseAssembler, StreamDelta, Usage,
 };
@@ -156,29 +156,7 @@ impl ModelChain {
             if attempt.started {
                 call.cut_calls.push(model.to_owned());
             }
-            tracing::warn!(
-                model,
-                key = %key,
-                attempt = call.failures.len() + 1,
-                "a model call attempt failed: {error}"
-            );
-            let said = error.to_string();
-            let repeated = call
-                .last_error
-                .as_ref()
-                .is_some_and(|last| error.repeats_deterministically() && last.to_string() == said);
-            if repeated {
-                call.failures.push(format!(
-                    "{}: the same error again",
-                    attempt_name(model, &key)
-                ));
-            } else {
-                call.failures.push(format!(
-                    "{}: {}",
-                    attempt_name(model, &key),
-                    truncate(&said, MAX_ATTEMPT_BYTES)
-                ));
-            }
+            let repeated = call.note_failure(model, &key, &error);
             call.last_error = Some(error.clone());
             let gave_up = |why: String| {
                 Stop::Model(GaveUp {
@@ -186,6 +164,7 @@ impl ModelChain {
                     shown: attempt.shown,
                 })
             };
+            let said = error.to_string();
             match error.recovery() {
                 Recovery::Prune => return Err(Stop::Call(error)),
                 Recovery::FailFast => return Err(gave_up(first_line(&said))),
@@ -199,48 +178,88 @@ impl ModelChain {
                 }
                 Recovery::Retry => {}
             }
-            let wait = match self.policy.next_wait(&mut backoffs, error.retry_after()) {
-                None => {
-                    let tries = self.policy.max_retries + 1;
-                    return Err(gave_up(format!("{tries} attempts failed")));
-                }
-                Some(Err(asked)) => {
-                    let why = format!(
-                        "the server asked to wait {}s, more than max_retry_after_secs ({})",
-                        asked.as_secs(),
-                        self.policy.max_retry_after.as_secs()
-                    );
-                    call.failures.push(format!("{model}: not retried: {why}"));
-                    return Err(gave_up(why));
-                }
-                Some(Ok(wait)) => wait,
-            };
-            if Instant::now() + wait > deadline {
-                let why = format!(
-                    "waiting {} ms more would pass its deadline ({}s, call_deadline_secs)",
-                    wait.as_millis(),
-                    self.policy.deadline.as_secs()
-                );
-                call.failures.push(format!("{model}: not retried: {why}"));
-                return Err(gave_up(why));
-            }
-            if let Some(events) = call.events {
-                events.emit(EventKind::ModelRetry {
-                    message: format!(
-                        "{model} failed ({}); trying again in {}",
-                        first_line(&error.to_string()),
-                        humantime::format_duration(round_ms(wait))
-                    ),
-                    model: model.to_owned(),
-                    attempt: call.failures.len() as u32 + 1,
-                    wait_ms: wait.as_millis() as u64,
-                    discarded_text: attempt.shown,
-                });
-            }
+            let wait = self
+                .retry_wait(call, model, &error, &mut backoffs, deadline)
+                .map_err(gave_up)?;
+            call.announce_retry(model, &said, wait, attempt.shown);
             // A wait the server asked for is not a stall.
             call.heartbeat.quiet_for(wait);
             tokio::time::sleep(wait).await;
         }
+    }
+
+    /// How long to wait before the next attempt, or why there is none: the retries are used
+    /// up, the server asked for too long a wait, or the wait would pass the model's deadline.
+    fn retry_wait(
+        &self,
+        call: &mut Call<'_>,
+        model: &str,
+        error: &ProviderError,
+        backoffs: &mut Backoffs,
+        deadline: Instant,
+    ) -> Result<Duration, String> {
+        let why = match self.policy.next_wait(backoffs, error.retry_after()) {
+            None => {
+                let tries = self.policy.max_retries + 1;
+                return Err(format!("{tries} attempts failed"));
+            }
+            Some(Err(asked)) => format!(
+                "the server asked to wait {}s, more than max_retry_after_secs ({})",
+                asked.as_secs(),
+                self.policy.max_retry_after.as_secs()
+            ),
+            Some(Ok(wait)) if Instant::now() + wait > deadline => format!(
+                "waiting {} ms more would pass its deadline ({}s, call_deadline_secs)",
+                wait.as_millis(),
+                self.policy.deadline.as_secs()
+            ),
+            Some(Ok(wait)) => return Ok(wait),
+        };
+        call.failures.push(format!("{model}: not retried: {why}"));
+        Err(why)
+    }
+}
+
+impl Call<'_> {
+    /// Records a failed attempt of `model` with `key`; whether it failed as the one before did
+    /// (an error the server repeats for the same request).
+    fn note_failure(&mut self, model: &str, key: &str, error: &ProviderError) -> bool {
+        tracing::warn!(
+            model,
+            key = %key,
+            attempt = self.failures.len() + 1,
+            "a model call attempt failed: {error}"
+        );
+        let said = error.to_string();
+        let repeated = self
+            .last_error
+            .as_ref()
+            .is_some_and(|last| error.repeats_deterministically() && last.to_string() == said);
+        let failure = if repeated {
+            "the same error again".to_owned()
+        } else {
+            truncate(&said, MAX_ATTEMPT_BYTES)
+        };
+        self.failures
+            .push(format!("{}: {failure}", attempt_name(model, key)));
+        repeated
+    }
+
+    /// Tells the run that `model`, which failed as `said` (after showing text, if `shown`),
+    /// is asked again after `wait`.
+    fn announce_retry(&self, model: &str, said: &str, wait: Duration, shown: bool) {
+        let Some(events) = self.events else { return };
+        events.emit(EventKind::ModelRetry {
+            message: format!(
+                "{model} failed ({}); trying again in {}",
+                first_line(said),
+                humantime::format_duration(round_ms(wait))
+            ),
+            model: model.to_owned(),
+            attempt: self.failures.len() as u32 + 1,
+            wait_ms: wait.as_millis() as u64,
+            discarded_text: shown,
+        });
     }
 }
 

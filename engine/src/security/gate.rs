@@ -162,6 +162,21 @@ impl Gate {
                 }
             }
         };
+        self.conclude(call, class, record, batch, result, events)
+            .await
+    }
+
+    /// Puts the decision on record (before the call runs, unless it is a read) and says what
+    /// it was; a decision that cannot be recorded refuses the call.
+    async fn conclude(
+        &self,
+        call: &ToolCall,
+        class: Classification,
+        mut record: AuditRecord,
+        mut batch: WriteBatch,
+        result: Result<(), String>,
+        events: &RunEvents,
+    ) -> Result<(), Refused> {
         if !record.allowed && record.reason.is_none() {
             record.reason = result.as_ref().err().cloned();
         }
@@ -279,7 +294,7 @@ impl Gate {
         let answered = match kept.and_then(|k| k.answer) {
             Some(answer) => Some(answer),
             None => {
-                let mut answer = self.approvals.open(PendingApproval {
+                let pending = PendingApproval {
                     request_id: request_id.clone(),
                     session_id: ctx.session_id.clone(),
                     run_id: ctx.run_id.clone(),
@@ -290,32 +305,9 @@ impl Gate {
                     asked_at_ms: now_ms(),
                     paused: false,
                     answer: None,
-                });
-                events.emit(EventKind::ApprovalRequested {
-                    request_id: request_id.clone(),
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    input: input.clone(),
-                    tier: class.tier,
-                    reasons: class.reasons.clone(),
-                });
-                let waited = tokio::select! {
-                    answered = tokio::time::timeout(timeout, &mut answer) => answered.ok().and_then(Result::ok),
-                    _ = ctx.cancel.cancelled() => None,
-                    _ = ctx.interrupt.requested() => None,
                 };
-                if waited.is_none() && ctx.interrupt.is_requested() {
-                    if let Some(paused) = self.approvals.park(&request_id) {
-                        self.keep_paused(paused, ctx, events).await;
-                        return Err(Refused::Parked);
-                    }
-                }
-                // Withdrawn first, then a last look: an answer given just as the wait ended
-                // counts.
-                waited.or_else(|| {
-                    self.approvals.withdraw(&request_id);
-                    answer.try_recv().ok()
-                })
+                self.wait_for_answer(pending, &class.reasons, timeout, ctx, events)
+                    .await?
             }
         };
         let (approved, reason, by) = match answered {
@@ -343,13 +335,7 @@ impl Gate {
                 "run_ended".to_owned(),
             ),
             // Nobody answered: that is not a person's denial, and is recorded as such.
-            None => {
-                let why = format!(
-                    "nobody answered the approval request within {}s (approval_timeout_secs)",
-                    timeout.as_secs()
-                );
-                (false, Some(why), "unanswered".to_owned())
-            }
+            None => unanswered(timeout),
         };
         record.allowed = approved;
         record.decided_by = by.clone();
@@ -363,10 +349,47 @@ impl Gate {
         if approved {
             return Ok(());
         }
-        let why = reason.unwrap_or_else(|| "no reason given".into());
-        Err(Refused::Denied(match by.as_str() {
-            "unanswered" | "run_ended" => format!("denied: {why}; the call was not run"),
-            _ => format!("denied: the user ({by}) denied this call: {why}"),
+        Err(Refused::Denied(denial(reason, &by)))
+    }
+
+    /// Opens `pending` and waits for its answer: `None` when nobody answered in time or the
+    /// run ended; `Parked` when the run paused meanwhile (the request is kept for its next
+    /// run).
+    async fn wait_for_answer(
+        &self,
+        pending: PendingApproval,
+        reasons: &[String],
+        timeout: Duration,
+        ctx: &ToolContext,
+        events: &RunEvents,
+    ) -> Result<Option<Answer>, Refused> {
+        let request_id = pending.request_id.clone();
+        let requested = EventKind::ApprovalRequested {
+            request_id: request_id.clone(),
+            call_id: pending.call_id.clone(),
+            tool: pending.tool.clone(),
+            input: pending.input.clone(),
+            tier: pending.tier,
+            reasons: reasons.to_vec(),
+        };
+        // Open before it is announced: an answer may come the moment it is.
+        let mut answer = self.approvals.open(pending);
+        events.emit(requested);
+        let waited = tokio::select! {
+            answered = tokio::time::timeout(timeout, &mut answer) => answered.ok().and_then(Result::ok),
+            _ = ctx.cancel.cancelled() => None,
+            _ = ctx.interrupt.requested() => None,
+        };
+        if waited.is_none() && ctx.interrupt.is_requested() {
+            if let Some(paused) = self.approvals.park(&request_id) {
+                self.keep_paused(paused, ctx, events).await;
+                return Err(Refused::Parked);
+            }
+        }
+        // Withdrawn first, then a last look: an answer given just as the wait ended counts.
+        Ok(waited.or_else(|| {
+            self.approvals.withdraw(&request_id);
+            answer.try_recv().ok()
         }))
     }
 
@@ -467,5 +490,23 @@ fn because(reasons: &[String]) -> String {
         String::new()
     } else {
         format!(" ({})", reasons.join("; "))
+    }
+}
+
+/// The decision when nobody answered within `timeout`.
+fn unanswered(timeout: Duration) -> (bool, Option<String>, String) {
+    let why = format!(
+        "nobody answered the approval request within {}s (approval_timeout_secs)",
+        timeout.as_secs()
+    );
+    (false, Some(why), "unanswered".to_owned())
+}
+
+/// What the model is told of a call that was not approved, `by` whom and why.
+fn denial(reason: Option<String>, by: &str) -> String {
+    let why = reason.unwrap_or_else(|| "no reason given".into());
+    match by {
+        "unanswered" | "run_ended" => format!("denied: {why}; the call was not run"),
+        _ => format!("denied: the user ({by}) denied this call: {why}"),
     }
 }

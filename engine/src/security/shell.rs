@@ -45,6 +45,11 @@ pub fn parse(line: &str) -> Result<CommandLine, ShellError> {
     parse_at(line, 0)
 }
 
+/// Reads `line`, inside `depth` substitutions.
+///
+/// Long because it is one scanner over the characters: quoting, escapes, operators,
+/// redirections and substitutions all share the word being read, and split apart they would
+/// pass it, and each other's state, around.
 fn parse_at(line: &str, depth: usize) -> Result<CommandLine, ShellError> {
     if depth > MAX_DEPTH {
         return Err(ShellError::TooDeep);

@@ -155,6 +155,7 @@ impl Actor for SessionSupervisor {
         })
     }
 
+    /// Long because it is the supervisor's one dispatch: an arm per message, each short.
     async fn handle(
         &self,
         myself: ActorRef<Self::Msg>,

@@ -147,6 +147,10 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
+/// Runs `command`; its exit code.
+///
+/// Long because it is the table of subcommands: an arm each, reading its flags and calling
+/// the one function that does it.
 async fn dispatch(command: Command, config: Config) -> u8 {
     let socket = match config.socket_path() {
         Ok(s) => s,

@@ -71,6 +71,8 @@ impl Renderer {
     }
 
     /// Shows one event.
+    ///
+    /// Long because it is a table: an arm per kind of event, each a line or two of output.
     pub fn show(&mut self, event: &Event) {
         self.clear_spinner();
         self.waiting = matches!(

@@ -20,6 +20,9 @@ pub(super) struct EventParser {
 
 impl EventParser {
     /// Parses one `data:` payload.
+    ///
+    /// Long because it is a table: an arm per event type of the Messages stream, each turning
+    /// its payload into the deltas it carries.
     pub(super) fn parse(&mut self, data: &str) -> Result<Decoded, ProviderError> {
         let event: WireEvent =
             serde_json::from_str(data).map_err(|e| ProviderError::Malformed {

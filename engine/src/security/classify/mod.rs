@@ -126,6 +126,8 @@ fn fork_bomb(command: &str) -> bool {
     compact.contains("(){") && compact.contains('|') && compact.contains("&};")
 }
 
+/// Adds to `reasons` what makes `line`, run from `workspace`, dangerous; command lines inside
+/// it (`sh -c`, substitutions) are judged too, `depth` levels down so far.
 fn judge_line(line: &CommandLine, workspace: &Path, reasons: &mut Vec<String>, depth: usize) {
     // After a `cd` out of the workspace, relative paths are out of it too.
     let elsewhere = Path::new(ELSEWHERE);
@@ -151,18 +153,8 @@ fn judge_line(line: &CommandLine, workspace: &Path, reasons: &mut Vec<String>, d
                 elsewhere
             };
         }
-        // `sh -c '...'`: the string is a command line too.
         if INTERPRETERS[..6].contains(&name) {
-            if let Some(pos) = cmd.words.iter().position(|w| w == "-c") {
-                match cmd.words.get(pos + 1).map(|s| shell::parse(s)) {
-                    Some(Ok(inner)) if depth < 4 => {
-                        judge_line(&inner, workspace, reasons, depth + 1)
-                    }
-                    _ => reasons.push(format!("{name} -c with a command that cannot be read")),
-                }
-            } else if i > 0 && line.commands[i - 1].piped && cmd.words.len() == 1 {
-                reasons.push(format!("text piped into {name}, which runs it"));
-            }
+            judge_shell(line, i, cmd, workspace, reasons, depth);
         }
         if name == "find"
             && cmd
@@ -186,71 +178,14 @@ fn judge_line(line: &CommandLine, workspace: &Path, reasons: &mut Vec<String>, d
                 ));
             }
         }
-        // Escalation may be a wrapper set aside above (`sudo rm …`).
-        let before = raw.words.len().saturating_sub(cmd.words.len());
-        let escalating = raw.words[..before]
-            .iter()
-            .map(|w| w.rsplit('/').next().unwrap_or(w))
-            .chain(std::iter::once(name))
-            .find(|w| ESCALATION.contains(w));
-        if let Some(how) = escalating {
-            reasons.push(format!("privilege escalation ({how})"));
-        }
-        if DESTRUCTIVE.contains(&name) || name.starts_with("mkfs") {
-            reasons.push(format!("a disk or system command ({name})"));
-        }
-        if name == "eval" {
-            reasons.push("eval runs text as a command".into());
-        }
-        if name == "dd" && cmd.words.iter().any(|w| w.starts_with("of=/dev/")) {
-            reasons.push("dd writing to a device".into());
-        }
-        if name == "rm" {
-            judge_rm(cmd, workspace, reasons);
-        }
-        let setuid = |w: &String| {
-            (w.contains("+s") && !w.starts_with('-'))
-                || (w.len() == 4
-                    && w.starts_with(['2', '4', '6'])
-                    && w.chars().all(|c| c.is_ascii_digit()))
-        };
-        if matches!(name, "chmod" | "chown")
-            && cmd
-                .words
-                .iter()
-                .any(|w| setuid(w) || w == "root" || w.starts_with("root:"))
-        {
-            reasons.push(format!("{name} granting privileges"));
-        }
-        // A decoded payload run: `base64 -d … | sh`.
-        if name == "base64" && cmd.words.iter().any(|w| w == "-d" || w == "--decode") && cmd.piped {
-            reasons.push("a decoded payload piped onward".into());
-        }
+        judge_privileges(raw, cmd, workspace, reasons);
         for target in cmd.writes.iter().chain(tee_targets(cmd)) {
             if !is_inside(target, workspace) && !is_harmless_sink(target) {
                 reasons.push(format!("a write outside the workspace ({target})"));
             }
         }
         reasons.extend(writes::outside(cmd, workspace));
-        // `… | xargs rm`: the files come from the command before, which lists them from
-        // outside the workspace.
-        let fed_by_xargs = raw.words.first().is_some_and(|w| w.ends_with("xargs"));
-        if fed_by_xargs && i > 0 && line.commands[i - 1].piped {
-            let source = unwrapped(&line.commands[i - 1]);
-            let listed_outside = operands(&source).into_iter().any(|w| {
-                (w.starts_with(['/', '~', '$']) || w.contains("..")) && !is_inside(w, workspace)
-            });
-            if listed_outside
-                && matches!(
-                    name,
-                    "rm" | "mv" | "cp" | "chmod" | "chown" | "shred" | "truncate" | "touch" | "tee"
-                )
-            {
-                reasons.push(format!(
-                    "xargs {name} on files listed from outside the workspace"
-                ));
-            }
-        }
+        reasons.extend(xargs_from_outside(line, i, workspace));
     }
     for sub in &line.substitutions {
         if sub
@@ -264,6 +199,98 @@ fn judge_line(line: &CommandLine, workspace: &Path, reasons: &mut Vec<String>, d
             judge_line(sub, here, reasons, depth + 1);
         }
     }
+}
+
+/// A shell given a command: `sh -c '...'` is judged as a command line too; text piped into a
+/// bare shell runs whatever it says.
+fn judge_shell(
+    line: &CommandLine,
+    i: usize,
+    cmd: &SimpleCommand,
+    workspace: &Path,
+    reasons: &mut Vec<String>,
+    depth: usize,
+) {
+    let name = program(cmd);
+    if let Some(pos) = cmd.words.iter().position(|w| w == "-c") {
+        match cmd.words.get(pos + 1).map(|s| shell::parse(s)) {
+            Some(Ok(inner)) if depth < 4 => judge_line(&inner, workspace, reasons, depth + 1),
+            _ => reasons.push(format!("{name} -c with a command that cannot be read")),
+        }
+    } else if i > 0 && line.commands[i - 1].piped && cmd.words.len() == 1 {
+        reasons.push(format!("text piped into {name}, which runs it"));
+    }
+}
+
+/// Commands that gain or wield privileges, or destroy what they cannot get back.
+fn judge_privileges(
+    raw: &SimpleCommand,
+    cmd: &SimpleCommand,
+    workspace: &Path,
+    reasons: &mut Vec<String>,
+) {
+    let name = program(cmd);
+    // Escalation may be a wrapper set aside above (`sudo rm …`).
+    let before = raw.words.len().saturating_sub(cmd.words.len());
+    let escalating = raw.words[..before]
+        .iter()
+        .map(|w| w.rsplit('/').next().unwrap_or(w))
+        .chain(std::iter::once(name))
+        .find(|w| ESCALATION.contains(w));
+    if let Some(how) = escalating {
+        reasons.push(format!("privilege escalation ({how})"));
+    }
+    if DESTRUCTIVE.contains(&name) || name.starts_with("mkfs") {
+        reasons.push(format!("a disk or system command ({name})"));
+    }
+    if name == "eval" {
+        reasons.push("eval runs text as a command".into());
+    }
+    if name == "dd" && cmd.words.iter().any(|w| w.starts_with("of=/dev/")) {
+        reasons.push("dd writing to a device".into());
+    }
+    if name == "rm" {
+        judge_rm(cmd, workspace, reasons);
+    }
+    let setuid = |w: &String| {
+        (w.contains("+s") && !w.starts_with('-'))
+            || (w.len() == 4
+                && w.starts_with(['2', '4', '6'])
+                && w.chars().all(|c| c.is_ascii_digit()))
+    };
+    if matches!(name, "chmod" | "chown")
+        && cmd
+            .words
+            .iter()
+            .any(|w| setuid(w) || w == "root" || w.starts_with("root:"))
+    {
+        reasons.push(format!("{name} granting privileges"));
+    }
+    // A decoded payload run: `base64 -d … | sh`.
+    if name == "base64" && cmd.words.iter().any(|w| w == "-d" || w == "--decode") && cmd.piped {
+        reasons.push("a decoded payload piped onward".into());
+    }
+}
+
+/// `… | xargs rm`: the files come from the command before, which lists them from outside the
+/// workspace.
+fn xargs_from_outside(line: &CommandLine, i: usize, workspace: &Path) -> Option<String> {
+    let raw = &line.commands[i];
+    let name = program(&unwrapped(raw)).to_owned();
+    let fed_by_xargs = raw.words.first().is_some_and(|w| w.ends_with("xargs"));
+    if !fed_by_xargs || i == 0 || !line.commands[i - 1].piped {
+        return None;
+    }
+    let source = unwrapped(&line.commands[i - 1]);
+    let listed_outside = operands(&source)
+        .into_iter()
+        .any(|w| (w.starts_with(['/', '~', '$']) || w.contains("..")) && !is_inside(w, workspace));
+    let changes_files = matches!(
+        name.as_str(),
+        "rm" | "mv" | "cp" | "chmod" | "chown" | "shred" | "truncate" | "touch" | "tee"
+    );
+    (listed_outside && changes_files)
+        .then(|| format!("xargs {name} on files listed from outside the workspace"))
 }
 
 /// The program's name, without its directory (`/usr/bin/rm` is `rm`).

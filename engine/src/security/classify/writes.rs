@@ -52,25 +52,7 @@ pub(super) fn outside(cmd: &SimpleCommand, workspace: &Path) -> Vec<String> {
         }
     }
     if DESTINATION_WRITERS.contains(&name) {
-        // `-t DIR` / `--target-directory=DIR` name the destination first.
-        let target = cmd
-            .words
-            .iter()
-            .enumerate()
-            .find_map(|(i, w)| match w.as_str() {
-                "-t" => cmd.words.get(i + 1),
-                _ => None,
-            });
-        let target = target.map(String::as_str).or_else(|| {
-            cmd.words
-                .iter()
-                .find_map(|w| w.strip_prefix("--target-directory="))
-        });
-        if let Some(dest) = target.filter(|d| out(d)) {
-            reasons.push(format!(
-                "{name} into a place outside the workspace ({dest})"
-            ));
-        } else if let Some(dest) = operands.last().filter(|d| out(d)) {
+        if let Some(dest) = destinations(cmd, &operands).find(|d| out(d)) {
             reasons.push(format!(
                 "{name} into a place outside the workspace ({dest})"
             ));
@@ -84,38 +66,14 @@ pub(super) fn outside(cmd: &SimpleCommand, workspace: &Path) -> Vec<String> {
         }
     }
     if name == "git" {
-        let words = &cmd.words;
-        for (i, w) in words.iter().enumerate() {
-            let dir = match w.as_str() {
-                "-C" | "--git-dir" | "--work-tree" => words.get(i + 1).map(String::as_str),
-                _ => w
-                    .strip_prefix("--git-dir=")
-                    .or_else(|| w.strip_prefix("--work-tree=")),
-            };
-            if let Some(dir) = dir.filter(|d| out(d)) {
-                reasons.push(format!(
-                    "git working on a repository outside the workspace ({dir})"
-                ));
-            }
+        for dir in repositories(cmd).filter(|d| out(d)) {
+            reasons.push(format!(
+                "git working on a repository outside the workspace ({dir})"
+            ));
         }
     }
-    // `python3.12` is python; `-Ic` ends with the flag that takes the code; `--eval` too.
-    let interpreter = INLINE_INTERPRETERS
-        .iter()
-        .find(|(p, _)| name == *p || name.strip_prefix(p).is_some_and(is_version));
-    if let Some((_, flag)) = interpreter {
-        let letter = &flag[1..];
-        let takes_code = |w: &String| {
-            w == flag
-                || w == "--eval"
-                || (w.starts_with('-') && !w.starts_with("--") && w.ends_with(letter))
-        };
-        let code = cmd
-            .words
-            .iter()
-            .position(takes_code)
-            .and_then(|i| cmd.words.get(i + 1));
-        if let Some(code) = code.filter(|c| inline_code_writes_outside(c, workspace)) {
+    if let Some((flag, code)) = inline_code(cmd, name) {
+        if inline_code_writes_outside(code, workspace) {
             let short: String = code.chars().take(60).collect();
             reasons.push(format!(
                 "{name} {flag} code that may write outside the workspace ({short})"
@@ -123,6 +81,60 @@ pub(super) fn outside(cmd: &SimpleCommand, workspace: &Path) -> Vec<String> {
         }
     }
     reasons
+}
+
+/// Where `cp`, `mv` and their kind may put things: the directory `-t DIR` /
+/// `--target-directory=DIR` names, then the last operand.
+fn destinations<'a>(
+    cmd: &'a SimpleCommand,
+    operands: &[&'a String],
+) -> impl Iterator<Item = &'a str> {
+    let flagged = cmd
+        .words
+        .iter()
+        .enumerate()
+        .find_map(|(i, w)| match w.as_str() {
+            "-t" => cmd.words.get(i + 1).map(String::as_str),
+            _ => None,
+        })
+        .or_else(|| {
+            cmd.words
+                .iter()
+                .find_map(|w| w.strip_prefix("--target-directory="))
+        });
+    flagged
+        .into_iter()
+        .chain(operands.last().map(|o| o.as_str()))
+}
+
+/// The repositories and work trees a `git` command names (`-C`, `--git-dir`, `--work-tree`).
+fn repositories(cmd: &SimpleCommand) -> impl Iterator<Item = &str> {
+    let words = &cmd.words;
+    words
+        .iter()
+        .enumerate()
+        .filter_map(|(i, w)| match w.as_str() {
+            "-C" | "--git-dir" | "--work-tree" => words.get(i + 1).map(String::as_str),
+            _ => w
+                .strip_prefix("--git-dir=")
+                .or_else(|| w.strip_prefix("--work-tree=")),
+        })
+}
+
+/// The code an interpreter is given inline (`python3 -c CODE`, `node -e CODE`), with its flag.
+/// `python3.12` is python; `-Ic` ends with the flag that takes the code; `--eval` too.
+fn inline_code<'a>(cmd: &'a SimpleCommand, name: &str) -> Option<(&'static str, &'a str)> {
+    let (_, flag) = INLINE_INTERPRETERS
+        .iter()
+        .find(|(p, _)| name == *p || name.strip_prefix(p).is_some_and(is_version))?;
+    let letter = &flag[1..];
+    let takes_code = |w: &String| {
+        w == flag
+            || w == "--eval"
+            || (w.starts_with('-') && !w.starts_with("--") && w.ends_with(letter))
+    };
+    let at = cmd.words.iter().position(takes_code)?;
+    Some((flag, cmd.words.get(at + 1)?.as_str()))
 }
 
 /// `3`, `3.12`, `5.36`: a version suffix of an interpreter's name.

@@ -185,6 +185,8 @@ impl Actor for SessionActor {
         Ok(())
     }
 
+    /// Long because it is the actor's one dispatch: an arm per message, most a line or two,
+    /// each dropping a stale reply before the loop's step in [`turn`] and its siblings runs.
     async fn handle(
         &self,
         myself: ActorRef<Self::Msg>,

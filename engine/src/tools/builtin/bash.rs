@@ -85,35 +85,26 @@ impl Tool for Bash {
         if !matches!(ended, Ended::Exited(_)) {
             kill_group(group);
         }
-        // The shell is gone; give its pipes a moment, then kill whatever still holds them; a
-        // process that left the group (setsid) and keeps them open is not waited for.
-        let grace = tokio::time::sleep(PIPE_GRACE);
-        tokio::pin!(grace);
-        let (mut out, mut err) = (None, None);
-        let (mut stdout, mut stderr) = (stdout, stderr);
-        let mut graces_left = 2;
-        while out.is_none() || err.is_none() {
-            tokio::select! {
-                r = &mut stdout, if out.is_none() => out = Some(r.unwrap_or_default()),
-                r = &mut stderr, if err.is_none() => err = Some(r.unwrap_or_default()),
-                _ = &mut grace => {
-                    graces_left -= 1;
-                    if graces_left == 0 {
-                        stdout.abort();
-                        stderr.abort();
-                        break;
-                    }
-                    kill_group(group);
-                    grace.as_mut().reset(tokio::time::Instant::now() + PIPE_GRACE * 4);
-                }
-            }
-        }
-        let mut text = render(out.unwrap_or_default(), err.unwrap_or_default());
+        let (out, err) = drain(stdout, stderr, group).await;
+        let mut text = render(out, err);
         if let Some(note) = ctx.sandbox.explain(&text) {
             text.push('\n');
             text.push_str(&note);
         }
-        match ended {
+        ended.into_result(text, timeout)
+    }
+}
+
+enum Ended {
+    Exited(std::io::Result<std::process::ExitStatus>),
+    TimedOut,
+    Cancelled,
+}
+
+impl Ended {
+    /// The tool's result: the command's output `text`, failed unless it exited with 0.
+    fn into_result(self, text: String, timeout: Duration) -> Result<String, ToolError> {
+        match self {
             Ended::Exited(Ok(status)) if status.success() => Ok(text),
             Ended::Exited(Ok(status)) => {
                 let code = status
@@ -138,10 +129,35 @@ impl Tool for Bash {
     }
 }
 
-enum Ended {
-    Exited(std::io::Result<std::process::ExitStatus>),
-    TimedOut,
-    Cancelled,
+/// What the shell's pipes held once it is gone: they get a moment, then whatever still holds
+/// them is killed; a process that left the group (setsid) and keeps them open is not waited
+/// for.
+async fn drain(
+    mut stdout: tokio::task::JoinHandle<Captured>,
+    mut stderr: tokio::task::JoinHandle<Captured>,
+    group: Option<i32>,
+) -> (Captured, Captured) {
+    let grace = tokio::time::sleep(PIPE_GRACE);
+    tokio::pin!(grace);
+    let (mut out, mut err) = (None, None);
+    let mut graces_left = 2;
+    while out.is_none() || err.is_none() {
+        tokio::select! {
+            r = &mut stdout, if out.is_none() => out = Some(r.unwrap_or_default()),
+            r = &mut stderr, if err.is_none() => err = Some(r.unwrap_or_default()),
+            _ = &mut grace => {
+                graces_left -= 1;
+                if graces_left == 0 {
+                    stdout.abort();
+                    stderr.abort();
+                    break;
+                }
+                kill_group(group);
+                grace.as_mut().reset(tokio::time::Instant::now() + PIPE_GRACE * 4);
+            }
+        }
+    }
+    (out.unwrap_or_default(), err.unwrap_or_default())
 }
 
 fn kill_group(group: Option<i32>) {
