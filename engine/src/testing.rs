@@ -8,6 +8,6 @@ pub use crate::provider::{AssistantResponse, ResponseAssembler};
 pub use crate::root::{ChildKind, SupervisorNotice};
 pub use crate::security::shell::parse as parse_shell;
 pub use crate::session::History;
-pub use crate::store::{now_ms, repair, StoredMessage, Write, WriteBatch};
+pub use crate::store::{fail_store_writes, now_ms, repair, StoredMessage, Write, WriteBatch};
 pub use crate::tokens::{count_message, count_text, warm_up as warm_up_tokenizer};
 pub use crate::tools::{builtin, ToolRegistry};

@@ -175,6 +175,7 @@ async fn answer(
 
 fn status(shared: &Shared) -> StatusResult {
     let sandbox = shared.runtime.engine.sandbox();
+    let store = shared.runtime.engine.store();
     StatusResult {
         pid: std::process::id(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -184,6 +185,8 @@ fn status(shared: &Shared) -> StatusResult {
         uptime_secs: shared.started.elapsed().as_secs(),
         sandbox: sandbox.describe(),
         sandbox_enforced: sandbox.unenforceable().is_none(),
+        store: store.backend().to_owned(),
+        store_fault: store.fault(),
     }
 }
 

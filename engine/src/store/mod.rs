@@ -13,6 +13,8 @@ mod records;
 mod redb;
 pub mod repair;
 
+#[cfg(feature = "testing")]
+pub use self::redb::faults::fail_writes as fail_store_writes;
 pub(crate) use self::redb::RedbStore;
 pub use batch::{Write, WriteBatch};
 pub(crate) use error::Context;
@@ -57,6 +59,11 @@ pub struct SessionHistory {
 pub trait Storage: Send + Sync + 'static {
     /// The backend's name, for `ryvos status` and logs.
     fn backend(&self) -> &'static str;
+
+    /// Why the store cannot write, while it cannot (an I/O error it is recovering from).
+    fn fault(&self) -> Option<String> {
+        None
+    }
 
     /// Stores every batch in one transaction: all of them, or none.
     async fn write(&self, batches: &[WriteBatch]) -> Result<(), StoreError>;

@@ -88,6 +88,12 @@ pub struct StatusResult {
     pub sandbox: String,
     /// False when commands cannot be confined: then every command is refused.
     pub sandbox_enforced: bool,
+    /// The store's backend (`redb`).
+    pub store: String,
+    /// Why the store cannot write, while it cannot (a full or failing disk): runs that need it
+    /// fail until it can, and the daemon goes on serving.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_fault: Option<String>,
 }
 
 /// A stored message, as `history` lists it.

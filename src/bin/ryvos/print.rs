@@ -11,6 +11,13 @@ pub fn status(s: &StatusResult) {
         s.pid, s.version, s.uptime_secs, s.home
     );
     println!("sandbox: {}", s.sandbox);
+    match &s.store_fault {
+        None => println!("store: {}", s.store),
+        Some(fault) => println!(
+            "store: {}, DEGRADED: it cannot write ({fault}); runs fail until it can",
+            s.store
+        ),
+    }
 }
 
 pub fn sessions(sessions: &[SessionRecord]) {

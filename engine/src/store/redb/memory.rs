@@ -123,7 +123,7 @@ mod tests {
     }
 
     fn write(store: &RedbStore, entries: &[MemoryEntry]) {
-        let txn = store.db.begin_write().unwrap();
+        let txn = store.db().unwrap().begin_write().unwrap();
         index(&txn, entries.iter()).unwrap();
         txn.commit().unwrap();
     }
@@ -134,11 +134,11 @@ mod tests {
         let store = RedbStore::open(&dir.path().join("t.redb"), false).unwrap();
         write(&store, &[entry("m1", "alpha beta"), entry("m2", "gamma")]);
         write(&store, &[entry("m1", "delta")]);
-        let txn = store.db.begin_read().unwrap();
+        let txn = store.db().unwrap().begin_read().unwrap();
         let totals = MEMORY_STATS.get(&txn, TOTALS, String::new).unwrap();
         assert_eq!(totals, Some((2, 2)));
         let found = |query| {
-            let mut ids: Vec<String> = keyword_scores(&store.db, query)
+            let mut ids: Vec<String> = keyword_scores(&store.db().unwrap(), query)
                 .unwrap()
                 .into_keys()
                 .collect();

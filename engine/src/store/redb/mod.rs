@@ -3,6 +3,9 @@
 //! which puts any number of sessions' batches in one transaction and one commit.
 
 mod bm25;
+#[cfg(feature = "testing")]
+pub(super) mod faults;
+mod file;
 mod memory;
 mod reads;
 mod tables;
@@ -12,6 +15,7 @@ mod write;
 use super::{Context, SessionHistory, Storage, StoreError, WriteBatch};
 use crate::ids::{RunId, SessionId};
 use async_trait::async_trait;
+use file::DatabaseFile;
 use redb::{Database, Durability, ReadableDatabase};
 use ryvos_protocol::records::{
     AuditRecord, CostTotals, MemoryEntry, PendingApproval, PlanRecord, RunRecord, RunWatch,
@@ -34,7 +38,7 @@ const PAST_LAST: &str = "\u{10FFFF}";
 /// as it costs less than the hop. Writes run where they are called, on the writer thread.
 #[derive(Clone)]
 pub(crate) struct RedbStore {
-    db: Arc<Database>,
+    file: Arc<DatabaseFile>,
     durability: Durability,
 }
 
@@ -42,13 +46,8 @@ impl RedbStore {
     /// Opens (or creates) the database at `path`. With `durable`, every commit is on disk when
     /// it returns; without, a crash may lose the latest commits.
     pub(crate) fn open(path: &Path, durable: bool) -> Result<RedbStore, StoreError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .doing(|| format!("creating the directory {}", dir.display()))?;
-        }
-        let db = Database::create(path).doing(|| format!("opening {}", path.display()))?;
         let store = RedbStore {
-            db: Arc::new(db),
+            file: Arc::new(DatabaseFile::open(path)?),
             durability: if durable {
                 Durability::Immediate
             } else {
@@ -61,7 +60,7 @@ impl RedbStore {
 
     fn create_tables(&self) -> Result<(), StoreError> {
         let doing = || "creating the tables".to_string();
-        let txn = self.db.begin_write().doing(doing)?;
+        let txn = self.db()?.begin_write().doing(doing)?;
         MESSAGES.open(&txn, doing)?;
         CHECKPOINTS.open(&txn, doing)?;
         RUNS.open(&txn, doing)?;
@@ -80,8 +79,22 @@ impl RedbStore {
         txn.commit().doing(doing)
     }
 
+    /// The database, opened again first if an I/O error closed it.
+    fn db(&self) -> Result<Arc<Database>, StoreError> {
+        self.file.get()
+    }
+
     fn read(&self, doing: impl Fn() -> String) -> Result<redb::ReadTransaction, StoreError> {
-        self.db.begin_read().doing(doing)
+        self.db()?.begin_read().doing(doing)
+    }
+
+    /// Stores `batches` in `db` in one transaction.
+    fn write_to(&self, db: &Database, batches: &[WriteBatch]) -> Result<(), StoreError> {
+        let doing = || format!("writing {} batch(es) to the store", batches.len());
+        let mut txn = db.begin_write().doing(doing)?;
+        txn.set_durability(self.durability).doing(doing)?;
+        write::apply(&txn, batches)?;
+        txn.commit().doing(doing)
     }
 
     /// Runs `read` on a blocking thread (inline when there is no runtime to lend one).
@@ -105,12 +118,18 @@ impl Storage for RedbStore {
         "redb"
     }
 
+    fn fault(&self) -> Option<String> {
+        self.file.fault()
+    }
+
     async fn write(&self, batches: &[WriteBatch]) -> Result<(), StoreError> {
-        let doing = || format!("writing {} batch(es) to the store", batches.len());
-        let mut txn = self.db.begin_write().doing(doing)?;
-        txn.set_durability(self.durability).doing(doing)?;
-        write::apply(&txn, batches)?;
-        txn.commit().doing(doing)
+        let db = self.db()?;
+        let written = self.write_to(&db, batches);
+        match &written {
+            Ok(()) => self.file.write_succeeded(),
+            Err(e) => self.file.write_failed(db, e),
+        }
+        written
     }
 
     async fn next_seqs(&self, ids: &[SessionId]) -> Result<HashMap<SessionId, u64>, StoreError> {

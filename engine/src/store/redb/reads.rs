@@ -163,7 +163,7 @@ impl RedbStore {
         &self,
         query: &str,
     ) -> Result<HashMap<String, f64>, StoreError> {
-        memory::keyword_scores(&self.db, query)
+        memory::keyword_scores(&*self.db()?, query)
     }
 
     pub(super) fn read_memories_with_vectors(&self) -> Result<Vec<MemoryEntry>, StoreError> {

@@ -79,7 +79,7 @@ async fn the_window_is_read_from_the_last_compaction_on() {
 async fn a_row_that_is_not_its_record_is_an_error_naming_the_table() {
     let dir = tempfile::tempdir().unwrap();
     let store = RedbStore::open(&dir.path().join("t.redb"), false).unwrap();
-    let txn = store.db.begin_write().unwrap();
+    let txn = store.db().unwrap().begin_write().unwrap();
     {
         let mut plans = txn.open_table(PLANS.definition()).unwrap();
         plans
