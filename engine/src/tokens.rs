@@ -29,8 +29,17 @@ pub fn warm_up() {
         .unwrap_or_else(|e| tracing::warn!("could not start the tokenizer warm-up thread: {e}"));
 }
 
+/// Waits until the tokenizer is loaded: called off the async workers (`spawn_blocking`) before
+/// a run's first count, so that no worker ever blocks on its loading.
+pub(crate) fn ready() {
+    tokenizer();
+}
+
 /// The number of tokens in `text`.
 pub fn count_text(text: &str) -> u32 {
+    if text.is_empty() {
+        return 0;
+    }
     if text.len() <= EXACT_COUNT_LIMIT {
         return tokenizer().count_ordinary(text) as u32;
     }

@@ -206,6 +206,11 @@ async fn prepare(question: Question) -> Preparation {
     )
     .await;
     assembled.warnings.extend(recall_warnings);
+    // The run counts tokens from its first step on: a tokenizer still loading is waited for
+    // here, off the async workers, never in the session's handlers.
+    if let Err(e) = tokio::task::spawn_blocking(crate::tokens::ready).await {
+        tracing::warn!("waiting for the tokenizer failed: {e}");
+    }
     Preparation {
         admitted,
         assembled: Some(assembled),
