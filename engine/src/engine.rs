@@ -7,8 +7,8 @@ use crate::config::{
 use crate::cost_ledger::CostLedgerArgs;
 #[cfg(feature = "testing")]
 use crate::cost_ledger::CostLedgerMsg;
-use crate::director::Director;
-use crate::event::{Event, GlobalEvents, SessionEvents};
+use crate::director::{Director, StopSignal};
+use crate::event::{Event, GlobalEvents, RunStatus, SessionEvents};
 use crate::guardian::{GuardianArgs, Thresholds};
 use crate::guardrail::{Guardrail, GuardrailConfig, Patterns};
 use crate::ids::{RunId, SessionId};
@@ -30,6 +30,7 @@ use crate::tool_executor::{ExecutionSettings, ToolExecutorArgs};
 use crate::tools::{RegistryError, Tool, ToolRegistry};
 use ractor::{Actor, ActorRef};
 use ryvos_protocol::report::CostReport;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -82,21 +83,37 @@ fn judge_models(
 
 /// A session held by its Director until the guard is dropped.
 struct Directing {
-    sessions: Arc<std::sync::Mutex<std::collections::HashSet<SessionId>>>,
+    sessions: Directors,
     session: SessionId,
 }
 
+/// The sessions a Director is running on, each with the signal that stops it.
+type Directors = Arc<std::sync::Mutex<HashMap<SessionId, StopSignal>>>;
+
 impl Directing {
-    /// Holds `session`, unless a Director already does.
-    fn claim(
-        sessions: &Arc<std::sync::Mutex<std::collections::HashSet<SessionId>>>,
-        session: &SessionId,
-    ) -> Option<Self> {
+    /// Holds `session`, unless a Director already does; with the signal that stops its run.
+    fn claim(sessions: &Directors, session: &SessionId) -> Option<(Self, StopSignal)> {
         let mut held = sessions.lock().unwrap_or_else(|e| e.into_inner());
-        held.insert(session.clone()).then(|| Self {
+        if held.contains_key(session) {
+            return None;
+        }
+        let stop = StopSignal::default();
+        held.insert(session.clone(), stop.clone());
+        let claim = Self {
             sessions: sessions.clone(),
             session: session.clone(),
-        })
+        };
+        Some((claim, stop))
+    }
+
+    /// Asks the Director on `session`, if there is one, to stop; whether there was.
+    fn stop(sessions: &Directors, session: &SessionId, status: RunStatus, reason: &str) -> bool {
+        let held = sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(signal) = held.get(session) else {
+            return false;
+        };
+        signal.stop(status, reason);
+        true
     }
 
     fn session(&self) -> &SessionId {
@@ -158,7 +175,7 @@ pub struct Engine {
     /// A run's longest time (`max_duration_secs`).
     max_run: Duration,
     /// Sessions a Director is running on.
-    directing: Arc<std::sync::Mutex<std::collections::HashSet<SessionId>>>,
+    directing: Directors,
     /// Tool calls waiting for a person's approval.
     approvals: Approvals,
     /// The OS sandbox of the programs runs start.
@@ -363,7 +380,7 @@ impl Engine {
     ) -> Result<RunTicket, EngineError> {
         let session_id = session.unwrap_or_else(SessionId::generate);
         // One Director per session: two would take up the same plan.
-        let Some(directing) = Directing::claim(&self.directing, &session_id) else {
+        let Some((directing, stop)) = Directing::claim(&self.directing, &session_id) else {
             return Err(StartRunError::SessionBusy(session_id).into());
         };
         let run_id = RunId::generate();
@@ -375,6 +392,7 @@ impl Engine {
             store: self.store.clone(),
             config: self.director.clone(),
             max_run: self.max_run,
+            stop,
         };
         let publisher = stream.for_run(session_id.clone(), run_id.clone());
         let session = directing.session().clone();
@@ -387,7 +405,11 @@ impl Engine {
     }
 
     /// Ends the run in flight on `session` with status `cancelled`; whether there was one.
+    /// On a Director's session, the Director stops and cancels its steps.
     pub async fn cancel_run(&self, session: &SessionId, reason: &str) -> Result<bool, EngineError> {
+        if Directing::stop(&self.directing, session, RunStatus::Cancelled, reason) {
+            return Ok(true);
+        }
         self.ask_sessions(|reply| SessionSupervisorMsg::StopRun {
             session_id: session.clone(),
             status: crate::event::RunStatus::Cancelled,
@@ -413,12 +435,16 @@ impl Engine {
 
     /// Pauses the run in flight on `session` after its current step (status `interrupted`):
     /// the calls it asked for and did not start stay pending, and the next run on the session
-    /// executes them first. Whether a run was in flight.
+    /// executes them first. Whether a run was in flight. On a Director's session, the Director
+    /// pauses with its steps; the same task again takes them up.
     pub async fn interrupt_run(
         &self,
         session: &SessionId,
         reason: &str,
     ) -> Result<bool, EngineError> {
+        if Directing::stop(&self.directing, session, RunStatus::Interrupted, reason) {
+            return Ok(true);
+        }
         self.ask_sessions(|reply| SessionSupervisorMsg::InterruptRun {
             session_id: session.clone(),
             reason: reason.to_owned(),

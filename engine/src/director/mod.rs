@@ -10,6 +10,9 @@
 //! cut off by a crash resumes where it stood and never redoes a finished step.
 
 mod prompts;
+mod stop;
+
+pub(crate) use stop::StopSignal;
 
 pub(crate) use ryvos_protocol::plan::{Plan, PlanError, Step, StepEvent};
 pub(crate) use ryvos_protocol::records::{PlanRecord, StepState};
@@ -36,7 +39,12 @@ pub(crate) struct Director {
     pub config: DirectorConfig,
     /// A run's longest time, to bound the wait for each.
     pub max_run: Duration,
+    /// Asked by `cancel` or `interrupt` on the Director's session.
+    pub stop: StopSignal,
 }
+
+/// The step runs in flight: each gives its step's id and how its run ended.
+type Steps = JoinSet<(String, Result<RunOutcome, String>)>;
 
 /// The sums over every run a Director made.
 #[derive(Default)]
@@ -69,6 +77,15 @@ impl End {
             status: RunStatus::Failed,
             output: String::new(),
             reason: Some(reason),
+        }
+    }
+
+    /// The end of a run stopped from outside, as `stop` asked.
+    fn stopped(stop: stop::Stop) -> Self {
+        Self {
+            status: stop.status,
+            output: String::new(),
+            reason: Some(format!("{}; run the same task again to go on", stop.reason)),
         }
     }
 }
@@ -156,6 +173,7 @@ impl Director {
         self.save(&record).await?;
         self.execute(&mut record, spec, events, totals).await?;
         // Every step is done: the session's model answers the task, judged against the goal.
+        self.go_on()?;
         let prompt = prompts::final_answer(&record);
         let goal = record.goal.clone().map(Arc::new);
         let ran = self
@@ -189,6 +207,7 @@ impl Director {
         };
         let mut refusals = Vec::new();
         for _ in 0..self.config.plan_attempts.max(1) {
+            self.go_on()?;
             let ran = self
                 .run_to_end(Some(session.clone()), spec, prompt, None)
                 .await
@@ -238,8 +257,40 @@ impl Director {
         events: &RunEvents,
         totals: &mut Totals,
     ) -> Result<(), End> {
-        let mut running: JoinSet<(String, Result<RunOutcome, String>)> = JoinSet::new();
+        let mut running = JoinSet::new();
+        let done = self
+            .run_steps(record, spec, events, totals, &mut running)
+            .await;
+        if let Err(end) = &done {
+            // The steps still running end with the run, as it did: paused if it was
+            // interrupted, for good otherwise.
+            let status = match end.status {
+                RunStatus::Interrupted => RunStatus::Interrupted,
+                _ => RunStatus::Cancelled,
+            };
+            let why = end.reason.clone().unwrap_or_else(|| end.status.to_string());
+            self.stop
+                .stop(status, format!("the Director run ended: {why}"));
+            while let Some(joined) = running.join_next().await {
+                if let Ok((_, Ok(ran))) = joined {
+                    totals.add(&ran);
+                }
+            }
+        }
+        done
+    }
+
+    /// The step loop of [`Self::execute`]; the steps it leaves running are in `running`.
+    async fn run_steps(
+        &self,
+        record: &mut PlanRecord,
+        spec: &RunSpec,
+        events: &RunEvents,
+        totals: &mut Totals,
+        running: &mut Steps,
+    ) -> Result<(), End> {
         loop {
+            self.go_on()?;
             let free = self.config.max_parallel_steps.max(1);
             let ready = record
                 .ready()
@@ -247,7 +298,7 @@ impl Director {
                 .take(free.saturating_sub(running.len()));
             let mut started = false;
             for id in ready {
-                started |= self.start_step(record, id, spec, events, &mut running);
+                started |= self.start_step(record, id, spec, events, running);
             }
             // Steps now in flight are on record (finished ones were saved as they ended).
             if started {
@@ -276,7 +327,6 @@ impl Director {
             if status == StepEvent::Failed {
                 let attempts = record.steps.get(&id).map_or(0, |p| p.attempts);
                 if record.revision > 0 {
-                    running.shutdown().await;
                     return Err(End::failed(format!(
                         "step '{id}' failed after the plan was already revised: {detail}"
                     )));
@@ -303,7 +353,7 @@ impl Director {
         id: String,
         spec: &RunSpec,
         events: &RunEvents,
-        running: &mut JoinSet<(String, Result<RunOutcome, String>)>,
+        running: &mut Steps,
     ) -> bool {
         let Some(step) = record.plan.step(&id).cloned() else {
             return false;
@@ -427,9 +477,34 @@ impl Director {
                 }
             }
         };
-        tokio::time::timeout(self.max_run + Duration::from_secs(60), waiting)
+        // A stop asked of the Director is passed on to this run, which then ends as it says.
+        let passing_on = async {
+            let stop = self.stop.asked().await;
+            match self.runs.stop(&session_id, stop.status, &stop.reason).await {
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(session = %session_id, "a step run could not be stopped: {e}")
+                }
+            }
+            std::future::pending::<std::convert::Infallible>().await
+        };
+        let ended = async {
+            tokio::select! {
+                ran = waiting => ran,
+                never = passing_on => match never {},
+            }
+        };
+        tokio::time::timeout(self.max_run + Duration::from_secs(60), ended)
             .await
             .map_err(|_| format!("run {run_id} did not end within its max_duration_secs"))?
+    }
+
+    /// Whether the run may go on: not if a stop was asked.
+    fn go_on(&self) -> Result<(), End> {
+        match self.stop.requested() {
+            Some(stop) => Err(End::stopped(stop)),
+            None => Ok(()),
+        }
     }
 
     /// The end of run `run_id` as its record says, if it has ended.

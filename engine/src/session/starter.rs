@@ -2,6 +2,7 @@
 //! clients (the Director starts each step's run through it, as a host application would).
 
 use super::{RunSpec, RunTicket, SessionSupervisorMsg, StartRunError};
+use crate::event::RunStatus;
 use crate::ids::SessionId;
 use crate::supervision::ChildSlot;
 use std::time::Duration;
@@ -42,5 +43,44 @@ impl RunStarter {
             START_RUN_TIMEOUT.as_millis() as u64
         )
         .map_err(|e| StartRunError::Unanswered(e.to_string()))?
+    }
+
+    /// Stops the run in flight on `session`: for good (`Cancelled`), or paused after its
+    /// current step (`Interrupted`). Whether one was in flight.
+    pub(crate) async fn stop(
+        &self,
+        session: &SessionId,
+        status: RunStatus,
+        reason: &str,
+    ) -> Result<bool, StartRunError> {
+        let supervisor = self
+            .sessions
+            .get()
+            .map_err(|e| StartRunError::Unanswered(e.to_string()))?;
+        let session_id = session.clone();
+        let reason = reason.to_owned();
+        let asked = if status == RunStatus::Interrupted {
+            ractor::call_t!(
+                supervisor,
+                |reply| SessionSupervisorMsg::InterruptRun {
+                    session_id,
+                    reason,
+                    reply,
+                },
+                START_RUN_TIMEOUT.as_millis() as u64
+            )
+        } else {
+            ractor::call_t!(
+                supervisor,
+                |reply| SessionSupervisorMsg::StopRun {
+                    session_id,
+                    status,
+                    reason,
+                    reply,
+                },
+                START_RUN_TIMEOUT.as_millis() as u64
+            )
+        };
+        asked.map_err(|e| StartRunError::Unanswered(e.to_string()))
     }
 }
