@@ -148,6 +148,16 @@ impl Approvals {
         stale
     }
 
+    /// The calls of `session` whose requests are kept for its next run: they are pending,
+    /// never cut off, when the session is loaded again (after a crash too).
+    pub fn kept_calls(&self, session: &SessionId) -> Vec<CallId> {
+        self.lock()
+            .values()
+            .filter(|e| matches!(e.slot, Slot::Paused) && e.shown.session_id == *session)
+            .map(|e| e.shown.call_id.clone())
+            .collect()
+    }
+
     /// Puts back the paused requests read from the store (after a restart).
     pub fn restore(&self, paused: Vec<PendingApproval>) {
         let mut all = self.lock();

@@ -13,7 +13,7 @@ use crate::config::{Decision, SecurityConfig};
 use crate::event::{EventKind, RunEvents};
 use crate::ids::SessionId;
 use crate::message::ToolCall;
-use crate::store::{now_ms, AuditRecord, Write, WriteBatch};
+use crate::store::{now_ms, AuditRecord, StoreError, Write, WriteBatch};
 use crate::supervision::ChildSlot;
 use crate::text::truncate;
 use crate::tools::{SafetyTier, Tool, ToolContext};
@@ -294,18 +294,16 @@ impl Gate {
         let answered = match kept.and_then(|k| k.answer) {
             Some(answer) => Some(answer),
             None => {
-                let pending = PendingApproval {
-                    request_id: request_id.clone(),
-                    session_id: ctx.session_id.clone(),
-                    run_id: ctx.run_id.clone(),
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    input: input.clone(),
-                    tier: class.tier,
-                    asked_at_ms: now_ms(),
-                    paused: false,
-                    answer: None,
-                };
+                let pending = request(&request_id, call, input, class, ctx);
+                // On record before anyone is asked: a crash while it waits leaves the call
+                // pending, to be asked again when the session resumes, never cut off.
+                if let Err(e) = self.store_request(pending.clone()).await {
+                    record.decided_by = "store_failed".into();
+                    return Err(Refused::Denied(format!(
+                        "denied: the approval request could not be stored ({e}); the call was \
+                         not run"
+                    )));
+                }
                 self.wait_for_answer(pending, &class.reasons, timeout, ctx, events)
                     .await?
             }
@@ -382,7 +380,7 @@ impl Gate {
         };
         if waited.is_none() && ctx.interrupt.is_requested() {
             if let Some(paused) = self.approvals.park(&request_id) {
-                self.keep_paused(paused, ctx, events).await;
+                self.keep_paused(paused, events).await;
                 return Err(Refused::Parked);
             }
         }
@@ -395,16 +393,9 @@ impl Gate {
 
     /// Stores a request whose run paused, so it outlives the daemon; a failure is reported
     /// (the request still stands until the daemon stops).
-    async fn keep_paused(&self, paused: PendingApproval, ctx: &ToolContext, events: &RunEvents) {
+    async fn keep_paused(&self, paused: PendingApproval, events: &RunEvents) {
         let id = paused.request_id.clone();
-        let batch = WriteBatch::of(
-            ctx.session_id.clone(),
-            [Write::Approval {
-                request_id: id.clone(),
-                kept: Some(paused),
-            }],
-        );
-        if let Err(e) = checkpoint::store(&self.checkpoint, batch).await {
+        if let Err(e) = self.store_request(paused).await {
             events.emit(EventKind::Error {
                 message: format!(
                     "approval request {id} could not be stored while its run is paused: {e}; \
@@ -416,6 +407,18 @@ impl Gate {
 }
 
 impl Gate {
+    /// Stores `request` (kept for its session's next run) and waits until it is durable.
+    async fn store_request(&self, request: PendingApproval) -> Result<(), StoreError> {
+        let batch = WriteBatch::of(
+            request.session_id.clone(),
+            [Write::Approval {
+                request_id: request.request_id.clone(),
+                kept: Some(request),
+            }],
+        );
+        checkpoint::store(&self.checkpoint, batch).await
+    }
+
     /// Hands `batch` to the store without waiting; a failure becomes an `Error` event.
     fn record_detached(&self, batch: WriteBatch, events: &RunEvents) {
         let events = events.clone();
@@ -490,6 +493,28 @@ fn because(reasons: &[String]) -> String {
         String::new()
     } else {
         format!(" ({})", reasons.join("; "))
+    }
+}
+
+/// The request that asks a person about `call`.
+fn request(
+    request_id: &str,
+    call: &ToolCall,
+    input: &serde_json::Value,
+    class: &Classification,
+    ctx: &ToolContext,
+) -> PendingApproval {
+    PendingApproval {
+        request_id: request_id.to_owned(),
+        session_id: ctx.session_id.clone(),
+        run_id: ctx.run_id.clone(),
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        input: input.clone(),
+        tier: class.tier,
+        asked_at_ms: now_ms(),
+        paused: false,
+        answer: None,
     }
 }
 

@@ -2,11 +2,11 @@
 //! up), what a crash left repaired, and a run that failed with its actor reported.
 
 use super::{SessionMsg, SessionState};
-use crate::ids::RunId;
+use crate::ids::{CallId, RunId};
 use crate::session::history::History;
 use crate::session::notice::SessionNotice;
 use crate::session::recovery::{self, Reloaded};
-use crate::store::{now_ms, TurnCheckpoint, Write, WriteBatch};
+use crate::store::{now_ms, SessionRecord, TurnCheckpoint, Write, WriteBatch};
 use ractor::ActorRef;
 
 impl SessionState {
@@ -47,11 +47,7 @@ impl SessionState {
         self.needs_reload = false;
         // Calls a paused run left stay pending; any other call without a result was cut off
         // (a crash, a failed actor, a lost commit): it may have run, and gets a result saying so.
-        self.paused_calls = loaded
-            .record
-            .as_ref()
-            .map(|r| r.paused_calls.clone())
-            .unwrap_or_default();
+        self.paused_calls = self.pending_calls(loaded.record.as_ref());
         self.history = History::load(
             loaded.messages,
             loaded.next_seq,
@@ -88,6 +84,19 @@ impl SessionState {
         for run in ended {
             self.submit_batch(myself, WriteBatch::of(self.id.clone(), [Write::Run(run)]));
         }
+    }
+
+    /// The calls that stay pending on load: those a paused run left (on the session's record),
+    /// and those whose approval request is kept. Such a call never ran: it waited for a person
+    /// (through a crash, perhaps), and is asked again.
+    fn pending_calls(&self, record: Option<&SessionRecord>) -> Vec<CallId> {
+        let mut pending = record.map(|r| r.paused_calls.clone()).unwrap_or_default();
+        for call in self.services.approvals.kept_calls(&self.id) {
+            if !pending.contains(&call) {
+                pending.push(call);
+            }
+        }
+        pending
     }
 
     /// Waits until every batch handed to the store before now is committed, so a reload reads
