@@ -5,7 +5,9 @@
 //! with a history in which each call has exactly one result.
 //!
 //! The faults are paced by the runs' own events, not by timers; the seed is printed, and
-//! `RYVOS_CHAOS_SEED` replays it, `RYVOS_CHAOS_FAULTS` sets how many are injected.
+//! `RYVOS_CHAOS_SEED` replays it, `RYVOS_CHAOS_FAULTS` sets how many are injected, and
+//! `RYVOS_CHAOS_ONLY=checkpoint` (or another kind, as `ChildKind` names it in lower case)
+//! injects them into that kind of actor alone.
 
 mod common;
 
@@ -84,14 +86,22 @@ async fn panics_in_every_actor_kind_end_every_run_with_a_status_and_lose_nothing
         .map(|r| tokio::spawn(collect(r)))
         .collect();
 
-    let kinds = [
+    let only = std::env::var("RYVOS_CHAOS_ONLY").ok();
+    let kinds: Vec<ChildKind> = [
         ChildKind::Checkpoint,
         ChildKind::CostLedger,
         ChildKind::Guardian,
         ChildKind::LlmStream,
         ChildKind::ToolExecutor,
         ChildKind::Judge,
-    ];
+    ]
+    .into_iter()
+    .filter(|k| {
+        only.as_ref()
+            .is_none_or(|o| format!("{k:?}").eq_ignore_ascii_case(o))
+    })
+    .collect();
+    let sessions_too = only.is_none();
     let mut restarts = Restarts::default();
     let mut sessions_failed = 0;
     for _ in 0..faults {
@@ -104,7 +114,7 @@ async fn panics_in_every_actor_kind_end_every_run_with_a_status_and_lose_nothing
                 break;
             }
         }
-        let pick = rng.random_range(0..=kinds.len());
+        let pick = rng.random_range(0..kinds.len() + usize::from(sessions_too));
         if pick == kinds.len() {
             let session = sessions[rng.random_range(0..sessions.len())].clone();
             sessions_failed += usize::from(engine.inject_session_panic(session).await);

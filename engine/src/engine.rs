@@ -1,5 +1,6 @@
 //! The engine: the actor tree started, addressed, and stopped as one.
 
+use crate::checkpoint::{Checkpoint, Writer};
 use crate::config::{
     AgentConfig, BudgetConfig, DirectorConfig, EmbeddingConfig, ModelConfig, SandboxMode,
     SecurityConfig, SupervisionConfig,
@@ -170,6 +171,8 @@ pub struct Engine {
     global_events: GlobalEvents,
     notices: broadcast::Sender<SupervisorNotice>,
     store: Store,
+    /// The way to the store's writer.
+    checkpoint: Checkpoint,
     budget: BudgetConfig,
     director: DirectorConfig,
     /// A run's longest time (`max_duration_secs`).
@@ -230,10 +233,14 @@ impl Engine {
             .await
             .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))??;
         let slots = Slots::new();
+        // One writer for the runtime's whole life: it outlives the checkpoint actor's failures.
+        let writer = Writer::start(store.clone())
+            .map_err(|e| EngineError::Actors(format!("starting the store's writer: {e}")))?;
+        let checkpoint = Checkpoint::new(Arc::new(writer));
         let retries = RetryPolicy::from_config(&config.model);
         let memory = Memory::new(
             store.clone(),
-            slots.checkpoint.clone(),
+            checkpoint.clone(),
             &config.embedding,
             &retries,
         )
@@ -250,7 +257,7 @@ impl Engine {
         let gate = Gate::new(
             &config.security,
             approvals.clone(),
-            slots.checkpoint.clone(),
+            checkpoint.clone(),
             store
                 .always_allowed()
                 .await
@@ -272,7 +279,7 @@ impl Engine {
         let notices = broadcast::channel(64).0;
         let services = Services {
             store: store.clone(),
-            checkpoint: slots.checkpoint.clone(),
+            checkpoint: checkpoint.clone(),
             ledger: slots.ledger.clone(),
             guardian: slots.guardian.clone(),
             llm: slots.llm.clone(),
@@ -295,16 +302,15 @@ impl Engine {
             .map(str::to_owned)
             .collect();
         let args = RootArgs {
-            store: store.clone(),
             ledger: CostLedgerArgs {
                 store: store.clone(),
-                checkpoint: slots.checkpoint.clone(),
+                checkpoint: checkpoint.clone(),
                 budget: config.budget.clone(),
                 local_models,
             },
             guardian: GuardianArgs {
                 store: store.clone(),
-                checkpoint: slots.checkpoint.clone(),
+                checkpoint: checkpoint.clone(),
                 thresholds: Thresholds::new(&agent.guardian, agent.max_context_tokens),
             },
             judge: JudgeArgs {
@@ -329,6 +335,7 @@ impl Engine {
                 max_in_flight_runs: config.max_in_flight_runs.max(1),
             },
             policy,
+            checkpoint: checkpoint.clone(),
             slots: slots.clone(),
             notices: notices.clone(),
         };
@@ -349,6 +356,7 @@ impl Engine {
             global_events,
             notices,
             store,
+            checkpoint,
             budget: config.budget,
             director: config.agent.director.clone(),
             max_run: config.agent.max_duration(),
@@ -388,7 +396,7 @@ impl Engine {
         let events = stream.subscribe();
         let director = Director {
             runs: RunStarter::new(self.slots.sessions.clone()),
-            checkpoint: self.slots.checkpoint.clone(),
+            checkpoint: self.checkpoint.clone(),
             store: self.store.clone(),
             config: self.director.clone(),
             max_run: self.max_run,
@@ -471,7 +479,7 @@ impl Engine {
                 kept: Some(*request),
             }],
         );
-        crate::checkpoint::store(&self.slots.checkpoint, batch)
+        crate::checkpoint::store(&self.checkpoint, batch)
             .await
             .map_err(|e| ApprovalError::NotStored(request_id.to_owned(), e.to_string()))
     }

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! RootSupervisor                 restarts a failed child with backoff; escalates past the intensity
-//!  ├── CheckpointActor           the only store writer: append-only history, grouped commits
+//!  ├── CheckpointActor           owns the store's one writer (grouped commits), which outlives it
 //!  ├── CostLedgerActor           prices usage; run / session / day / month totals; budgets
 //!  ├── GuardianActor             doom loops, stalls, the token budget -> hints, retries, stops
 //!  ├── LlmStreamActor            asks the model, streams text deltas, assembles tool calls
@@ -15,7 +15,7 @@
 //! [`llm_stream`] actor, which publishes text as it streams and returns the assembled answer.
 //! An answer without tool calls ends the run. Otherwise the [`tool_executor`] runs the calls
 //! (once the turn is durable, when any call has side effects), the results are appended paired
-//! with their calls, and the turn's batch goes to the [`checkpoint`] actor while the next request
+//! with their calls, and the turn's batch goes to the [`checkpoint`] writer while the next request
 //! leaves at once: commits overlap model calls, and commits of concurrent sessions are grouped.
 //! Around every turn the [`cost_ledger`] prices the call and checks the budgets before the next
 //! one, and the [`guardian`] reviews the turn (and any stall) and answers with hints or a stop.

@@ -6,13 +6,13 @@
 //! fails more than `max_restarts` times within the window: it stops, and the runtime reports
 //! that it is down. Siblings reach a restarted child through its [`ChildSlot`].
 
-use crate::checkpoint::{CheckpointActor, CheckpointMsg};
+use crate::checkpoint::{Checkpoint, CheckpointActor, CheckpointMsg};
 use crate::cost_ledger::{CostLedgerActor, CostLedgerArgs, CostLedgerMsg};
 use crate::guardian::{GuardianActor, GuardianArgs, GuardianMsg};
 use crate::judge::{JudgeActor, JudgeArgs, JudgeMsg};
 use crate::llm_stream::{LlmMsg, LlmStreamActor, ModelChain};
 use crate::session::{SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg};
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 use crate::supervision::{ChildSlot, RestartDecision, RestartHistory, RestartPolicy};
 use crate::tool_executor::{ToolExecutorActor, ToolExecutorArgs, ToolMsg};
 use ractor::{
@@ -99,7 +99,8 @@ where
 
 /// Everything the root starts its children with.
 pub(crate) struct RootArgs {
-    pub store: Store,
+    /// The way to the store's writer, which the checkpoint actor owns.
+    pub checkpoint: Checkpoint,
     pub ledger: CostLedgerArgs,
     pub guardian: GuardianArgs,
     /// The models calls go to, and how they are retried.
@@ -191,6 +192,7 @@ pub(crate) struct RootState {
     restarts: HashMap<ChildKind, RestartHistory>,
     policy: RestartPolicy,
     slots: Slots,
+    checkpoint: Checkpoint,
     notices: broadcast::Sender<SupervisorNotice>,
     shutting_down: bool,
 }
@@ -212,7 +214,11 @@ impl Actor for RootSupervisor {
         let mut spawners: HashMap<ChildKind, Spawner> = HashMap::new();
         spawners.insert(
             ChildKind::Checkpoint,
-            spawner(|| CheckpointActor, args.store, slots.checkpoint.clone()),
+            spawner(
+                || CheckpointActor,
+                args.checkpoint.writer(),
+                slots.checkpoint.clone(),
+            ),
         );
         spawners.insert(
             ChildKind::CostLedger,
@@ -244,6 +250,7 @@ impl Actor for RootSupervisor {
             restarts: HashMap::new(),
             policy: args.policy,
             slots,
+            checkpoint: args.checkpoint,
             notices: args.notices,
             shutting_down: false,
         };
@@ -404,16 +411,7 @@ impl RootState {
                 tracing::warn!("stopping the sessions: {e}");
             }
         }
-        let flushed = match self.slots.checkpoint.get() {
-            Ok(checkpoint) => ractor::call_t!(
-                checkpoint,
-                CheckpointMsg::Flush,
-                SHUTDOWN_STEP_TIMEOUT.as_millis() as u64
-            )
-            .map_err(|e| StoreError::from_cause("flushing the store at shutdown", e))
-            .and_then(|r| r),
-            Err(e) => Err(StoreError::from_cause("flushing the store at shutdown", e)),
-        };
+        let flushed = crate::checkpoint::flush(&self.checkpoint).await;
         for kind in ChildKind::ALL.iter().rev() {
             self.slots.close(*kind);
         }

@@ -5,11 +5,10 @@ use super::period::Period;
 use super::pricing::{cost_microcents, PriceBook};
 use super::{Authorization, CostLedgerMsg, Receipt, UsageReport};
 use crate::callback::Callback;
-use crate::checkpoint::CheckpointMsg;
+use crate::checkpoint::Checkpoint;
 use crate::config::BudgetConfig;
 use crate::ids::{RunId, SessionId};
 use crate::store::{now_ms, CostTotals, Store, StoreError, Write, WriteBatch};
-use crate::supervision::ChildSlot;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::collections::{HashMap, HashSet};
 
@@ -17,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 #[derive(Clone)]
 pub(crate) struct CostLedgerArgs {
     pub store: Store,
-    pub checkpoint: ChildSlot<CheckpointMsg>,
+    pub checkpoint: Checkpoint,
     pub budget: BudgetConfig,
     /// Models served on this machine: free unless priced.
     pub local_models: Vec<String>,
@@ -29,7 +28,7 @@ pub(crate) struct CostLedgerActor;
 /// Its state: prices, limits, and the totals read or written so far.
 pub(crate) struct LedgerState {
     store: Store,
-    checkpoint: ChildSlot<CheckpointMsg>,
+    checkpoint: Checkpoint,
     prices: PriceBook,
     limits: Limits,
     /// Totals by ledger key; a key not here is read from the store when first needed.
@@ -270,13 +269,6 @@ impl LedgerState {
             },
             || Err(crate::checkpoint::writer_gone()),
         );
-        let append = CheckpointMsg::Append {
-            batch: Box::new(batch),
-            notify,
-        };
-        if let Err(e) = self.checkpoint.cast(append) {
-            // The dropped message answered its callback with the failure.
-            tracing::error!("handing the cost totals to the store failed: {e}");
-        }
+        self.checkpoint.append(batch, notify);
     }
 }

@@ -4,7 +4,7 @@
 //! Each call's usage (the provider's, or the tokenizer's estimate, marked as such) is priced
 //! from a [`PriceBook`] and added to four totals (`run:`, `session:`, `day:`, `month:` keys),
 //! which the [`CostLedgerActor`] keeps in memory and writes to redb through the
-//! CheckpointActor. Before every model call the session asks the ledger whether the run and
+//! store's writer. Before every model call the session asks the ledger whether the run and
 //! the month are within their limits; a restarted ledger reads its totals back from the store.
 
 mod actor;

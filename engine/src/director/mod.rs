@@ -17,7 +17,7 @@ pub(crate) use stop::StopSignal;
 pub(crate) use ryvos_protocol::plan::{Plan, PlanError, Step, StepEvent};
 pub(crate) use ryvos_protocol::records::{PlanRecord, StepState};
 
-use crate::checkpoint::CheckpointMsg;
+use crate::checkpoint::Checkpoint;
 use crate::config::DirectorConfig;
 use crate::event::{EventKind, RunEvents, RunOutcome, RunStatus};
 use crate::ids::{RunId, SessionId};
@@ -25,7 +25,6 @@ use crate::judge::rubric::unfenced;
 use crate::judge::Goal;
 use crate::session::{RunSpec, RunStarter};
 use crate::store::{Store, Write, WriteBatch};
-use crate::supervision::ChildSlot;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
@@ -34,7 +33,7 @@ use tokio::task::JoinSet;
 #[derive(Clone)]
 pub(crate) struct Director {
     pub runs: RunStarter,
-    pub checkpoint: ChildSlot<CheckpointMsg>,
+    pub checkpoint: Checkpoint,
     pub store: Store,
     pub config: DirectorConfig,
     /// A run's longest time, to bound the wait for each.

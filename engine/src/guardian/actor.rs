@@ -4,11 +4,10 @@
 
 use super::watch::{Ladder, Review, RunWatch, Thresholds};
 use super::GuardianMsg;
-use crate::checkpoint::CheckpointMsg;
+use crate::checkpoint::Checkpoint;
 use crate::event::EventKind;
 use crate::ids::RunId;
 use crate::store::Store;
-use crate::supervision::ChildSlot;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::collections::HashMap;
 
@@ -16,7 +15,7 @@ use std::collections::HashMap;
 #[derive(Clone)]
 pub(crate) struct GuardianArgs {
     pub store: Store,
-    pub checkpoint: ChildSlot<CheckpointMsg>,
+    pub checkpoint: Checkpoint,
     pub thresholds: Thresholds,
 }
 
@@ -26,7 +25,7 @@ pub(crate) struct GuardianActor;
 /// Its state.
 pub(crate) struct GuardianState {
     store: Store,
-    checkpoint: ChildSlot<CheckpointMsg>,
+    checkpoint: Checkpoint,
     thresholds: Thresholds,
     runs: HashMap<RunId, RunWatch>,
 }

@@ -1,6 +1,6 @@
 //! Memory: what agents choose to remember, across sessions, and how it is found again.
 //!
-//! `memory_write` stores an entry (through the CheckpointActor, durable before the tool
+//! `memory_write` stores an entry (through the store's writer, durable before the tool
 //! answers); `memory_search` and the recall layer find entries by keyword, scored with
 //! [`bm25`] over an inverted index in redb, merged with vector similarity when `[embedding]`
 //! is configured. Vector search is a brute-force scan of the stored vectors.
@@ -13,11 +13,10 @@ pub(crate) use embeddings::{EmbedError, Embedder};
 pub(crate) use tools::{MemorySearch, MemoryWrite};
 
 use crate::callback::Callback;
-use crate::checkpoint::CheckpointMsg;
+use crate::checkpoint::Checkpoint;
 use crate::config::EmbeddingConfig;
 use crate::ids::SessionId;
 use crate::store::{now_ms, MemoryEntry, Store, StoreError, Write, WriteBatch};
-use crate::supervision::ChildSlot;
 use embeddings::similarity;
 use std::collections::HashMap;
 
@@ -41,7 +40,7 @@ pub(crate) struct Found {
 #[derive(Clone)]
 pub(crate) struct Memory {
     store: Store,
-    checkpoint: ChildSlot<CheckpointMsg>,
+    checkpoint: Checkpoint,
     embedder: Option<Embedder>,
     keyword_weight: f64,
     vector_weight: f64,
@@ -53,7 +52,7 @@ impl Memory {
     /// names a provider.
     pub(crate) fn new(
         store: Store,
-        checkpoint: ChildSlot<CheckpointMsg>,
+        checkpoint: Checkpoint,
         config: &EmbeddingConfig,
         retries: &RetryPolicy,
     ) -> Result<Self, EmbedError> {
@@ -109,12 +108,7 @@ impl Memory {
             },
             || Err(crate::checkpoint::writer_gone()),
         );
-        self.checkpoint
-            .cast(CheckpointMsg::Append {
-                batch: Box::new(batch),
-                notify,
-            })
-            .map_err(|e| StoreError::from_cause("storing a memory", e))?;
+        self.checkpoint.append(batch, notify);
         match durable.await {
             Ok(result) => result.map(|()| (entry, degraded)),
             Err(_) => Err(crate::checkpoint::writer_gone()),

@@ -8,13 +8,12 @@
 
 use super::approvals::{Answer, Approvals, PendingApproval};
 use super::classify::{self, Classification};
-use crate::checkpoint::{self, CheckpointMsg};
+use crate::checkpoint::{self, Checkpoint};
 use crate::config::{Decision, SecurityConfig};
 use crate::event::{EventKind, RunEvents};
 use crate::ids::SessionId;
 use crate::message::ToolCall;
 use crate::store::{now_ms, AuditRecord, StoreError, Write, WriteBatch};
-use crate::supervision::ChildSlot;
 use crate::text::truncate;
 use crate::tools::{SafetyTier, Tool, ToolContext};
 use std::collections::{HashMap, HashSet};
@@ -30,7 +29,7 @@ pub(crate) struct Gate {
     config: Arc<SecurityConfig>,
     allowlist: Arc<Vec<regex::Regex>>,
     approvals: Approvals,
-    checkpoint: ChildSlot<CheckpointMsg>,
+    checkpoint: Checkpoint,
     /// Calls a person allowed "always", per session: the key is the tool, or `bash` and its
     /// command. Stored too, so they hold across restarts.
     always: Arc<std::sync::Mutex<HashMap<SessionId, HashSet<String>>>>,
@@ -61,7 +60,7 @@ impl Gate {
     pub(crate) fn new(
         config: &SecurityConfig,
         approvals: Approvals,
-        checkpoint: ChildSlot<CheckpointMsg>,
+        checkpoint: Checkpoint,
         always: HashMap<SessionId, HashSet<String>>,
     ) -> Result<Self, String> {
         let allowlist = config
@@ -434,19 +433,7 @@ impl Gate {
             },
             || Err(checkpoint::writer_gone()),
         );
-        let append = CheckpointMsg::Append {
-            batch: Box::new(batch),
-            notify,
-        };
-        // An undelivered message drops its callback, which reports the failure as an event.
-        match self.checkpoint.get() {
-            Ok(writer) => {
-                if let Err(e) = writer.cast(append) {
-                    tracing::warn!("the audit record could not be handed to the writer: {e}");
-                }
-            }
-            Err(e) => tracing::warn!("the audit record could not be handed to the writer: {e}"),
-        }
+        self.checkpoint.append(batch, notify);
     }
 }
 

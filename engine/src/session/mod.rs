@@ -26,7 +26,7 @@ pub(crate) use supervisor::{
     RunTicket, SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg,
 };
 
-use crate::checkpoint::CheckpointMsg;
+use crate::checkpoint::Checkpoint;
 use crate::config::AgentConfig;
 use crate::cost_ledger::CostLedgerMsg;
 use crate::event::GlobalEvents;
@@ -42,7 +42,7 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub(crate) struct Services {
     pub store: Store,
-    pub checkpoint: ChildSlot<CheckpointMsg>,
+    pub checkpoint: Checkpoint,
     pub ledger: ChildSlot<CostLedgerMsg>,
     pub guardian: ChildSlot<GuardianMsg>,
     pub llm: ChildSlot<LlmMsg>,

@@ -2,7 +2,6 @@
 
 use super::{SessionMsg, SessionState};
 use crate::callback::Callback;
-use crate::checkpoint::CheckpointMsg;
 use crate::event::EventKind;
 use crate::session::run::Phase;
 use crate::store::{
@@ -73,13 +72,7 @@ impl SessionState {
             },
             || Err(crate::checkpoint::writer_gone()),
         );
-        if let Err(e) = self.services.checkpoint.cast(CheckpointMsg::Append {
-            batch: Box::new(batch),
-            notify,
-        }) {
-            // The undelivered message dropped its callback, which reports the failure.
-            tracing::error!(session = %self.id, "handing a turn to the store failed: {e}");
-        }
+        self.services.checkpoint.append(batch, notify);
     }
 
     pub(super) fn on_committed(
