@@ -8,7 +8,7 @@
 //! write succeeds.
 
 use crate::store::{Context, StoreError};
-use redb::{Database, StorageError, TransactionError};
+use redb::{Database, DatabaseError, StorageError, TransactionError};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -19,6 +19,10 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// How long a closing database waits for the reads still using it.
 const CLOSE_PATIENCE: Duration = Duration::from_secs(2);
+/// How long opening waits for the file's lock while another process holds it. A process that
+/// stopped abruptly can leave the lock held for a moment: a program it was starting holds the
+/// database's descriptor between its fork and its exec.
+const LOCK_PATIENCE: Duration = Duration::from_secs(10);
 
 /// The store's database file and what is known of its health.
 pub(super) struct DatabaseFile {
@@ -44,7 +48,7 @@ impl DatabaseFile {
             std::fs::create_dir_all(dir)
                 .doing(|| format!("creating the directory {}", dir.display()))?;
         }
-        let db = create(path)?;
+        let db = open_waiting(path)?;
         Ok(DatabaseFile {
             path: path.to_path_buf(),
             state: Mutex::new(State {
@@ -78,7 +82,7 @@ impl DatabaseFile {
                 wait.as_millis()
             )));
         }
-        match create(&self.path) {
+        match create(&self.path).doing(|| format!("opening {}", self.path.display())) {
             Ok(db) => {
                 tracing::info!(path = %self.path.display(), "the store is open again");
                 let db = Arc::new(db);
@@ -139,18 +143,54 @@ impl DatabaseFile {
     }
 }
 
+/// Opens (or creates) the database at `path`, waiting (at most [`LOCK_PATIENCE`], and saying
+/// so) while another process holds its lock.
+fn open_waiting(path: &Path) -> Result<Database, StoreError> {
+    let deadline = Instant::now() + LOCK_PATIENCE;
+    let mut waiting = false;
+    loop {
+        match create(path) {
+            Err(DatabaseError::DatabaseAlreadyOpen) if Instant::now() < deadline => {
+                if !waiting {
+                    tracing::warn!(
+                        "the store {} is locked by another process (a program started by a \
+                         process that stopped may hold it for a moment); waiting up to \
+                         {LOCK_PATIENCE:?}",
+                        path.display()
+                    );
+                    waiting = true;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(DatabaseError::DatabaseAlreadyOpen) => {
+                return Err(StoreError::from_cause(
+                    format!("opening {}", path.display()),
+                    format!(
+                        "another process has held it for {LOCK_PATIENCE:?}: is another ryvosd \
+                         (or `ryvos run`) using this $RYVOS_HOME?"
+                    ),
+                ))
+            }
+            Err(e) => return Err(e).doing(|| format!("opening {}", path.display())),
+            Ok(db) => {
+                if waiting {
+                    tracing::info!("the store's lock was released; it is open");
+                }
+                return Ok(db);
+            }
+        }
+    }
+}
+
 /// Opens (or creates) the database file at `path`.
-fn create(path: &Path) -> Result<Database, StoreError> {
-    let doing = || format!("opening {}", path.display());
+fn create(path: &Path) -> Result<Database, DatabaseError> {
     #[cfg(feature = "testing")]
     {
-        let backend = super::faults::Backend::open(path).doing(doing)?;
-        Database::builder()
-            .create_with_backend(backend)
-            .doing(doing)
+        let backend = super::faults::Backend::open(path)?;
+        Database::builder().create_with_backend(backend)
     }
     #[cfg(not(feature = "testing"))]
-    Database::create(path).doing(doing)
+    Database::create(path)
 }
 
 /// Closes `db` once the reads still using it are done (within [`CLOSE_PATIENCE`]); after that
