@@ -20,7 +20,7 @@ async fn five_clients_at_once_past_a_limit_of_two_are_refused_while_the_admitted
     ])
     .await;
     let home = Home::new(&server, "[daemon]\nmax_in_flight_runs = 2");
-    let mut daemon = home.daemon().await;
+    let daemon = home.daemon().await;
 
     let started = Instant::now();
     let mut clients: FuturesUnordered<_> = (0..5)
@@ -65,10 +65,5 @@ async fn five_clients_at_once_past_a_limit_of_two_are_refused_while_the_admitted
         assert_eq!(code, 0, "{stderr}");
     }
     drop(clients);
-    let (code, _, stderr) = home.ryvos(&["shutdown"]).await;
-    assert_eq!(code, 0, "{stderr}");
-    tokio::time::timeout(WAIT, daemon.wait())
-        .await
-        .expect("the daemon stops")
-        .unwrap();
+    home.shutdown(daemon).await;
 }

@@ -234,7 +234,7 @@ async fn killed_at_random_moments_the_daemon_loses_and_duplicates_nothing() {
     );
 
     // Every session resumes to the end, on a daemon that is not killed.
-    let mut daemon = home.daemon().await;
+    let daemon = home.daemon().await;
     for session in seen.sessions.clone() {
         let (events, mut incoming) = mpsc::unbounded_channel();
         let status =
@@ -250,12 +250,7 @@ async fn killed_at_random_moments_the_daemon_loses_and_duplicates_nothing() {
             "session {session} resumes"
         );
     }
-    let (code, _, stderr) = home.ryvos(&["shutdown"]).await;
-    assert_eq!(code, 0, "{stderr}");
-    tokio::time::timeout(WAIT, daemon.wait())
-        .await
-        .expect("the daemon stops")
-        .unwrap();
+    home.shutdown(daemon).await;
     let store = Store::open(&config.database_path(), true).unwrap();
     for session in &seen.sessions {
         let history = store

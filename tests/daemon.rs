@@ -5,6 +5,7 @@ mod common;
 
 use common::cli::json_lines as events;
 use common::home::{Ended, Home, WAIT};
+use common::is_judge;
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
@@ -420,13 +421,6 @@ async fn a_director_run_killed_mid_plan_resumes_without_redoing_finished_steps()
         "the plan is not asked for again"
     );
     server.assert_no_orphans();
-}
-
-/// True for a request to the judge model.
-fn is_judge(request: &Value) -> bool {
-    request["messages"][0]["content"]
-        .as_str()
-        .is_some_and(|s| s.starts_with("You are the Judge"))
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -4,25 +4,13 @@
 
 mod common;
 
-use common::Harness;
+use common::{asked, is_judge, Harness};
 use ryvos::testing::Inspect;
 use ryvos::{EventKind, RunStatus};
 use ryvos_testkit::{Gate, Reply, Router};
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-
-/// The user message of a request (its last one).
-fn asked(request: &Value) -> String {
-    let messages = request["messages"].as_array().unwrap();
-    messages
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_owned()
-}
 
 const DIAMOND: &str = r#"{"steps": [
     {"id": "a", "goal": "count the apples"},
@@ -33,12 +21,6 @@ const DIAMOND: &str = r#"{"steps": [
 
 /// A judge model's acceptance of a step without criteria.
 const ACCEPT: &str = r#"{"verdict": "accept", "reason": "the step is done", "criteria": []}"#;
-
-fn is_judge(request: &Value) -> bool {
-    request["messages"][0]["content"]
-        .as_str()
-        .is_some_and(|s| s.starts_with("You are the Judge"))
-}
 
 /// Answers a Director's requests by what they ask. Steps a and b are both held until both have
 /// been asked for: run one after the other, they would wait for ever.

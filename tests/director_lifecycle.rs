@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::Harness;
+use common::{asked, is_judge, Harness};
 use ryvos::testing::Inspect;
 use ryvos::{EventKind, RunStatus};
 use ryvos_testkit::{Gate, Reply, Router};
@@ -18,18 +18,6 @@ const PLAN: &str = r#"{"steps": [
     {"id": "b", "goal": "count the bananas"}
 ]}"#;
 const ACCEPT: &str = r#"{"verdict": "accept", "reason": "the step is done", "criteria": []}"#;
-
-/// The user message of a request (its last one).
-fn asked(request: &Value) -> String {
-    let messages = request["messages"].as_array().unwrap();
-    messages
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_owned()
-}
 
 /// What the tests see of the model: step b's first call is held at `held` (it asks for a
 /// tool), and `b_asked` is told when it arrives; everything else answers at once.
@@ -48,13 +36,10 @@ fn script() -> Script {
     let (gate, notify, log) = (held.clone(), b_asked.clone(), seen.clone());
     let router: Router = Arc::new(move |request: &Value| {
         let prompt = asked(request);
-        let is_judge = request["messages"][0]["content"]
-            .as_str()
-            .is_some_and(|s| s.starts_with("You are the Judge"));
         let step = prompt
             .strip_prefix("[Director] You carry out step '")
             .and_then(|rest| rest.split('\'').next());
-        let reply = if is_judge {
+        let reply = if is_judge(request) {
             Reply::text(&[ACCEPT])
         } else if prompt.starts_with("[Director] Plan how") {
             log.lock().unwrap().push("plan".to_owned());

@@ -66,10 +66,5 @@ async fn a_new_daemon_waits_for_the_locks_a_stopped_one_left_held_and_says_so() 
     let (code, stdout, stderr) = home.ryvos(&["run", "say", "hello"]).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("hello"), "{stdout}");
-    let (code, _, stderr) = home.ryvos(&["shutdown"]).await;
-    assert_eq!(code, 0, "{stderr}");
-    tokio::time::timeout(WAIT, daemon.wait())
-        .await
-        .expect("the daemon stops")
-        .unwrap();
+    home.shutdown(daemon).await;
 }

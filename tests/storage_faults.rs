@@ -151,7 +151,7 @@ async fn a_daemon_whose_home_fills_up_recovers_without_a_restart_once_space_is_b
         return;
     };
     std::fs::write(home.path().join("config.toml"), config).unwrap();
-    let mut daemon = home.daemon().await;
+    let daemon = home.daemon().await;
 
     let (code, stdout, stderr) = home
         .ryvos(&["run", "--json", "before", "it", "fills"])
@@ -195,12 +195,7 @@ async fn a_daemon_whose_home_fills_up_recovers_without_a_restart_once_space_is_b
     let (_, out, _) = home.ryvos(&["status"]).await;
     assert!(!out.contains("DEGRADED"), "{out}");
 
-    let (code, _, stderr) = home.ryvos(&["shutdown"]).await;
-    assert_eq!(code, 0, "{stderr}");
-    tokio::time::timeout(common::home::WAIT, daemon.wait())
-        .await
-        .expect("the daemon stops")
-        .unwrap();
+    home.shutdown(daemon).await;
     // The store opens, and holds both answered runs of the session in order.
     let store = ryvos::testing::Store::open(&home.path().join("ryvos.redb"), true).unwrap();
     let history = store

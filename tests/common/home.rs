@@ -90,6 +90,16 @@ impl Home {
         child
     }
 
+    /// Stops `daemon` with `ryvos shutdown` and waits until it has exited.
+    pub async fn shutdown(&self, mut daemon: Child) {
+        let (code, _, stderr) = self.ryvos(&["shutdown"]).await;
+        assert_eq!(code, 0, "{stderr}");
+        tokio::time::timeout(WAIT, daemon.wait())
+            .await
+            .expect("the daemon stops")
+            .unwrap();
+    }
+
     /// Runs `ryvos ARGS` to its end: (exit code, stdout, stderr).
     pub async fn ryvos(&self, args: &[&str]) -> (i32, String, String) {
         cli::output(self.command(env!("CARGO_BIN_EXE_ryvos")).args(args)).await

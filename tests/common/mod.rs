@@ -221,3 +221,22 @@ pub fn answers_since_prompt(request: &serde_json::Value) -> usize {
             .count()
     })
 }
+
+/// The user message of a captured request (its last one).
+pub fn asked(request: &serde_json::Value) -> String {
+    let messages = request["messages"].as_array().expect("messages");
+    messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Whether a captured request is the Judge's.
+pub fn is_judge(request: &serde_json::Value) -> bool {
+    request["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("You are the Judge"))
+}
