@@ -3,12 +3,14 @@
 
 use clap::Parser;
 use ryvos::config::Config;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Run the Ryvos daemon: sessions, runs and the store, served on a private unix socket.
+/// ryvosd: the Ryvos daemon. It keeps the sessions, runs and the store, and serves them to
+/// `ryvos` (and other clients) on a private unix socket.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(name = "ryvosd", version)]
 struct Args {
     /// The config file (default: $RYVOS_HOME/config.toml, else built-in defaults).
     #[arg(long, value_name = "PATH")]
@@ -23,6 +25,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal: the journal and files get plain text.
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .init();
     let config = match Config::load(args.config.as_deref()) {
         Ok(c) => c,

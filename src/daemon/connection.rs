@@ -194,7 +194,10 @@ async fn history(id: &SessionId, shared: &Shared) -> Result<HistoryResult, Error
     let store = shared.runtime.engine.store();
     let history = store.load_session(id).await.map_err(internal)?;
     let Some(session) = history.record else {
-        return Err(ErrorBody::new(ErrorCode::NotFound, "no such session"));
+        return Err(ErrorBody::new(
+            ErrorCode::NotFound,
+            format!("there is no session {id}; `ryvos sessions` lists them"),
+        ));
     };
     let messages = history
         .messages
@@ -313,6 +316,8 @@ async fn stream(
     mut handle: crate::runtime::RunHandle,
     write: &mut OwnedWriteHalf,
 ) -> std::io::Result<()> {
+    let (session, run) = (handle.session_id.clone(), handle.run_id.clone());
+    tracing::info!(%session, %run, "run started");
     let mut outcome = None;
     let mut client_gone = false;
     while let Some(event) = handle.next_event().await {
@@ -324,6 +329,16 @@ async fn stream(
             };
             client_gone = send(write, &reply).await.is_err();
         }
+    }
+    match &outcome {
+        Some(o) => tracing::info!(
+            %session,
+            %run,
+            status = %o.status,
+            duration_ms = o.duration_ms,
+            "run ended"
+        ),
+        None => tracing::warn!(%session, %run, "run ended without reporting its outcome"),
     }
     if client_gone {
         return Err(std::io::Error::new(

@@ -5,10 +5,12 @@
 //! the command failed; 2 bad usage or config; 3 the daemon was lost or could not be reached.
 
 mod inline_approval;
+mod out;
 mod print;
 mod render;
 
 use clap::{Parser, Subcommand};
+use out::outln;
 use render::Renderer;
 use ryvos::client::{Client, ClientError};
 use ryvos::config::Config;
@@ -79,7 +81,7 @@ enum Command {
         /// The session id.
         id: String,
     },
-    /// Token usage of recent runs (prices are not applied yet).
+    /// What the runs cost: by day and by session, with the monthly limit's state.
     Cost,
     /// Print a session's run logs (runs, turns, tool calls) as JSON lines, oldest first.
     Logs {
@@ -172,6 +174,10 @@ async fn dispatch(command: Command, config: Config) -> u8 {
             prompt,
         } => {
             let prompt = prompt.join(" ");
+            if prompt.trim().is_empty() && resume.is_none() {
+                eprintln!("ryvos: the prompt is empty: say what the run should do");
+                return EXIT_USAGE;
+            }
             if director && prompt.trim().is_empty() {
                 eprintln!("ryvos: a Director run needs its task: give a prompt");
                 return EXIT_USAGE;
@@ -183,13 +189,18 @@ async fn dispatch(command: Command, config: Config) -> u8 {
                     return EXIT_USAGE;
                 }
             };
+            let asked = workspace.clone().unwrap_or_else(|| PathBuf::from("."));
             let workspace = match workspace
                 .map_or_else(std::env::current_dir, Ok)
                 .and_then(|w| w.canonicalize())
             {
                 Ok(w) => w,
                 Err(e) => {
-                    eprintln!("ryvos: the workspace: {e}");
+                    eprintln!(
+                        "ryvos: the workspace {}: {e}; give an existing directory with \
+                         --workspace",
+                        asked.display()
+                    );
                     return EXIT_USAGE;
                 }
             };
@@ -247,13 +258,13 @@ async fn dispatch(command: Command, config: Config) -> u8 {
         Command::Cost => simple::<Cost>(&socket, &NoParams {}, print::cost).await,
         Command::Interrupt { id } => {
             simple::<Interrupt>(&socket, &SessionParams { session: id }, |_| {
-                println!("interrupting: the run pauses after its current step")
+                outln!("interrupting: the run pauses after its current step")
             })
             .await
         }
         Command::Cancel { id } => {
             simple::<Cancel>(&socket, &SessionParams { session: id }, |_| {
-                println!("cancelled")
+                outln!("cancelled")
             })
             .await
         }
@@ -266,7 +277,7 @@ async fn dispatch(command: Command, config: Config) -> u8 {
                 reason: None,
                 always,
             };
-            simple::<Approve>(&socket, &params, |_| println!("approved")).await
+            simple::<Approve>(&socket, &params, |_| outln!("approved")).await
         }
         Command::Deny { request_id, reason } => {
             let params = AnswerParams {
@@ -274,12 +285,12 @@ async fn dispatch(command: Command, config: Config) -> u8 {
                 reason,
                 always: false,
             };
-            simple::<Deny>(&socket, &params, |_| println!("denied")).await
+            simple::<Deny>(&socket, &params, |_| outln!("denied")).await
         }
         Command::Logs { id } => match ryvos::run_log::read(&config.logs_dir(), &id) {
             Ok(lines) => {
                 for line in lines {
-                    println!("{line}");
+                    outln!("{line}");
                 }
                 0
             }
@@ -289,7 +300,7 @@ async fn dispatch(command: Command, config: Config) -> u8 {
             }
         },
         Command::Shutdown => {
-            simple::<Shutdown>(&socket, &NoParams {}, |_| println!("ryvosd is stopping")).await
+            simple::<Shutdown>(&socket, &NoParams {}, |_| outln!("ryvosd is stopping")).await
         }
     }
 }

@@ -1,19 +1,23 @@
 //! How `ryvos` prints the daemon's answers: each from its typed result.
 
+use crate::out::outln;
 use ryvos::protocol::{HistoryResult, StatusResult};
 use ryvos_protocol::records::{PendingApproval, SessionRecord};
 use ryvos_protocol::report::{CostReport, Spend};
 use ryvos_protocol::Message;
 
 pub fn status(s: &StatusResult) {
-    println!(
+    outln!(
         "ryvosd is running: pid {}, version {}, up {}s, home {}",
-        s.pid, s.version, s.uptime_secs, s.home
+        s.pid,
+        s.version,
+        s.uptime_secs,
+        s.home
     );
-    println!("sandbox: {}", s.sandbox);
+    outln!("sandbox: {}", s.sandbox);
     match &s.store_fault {
-        None => println!("store: {}", s.store),
-        Some(fault) => println!(
+        None => outln!("store: {}", s.store),
+        Some(fault) => outln!(
             "store: {}, DEGRADED: it cannot write ({fault}); runs fail until it can",
             s.store
         ),
@@ -22,20 +26,21 @@ pub fn status(s: &StatusResult) {
 
 pub fn sessions(sessions: &[SessionRecord]) {
     if sessions.is_empty() {
-        println!("no sessions yet");
+        outln!("no sessions yet");
     }
     for s in sessions {
         let last_run = s.last_run.as_ref().map_or("-", |r| r.as_str());
-        println!(
+        outln!(
             "{}  {} messages  last run {last_run}",
-            s.session_id, s.message_count
+            s.session_id,
+            s.message_count
         );
     }
 }
 
 pub fn approvals(pending: &[PendingApproval]) {
     if pending.is_empty() {
-        println!("no tool call is waiting for approval");
+        outln!("no tool call is waiting for approval");
     }
     for p in pending {
         let state = match (p.paused, p.answer.as_ref().map(|a| a.approved)) {
@@ -44,9 +49,13 @@ pub fn approvals(pending: &[PendingApproval]) {
             (true, None) => "  [run paused; asked again on resume]",
             (false, _) => "",
         };
-        println!(
+        outln!(
             "{}  {:?} {}  {}  (session {}){state}",
-            p.request_id, p.tier, p.tool, p.input, p.session_id
+            p.request_id,
+            p.tier,
+            p.tool,
+            p.input,
+            p.session_id
         );
     }
 }
@@ -59,14 +68,29 @@ pub fn history(h: &HistoryResult) {
             Message::ToolResult { content, .. } => ("tool_result", content.as_str()),
             Message::System { content } => ("system", content.as_str()),
         };
-        println!("[{}] {role}: {text}", m.seq);
+        outln!("[{}] {role}: {text}", m.seq);
         for call in m.message.tool_calls() {
-            println!("      call {} {} {}", call.id, call.name, call.arguments);
+            outln!("      call {} {} {}", call.id, call.name, call.arguments);
         }
     }
     for r in &h.runs {
         let status = r.status.map_or("in flight", |s| s.as_str());
-        println!("run {}: {status} ({} turns)", r.run_id, r.turns);
+        outln!("run {}: {status} ({} turns)", r.run_id, r.turns);
+    }
+    for a in &h.audit {
+        let decision = if a.allowed { "allowed" } else { "denied" };
+        let why = a
+            .reason
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default();
+        outln!(
+            "audit {} {} ({}) {decision} by {}{why}",
+            a.call_id,
+            a.tool,
+            format!("{:?}", a.tier),
+            a.decided_by
+        );
     }
 }
 
@@ -98,7 +122,7 @@ fn spend(s: &Spend) -> String {
 
 /// `ryvos cost`: this month against the limits, then each day and each session.
 pub fn cost(r: &CostReport) {
-    println!(
+    outln!(
         "this month ({}, UTC): {} spent; monthly limit {}, warning at {}; per-run limit {}",
         r.month.key,
         money(r.month.cost_cents),
@@ -107,21 +131,21 @@ pub fn cost(r: &CostReport) {
         limit(r.per_run_limit_cents),
     );
     if let Some(until) = &r.refused_until {
-        println!("  the monthly limit is reached: new runs are refused until {until} (UTC)");
+        outln!("  the monthly limit is reached: new runs are refused until {until} (UTC)");
     }
-    println!("by day:");
+    outln!("by day:");
     for day in &r.days {
-        println!("  {}  {}", day.key, spend(day));
+        outln!("  {}  {}", day.key, spend(day));
     }
-    println!("by session (all time, most spent first):");
+    outln!("by session (all time, most spent first):");
     for session in &r.sessions {
-        println!("  {:<28}  {}", session.key, spend(session));
+        outln!("  {:<28}  {}", session.key, spend(session));
     }
     if r.session_count > r.sessions.len() {
-        println!("  … and {} more", r.session_count - r.sessions.len());
+        outln!("  … and {} more", r.session_count - r.sessions.len());
     }
     if r.month.estimated_calls > 0 {
-        println!(
+        outln!(
             "{} call(s) this month had no usage from the server; their tokens were estimated",
             r.month.estimated_calls
         );

@@ -318,7 +318,7 @@ impl Renderer {
 
     fn end_line(&mut self) {
         if self.open_line {
-            println!();
+            crate::out::outln!();
             self.open_line = false;
         }
         for note in self.held_notes.drain(..) {

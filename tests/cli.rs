@@ -1,0 +1,179 @@
+//! The command line's rough edges, through the real binaries: a reader that goes away, the
+//! daemon's own name and help, an empty prompt, plain logs off a terminal, and `history`
+//! showing the audit the README promises.
+
+mod common;
+
+use common::home::Home;
+use ryvos_testkit::{Reply, ScriptedModelServer};
+use std::process::Stdio;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// Runs `ryvos ARGS` with its stdout a pipe whose reader is already gone: (exit code, stderr).
+async fn into_a_closed_pipe(home: &Home, args: &[&str]) -> (i32, String) {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut ends = [0; 2];
+    // SAFETY: pipe2 fills `ends` with two new descriptors, each owned once below.
+    assert_eq!(
+        unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) },
+        0
+    );
+    // SAFETY: both descriptors were just created and are owned nowhere else.
+    let (reader, writer) =
+        unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
+    drop(reader);
+    let out = home
+        .command(env!("CARGO_BIN_EXE_ryvos"))
+        .args(args)
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output();
+    let out = tokio::time::timeout(common::home::WAIT, out)
+        .await
+        .expect("the command ends")
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reader_that_goes_away_ends_the_read_commands_quietly() {
+    let server = ScriptedModelServer::start([Reply::text(&["hello"])]).await;
+    let home = Home::new(&server, "");
+    let daemon = home.daemon().await;
+    let (code, _, stderr) = home.ryvos(&["run", "say", "hello"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    for command in [&["sessions"][..], &["status"], &["cost"], &["approvals"]] {
+        let (code, stderr) = into_a_closed_pipe(&home, command).await;
+        assert_eq!(code, 0, "{command:?}: {stderr}");
+        assert!(stderr.is_empty(), "{command:?} says nothing: {stderr}");
+    }
+    home.shutdown(daemon).await;
+}
+
+#[tokio::test]
+async fn ryvosd_names_itself_and_has_its_own_help() {
+    let server = ScriptedModelServer::start([]).await;
+    let home = Home::new(&server, "");
+    let ryvosd = |arg: &'static str| {
+        let mut command = home.command(env!("CARGO_BIN_EXE_ryvosd"));
+        command.arg(arg);
+        command
+    };
+    let (code, version, _) = common::cli::output(&mut ryvosd("--version")).await;
+    assert_eq!(code, 0);
+    assert!(version.starts_with("ryvosd "), "{version}");
+    let (_, daemon_help, _) = common::cli::output(&mut ryvosd("--help")).await;
+    let (_, cli_help, _) = home.ryvos(&["--help"]).await;
+    assert!(daemon_help.contains("daemon"), "{daemon_help}");
+    assert_ne!(
+        daemon_help.lines().next(),
+        cli_help.lines().next(),
+        "each binary says what it is"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_empty_prompt_is_bad_usage_and_creates_nothing() {
+    let server = ScriptedModelServer::start([]).await;
+    let home = Home::new(&server, "");
+    // In-process (no daemon), then through one.
+    let (code, _, stderr) = home.ryvos(&["run", " "]).await;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("the prompt is empty"), "{stderr}");
+    let daemon = home.daemon().await;
+    let (code, _, stderr) = home.ryvos(&["run", ""]).await;
+    assert_eq!(code, 2, "{stderr}");
+    let (code, sessions, _) = home.ryvos(&["sessions"]).await;
+    assert_eq!(code, 0);
+    assert!(sessions.contains("no sessions yet"), "{sessions}");
+    // Errors name what they are about.
+    let (code, _, stderr) = home.ryvos(&["history", "s_nope"]).await;
+    assert_ne!(code, 0);
+    assert!(stderr.contains("no session s_nope"), "{stderr}");
+    let (code, _, stderr) = home
+        .ryvos(&["run", "--workspace", "/no/such/dir", "hello"])
+        .await;
+    assert_eq!(code, 2);
+    assert!(stderr.contains("/no/such/dir"), "{stderr}");
+    assert!(server.requests().is_empty());
+    home.shutdown(daemon).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ryvosd_logs_plain_text_off_a_terminal_with_a_line_per_run_start_and_end() {
+    let server = ScriptedModelServer::start([Reply::text(&["hello"])]).await;
+    let home = Home::new(&server, "");
+    let mut daemon = home
+        .command(env!("CARGO_BIN_EXE_ryvosd"))
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines, mut arrived) = tokio::sync::mpsc::unbounded_channel();
+    let mut log = BufReader::new(daemon.stderr.take().unwrap()).lines();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = log.next_line().await {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let mut until = async |wanted: &str| {
+        let found = async {
+            while let Some(line) = arrived.recv().await {
+                let hit = line.contains(wanted);
+                seen.push(line);
+                if hit {
+                    return;
+                }
+            }
+            panic!("ryvosd's log ended before {wanted:?}");
+        };
+        tokio::time::timeout(common::home::WAIT, found)
+            .await
+            .expect("the line came");
+    };
+    until("listening on").await;
+    let (code, _, stderr) = home.ryvos(&["run", "say", "hello"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    until("run ended").await;
+    let ended = seen.last().unwrap().clone();
+    assert!(
+        ended.contains("INFO") && ended.contains("status=completed") && ended.contains("session="),
+        "{ended}"
+    );
+    assert!(seen.iter().any(|l| l.contains("run started")), "{seen:?}");
+    assert!(
+        seen.iter().all(|l| !l.contains('\u{1b}')),
+        "no colour codes: {seen:?}"
+    );
+    home.shutdown(daemon).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn history_shows_the_security_gates_decisions() {
+    let server = ScriptedModelServer::start([
+        Reply::tool_calls(&[("c1", "write", r#"{"path": "a.txt", "content": "1"}"#)]),
+        Reply::text(&["Wrote it."]),
+    ])
+    .await;
+    let home = Home::new(&server, "");
+    let daemon = home.daemon().await;
+    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "write", "it"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let session = common::cli::json_lines(&stdout)
+        .pop()
+        .and_then(|e| e["session_id"].as_str().map(str::to_owned))
+        .unwrap();
+    let (code, history, _) = home.ryvos(&["history", &session]).await;
+    assert_eq!(code, 0);
+    assert!(
+        history.contains("audit c1 write (T2) allowed by policy"),
+        "{history}"
+    );
+    home.shutdown(daemon).await;
+}
