@@ -12,7 +12,7 @@ use ryvos_protocol::event::{Event, EventKind};
 use ryvos_protocol::goal::Goal;
 use ryvos_protocol::ids::{RunId, SessionId};
 use ryvos_protocol::message::Message;
-use ryvos_protocol::records::{Answer, PendingApproval};
+use ryvos_protocol::records::{Answer, PendingApproval, SessionRecord};
 use ryvos_protocol::report::CostReport;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -254,6 +254,28 @@ impl Runtime {
     /// oldest events rather than slowing any run.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
         self.engine.subscribe()
+    }
+
+    /// Every session's record, most recently updated first.
+    pub async fn sessions(&self) -> Result<Vec<SessionRecord>, RuntimeError> {
+        let mut sessions = self
+            .engine
+            .store()
+            .sessions()
+            .await
+            .map_err(EngineError::from)?;
+        sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_at_ms));
+        Ok(sessions)
+    }
+
+    /// Session `id`'s record, if the session exists.
+    pub async fn session(&self, id: &SessionId) -> Result<Option<SessionRecord>, RuntimeError> {
+        Ok(self
+            .engine
+            .store()
+            .session_record(id)
+            .await
+            .map_err(EngineError::from)?)
     }
 
     /// Spending this month against the budget's limits, per day and per session.

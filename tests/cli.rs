@@ -177,3 +177,62 @@ async fn history_shows_the_security_gates_decisions() {
     );
     home.shutdown(daemon).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_says_how_to_continue_and_continue_takes_up_the_workspaces_latest_session() {
+    let server = ScriptedModelServer::start([
+        Reply::text(&["first answer"]),
+        Reply::text(&["second answer"]),
+        Reply::text(&["third answer"]),
+    ])
+    .await;
+    let home = Home::new(&server, "");
+    // Nothing to continue yet; a missing session is not created by resuming it (in-process).
+    let (code, _, stderr) = home.ryvos(&["run", "--continue", "go", "on"]).await;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("no session has run in"), "{stderr}");
+    let (code, _, stderr) = home.ryvos(&["run", "--resume", "s_missing", "hi"]).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("no session s_missing to resume"),
+        "{stderr}"
+    );
+
+    // In-process: the end of the run names the session and the command that continues it.
+    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "first"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let session = common::cli::json_lines(&stdout)
+        .pop()
+        .and_then(|e| e["session_id"].as_str().map(str::to_owned))
+        .unwrap();
+    assert!(
+        stderr.contains(&format!("ryvos run --resume {session}")),
+        "{stderr}"
+    );
+    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "--continue", "second"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let continued = common::cli::json_lines(&stdout).pop().unwrap();
+    assert_eq!(continued["session_id"], session.as_str());
+    assert_eq!(continued["output"], "second answer");
+
+    // Through the daemon, the same.
+    let daemon = home.daemon().await;
+    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "--continue", "third"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        common::cli::json_lines(&stdout).pop().unwrap()["session_id"],
+        session.as_str()
+    );
+    let last = server.requests().pop().unwrap();
+    let prompts: Vec<String> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(prompts, ["first", "second", "third"]);
+    let (_, sessions, _) = home.ryvos(&["sessions"]).await;
+    assert!(!sessions.contains("s_missing"), "{sessions}");
+    home.shutdown(daemon).await;
+}

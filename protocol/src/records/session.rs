@@ -19,6 +19,10 @@ pub struct SessionRecord {
     /// result was cut off by a crash and gets a result saying so.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paused_calls: Vec<CallId>,
+    /// The workspace of the session's latest run (absolute): `ryvos run --continue` takes up
+    /// the most recent session of a workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
 }
 
 /// A run, from its start to its end.

@@ -4,21 +4,23 @@
 //! Exit codes: 0 the run completed (or the command succeeded); 1 the run ended otherwise, or
 //! the command failed; 2 bad usage or config; 3 the daemon was lost or could not be reached.
 
+mod exit;
 mod inline_approval;
 mod out;
 mod print;
 mod render;
+mod running;
 
 use clap::{Parser, Subcommand};
+use exit::{EXIT_DAEMON, EXIT_RUN_FAILED, EXIT_USAGE};
 use out::outln;
-use render::Renderer;
+use running::{run_local, run_remote, Local, Remote};
 use ryvos::client::{Client, ClientError};
 use ryvos::config::Config;
 use ryvos::protocol::{
     AnswerParams, Approvals, Approve, Call, Cancel, Cost, Deny, History, Interrupt, NoParams,
-    Reply, Run, RunParams, SessionParams, Sessions, Shutdown, Status,
+    SessionParams, Sessions, Shutdown, Status,
 };
-use ryvos::{EventKind, RunRequest, RunStatus, Runtime, RuntimeError, SessionId};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -49,6 +51,9 @@ enum Command {
         /// Continue an existing session.
         #[arg(long, value_name = "ID")]
         resume: Option<String>,
+        /// Continue the most recent session of the workspace.
+        #[arg(long = "continue", conflicts_with_all = ["session", "resume"])]
+        continue_latest: bool,
         /// Save the run's model traffic to FILE (JSON lines), for `provider = "replay"`.
         /// Runs in-process.
         #[arg(long, value_name = "FILE")]
@@ -69,7 +74,7 @@ enum Command {
         director: bool,
         /// What to do. With --resume it may be left out: the session goes on from where it
         /// paused, its pending tool calls first, its turns still counted against max_turns.
-        #[arg(required_unless_present = "resume", num_args = 1..)]
+        #[arg(required_unless_present_any = ["resume", "continue_latest"], num_args = 1..)]
         prompt: Vec<String>,
     },
     /// Is a daemon running? Exits 0 if one answers.
@@ -123,10 +128,6 @@ enum Command {
     Shutdown,
 }
 
-const EXIT_RUN_FAILED: u8 = 1;
-const EXIT_USAGE: u8 = 2;
-const EXIT_DAEMON: u8 = 3;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let config = match Config::load(cli.config.as_deref()) {
@@ -167,6 +168,7 @@ async fn dispatch(command: Command, config: Config) -> u8 {
             workspace,
             session,
             resume,
+            continue_latest,
             record,
             goal,
             criterion,
@@ -174,6 +176,7 @@ async fn dispatch(command: Command, config: Config) -> u8 {
             prompt,
         } => {
             let prompt = prompt.join(" ");
+            let resume = resume.or(continue_latest.then(String::new));
             if prompt.trim().is_empty() && resume.is_none() {
                 eprintln!("ryvos: the prompt is empty: say what the run should do");
                 return EXIT_USAGE;
@@ -234,7 +237,8 @@ async fn dispatch(command: Command, config: Config) -> u8 {
                     let local = Local {
                         json,
                         workspace,
-                        session: session.or(resume),
+                        session,
+                        resume,
                         record,
                         prompt,
                         goal,
@@ -334,14 +338,6 @@ async fn simple<C: Call>(
     }
 }
 
-fn exit_for(status: RunStatus) -> u8 {
-    if status == RunStatus::Completed {
-        0
-    } else {
-        EXIT_RUN_FAILED
-    }
-}
-
 /// The goal `--goal` and `--criterion` describe, if any.
 fn goal_of(
     goal: Option<String>,
@@ -360,175 +356,4 @@ fn goal_of(
         criteria,
         ..ryvos::Goal::default()
     }))
-}
-
-/// A run hosted by the daemon.
-struct Remote {
-    json: bool,
-    workspace: PathBuf,
-    session: Option<String>,
-    resume: Option<String>,
-    prompt: String,
-    goal: Option<ryvos::Goal>,
-    director: bool,
-    /// The daemon's socket, to answer approval requests on.
-    socket: PathBuf,
-}
-
-async fn run_remote(mut client: Client, run: Remote) -> u8 {
-    let Remote {
-        json: json_out,
-        workspace,
-        session,
-        resume,
-        prompt,
-        goal,
-        director,
-        socket,
-    } = run;
-    let inline = inline_approval::wanted(json_out);
-    let cwd = std::env::current_dir().ok();
-    let params = RunParams {
-        prompt,
-        session,
-        resume,
-        workspace: workspace.display().to_string(),
-        cwd: cwd.map(|c| c.display().to_string()),
-        goal,
-        director,
-    };
-    let mut renderer = Renderer::new(json_out);
-    let mut session_seen: Option<String> = None;
-    if let Err(e) = client.send::<Run>(&params).await {
-        eprintln!("ryvos: {e}");
-        return EXIT_DAEMON;
-    }
-    loop {
-        match renderer.wait(client.next()).await {
-            Ok(Reply::Event { event, .. }) => {
-                session_seen.get_or_insert_with(|| event.session_id.to_string());
-                renderer.show(&event);
-                if let (true, EventKind::ApprovalRequested { request_id, .. }) =
-                    (inline, &event.kind)
-                {
-                    inline_approval::answer_remote(socket.clone(), request_id.clone());
-                }
-            }
-            Ok(Reply::Result { result, .. }) => {
-                let outcome = match Client::read::<Run>(result) {
-                    Ok(outcome) => outcome,
-                    Err(e) => {
-                        eprintln!("ryvos: {e}");
-                        return EXIT_DAEMON;
-                    }
-                };
-                renderer.finish(
-                    outcome.status,
-                    outcome.reason.as_deref(),
-                    outcome.session_id.as_str(),
-                );
-                return exit_for(outcome.status);
-            }
-            Ok(Reply::Error { error, .. }) => {
-                eprintln!("ryvos: {}", error.message);
-                return EXIT_RUN_FAILED;
-            }
-            Err(e) => {
-                let resume = session_seen
-                    .map(|s| format!("; its completed turns are stored: `ryvos run --resume {s} ...` continues it"))
-                    .unwrap_or_default();
-                eprintln!("ryvos: lost ryvosd mid-run ({e}){resume}");
-                return EXIT_DAEMON;
-            }
-        }
-    }
-}
-
-/// A run hosted in this process.
-struct Local {
-    json: bool,
-    workspace: PathBuf,
-    session: Option<String>,
-    record: Option<PathBuf>,
-    prompt: String,
-    goal: Option<ryvos::Goal>,
-    director: bool,
-}
-
-async fn run_local(config: Config, local: Local) -> u8 {
-    let Local {
-        json: json_out,
-        workspace,
-        session,
-        record,
-        prompt,
-        goal,
-        director,
-    } = local;
-    let mut builder = Runtime::builder(config.clone());
-    if let Some(path) = &record {
-        builder = builder.record_model_traffic(path);
-        eprintln!("ryvos: recording the model traffic to {}", path.display());
-    }
-    let runtime = match builder.start().await {
-        Ok(r) => r,
-        Err(e @ RuntimeError::Recording(_)) => {
-            eprintln!("ryvos: {e}");
-            return EXIT_USAGE;
-        }
-        Err(e) => {
-            eprintln!("ryvos: {e}");
-            return EXIT_RUN_FAILED;
-        }
-    };
-    let mut request = RunRequest::new(prompt).workspace(workspace);
-    if let Ok(cwd) = std::env::current_dir() {
-        request = request.caller_dir(cwd);
-    }
-    if let Some(s) = session {
-        request = request.session(SessionId::new(s));
-    }
-    if let Some(goal) = goal {
-        request = request.goal(goal);
-    }
-    if director {
-        request = request.director();
-    }
-    let mut renderer = Renderer::new(json_out);
-    let code = match runtime.run(request).await {
-        Ok(mut handle) => {
-            let mut code = EXIT_RUN_FAILED;
-            let inline = inline_approval::wanted(json_out);
-            while let Some(event) = renderer.wait(handle.next_event()).await {
-                renderer.show(&event);
-                if let EventKind::ApprovalRequested { request_id, .. } = &event.kind {
-                    if inline {
-                        inline_approval::answer_local(runtime.approvals(), request_id.clone());
-                    } else {
-                        // In-process, no other terminal can reach this run.
-                        eprintln!(
-                            "ryvos: this run is hosted in-process and not at a terminal: nobody \
-                             can answer {request_id}; it is denied after approval_timeout_secs \
-                             ({}s). Run ryvosd to answer from another terminal.",
-                            config.security.approval_timeout_secs
-                        );
-                    }
-                }
-                if let Some(o) = ryvos::RunOutcome::from_event(&event) {
-                    renderer.finish(o.status, o.reason.as_deref(), o.session_id.as_str());
-                    code = exit_for(o.status);
-                }
-            }
-            code
-        }
-        Err(e) => {
-            eprintln!("ryvos: {e}");
-            EXIT_RUN_FAILED
-        }
-    };
-    if let Err(e) = runtime.close().await {
-        eprintln!("ryvos: stopping the runtime: {e}");
-        return EXIT_RUN_FAILED;
-    }
-    code
 }

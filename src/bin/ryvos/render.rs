@@ -303,15 +303,26 @@ impl Renderer {
         }
     }
 
-    /// Reports how the run ended on stderr when it did not complete.
+    /// Reports on stderr how the run ended, its session, and the command that continues it.
     pub fn finish(&mut self, status: RunStatus, reason: Option<&str>, session: &str) {
         self.clear_spinner();
         self.waiting = false;
         self.end_line();
-        if status != RunStatus::Completed {
+        let why = reason.map(|r| format!(": {r}")).unwrap_or_default();
+        if status == RunStatus::Completed {
             eprintln!(
-                "ryvos: the run ended with status {status}{}; session {session}",
-                reason.map(|r| format!(": {r}")).unwrap_or_default()
+                "ryvos: session {session}; continue it with `ryvos run --resume {session} \
+                 \"<next prompt>\"` (or `ryvos run --continue ...` here)"
+            );
+        } else if status.pauses() {
+            eprintln!(
+                "ryvos: the run paused with status {status}{why}; go on with `ryvos run --resume \
+                 {session}`"
+            );
+        } else {
+            eprintln!(
+                "ryvos: the run ended with status {status}{why}; session {session}: `ryvos run \
+                 --resume {session} \"<next prompt>\"` continues it"
             );
         }
     }

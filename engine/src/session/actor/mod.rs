@@ -143,6 +143,8 @@ pub(super) struct SessionState {
     last_run: Option<RunId>,
     /// The calls a paused run left pending, not yet taken up by another run.
     paused_calls: Vec<crate::ids::CallId>,
+    /// The workspace of the latest run, kept on the session's record.
+    workspace: Option<String>,
     idle_epoch: u64,
 }
 
@@ -170,6 +172,7 @@ impl Actor for SessionActor {
             run: None,
             last_run: None,
             paused_calls: Vec::new(),
+            workspace: None,
             idle_epoch: 0,
         })
     }

@@ -57,6 +57,7 @@ impl SessionState {
         if let Some(record) = &loaded.record {
             self.created_at_ms = record.created_at_ms;
             self.last_run = record.last_run.clone();
+            self.workspace = record.workspace.clone();
         }
         if let Some((run_id, why)) = &recover {
             // Reported even when the run never reached the store: its subscribers need an end.

@@ -78,6 +78,7 @@ impl SessionState {
             return self.complete(myself);
         }
         self.last_run = Some(run_id.clone());
+        self.workspace = Some(spec.workspace.root().display().to_string());
         let step = run.step;
         run.phase = Phase::Preparing;
         self.run = Some(run);

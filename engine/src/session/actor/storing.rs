@@ -61,6 +61,7 @@ impl SessionState {
             message_count: self.history.next_seq(),
             last_run: self.last_run.clone(),
             paused_calls: self.paused_calls.clone(),
+            workspace: self.workspace.clone(),
         }));
         self.commits.submitted(batch.checkpoint().map(|c| c.turn));
         let me = myself.clone();

@@ -1,0 +1,282 @@
+//! How `ryvos run` runs: through the daemon when one answers, else hosted in this process;
+//! `--resume` and `--continue` resolved against the sessions either holds.
+
+use crate::exit::{exit_for, EXIT_DAEMON, EXIT_RUN_FAILED, EXIT_USAGE};
+use crate::inline_approval;
+use crate::render::Renderer;
+use ryvos::client::Client;
+use ryvos::config::Config;
+use ryvos::protocol::{NoParams, Reply, Run, RunParams, Sessions};
+use ryvos::{EventKind, RunRequest, Runtime, RuntimeError, SessionId};
+use std::path::PathBuf;
+
+/// The session `--resume` names, checked to exist, or (empty) the most recent session of
+/// `workspace`; the exit code when there is none.
+async fn resume_local(
+    runtime: &Runtime,
+    resume: Option<String>,
+    workspace: &std::path::Path,
+) -> Result<Option<String>, u8> {
+    let Some(resume) = resume else {
+        return Ok(None);
+    };
+    if resume.is_empty() {
+        let sessions = runtime.sessions().await.map_err(|e| {
+            eprintln!("ryvos: {e}");
+            EXIT_RUN_FAILED
+        })?;
+        return match latest_in(&sessions, workspace) {
+            Some(id) => Ok(Some(id)),
+            None => Err(no_session_in(workspace)),
+        };
+    }
+    let id = SessionId::new(resume.as_str());
+    match runtime.session(&id).await {
+        Ok(Some(_)) => Ok(Some(resume)),
+        Ok(None) => {
+            eprintln!("ryvos: there is no session {resume} to resume; `ryvos sessions` lists them");
+            Err(EXIT_RUN_FAILED)
+        }
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            Err(EXIT_RUN_FAILED)
+        }
+    }
+}
+
+/// The most recently updated of `sessions` whose latest run worked in `workspace`.
+fn latest_in(
+    sessions: &[ryvos::protocol::records::SessionRecord],
+    workspace: &std::path::Path,
+) -> Option<String> {
+    let workspace = workspace.display().to_string();
+    sessions
+        .iter()
+        .filter(|s| s.workspace.as_deref() == Some(workspace.as_str()))
+        .max_by_key(|s| s.updated_at_ms)
+        .map(|s| s.session_id.to_string())
+}
+
+/// The daemon's most recent session of `workspace`; the exit code when there is none.
+async fn latest_remote(client: &mut Client, workspace: &std::path::Path) -> Result<String, u8> {
+    match client.call::<Sessions>(&NoParams {}).await {
+        Ok(Ok(sessions)) => latest_in(&sessions, workspace).ok_or_else(|| no_session_in(workspace)),
+        Ok(Err(error)) => {
+            eprintln!("ryvos: {}", error.message);
+            Err(EXIT_RUN_FAILED)
+        }
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            Err(EXIT_DAEMON)
+        }
+    }
+}
+
+/// Says that `--continue` found nothing to continue; the exit code.
+fn no_session_in(workspace: &std::path::Path) -> u8 {
+    eprintln!(
+        "ryvos: no session has run in {} yet; start one with `ryvos run PROMPT`",
+        workspace.display()
+    );
+    EXIT_USAGE
+}
+
+/// A run hosted by the daemon.
+pub struct Remote {
+    pub json: bool,
+    pub workspace: PathBuf,
+    pub session: Option<String>,
+    pub resume: Option<String>,
+    pub prompt: String,
+    pub goal: Option<ryvos::Goal>,
+    pub director: bool,
+    /// The daemon's socket, to answer approval requests on.
+    pub socket: PathBuf,
+}
+
+pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
+    let Remote {
+        json: json_out,
+        workspace,
+        session,
+        resume,
+        prompt,
+        goal,
+        director,
+        socket,
+    } = run;
+    let inline = inline_approval::wanted(json_out);
+    let resume = match resume.as_deref() {
+        Some("") => match latest_remote(&mut client, &workspace).await {
+            Ok(id) => Some(id),
+            Err(code) => return code,
+        },
+        _ => resume,
+    };
+    let params = RunParams {
+        prompt,
+        session,
+        resume,
+        workspace: workspace.display().to_string(),
+        cwd: std::env::current_dir()
+            .ok()
+            .map(|c| c.display().to_string()),
+        goal,
+        director,
+    };
+    let mut renderer = Renderer::new(json_out);
+    let mut session_seen: Option<String> = None;
+    if let Err(e) = client.send::<Run>(&params).await {
+        eprintln!("ryvos: {e}");
+        return EXIT_DAEMON;
+    }
+    loop {
+        match renderer.wait(client.next()).await {
+            Ok(Reply::Event { event, .. }) => {
+                session_seen.get_or_insert_with(|| event.session_id.to_string());
+                renderer.show(&event);
+                if let (true, EventKind::ApprovalRequested { request_id, .. }) =
+                    (inline, &event.kind)
+                {
+                    inline_approval::answer_remote(socket.clone(), request_id.clone());
+                }
+            }
+            Ok(Reply::Result { result, .. }) => {
+                let outcome = match Client::read::<Run>(result) {
+                    Ok(outcome) => outcome,
+                    Err(e) => {
+                        eprintln!("ryvos: {e}");
+                        return EXIT_DAEMON;
+                    }
+                };
+                renderer.finish(
+                    outcome.status,
+                    outcome.reason.as_deref(),
+                    outcome.session_id.as_str(),
+                );
+                return exit_for(outcome.status);
+            }
+            Ok(Reply::Error { error, .. }) => {
+                eprintln!("ryvos: {}", error.message);
+                return EXIT_RUN_FAILED;
+            }
+            Err(e) => {
+                let resume = session_seen
+                    .map(|s| format!("; its completed turns are stored: `ryvos run --resume {s} ...` continues it"))
+                    .unwrap_or_default();
+                eprintln!("ryvos: lost ryvosd mid-run ({e}){resume}");
+                return EXIT_DAEMON;
+            }
+        }
+    }
+}
+
+/// A run hosted in this process.
+pub struct Local {
+    pub json: bool,
+    pub workspace: PathBuf,
+    pub session: Option<String>,
+    /// The session to continue; empty for the workspace's most recent one.
+    pub resume: Option<String>,
+    pub record: Option<PathBuf>,
+    pub prompt: String,
+    pub goal: Option<ryvos::Goal>,
+    pub director: bool,
+}
+
+pub async fn run_local(config: Config, local: Local) -> u8 {
+    let Local {
+        json: json_out,
+        workspace,
+        session,
+        resume,
+        record,
+        prompt,
+        goal,
+        director,
+    } = local;
+    let mut builder = Runtime::builder(config.clone());
+    if let Some(path) = &record {
+        builder = builder.record_model_traffic(path);
+        eprintln!("ryvos: recording the model traffic to {}", path.display());
+    }
+    let runtime = match builder.start().await {
+        Ok(r) => r,
+        Err(e @ RuntimeError::Recording(_)) => {
+            eprintln!("ryvos: {e}");
+            return EXIT_USAGE;
+        }
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            return EXIT_RUN_FAILED;
+        }
+    };
+    let resume = match resume_local(&runtime, resume, &workspace).await {
+        Ok(resume) => resume,
+        Err(code) => {
+            if let Err(e) = runtime.close().await {
+                eprintln!("ryvos: stopping the runtime: {e}");
+            }
+            return code;
+        }
+    };
+    let mut request = RunRequest::new(prompt).workspace(workspace);
+    if let Ok(cwd) = std::env::current_dir() {
+        request = request.caller_dir(cwd);
+    }
+    if let Some(s) = session.or(resume) {
+        request = request.session(SessionId::new(s));
+    }
+    if let Some(goal) = goal {
+        request = request.goal(goal);
+    }
+    if director {
+        request = request.director();
+    }
+    let code = match runtime.run(request).await {
+        Ok(handle) => follow_local(&runtime, handle, json_out, &config).await,
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            EXIT_RUN_FAILED
+        }
+    };
+    if let Err(e) = runtime.close().await {
+        eprintln!("ryvos: stopping the runtime: {e}");
+        return EXIT_RUN_FAILED;
+    }
+    code
+}
+
+/// Shows the in-process run's events as they come and answers its approval requests at the
+/// terminal; the run's exit code.
+async fn follow_local(
+    runtime: &Runtime,
+    mut handle: ryvos::RunHandle,
+    json_out: bool,
+    config: &Config,
+) -> u8 {
+    let mut renderer = Renderer::new(json_out);
+    let mut code = EXIT_RUN_FAILED;
+    let inline = inline_approval::wanted(json_out);
+    while let Some(event) = renderer.wait(handle.next_event()).await {
+        renderer.show(&event);
+        if let EventKind::ApprovalRequested { request_id, .. } = &event.kind {
+            if inline {
+                inline_approval::answer_local(runtime.approvals(), request_id.clone());
+            } else {
+                // In-process, no other terminal can reach this run.
+                eprintln!(
+                    "ryvos: this run is hosted in-process and not at a terminal: nobody can \
+                     answer {request_id}; it is denied after approval_timeout_secs ({}s). Run \
+                     ryvosd to answer from another terminal.",
+                    config.security.approval_timeout_secs
+                );
+            }
+        }
+        if let Some(o) = ryvos::RunOutcome::from_event(&event) {
+            renderer.finish(o.status, o.reason.as_deref(), o.session_id.as_str());
+            code = exit_for(o.status);
+        }
+    }
+    code
+}
