@@ -71,12 +71,14 @@ impl Default for Config {
 pub enum ConfigError {
     #[error("cannot read the config file {path}: {cause}")]
     Read { path: PathBuf, cause: String },
-    #[error("{path}:{line}: {key}: {message}\n  fix or remove `{key}`; config/ryvos.toml lists every key with its type and default")]
+    #[error("{path}:{line}: {key}: {message}\n  {hint}")]
     Invalid {
         path: PathBuf,
         line: usize,
         key: String,
         message: String,
+        /// What to do about it.
+        hint: String,
     },
     #[error("{0}")]
     Value(String),
@@ -126,15 +128,21 @@ impl Config {
             let line = span.map_or(1, |s| {
                 text[..s.start.min(text.len())].matches('\n').count() + 1
             });
+            let syntax = key.is_empty() || key == ".";
+            let hint = if syntax {
+                "fix the TOML syntax there".to_owned()
+            } else {
+                format!(
+                    "fix or remove `{key}`; config/ryvos.toml lists every key with its type and \
+                     default"
+                )
+            };
             ConfigError::Invalid {
                 path: path.to_path_buf(),
                 line,
-                key: if key.is_empty() || key == "." {
-                    "(file)".into()
-                } else {
-                    key
-                },
+                key: if syntax { "(syntax)".into() } else { key },
                 message,
+                hint,
             }
         };
         let deserializer = toml::de::Deserializer::parse(text)
@@ -227,6 +235,34 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("config.toml:5: agent.max_turns:"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_are_refused_at_load_with_their_key_and_line() {
+        let err = |text: &str| parse(text).unwrap_err().to_string();
+        let url = err("[model]\nprovider = \"openai\"\nbase_url = \"not a url\"\n");
+        assert!(url.starts_with("config.toml:3: model.base_url:"), "{url}");
+        assert!(url.contains("is not a URL"), "{url}");
+        let ftp = err("[model]\nbase_url = \"ftp://example.com/v1\"\n");
+        assert!(
+            ftp.contains("config.toml:2: model.base_url:") && ftp.contains("ftp URL"),
+            "{ftp}"
+        );
+        let provider = err("[model]\nprovider = \"nope\"\n");
+        assert!(
+            provider.starts_with("config.toml:2: model.provider: unknown provider 'nope'"),
+            "{provider}"
+        );
+        let turns = err("[agent]\nmax_turns = 0\n");
+        assert!(
+            turns.starts_with("config.toml:2: agent.max_turns: must be at least 1"),
+            "{turns}"
+        );
+        let syntax = err("[model\n");
+        assert!(
+            syntax.contains("fix the TOML syntax") && !syntax.contains("fix or remove"),
+            "{syntax}"
+        );
     }
 
     #[test]

@@ -236,3 +236,24 @@ async fn a_run_says_how_to_continue_and_continue_takes_up_the_workspaces_latest_
     assert!(!sessions.contains("s_missing"), "{sessions}");
     home.shutdown(daemon).await;
 }
+
+#[tokio::test]
+async fn both_binaries_refuse_a_bad_value_at_load_with_its_file_line_and_key() {
+    let server = ScriptedModelServer::start([]).await;
+    let home = Home::new(&server, "");
+    let bad = home.path().join("bad.toml");
+    std::fs::write(&bad, "[model]\nbase_url = \"ftp://example.com/v1\"\n").unwrap();
+    let bad = bad.display().to_string();
+    let (code, _, stderr) = home.ryvos(&["--config", &bad, "run", "hello"]).await;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("bad.toml:2: model.base_url:") && stderr.contains("ftp URL"),
+        "{stderr}"
+    );
+    let mut ryvosd = home.command(env!("CARGO_BIN_EXE_ryvosd"));
+    ryvosd.args(["--config", &bad]);
+    let (code, _, stderr) = common::cli::output(&mut ryvosd).await;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("bad.toml:2: model.base_url:"), "{stderr}");
+    assert!(server.requests().is_empty());
+}

@@ -4,6 +4,7 @@
 //! Every section has the defaults of the public contract, and rejects keys it does not know, so a
 //! typo is an error instead of a silently ignored setting.
 
+mod checked;
 mod security;
 
 pub use security::{Decision, SandboxConfig, SandboxMode, SecurityConfig, TierPolicy};
@@ -16,8 +17,10 @@ use std::time::Duration;
 #[serde(default, deny_unknown_fields)]
 pub struct ModelConfig {
     /// `"openai"` (any OpenAI-compatible endpoint) or `"anthropic"`.
+    #[serde(deserialize_with = "checked::provider")]
     pub provider: String,
     pub model: String,
+    #[serde(deserialize_with = "checked::http_url")]
     pub base_url: String,
     /// May hold `${VAR}`; resolved only when a request is made.
     pub api_key: String,
@@ -172,9 +175,12 @@ impl Default for ModelConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct AgentConfig {
     /// Model calls per run before it stops with status `max_turns`.
+    #[serde(deserialize_with = "checked::positive")]
     pub max_turns: u32,
     /// Wall-clock seconds per run before it stops with status `timeout`.
+    #[serde(deserialize_with = "checked::positive")]
     pub max_duration_secs: u64,
+    #[serde(deserialize_with = "checked::positive")]
     pub max_context_tokens: u64,
     /// Run the tool calls of one response concurrently.
     pub parallel_tools: bool,
