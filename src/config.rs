@@ -21,6 +21,9 @@ pub struct Config {
     /// Where Ryvos keeps its database, logs and socket (`$RYVOS_HOME`, default `~/.ryvos`).
     #[serde(skip)]
     pub home: PathBuf,
+    /// The file these settings were read from; `None` for the built-in defaults.
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
     pub model: ModelConfig,
     pub agent: AgentConfig,
     pub budget: BudgetConfig,
@@ -54,6 +57,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             home: default_home(),
+            source: None,
             model: ModelConfig::default(),
             agent: AgentConfig::default(),
             budget: BudgetConfig::default(),
@@ -107,6 +111,7 @@ impl Config {
                     cause: e.to_string(),
                 })?;
                 let mut config = Self::parse(&text, &path)?;
+                config.source = Some(std::path::absolute(&path).unwrap_or(path.clone()));
                 // A recording named in a config file is found next to it.
                 let replay = Path::new(&config.model.replay_file);
                 if replay.is_relative() && !config.model.replay_file.is_empty() {

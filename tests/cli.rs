@@ -257,3 +257,28 @@ async fn both_binaries_refuse_a_bad_value_at_load_with_its_file_line_and_key() {
     assert!(stderr.contains("bad.toml:2: model.base_url:"), "{stderr}");
     assert!(server.requests().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_config_is_refused_while_a_daemon_serves_the_home_on_its_own() {
+    let server = ScriptedModelServer::start([Reply::text(&["hello"])]).await;
+    let home = Home::new(&server, "");
+    let own = home.path().join("config.toml");
+    let other = home.path().join("other.toml");
+    std::fs::copy(&own, &other).unwrap();
+    let daemon = home.daemon().await;
+    let (code, _, stderr) = home
+        .ryvos(&["--config", &other.display().to_string(), "run", "hello"])
+        .await;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("ryvosd is running on this home with") && stderr.contains("other.toml"),
+        "{stderr}"
+    );
+    assert!(server.requests().is_empty(), "nothing ran");
+    // The daemon's own file is fine.
+    let (code, _, stderr) = home
+        .ryvos(&["--config", &own.display().to_string(), "run", "hello"])
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    home.shutdown(daemon).await;
+}

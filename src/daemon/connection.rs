@@ -186,6 +186,11 @@ fn status(shared: &Shared) -> StatusResult {
         sandbox: sandbox.describe(),
         sandbox_enforced: sandbox.unenforceable().is_none(),
         store: store.backend().to_owned(),
+        config: shared
+            .config
+            .source
+            .as_ref()
+            .map(|p| p.display().to_string()),
         store_fault: store.fault(),
     }
 }

@@ -90,6 +90,9 @@ pub struct StatusResult {
     pub sandbox_enforced: bool,
     /// The store's backend (`redb`).
     pub store: String,
+    /// The config file the daemon read; absent when it runs on the built-in defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
     /// Why the store cannot write, while it cannot (a full or failing disk): runs that need it
     /// fail until it can, and the daemon goes on serving.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -144,7 +144,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let code = runtime.block_on(dispatch(cli.command, config));
+    let explicit_config = cli.config.is_some();
+    let code = runtime.block_on(dispatch(cli.command, config, explicit_config));
     // An inline approval question may still wait for a line on stdin: do not wait for it.
     runtime.shutdown_background();
     ExitCode::from(code)
@@ -154,7 +155,7 @@ fn main() -> ExitCode {
 ///
 /// Long because it is the table of subcommands: an arm each, reading its flags and calling
 /// the one function that does it.
-async fn dispatch(command: Command, config: Config) -> u8 {
+async fn dispatch(command: Command, config: Config, explicit_config: bool) -> u8 {
     let socket = match config.socket_path() {
         Ok(s) => s,
         Err(e) => {
@@ -216,7 +217,13 @@ async fn dispatch(command: Command, config: Config) -> u8 {
                     );
                     EXIT_USAGE
                 }
-                Ok(client) => {
+                Ok(mut client) => {
+                    if explicit_config {
+                        if let Err(why) = running::same_config(&mut client, &config).await {
+                            eprintln!("ryvos: {why}");
+                            return EXIT_USAGE;
+                        }
+                    }
                     let run = Remote {
                         json,
                         workspace,

@@ -6,7 +6,7 @@ use crate::inline_approval;
 use crate::render::Renderer;
 use ryvos::client::Client;
 use ryvos::config::Config;
-use ryvos::protocol::{NoParams, Reply, Run, RunParams, Sessions};
+use ryvos::protocol::{NoParams, Reply, Run, RunParams, Sessions, Status};
 use ryvos::{EventKind, RunRequest, Runtime, RuntimeError, SessionId};
 use std::path::PathBuf;
 
@@ -55,6 +55,37 @@ fn latest_in(
         .filter(|s| s.workspace.as_deref() == Some(workspace.as_str()))
         .max_by_key(|s| s.updated_at_ms)
         .map(|s| s.session_id.to_string())
+}
+
+/// Whether the daemon answering runs on the config file `--config` named: a run it hosts
+/// uses the daemon's settings, so another file would be silently ignored.
+pub async fn same_config(client: &mut Client, config: &Config) -> Result<(), String> {
+    let status = match client.call::<Status>(&NoParams {}).await {
+        Ok(Ok(status)) => status,
+        Ok(Err(error)) => return Err(error.message),
+        Err(e) => return Err(e.to_string()),
+    };
+    let canonical = |p: &str| std::fs::canonicalize(p).unwrap_or_else(|_| PathBuf::from(p));
+    let ours = config
+        .source
+        .as_ref()
+        .map(|p| canonical(&p.display().to_string()));
+    let theirs = status.config.as_deref().map(canonical);
+    if ours == theirs {
+        return Ok(());
+    }
+    let theirs = status
+        .config
+        .unwrap_or_else(|| "the built-in defaults".into());
+    Err(format!(
+        "ryvosd is running on this home with {theirs}, and a run it hosts uses that, not \
+         --config {}; stop it with `ryvos shutdown` to run on --config in-process, or drop \
+         --config",
+        config
+            .source
+            .as_ref()
+            .map_or_else(String::new, |p| p.display().to_string())
+    ))
 }
 
 /// The daemon's most recent session of `workspace`; the exit code when there is none.
