@@ -4,6 +4,7 @@
 //! Exit codes: 0 the run completed (or the command succeeded); 1 the run ended otherwise, or
 //! the command failed; 2 bad usage or config; 3 the daemon was lost or could not be reached.
 
+mod ctrl_c;
 mod exit;
 mod inline_approval;
 mod out;

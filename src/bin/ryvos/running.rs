@@ -1,12 +1,15 @@
 //! How `ryvos run` runs: through the daemon when one answers, else hosted in this process;
 //! `--resume` and `--continue` resolved against the sessions either holds.
 
+use crate::ctrl_c::{CtrlC, EXIT_INTERRUPTED};
 use crate::exit::{exit_for, EXIT_DAEMON, EXIT_RUN_FAILED, EXIT_USAGE};
 use crate::inline_approval;
 use crate::render::Renderer;
 use ryvos::client::Client;
 use ryvos::config::Config;
-use ryvos::protocol::{NoParams, Reply, Run, RunParams, Sessions, Status};
+use ryvos::protocol::{
+    Interrupt, NoParams, Reply, Run, RunParams, SessionParams, Sessions, Status,
+};
 use ryvos::{EventKind, RunRequest, Runtime, RuntimeError, SessionId};
 use std::path::PathBuf;
 
@@ -157,12 +160,22 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
     };
     let mut renderer = Renderer::new(json_out);
     let mut session_seen: Option<String> = None;
+    let mut ctrl_c = CtrlC::listen();
     if let Err(e) = client.send::<Run>(&params).await {
         eprintln!("ryvos: {e}");
         return EXIT_DAEMON;
     }
     loop {
-        match renderer.wait(client.next()).await {
+        let next = tokio::select! {
+            reply = renderer.wait(client.next()) => reply,
+            presses = ctrl_c.pressed() => {
+                match ctrl_c_remote(presses, session_seen.as_deref(), &socket).await {
+                    Some(code) => return code,
+                    None => continue,
+                }
+            }
+        };
+        match next {
             Ok(Reply::Event { event, .. }) => {
                 session_seen.get_or_insert_with(|| event.session_id.to_string());
                 renderer.show(&event);
@@ -173,19 +186,7 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
                 }
             }
             Ok(Reply::Result { result, .. }) => {
-                let outcome = match Client::read::<Run>(result) {
-                    Ok(outcome) => outcome,
-                    Err(e) => {
-                        eprintln!("ryvos: {e}");
-                        return EXIT_DAEMON;
-                    }
-                };
-                renderer.finish(
-                    outcome.status,
-                    outcome.reason.as_deref(),
-                    outcome.session_id.as_str(),
-                );
-                return exit_for(outcome.status);
+                return ended_remote(result, &mut renderer, ctrl_c.was_pressed());
             }
             Ok(Reply::Error { error, .. }) => {
                 eprintln!("ryvos: {}", error.message);
@@ -200,6 +201,26 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
             }
         }
     }
+}
+
+/// Reports the end of a run the daemon hosted; the exit code.
+fn ended_remote(result: serde_json::Value, renderer: &mut Renderer, ctrl_c_pressed: bool) -> u8 {
+    let outcome = match Client::read::<Run>(result) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            return EXIT_DAEMON;
+        }
+    };
+    renderer.finish(
+        outcome.status,
+        outcome.reason.as_deref(),
+        outcome.session_id.as_str(),
+    );
+    if ctrl_c_pressed && outcome.status != ryvos::RunStatus::Completed {
+        return EXIT_INTERRUPTED;
+    }
+    exit_for(outcome.status)
 }
 
 /// A run hosted in this process.
@@ -264,8 +285,9 @@ pub async fn run_local(config: Config, local: Local) -> u8 {
     if director {
         request = request.director();
     }
+    let ctrl_c = CtrlC::listen();
     let code = match runtime.run(request).await {
-        Ok(handle) => follow_local(&runtime, handle, json_out, &config).await,
+        Ok(handle) => follow_local(&runtime, handle, json_out, &config, ctrl_c).await,
         Err(e) => {
             eprintln!("ryvos: {e}");
             EXIT_RUN_FAILED
@@ -285,11 +307,21 @@ async fn follow_local(
     mut handle: ryvos::RunHandle,
     json_out: bool,
     config: &Config,
+    mut ctrl_c: CtrlC,
 ) -> u8 {
     let mut renderer = Renderer::new(json_out);
     let mut code = EXIT_RUN_FAILED;
     let inline = inline_approval::wanted(json_out);
-    while let Some(event) = renderer.wait(handle.next_event()).await {
+    let session = handle.session_id.clone();
+    loop {
+        let event = tokio::select! {
+            event = renderer.wait(handle.next_event()) => event,
+            presses = ctrl_c.pressed() => {
+                ctrl_c_local(presses, runtime, &session).await;
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
         renderer.show(&event);
         if let EventKind::ApprovalRequested { request_id, .. } = &event.kind {
             if inline {
@@ -306,8 +338,68 @@ async fn follow_local(
         }
         if let Some(o) = ryvos::RunOutcome::from_event(&event) {
             renderer.finish(o.status, o.reason.as_deref(), o.session_id.as_str());
-            code = exit_for(o.status);
+            code = match ctrl_c.was_pressed() && o.status != ryvos::RunStatus::Completed {
+                true => EXIT_INTERRUPTED,
+                false => exit_for(o.status),
+            };
         }
     }
     code
+}
+
+/// Ctrl-C in-process: the first press interrupts the run after its current step, the next
+/// cancels it at once. The run's end is reported as any end is.
+async fn ctrl_c_local(presses: u32, runtime: &Runtime, session: &SessionId) {
+    let (asked, doing) = if presses == 1 {
+        let asked = runtime.interrupt(session).await;
+        (
+            asked,
+            "interrupting the run after its current step (Ctrl-C again stops it now)",
+        )
+    } else {
+        (runtime.cancel(session).await, "stopping the run now")
+    };
+    match asked {
+        Ok(_) => eprintln!("\nryvos: {doing}"),
+        Err(e) => eprintln!("\nryvos: {e}"),
+    }
+}
+
+/// Ctrl-C through the daemon: the first press asks ryvosd (on a second connection) to
+/// interrupt the run after its current step, the next detaches; `Some(code)` to exit with.
+async fn ctrl_c_remote(
+    presses: u32,
+    session: Option<&str>,
+    socket: &std::path::Path,
+) -> Option<u8> {
+    let Some(session) = session else {
+        eprintln!("\nryvos: detached before the run started; `ryvos sessions` lists it");
+        return Some(EXIT_INTERRUPTED);
+    };
+    if presses > 1 {
+        eprintln!(
+            "\nryvos: detached; the run goes on in ryvosd (`ryvos history {session}` shows it, \
+             `ryvos cancel {session}` stops it)"
+        );
+        return Some(EXIT_INTERRUPTED);
+    }
+    let params = SessionParams {
+        session: session.to_owned(),
+    };
+    let asked = match Client::connect(socket).await {
+        Ok(mut other) => other
+            .call::<Interrupt>(&params)
+            .await
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    match asked {
+        Ok(Ok(_)) => eprintln!(
+            "\nryvos: asked ryvosd to interrupt the run after its current step (Ctrl-C again \
+             detaches)"
+        ),
+        Ok(Err(error)) => eprintln!("\nryvos: {}", error.message),
+        Err(e) => eprintln!("\nryvos: interrupting the run: {e}"),
+    }
+    None
 }
