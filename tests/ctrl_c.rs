@@ -53,6 +53,22 @@ async fn ctrl_c_in_process_interrupts_the_run_which_is_stored_and_resumes() {
     assert!(stdout.contains("done"), "{stdout}");
 }
 
+/// A run through the daemon whose model call is held, and Ctrl-C pressed once while it waits:
+/// the client, once it has asked the daemon to interrupt, and the run's session.
+async fn pressed_once_mid_call(
+    home: &Home,
+    server: &ScriptedModelServer,
+) -> (common::home::Follower, String) {
+    let mut run = home.follow(&["run", "--json", "look", "around"]);
+    let session = run
+        .until(|e| e["session_id"].as_str().map(str::to_owned))
+        .await;
+    server.wait_for_requests(1).await;
+    ctrl_c(run.pid());
+    run.says("asked ryvosd to interrupt").await;
+    (run, session)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_through_the_daemon_interrupts_there_and_a_second_press_detaches() {
     let gate = Gate::new();
@@ -61,13 +77,7 @@ async fn ctrl_c_through_the_daemon_interrupts_there_and_a_second_press_detaches(
     let daemon = home.daemon().await;
 
     // One press: the daemon interrupts the run, and the client reports its end.
-    let mut run = home.follow(&["run", "--json", "look", "around"]);
-    let session = run
-        .until(|e| e["session_id"].as_str().map(str::to_owned))
-        .await;
-    server.wait_for_requests(1).await;
-    ctrl_c(run.pid());
-    run.says("asked ryvosd to interrupt").await;
+    let (run, session) = pressed_once_mid_call(&home, &server).await;
     gate.open();
     let Ended { code, stderr, .. } = run.rest().await;
     assert_eq!(code, Some(130), "{stderr}");
@@ -80,13 +90,7 @@ async fn ctrl_c_through_the_daemon_interrupts_there_and_a_second_press_detaches(
     let server2 = held_model(&second).await;
     let home2 = Home::new(&server2, "");
     let daemon2 = home2.daemon().await;
-    let mut run = home2.follow(&["run", "--json", "look", "again"]);
-    let session = run
-        .until(|e| e["session_id"].as_str().map(str::to_owned))
-        .await;
-    server2.wait_for_requests(1).await;
-    ctrl_c(run.pid());
-    run.says("asked ryvosd to interrupt").await;
+    let (run, session) = pressed_once_mid_call(&home2, &server2).await;
     ctrl_c(run.pid());
     let Ended { code, stderr, .. } = run.rest().await;
     assert_eq!(code, Some(130), "{stderr}");
