@@ -79,7 +79,8 @@ async fn step_status(h: &Harness, session: &ryvos::SessionId, step: &str) -> Opt
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn cancel_on_a_directors_session_stops_the_director_and_its_step_runs() {
+async fn cancel_on_a_directors_session_stops_the_director_and_its_step_runs_even_after_an_interrupt(
+) {
     let s = script();
     let h = Harness::start_routed(Vec::new(), s.router.clone(), |_| {}).await;
     let handle = h
@@ -91,6 +92,11 @@ async fn cancel_on_a_directors_session_stops_the_director_and_its_step_runs() {
     // Step b's run is waiting on the model.
     s.b_asked.notified().await;
 
+    // An interrupt waits for the held call; a cancel after it stops everything at once.
+    assert!(
+        h.runtime.interrupt(&session).await.unwrap(),
+        "interrupt reaches the Director"
+    );
     assert!(
         h.runtime.cancel(&session).await.unwrap(),
         "cancel reaches the Director"

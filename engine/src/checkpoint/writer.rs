@@ -97,37 +97,50 @@ fn write_loop(runtime: &tokio::runtime::Handle, store: &Store, queue: &mpsc::Rec
                 Err(_) => break,
             }
         }
-        // A batch that would leave a hole in its session's history is refused, and the
-        // session's later batches with it: an earlier batch was lost (its actor failed), and
-        // what follows it must not be stored past the gap.
-        let mut refused: std::collections::HashMap<usize, StoreError> =
-            runtime.block_on(holes(store, &group)).into_iter().collect();
-        let mut group: Vec<Job> = group
-            .into_iter()
-            .enumerate()
-            .filter_map(|(at, job)| match refused.remove(&at) {
-                Some(why) => {
-                    job.notify.answer(Err(why));
-                    None
-                }
-                None => Some(job),
-            })
-            .collect();
-        let batches: Vec<WriteBatch> = group
-            .iter_mut()
-            .filter_map(|j| j.batch.take().map(|b| *b))
-            .collect();
-        let result = if batches.is_empty() {
-            Ok(())
-        } else {
-            commit(runtime, store, &batches)
-        };
-        if let Err(e) = &result {
-            tracing::error!("group commit of {} batch(es) failed: {e}", batches.len());
+        // A panic anywhere in a group drops its jobs, which answers each with the loss; the
+        // thread goes on with the next group.
+        let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            commit_group(runtime, store, group)
+        }));
+        if handled.is_err() {
+            tracing::error!("the store's writer panicked on a group; its batches failed");
         }
-        for job in group {
-            job.notify.answer(result.clone());
-        }
+    }
+}
+
+/// Commits `group` as one transaction, refusing the batches that would leave a hole, and
+/// answers every job.
+fn commit_group(runtime: &tokio::runtime::Handle, store: &Store, group: Vec<Job>) {
+    // A batch that would leave a hole in its session's history is refused, and the
+    // session's later batches with it: an earlier batch was lost (its actor failed), and
+    // what follows it must not be stored past the gap.
+    let mut refused: std::collections::HashMap<usize, StoreError> =
+        runtime.block_on(holes(store, &group)).into_iter().collect();
+    let mut group: Vec<Job> = group
+        .into_iter()
+        .enumerate()
+        .filter_map(|(at, job)| match refused.remove(&at) {
+            Some(why) => {
+                job.notify.answer(Err(why));
+                None
+            }
+            None => Some(job),
+        })
+        .collect();
+    let batches: Vec<WriteBatch> = group
+        .iter_mut()
+        .filter_map(|j| j.batch.take().map(|b| *b))
+        .collect();
+    let result = if batches.is_empty() {
+        Ok(())
+    } else {
+        commit(runtime, store, &batches)
+    };
+    if let Err(e) = &result {
+        tracing::error!("group commit of {} batch(es) failed: {e}", batches.len());
+    }
+    for job in group {
+        job.notify.answer(result.clone());
     }
 }
 

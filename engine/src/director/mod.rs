@@ -180,6 +180,11 @@ impl Director {
             .await
             .map_err(End::failed)?;
         totals.add(&ran);
+        // An answer stopped from outside leaves the plan unfinished: the same task again
+        // asks for the answer again, without redoing a step.
+        if let Some(end) = stopped_from_outside("the final answer", &Ok(ran.clone())) {
+            return Err(end);
+        }
         record.finished = true;
         self.save(&record).await?;
         Ok(End {
@@ -314,7 +319,7 @@ impl Director {
             };
             let (id, ran) =
                 joined.map_err(|e| End::failed(format!("a step's task failed: {e}")))?;
-            if let Some(end) = stopped_from_outside(&id, &ran) {
+            if let Some(end) = stopped_from_outside(&format!("step '{id}'"), &ran) {
                 return Err(end);
             }
             if let Ok(r) = &ran {
@@ -476,17 +481,15 @@ impl Director {
                 }
             }
         };
-        // A stop asked of the Director is passed on to this run, which then ends as it says.
-        let passing_on = async {
-            let stop = self.stop.asked().await;
-            match self.runs.stop(&session_id, stop.status, &stop.reason).await {
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(session = %session_id, "a step run could not be stopped: {e}")
+        // Every stop asked of the Director is passed on to this run, which then ends as it says.
+        let passing_on = self.stop.each(|stop| {
+            let session_id = session_id.clone();
+            async move {
+                if let Err(e) = self.runs.stop(&session_id, stop.status, &stop.reason).await {
+                    tracing::warn!(session = %session_id, "a step run could not be stopped: {e}");
                 }
             }
-            std::future::pending::<std::convert::Infallible>().await
-        };
+        });
         let ended = async {
             tokio::select! {
                 ran = waiting => ran,
@@ -536,18 +539,18 @@ impl Director {
 
 /// A step run stopped from outside (a shutdown, a cancel) or never started says nothing about
 /// the step: the plan stops as it stands, the step to be run again on resume.
-fn stopped_from_outside(id: &str, ran: &Result<RunOutcome, String>) -> Option<End> {
+fn stopped_from_outside(what: &str, ran: &Result<RunOutcome, String>) -> Option<End> {
     let (status, why) = match ran {
         Ok(r) if matches!(r.status, RunStatus::Cancelled | RunStatus::Interrupted) => (
             r.status,
             format!(
-                "step '{id}' was stopped: {}",
+                "{what} was stopped: {}",
                 r.reason.clone().unwrap_or_default()
             ),
         ),
         Err(e) => (
             RunStatus::Cancelled,
-            format!("step '{id}' could not be run: {e}"),
+            format!("{what} could not be run: {e}"),
         ),
         Ok(_) => return None,
     };

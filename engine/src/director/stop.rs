@@ -13,7 +13,8 @@ pub(crate) struct Stop {
     pub reason: String,
 }
 
-/// A stop asked of one Director run; the first one asked wins.
+/// A stop asked of one Director run. The first one asked wins, except that a cancel overrides
+/// an interrupt (a second Ctrl-C, or `ryvos cancel` on a run already pausing).
 #[derive(Clone)]
 pub(crate) struct StopSignal(Arc<watch::Sender<Option<Stop>>>);
 
@@ -24,10 +25,14 @@ impl Default for StopSignal {
 }
 
 impl StopSignal {
-    /// Asks the run to stop with `status`, unless a stop was already asked.
+    /// Asks the run to stop with `status`, unless the same or a firmer stop was already asked.
     pub(crate) fn stop(&self, status: RunStatus, reason: impl Into<String>) {
         self.0.send_if_modified(|asked| {
-            if asked.is_some() {
+            let firmer = status == RunStatus::Cancelled
+                && asked
+                    .as_ref()
+                    .is_some_and(|a| a.status == RunStatus::Interrupted);
+            if asked.is_some() && !firmer {
                 return false;
             }
             *asked = Some(Stop {
@@ -43,21 +48,22 @@ impl StopSignal {
         self.0.borrow().clone()
     }
 
-    /// Resolves once a stop is asked (at once if one was).
-    pub(crate) async fn asked(&self) -> Stop {
+    /// Calls `pass_on` with every stop asked, the one already asked first; never returns.
+    pub(crate) async fn each<F: std::future::Future<Output = ()>>(
+        &self,
+        mut pass_on: impl FnMut(Stop) -> F,
+    ) -> std::convert::Infallible {
         let mut watching = self.0.subscribe();
-        let asked = watching
-            .wait_for(Option::is_some)
-            .await
-            .map(|asked| asked.clone());
-        // The sender lives as long as `self`: it cannot be dropped while this waits.
-        asked.ok().flatten().unwrap_or_else(unreachable_stop)
-    }
-}
-
-fn unreachable_stop() -> Stop {
-    Stop {
-        status: RunStatus::Cancelled,
-        reason: "the Director's stop signal was lost".into(),
+        watching.mark_changed();
+        loop {
+            // The sender lives as long as `self`: it cannot be dropped while this waits.
+            if watching.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+            let asked = watching.borrow_and_update().clone();
+            if let Some(stop) = asked {
+                pass_on(stop).await;
+            }
+        }
     }
 }

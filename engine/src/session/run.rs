@@ -254,13 +254,6 @@ impl ActiveRun {
         self.refocus(None);
     }
 
-    /// Holds the run to `goal`: its focus layer joins the system prompt.
-    pub(super) fn with_goal(mut self, goal: Option<Arc<crate::judge::Goal>>) -> Self {
-        self.goal = goal;
-        self.refocus(None);
-        self
-    }
-
     /// Rewrites the focus layer with where the evaluation stands.
     pub(super) fn refocus(&mut self, status: Option<&str>) {
         if let Some(goal) = &self.goal {

@@ -329,7 +329,10 @@ impl Renderer {
 
     fn end_line(&mut self) {
         if self.open_line {
-            crate::out::outln!();
+            // A run goes on (and is stored) whoever reads its output: a closed stdout is
+            // ignored here, as it is for the text itself.
+            let mut out = std::io::stdout().lock();
+            writeln!(out).and_then(|()| out.flush()).ok();
             self.open_line = false;
         }
         for note in self.held_notes.drain(..) {

@@ -348,8 +348,13 @@ async fn follow_local(
 }
 
 /// Ctrl-C in-process: the first press interrupts the run after its current step, the next
-/// cancels it at once. The run's end is reported as any end is.
+/// cancels it at once, and a third quits without waiting. The run's end is reported as any
+/// end is.
 async fn ctrl_c_local(presses: u32, runtime: &Runtime, session: &SessionId) {
+    if presses > 2 {
+        eprintln!("\nryvos: quitting without waiting; the run's durable turns are stored");
+        std::process::exit(EXIT_INTERRUPTED.into());
+    }
     let (asked, doing) = if presses == 1 {
         let asked = runtime.interrupt(session).await;
         (

@@ -63,8 +63,9 @@ impl SessionState {
             &self.services.sandbox,
             Arc::from(""),
             self.history.next_seq(),
-        )
-        .with_goal(spec.goal);
+        );
+        // The focus layer joins the system prompt once it is assembled (no tokenizer here).
+        run.goal = spec.goal;
         run.step = next_step();
         run.on_message = spec.on_message;
         events.emit(EventKind::RunStarted);
@@ -79,6 +80,13 @@ impl SessionState {
         }
         self.last_run = Some(run_id.clone());
         self.workspace = Some(spec.workspace.root().display().to_string());
+        // The run's time counts from here, its preparation included.
+        let (deadline, why) = deadline(&self.services, &run);
+        let deadline_run = run_id.clone();
+        myself.send_after(deadline, move || SessionMsg::Deadline {
+            run_id: deadline_run,
+            why,
+        });
         let step = run.step;
         run.phase = Phase::Preparing;
         self.run = Some(run);
@@ -138,8 +146,6 @@ impl SessionState {
         let Some(run) = self.run.as_mut() else { return };
         run.turn_first_seq = self.history.next_seq();
         let record = run.record(None);
-        let (deadline, why) = deadline(&self.services, run);
-        let run_id = run.id.clone();
         let events = run.events.clone();
         self.submit(myself, None, Some(record));
         if self.services.sandbox.mode() == crate::config::SandboxMode::Off {
@@ -152,7 +158,6 @@ impl SessionState {
         for message in assembled.warnings {
             events.emit(EventKind::Warning { message });
         }
-        myself.send_after(deadline, move || SessionMsg::Deadline { run_id, why });
         if !pending.is_empty() {
             // Stale requests of calls no longer pending are done with.
             let pending_ids: Vec<_> = pending.iter().map(|c| c.id.clone()).collect();

@@ -38,6 +38,8 @@ struct State {
     fault: Option<String>,
     /// When the database, closed, may be opened again.
     next_attempt: Instant,
+    /// One caller is opening it again (without the lock held): the others do not wait.
+    opening: bool,
     backoff: Duration,
 }
 
@@ -55,6 +57,7 @@ impl DatabaseFile {
                 db: Some(Arc::new(db)),
                 fault: None,
                 next_attempt: Instant::now(),
+                opening: false,
                 backoff: FIRST_BACKOFF,
             }),
         })
@@ -75,14 +78,20 @@ impl DatabaseFile {
             )
         };
         let now = Instant::now();
-        if now < state.next_attempt {
-            let wait = state.next_attempt - now;
+        if state.opening || now < state.next_attempt {
+            let wait = state.next_attempt.saturating_duration_since(now);
             return Err(closed(&format!(
                 "{fault} (next try in {} ms)",
                 wait.as_millis()
             )));
         }
-        match create(&self.path).doing(|| format!("opening {}", self.path.display())) {
+        // Opening may repair the file: nobody else waits on the lock meanwhile.
+        state.opening = true;
+        drop(state);
+        let opened = create(&self.path).doing(|| format!("opening {}", self.path.display()));
+        let mut state = self.state();
+        state.opening = false;
+        match opened {
             Ok(db) => {
                 tracing::info!(path = %self.path.display(), "the store is open again");
                 let db = Arc::new(db);
