@@ -282,3 +282,31 @@ async fn another_config_is_refused_while_a_daemon_serves_the_home_on_its_own() {
     assert_eq!(code, 0, "{stderr}");
     home.shutdown(daemon).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_read_commands_print_json_with_json() {
+    let server = ScriptedModelServer::start([Reply::text(&["hello"])]).await;
+    let home = Home::new(&server, "");
+    let daemon = home.daemon().await;
+    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "say", "hello"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let session = common::cli::json_lines(&stdout)
+        .pop()
+        .and_then(|e| e["session_id"].as_str().map(str::to_owned))
+        .unwrap();
+    let json = |stdout: &str| -> serde_json::Value {
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+    };
+    let (code, out, _) = home.ryvos(&["status", "--json"]).await;
+    assert_eq!(code, 0);
+    assert_eq!(json(&out)["store"], "redb");
+    let (_, out, _) = home.ryvos(&["sessions", "--json"]).await;
+    assert_eq!(json(&out)[0]["session_id"], session.as_str());
+    let (_, out, _) = home.ryvos(&["history", &session, "--json"]).await;
+    assert_eq!(json(&out)["runs"][0]["status"], "completed");
+    let (_, out, _) = home.ryvos(&["cost", "--json"]).await;
+    assert!(json(&out).is_object(), "{out}");
+    let (_, out, _) = home.ryvos(&["approvals", "--json"]).await;
+    assert_eq!(json(&out), serde_json::json!([]));
+    home.shutdown(daemon).await;
+}

@@ -79,23 +79,42 @@ enum Command {
         prompt: Vec<String>,
     },
     /// Is a daemon running? Exits 0 if one answers.
-    Status,
+    Status {
+        /// Print the answer as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the sessions, most recent first.
-    Sessions,
-    /// Show a session's messages and runs.
+    Sessions {
+        /// Print them as one JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a session's messages, runs and security decisions.
     History {
         /// The session id.
         id: String,
+        /// Print it as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// What the runs cost: by day and by session, with the monthly limit's state.
-    Cost,
+    Cost {
+        /// Print the report as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a session's run logs (runs, turns, tool calls) as JSON lines, oldest first.
     Logs {
         /// The session id.
         id: String,
     },
     /// List the tool calls waiting for approval.
-    Approvals,
+    Approvals {
+        /// Print them as one JSON array.
+        #[arg(long)]
+        json: bool,
+    },
     /// Pause a session's run in flight after its current step (status `interrupted`); tool
     /// calls it did not start stay pending, and `run --resume ID` runs them first.
     Interrupt {
@@ -260,14 +279,20 @@ async fn dispatch(command: Command, config: Config, explicit_config: bool) -> u8
                 }
             }
         }
-        Command::Status => simple::<Status>(&socket, &NoParams {}, print::status).await,
-        Command::Sessions => {
-            simple::<Sessions>(&socket, &NoParams {}, |s| print::sessions(s)).await
+        Command::Status { json } => {
+            simple::<Status>(&socket, &NoParams {}, shown(json, print::status)).await
         }
-        Command::History { id } => {
-            simple::<History>(&socket, &SessionParams { session: id }, print::history).await
+        Command::Sessions { json } => {
+            let print = |s: &Vec<_>| print::sessions(s);
+            simple::<Sessions>(&socket, &NoParams {}, shown(json, print)).await
         }
-        Command::Cost => simple::<Cost>(&socket, &NoParams {}, print::cost).await,
+        Command::History { id, json } => {
+            let params = SessionParams { session: id };
+            simple::<History>(&socket, &params, shown(json, print::history)).await
+        }
+        Command::Cost { json } => {
+            simple::<Cost>(&socket, &NoParams {}, shown(json, print::cost)).await
+        }
         Command::Interrupt { id } => {
             simple::<Interrupt>(&socket, &SessionParams { session: id }, |_| {
                 outln!("interrupting: the run pauses after its current step")
@@ -280,8 +305,9 @@ async fn dispatch(command: Command, config: Config, explicit_config: bool) -> u8
             })
             .await
         }
-        Command::Approvals => {
-            simple::<Approvals>(&socket, &NoParams {}, |p| print::approvals(p)).await
+        Command::Approvals { json } => {
+            let print = |p: &Vec<_>| print::approvals(p);
+            simple::<Approvals>(&socket, &NoParams {}, shown(json, print)).await
         }
         Command::Approve { request_id, always } => {
             let params = AnswerParams {
@@ -313,6 +339,19 @@ async fn dispatch(command: Command, config: Config, explicit_config: bool) -> u8
         },
         Command::Shutdown => {
             simple::<Shutdown>(&socket, &NoParams {}, |_| outln!("ryvosd is stopping")).await
+        }
+    }
+}
+
+/// Prints a result as `print` does, or, with `--json`, as one JSON value on one line.
+fn shown<R: serde::Serialize>(json: bool, print: impl FnOnce(&R)) -> impl FnOnce(&R) {
+    move |result| {
+        if !json {
+            return print(result);
+        }
+        match serde_json::to_string(result) {
+            Ok(line) => outln!("{line}"),
+            Err(e) => eprintln!("ryvos: the answer cannot be written as JSON: {e}"),
         }
     }
 }
