@@ -310,3 +310,31 @@ async fn the_read_commands_print_json_with_json() {
     assert_eq!(json(&out), serde_json::json!([]));
     home.shutdown(daemon).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ryvosd_tells_systemd_it_is_ready_once_its_socket_answers() {
+    let server = ScriptedModelServer::start([]).await;
+    let home = Home::new(&server, "");
+    // The service manager's side: a datagram socket named in NOTIFY_SOCKET.
+    let manager_dir = tempfile::tempdir().unwrap();
+    let manager_path = manager_dir.path().join("notify.sock");
+    let manager = tokio::net::UnixDatagram::bind(&manager_path).unwrap();
+    let mut daemon = home
+        .command(env!("CARGO_BIN_EXE_ryvosd"))
+        .env("NOTIFY_SOCKET", &manager_path)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut message = vec![0u8; 256];
+    let n = tokio::time::timeout(common::home::WAIT, manager.recv(&mut message))
+        .await
+        .expect("ryvosd said it is ready")
+        .unwrap();
+    let message = String::from_utf8_lossy(&message[..n]).into_owned();
+    assert!(message.contains("READY=1"), "{message}");
+    // Ready means the socket answers.
+    let (code, _, stderr) = home.ryvos(&["status"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    daemon.start_kill().unwrap();
+    daemon.wait().await.unwrap();
+}

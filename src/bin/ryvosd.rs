@@ -44,6 +44,11 @@ fn main() -> ExitCode {
     };
     let served = runtime.block_on(ryvos::daemon::serve(config, |socket| {
         eprintln!("ryvosd: listening on {}", socket.display());
+        // Under systemd (Type=notify) the unit is started only now, so a `ryvos run` right
+        // after `systemctl start` finds the socket; elsewhere this does nothing.
+        if let Err(e) = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]) {
+            tracing::warn!("telling the service manager that ryvosd is ready failed: {e}");
+        }
     }));
     match served {
         Ok(()) => ExitCode::SUCCESS,
