@@ -21,6 +21,8 @@ pub struct Renderer {
     ticks: tokio::time::Interval,
     /// Notes for stderr that arrived while the answer's line was open.
     held_notes: Vec<String>,
+    /// The run is hosted by ryvosd, so `ryvos approve` from another terminal can answer it.
+    answerable_elsewhere: bool,
 }
 
 impl Renderer {
@@ -39,7 +41,14 @@ impl Renderer {
                 ticks
             },
             held_notes: Vec::new(),
+            answerable_elsewhere: true,
         }
+    }
+
+    /// For a run hosted in this process: no other terminal can answer its approval requests.
+    pub fn in_process(mut self) -> Self {
+        self.answerable_elsewhere = false;
+        self
     }
 
     /// Awaits `next` (the run's next event or reply) while the spinner turns.
@@ -205,8 +214,16 @@ impl Renderer {
                 } else {
                     format!(" ({})", reasons.join("; "))
                 };
+                let how = if self.answerable_elsewhere {
+                    format!(
+                        "\n             `ryvos approve {request_id}` or `ryvos deny {request_id} \
+                         --reason …`"
+                    )
+                } else {
+                    String::new()
+                };
                 eprintln!(
-                    "  [approval] {tool} {} needs approval, {tier:?}{why}\n             `ryvos approve {request_id}` or `ryvos deny {request_id} --reason …`",
+                    "  [approval] {tool} {} needs approval, {tier:?}{why}{how}",
                     clip(&input.to_string(), 100)
                 );
             }

@@ -309,7 +309,7 @@ async fn follow_local(
     config: &Config,
     mut ctrl_c: CtrlC,
 ) -> u8 {
-    let mut renderer = Renderer::new(json_out);
+    let mut renderer = Renderer::new(json_out).in_process();
     let mut code = EXIT_RUN_FAILED;
     let inline = inline_approval::wanted(json_out);
     let session = handle.session_id.clone();
