@@ -42,8 +42,12 @@ struct TurnSoFar {
 
 struct RunLogger {
     dir: PathBuf,
-    /// Per run: the turn being assembled, and tool calls started (input, when).
-    turns: HashMap<String, TurnSoFar>,
+    /// Per run and turn: what the turn did so far. A turn is logged when its checkpoint is
+    /// durable, which may be after the next turn has begun (commits overlap model calls).
+    turns: HashMap<(String, u32), TurnSoFar>,
+    /// Per run: the turn of its latest model call, which the tool calls that follow belong to.
+    current: HashMap<String, u32>,
+    /// Tool calls started (input, when).
     calls: HashMap<String, (Value, Instant)>,
     /// Open log files by (session, level file), kept while the session's run goes on.
     files: HashMap<(String, &'static str), File>,
@@ -54,6 +58,7 @@ impl RunLogger {
         Self {
             dir,
             turns: HashMap::new(),
+            current: HashMap::new(),
             calls: HashMap::new(),
             files: HashMap::new(),
         }
@@ -82,13 +87,15 @@ impl RunLogger {
         };
         match &event.kind {
             EventKind::ModelUsage {
+                turn,
                 model,
                 input_tokens,
                 output_tokens,
                 estimated,
                 ..
             } => {
-                let turn = self.turns.entry(run.to_owned()).or_default();
+                self.current.insert(run.to_owned(), *turn);
+                let turn = self.turns.entry((run.to_owned(), *turn)).or_default();
                 turn.model = model.clone();
                 turn.input_tokens = *input_tokens;
                 turn.output_tokens = *output_tokens;
@@ -108,8 +115,9 @@ impl RunLogger {
                     .calls
                     .remove(call_id.as_str())
                     .unwrap_or((Value::Null, Instant::now()));
+                let turn = self.current.get(run).copied().unwrap_or_default();
                 self.turns
-                    .entry(run.to_owned())
+                    .entry((run.to_owned(), turn))
                     .or_default()
                     .tools
                     .push(name.clone());
@@ -120,7 +128,10 @@ impl RunLogger {
                 self.append(&event.session_id.to_string(), "tools.jsonl", &line);
             }
             EventKind::CheckpointSaved { turn } => {
-                let t = self.turns.remove(run).unwrap_or_default();
+                let t = self
+                    .turns
+                    .remove(&(run.to_owned(), *turn))
+                    .unwrap_or_default();
                 let line = base(
                     json!({"level": 2, "turn": turn, "model": t.model, "input_tokens": t.input_tokens,
                     "output_tokens": t.output_tokens, "usage_estimated": t.estimated, "tools": t.tools}),
@@ -128,7 +139,9 @@ impl RunLogger {
                 self.append(&event.session_id.to_string(), "turns.jsonl", &line);
             }
             EventKind::RunComplete { .. } => {
-                self.turns.remove(run);
+                // Turns never made durable are not logged as turns.
+                self.turns.retain(|(r, _), _| r != run);
+                self.current.remove(run);
                 let mut line = base(json!({"level": 1}));
                 if let (Some(line), Ok(Value::Object(fields))) =
                     (line.as_object_mut(), serde_json::to_value(&event.kind))
@@ -194,6 +207,10 @@ pub fn read(logs_dir: &Path, session: &str) -> std::io::Result<Vec<Value>> {
                 .filter_map(|l| serde_json::from_str::<Value>(l).ok()),
         );
     }
-    lines.sort_by_key(|l| l["ts_ms"].as_u64().unwrap_or(0));
+    // Within a millisecond, a tool call comes before its turn, and a turn before its run's end.
+    lines.sort_by_key(|l| {
+        let level = l["level"].as_u64().unwrap_or(0);
+        (l["ts_ms"].as_u64().unwrap_or(0), std::cmp::Reverse(level))
+    });
     Ok(lines)
 }

@@ -356,3 +356,45 @@ async fn in_process_off_a_terminal_an_approval_is_not_offered_to_ryvos_approve()
         "no other terminal can reach an in-process run: {stderr}"
     );
 }
+
+#[tokio::test]
+async fn the_run_log_has_one_line_per_turn_with_its_own_model_tokens_and_tools() {
+    let server = ScriptedModelServer::start([
+        Reply::tool_calls(&[("c1", "glob", r#"{"pattern": "*"}"#)]),
+        Reply::tool_calls(&[("c2", "write", r#"{"path": "a.txt", "content": "1"}"#)]),
+        Reply::tool_calls(&[("c3", "read", r#"{"path": "a.txt"}"#)]),
+        Reply::text(&["done"]),
+    ])
+    .await;
+    let home = Home::new(&server, "");
+    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "four", "turns"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let session = common::cli::json_lines(&stdout)
+        .pop()
+        .and_then(|e| e["session_id"].as_str().map(str::to_owned))
+        .unwrap();
+    let (code, logs, stderr) = home.ryvos(&["logs", &session]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let lines = common::cli::json_lines(&logs);
+    let turns: Vec<&serde_json::Value> = lines.iter().filter(|l| l["level"] == 2).collect();
+    assert_eq!(turns.len(), 4, "{logs}");
+    let tools: Vec<&serde_json::Value> = turns.iter().map(|t| &t["tools"]).collect();
+    assert_eq!(
+        tools,
+        [
+            &serde_json::json!(["glob"]),
+            &serde_json::json!(["write"]),
+            &serde_json::json!(["read"]),
+            &serde_json::json!([]),
+        ]
+    );
+    for turn in &turns {
+        assert_eq!(turn["model"], "scripted", "{turn}");
+        assert!(turn["input_tokens"].as_u64().unwrap() > 0, "{turn}");
+    }
+    assert_eq!(
+        lines.last().unwrap()["level"],
+        1,
+        "the run's line comes last: {logs}"
+    );
+}
