@@ -398,3 +398,99 @@ async fn the_run_log_has_one_line_per_turn_with_its_own_model_tokens_and_tools()
         "the run's line comes last: {logs}"
     );
 }
+
+/// The long flags (`--name`) in `text`.
+fn flags(text: &str) -> std::collections::BTreeSet<String> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+async fn the_readmes_synopsis_matches_the_commands_and_flags_of_ryvos_help() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let block = readme
+        .split("```")
+        .find(|b| b.contains("ryvosd [--config PATH]"))
+        .expect("the README has a synopsis block");
+    // The synopsis, command by command: each `ryvos` line with its continuation lines.
+    let mut synopsis: Vec<String> = Vec::new();
+    for line in block.lines() {
+        if line.starts_with("ryvos ") {
+            synopsis.push(line.to_owned());
+        } else if line.starts_with(' ') {
+            if let Some(last) = synopsis.last_mut() {
+                last.push_str(line);
+            }
+        }
+    }
+    // Subcommands: the first word of each alternative separated by a `|` outside brackets.
+    let mut documented: std::collections::BTreeMap<String, String> = Default::default();
+    for line in &synopsis {
+        let mut depth = 0i32;
+        let mut alternatives = vec![String::new()];
+        for c in line["ryvos ".len()..].chars() {
+            match c {
+                '[' => depth += 1,
+                ']' => depth -= 1,
+                '|' if depth == 0 => {
+                    alternatives.push(String::new());
+                    continue;
+                }
+                _ => {}
+            }
+            alternatives.last_mut().unwrap().push(c);
+        }
+        for alternative in &alternatives {
+            let mut words = alternative.split_whitespace();
+            let Some(name) = words.next() else { continue };
+            documented.insert(name.to_owned(), alternative.to_owned());
+        }
+    }
+    // `[--json]` after the last alternative of a line applies to the line's read commands.
+    let json_line = synopsis.iter().find(|l| l.ends_with("[--json]")).unwrap();
+    let server = ScriptedModelServer::start([]).await;
+    let home = Home::new(&server, "");
+    let (_, help, _) = home.ryvos(&["--help"]).await;
+    let commands: std::collections::BTreeSet<String> = help
+        .split("Commands:")
+        .nth(1)
+        .unwrap()
+        .split("Options:")
+        .next()
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_owned)
+        .collect();
+    let in_readme: std::collections::BTreeSet<String> = documented.keys().cloned().collect();
+    assert_eq!(
+        in_readme, commands,
+        "the README's synopsis lists every command, and only those"
+    );
+    for command in &commands {
+        let (_, help, _) = home.ryvos(&[command, "--help"]).await;
+        // The flags are the options the help lists, not those its prose mentions.
+        let options = help.split("Options:").nth(1).unwrap_or_default();
+        let mut actual: std::collections::BTreeSet<String> = options
+            .lines()
+            .filter(|l| l.trim_start().starts_with('-'))
+            .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("--")))
+            .map(|w| w.trim_end_matches(',').to_owned())
+            .collect();
+        actual.retain(|f| f != "--help" && f != "--config");
+        let mut written = flags(&documented[command]);
+        if json_line.contains(&format!(" {command} "))
+            || json_line.contains(&format!("| {command} ["))
+        {
+            written.insert("--json".to_owned());
+        }
+        assert_eq!(
+            written, actual,
+            "the flags of `ryvos {command}` in the README"
+        );
+    }
+}
