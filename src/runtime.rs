@@ -14,6 +14,7 @@ use ryvos_protocol::ids::{RunId, SessionId};
 use ryvos_protocol::message::Message;
 use ryvos_protocol::records::{Answer, PendingApproval, SessionRecord};
 use ryvos_protocol::report::CostReport;
+use ryvos_protocol::socket::{HistoryMessage, HistoryResult};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -276,6 +277,30 @@ impl Runtime {
             .session_record(id)
             .await
             .map_err(EngineError::from)?)
+    }
+
+    /// Session `id`'s messages, runs and security decisions; `None` if there is no such session.
+    pub async fn history(&self, id: &SessionId) -> Result<Option<HistoryResult>, RuntimeError> {
+        let store = self.engine.store();
+        let history = store.load_session(id).await.map_err(EngineError::from)?;
+        let Some(session) = history.record else {
+            return Ok(None);
+        };
+        let messages = history
+            .messages
+            .into_iter()
+            .map(|m| HistoryMessage {
+                seq: m.seq,
+                tokens: m.tokens,
+                message: m.message,
+            })
+            .collect();
+        Ok(Some(HistoryResult {
+            session,
+            messages,
+            runs: store.session_runs(id).await.map_err(EngineError::from)?,
+            audit: store.audit(id).await.map_err(EngineError::from)?,
+        }))
     }
 
     /// Spending this month against the budget's limits, per day and per session.

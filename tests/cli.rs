@@ -494,3 +494,36 @@ async fn the_readmes_synopsis_matches_the_commands_and_flags_of_ryvos_help() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_read_commands_read_the_store_when_no_daemon_runs() {
+    let server = ScriptedModelServer::start([Reply::text(&["hello"])]).await;
+    let home = Home::new(&server, "");
+    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "say", "hello"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let session = common::cli::json_lines(&stdout)
+        .pop()
+        .and_then(|e| e["session_id"].as_str().map(str::to_owned))
+        .unwrap();
+    let (code, sessions, stderr) = home.ryvos(&["sessions"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(sessions.contains(&session), "{sessions}");
+    let (code, history, stderr) = home.ryvos(&["history", &session]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        history.contains("user: say hello") && history.contains("completed"),
+        "{history}"
+    );
+    let (code, _, stderr) = home.ryvos(&["history", "s_nope"]).await;
+    assert_eq!(code, 1);
+    assert!(stderr.contains("no session s_nope"), "{stderr}");
+    let (code, cost, stderr) = home.ryvos(&["cost", "--json"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(cost.trim_start().starts_with('{'), "{cost}");
+    let (code, approvals, stderr) = home.ryvos(&["approvals"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(approvals.contains("no tool call is waiting"), "{approvals}");
+    // status still means "is a daemon running".
+    let (code, _, _) = home.ryvos(&["status"]).await;
+    assert_eq!(code, 3);
+}

@@ -2,9 +2,9 @@
 
 use super::Shared;
 use crate::protocol::{
-    AnswerParams, AnswerResult, CancelResult, ErrorBody, ErrorCode, HistoryMessage, HistoryResult,
-    InterruptResult, Method, Reply, Request, RunParams, ShutdownResult, StatusResult,
-    MAX_FRAME_BYTES, PROTOCOL_VERSION,
+    AnswerParams, AnswerResult, CancelResult, ErrorBody, ErrorCode, HistoryResult, InterruptResult,
+    Method, Reply, Request, RunParams, ShutdownResult, StatusResult, MAX_FRAME_BYTES,
+    PROTOCOL_VERSION,
 };
 use crate::runtime::{RunOutcome, RunRequest, RuntimeError};
 use futures_util::StreamExt;
@@ -196,29 +196,14 @@ fn status(shared: &Shared) -> StatusResult {
 }
 
 async fn history(id: &SessionId, shared: &Shared) -> Result<HistoryResult, ErrorBody> {
-    let store = shared.runtime.engine.store();
-    let history = store.load_session(id).await.map_err(internal)?;
-    let Some(session) = history.record else {
-        return Err(ErrorBody::new(
+    match shared.runtime.history(id).await {
+        Ok(Some(history)) => Ok(history),
+        Ok(None) => Err(ErrorBody::new(
             ErrorCode::NotFound,
             format!("there is no session {id}; `ryvos sessions` lists them"),
-        ));
-    };
-    let messages = history
-        .messages
-        .into_iter()
-        .map(|m| HistoryMessage {
-            seq: m.seq,
-            tokens: m.tokens,
-            message: m.message,
-        })
-        .collect();
-    Ok(HistoryResult {
-        session,
-        messages,
-        runs: store.session_runs(id).await.map_err(internal)?,
-        audit: store.audit(id).await.map_err(internal)?,
-    })
+        )),
+        Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
+    }
 }
 
 async fn answer_approval(

@@ -9,18 +9,19 @@ mod exit;
 mod inline_approval;
 mod out;
 mod print;
+mod reading;
 mod render;
 mod running;
 
 use clap::{Parser, Subcommand};
 use exit::{EXIT_DAEMON, EXIT_RUN_FAILED, EXIT_USAGE};
 use out::outln;
+use reading::{shown, Read};
 use running::{run_local, run_remote, Local, Remote};
 use ryvos::client::{Client, ClientError};
 use ryvos::config::Config;
 use ryvos::protocol::{
-    AnswerParams, Approvals, Approve, Call, Cancel, Cost, Deny, History, Interrupt, NoParams,
-    SessionParams, Sessions, Shutdown, Status,
+    AnswerParams, Approve, Call, Cancel, Deny, Interrupt, NoParams, SessionParams, Shutdown, Status,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -282,17 +283,11 @@ async fn dispatch(command: Command, config: Config, explicit_config: bool) -> u8
         Command::Status { json } => {
             simple::<Status>(&socket, &NoParams {}, shown(json, print::status)).await
         }
-        Command::Sessions { json } => {
-            let print = |s: &Vec<_>| print::sessions(s);
-            simple::<Sessions>(&socket, &NoParams {}, shown(json, print)).await
-        }
+        Command::Sessions { json } => reading::answer(Read::Sessions, &socket, &config, json).await,
         Command::History { id, json } => {
-            let params = SessionParams { session: id };
-            simple::<History>(&socket, &params, shown(json, print::history)).await
+            reading::answer(Read::History(id), &socket, &config, json).await
         }
-        Command::Cost { json } => {
-            simple::<Cost>(&socket, &NoParams {}, shown(json, print::cost)).await
-        }
+        Command::Cost { json } => reading::answer(Read::Cost, &socket, &config, json).await,
         Command::Interrupt { id } => {
             simple::<Interrupt>(&socket, &SessionParams { session: id }, |_| {
                 outln!("interrupting: the run pauses after its current step")
@@ -306,8 +301,7 @@ async fn dispatch(command: Command, config: Config, explicit_config: bool) -> u8
             .await
         }
         Command::Approvals { json } => {
-            let print = |p: &Vec<_>| print::approvals(p);
-            simple::<Approvals>(&socket, &NoParams {}, shown(json, print)).await
+            reading::answer(Read::Approvals, &socket, &config, json).await
         }
         Command::Approve { request_id, always } => {
             let params = AnswerParams {
@@ -343,43 +337,16 @@ async fn dispatch(command: Command, config: Config, explicit_config: bool) -> u8
     }
 }
 
-/// Prints a result as `print` does, or, with `--json`, as one JSON value on one line.
-fn shown<R: serde::Serialize>(json: bool, print: impl FnOnce(&R)) -> impl FnOnce(&R) {
-    move |result| {
-        if !json {
-            return print(result);
-        }
-        match serde_json::to_string(result) {
-            Ok(line) => outln!("{line}"),
-            Err(e) => eprintln!("ryvos: the answer cannot be written as JSON: {e}"),
-        }
-    }
-}
-
-/// Sends one request and prints its result.
+/// Sends one request to the daemon and prints its result.
 async fn simple<C: Call>(
     socket: &std::path::Path,
     params: &C::Params,
     print: impl FnOnce(&C::Result),
 ) -> u8 {
-    let mut client = match Client::connect(socket).await {
-        Ok(c) => c,
+    match Client::connect(socket).await {
+        Ok(mut client) => reading::call::<C>(&mut client, params, print).await,
         Err(e) => {
             eprintln!("ryvos: {e}; start one with `ryvosd`");
-            return EXIT_DAEMON;
-        }
-    };
-    match client.call::<C>(params).await {
-        Ok(Ok(result)) => {
-            print(&result);
-            0
-        }
-        Ok(Err(error)) => {
-            eprintln!("ryvos: {}", error.message);
-            EXIT_RUN_FAILED
-        }
-        Err(e) => {
-            eprintln!("ryvos: {e}");
             EXIT_DAEMON
         }
     }

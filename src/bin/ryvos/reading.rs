@@ -1,0 +1,143 @@
+//! How the read commands (`sessions`, `history`, `cost`, `approvals`) answer: from the daemon
+//! when one runs; else from the store directly, through a runtime hosted for the read (redb's
+//! lock keeps it from opening beside a daemon).
+
+use crate::exit::{EXIT_DAEMON, EXIT_RUN_FAILED};
+use crate::out::outln;
+use crate::print;
+use ryvos::client::{Client, ClientError};
+use ryvos::config::Config;
+use ryvos::protocol::{Approvals, Call, Cost, History, NoParams, SessionParams, Sessions};
+use ryvos::{Runtime, SessionId};
+
+/// A read command.
+pub enum Read {
+    Sessions,
+    History(String),
+    Cost,
+    Approvals,
+}
+
+/// Answers `read` and prints the answer (as JSON with `json`); the exit code.
+pub async fn answer(read: Read, socket: &std::path::Path, config: &Config, json: bool) -> u8 {
+    match Client::connect(socket).await {
+        Ok(client) => from_daemon(client, read, json).await,
+        Err(ClientError::NoDaemon { .. }) => from_store(read, config, json).await,
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            EXIT_DAEMON
+        }
+    }
+}
+
+async fn from_daemon(mut client: Client, read: Read, json: bool) -> u8 {
+    match read {
+        Read::Sessions => {
+            call::<Sessions>(
+                &mut client,
+                &NoParams {},
+                shown(json, |s: &Vec<_>| print::sessions(s)),
+            )
+            .await
+        }
+        Read::History(session) => {
+            let params = SessionParams { session };
+            call::<History>(&mut client, &params, shown(json, print::history)).await
+        }
+        Read::Cost => call::<Cost>(&mut client, &NoParams {}, shown(json, print::cost)).await,
+        Read::Approvals => {
+            let print = |p: &Vec<_>| print::approvals(p);
+            call::<Approvals>(&mut client, &NoParams {}, shown(json, print)).await
+        }
+    }
+}
+
+async fn from_store(read: Read, config: &Config, json: bool) -> u8 {
+    let runtime = match Runtime::start(config.clone()).await {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("ryvos: no daemon answers, and the store cannot be read: {e}");
+            return EXIT_RUN_FAILED;
+        }
+    };
+    let code = match read {
+        Read::Sessions => printed(
+            runtime.sessions().await,
+            shown(json, |s: &Vec<_>| print::sessions(s)),
+        ),
+        Read::History(session) => match runtime.history(&SessionId::new(session.as_str())).await {
+            Ok(Some(history)) => {
+                shown(json, print::history)(&history);
+                0
+            }
+            Ok(None) => {
+                eprintln!("ryvos: there is no session {session}; `ryvos sessions` lists them");
+                EXIT_RUN_FAILED
+            }
+            Err(e) => {
+                eprintln!("ryvos: {e}");
+                EXIT_RUN_FAILED
+            }
+        },
+        Read::Cost => printed(runtime.cost_report().await, shown(json, print::cost)),
+        Read::Approvals => {
+            let print = |p: &Vec<_>| print::approvals(p);
+            shown(json, print)(&runtime.pending_approvals());
+            0
+        }
+    };
+    if let Err(e) = runtime.close().await {
+        eprintln!("ryvos: closing the store: {e}");
+        return EXIT_RUN_FAILED;
+    }
+    code
+}
+
+/// Prints `result` with `print`; the exit code.
+fn printed<R, E: std::fmt::Display>(result: Result<R, E>, print: impl FnOnce(&R)) -> u8 {
+    match result {
+        Ok(value) => {
+            print(&value);
+            0
+        }
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            EXIT_RUN_FAILED
+        }
+    }
+}
+
+/// Asks the daemon and prints its answer; the exit code.
+pub async fn call<C: Call>(
+    client: &mut Client,
+    params: &C::Params,
+    print: impl FnOnce(&C::Result),
+) -> u8 {
+    match client.call::<C>(params).await {
+        Ok(Ok(result)) => {
+            print(&result);
+            0
+        }
+        Ok(Err(error)) => {
+            eprintln!("ryvos: {}", error.message);
+            EXIT_RUN_FAILED
+        }
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            EXIT_DAEMON
+        }
+    }
+}
+
+/// Prints a result as `print` does, or, with `--json`, as one JSON value on one line.
+pub fn shown<R: serde::Serialize>(json: bool, print: impl FnOnce(&R)) -> impl FnOnce(&R) {
+    move |result| {
+        if !json {
+            return print(result);
+        }
+        match serde_json::to_string(result) {
+            Ok(line) => outln!("{line}"),
+            Err(e) => eprintln!("ryvos: the answer cannot be written as JSON: {e}"),
+        }
+    }
+}
