@@ -9,6 +9,18 @@ use ryvos_testkit::{Reply, ScriptedModelServer};
 use std::process::Stdio;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+/// Runs `ryvos run --json PROMPT…` to completion: its session and what it said on stderr.
+async fn completed_run(home: &Home, prompt: &[&str]) -> (String, String) {
+    let args: Vec<&str> = ["run", "--json"].iter().chain(prompt).copied().collect();
+    let (code, stdout, stderr) = home.ryvos(&args).await;
+    assert_eq!(code, 0, "{stderr}");
+    let session = common::cli::json_lines(&stdout)
+        .pop()
+        .and_then(|e| e["session_id"].as_str().map(str::to_owned))
+        .expect("the run's last event names its session");
+    (session, stderr)
+}
+
 /// Runs `ryvos ARGS` with its stdout a pipe whose reader is already gone: (exit code, stderr).
 async fn into_a_closed_pipe(home: &Home, args: &[&str]) -> (i32, String) {
     use std::os::fd::{FromRawFd, OwnedFd};
@@ -163,12 +175,7 @@ async fn history_shows_the_security_gates_decisions() {
     .await;
     let home = Home::new(&server, "");
     let daemon = home.daemon().await;
-    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "write", "it"]).await;
-    assert_eq!(code, 0, "{stderr}");
-    let session = common::cli::json_lines(&stdout)
-        .pop()
-        .and_then(|e| e["session_id"].as_str().map(str::to_owned))
-        .unwrap();
+    let (session, _) = completed_run(&home, &["write", "it"]).await;
     let (code, history, _) = home.ryvos(&["history", &session]).await;
     assert_eq!(code, 0);
     assert!(
@@ -199,12 +206,7 @@ async fn a_run_says_how_to_continue_and_continue_takes_up_the_workspaces_latest_
     );
 
     // In-process: the end of the run names the session and the command that continues it.
-    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "first"]).await;
-    assert_eq!(code, 0, "{stderr}");
-    let session = common::cli::json_lines(&stdout)
-        .pop()
-        .and_then(|e| e["session_id"].as_str().map(str::to_owned))
-        .unwrap();
+    let (session, stderr) = completed_run(&home, &["first"]).await;
     assert!(
         stderr.contains(&format!("ryvos run --resume {session}")),
         "{stderr}"
@@ -288,12 +290,7 @@ async fn the_read_commands_print_json_with_json() {
     let server = ScriptedModelServer::start([Reply::text(&["hello"])]).await;
     let home = Home::new(&server, "");
     let daemon = home.daemon().await;
-    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "say", "hello"]).await;
-    assert_eq!(code, 0, "{stderr}");
-    let session = common::cli::json_lines(&stdout)
-        .pop()
-        .and_then(|e| e["session_id"].as_str().map(str::to_owned))
-        .unwrap();
+    let (session, _) = completed_run(&home, &["say", "hello"]).await;
     let json = |stdout: &str| -> serde_json::Value {
         serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
     };
@@ -367,12 +364,7 @@ async fn the_run_log_has_one_line_per_turn_with_its_own_model_tokens_and_tools()
     ])
     .await;
     let home = Home::new(&server, "");
-    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "four", "turns"]).await;
-    assert_eq!(code, 0, "{stderr}");
-    let session = common::cli::json_lines(&stdout)
-        .pop()
-        .and_then(|e| e["session_id"].as_str().map(str::to_owned))
-        .unwrap();
+    let (session, _) = completed_run(&home, &["four", "turns"]).await;
     let (code, logs, stderr) = home.ryvos(&["logs", &session]).await;
     assert_eq!(code, 0, "{stderr}");
     let lines = common::cli::json_lines(&logs);
@@ -499,12 +491,7 @@ async fn the_readmes_synopsis_matches_the_commands_and_flags_of_ryvos_help() {
 async fn the_read_commands_read_the_store_when_no_daemon_runs() {
     let server = ScriptedModelServer::start([Reply::text(&["hello"])]).await;
     let home = Home::new(&server, "");
-    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "say", "hello"]).await;
-    assert_eq!(code, 0, "{stderr}");
-    let session = common::cli::json_lines(&stdout)
-        .pop()
-        .and_then(|e| e["session_id"].as_str().map(str::to_owned))
-        .unwrap();
+    let (session, _) = completed_run(&home, &["say", "hello"]).await;
     let (code, sessions, stderr) = home.ryvos(&["sessions"]).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(sessions.contains(&session), "{sessions}");
