@@ -298,3 +298,61 @@ async fn a_real_daemon_answers_every_documented_request_as_the_schema_says() {
         .expect("the daemon stops")
         .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_that_cannot_be_served_as_asked_are_refused_and_the_connection_stays_open() {
+    let server = ScriptedModelServer::start([]).await;
+    let home = Home::new(&server, "");
+    let _daemon = home.daemon().await;
+    let file = home.path().join("config.toml");
+    let stream = UnixStream::connect(home.socket()).await.unwrap();
+    let (read, mut write) = stream.into_split();
+    let mut answers = BufReader::new(read).lines();
+    let refusals = [
+        (r#"{"id": 1, "method": "sessions", "params": {"x": 1}}"#.to_owned(), "`x`"),
+        (
+            r#"{"id": 2, "method": "run", "params": {"prompt": "p", "workspace": "."}}"#.to_owned(),
+            "relative",
+        ),
+        (
+            serde_json::json!({"id": 3, "method": "run", "params": {"prompt": "p", "workspace": file}})
+                .to_string(),
+            "not a directory",
+        ),
+        (
+            r#"{"id": 4, "method": "run", "params": {"prompt": "p", "workspace": "/", "session": "a", "resume": "b"}}"#
+                .to_owned(),
+            "not both",
+        ),
+        (r#"{"id": 0, "method": "status"}"#.to_owned(), "id 0 is reserved"),
+        (r#"{"id": 5, "method": "status", "extra": 1}"#.to_owned(), "`extra`"),
+    ];
+    for (line, says) in &refusals {
+        write
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        let answer = tokio::time::timeout(WAIT, answers.next_line())
+            .await
+            .expect("answered")
+            .unwrap()
+            .expect("the connection stays open");
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        let sent: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(answer["id"], sent["id"], "{answer}");
+        assert_eq!(answer["error"]["code"], "bad_request", "{line}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{line}: {message}");
+    }
+    // The same connection still serves.
+    write
+        .write_all(b"{\"id\": 6, \"method\": \"status\"}\n")
+        .await
+        .unwrap();
+    let answer = answers.next_line().await.unwrap().unwrap();
+    assert!(
+        answer.contains(r#""id":6"#) && answer.contains("result"),
+        "{answer}"
+    );
+    assert!(server.requests().is_empty(), "no run was started");
+}

@@ -30,12 +30,16 @@ pub enum WorkspaceError {
 }
 
 impl Workspace {
-    /// The workspace at `root`, which must exist.
+    /// The workspace at `root`, which must be an existing directory.
     pub fn new(root: &Path) -> Result<Self, WorkspaceError> {
-        let canonical = root.canonicalize().map_err(|e| WorkspaceError::Root {
+        let refused = |cause: String| WorkspaceError::Root {
             root: root.display().to_string(),
-            cause: e.to_string(),
-        })?;
+            cause,
+        };
+        let canonical = root.canonicalize().map_err(|e| refused(e.to_string()))?;
+        if !canonical.is_dir() {
+            return Err(refused("it is not a directory".into()));
+        }
         Ok(Self {
             root: canonical.into(),
         })

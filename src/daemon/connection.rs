@@ -3,7 +3,7 @@
 use super::Shared;
 use crate::protocol::{
     AnswerParams, AnswerResult, CancelResult, ErrorBody, ErrorCode, HistoryResult, InterruptResult,
-    Method, Reply, Request, RunParams, ShutdownResult, StatusResult, MAX_FRAME_BYTES,
+    Method, Reply, Request, RunParams, ShutdownResult, StatusResult, Undecodable, MAX_FRAME_BYTES,
     PROTOCOL_VERSION,
 };
 use crate::runtime::{RunOutcome, RunRequest, RuntimeError};
@@ -64,9 +64,19 @@ pub(super) async fn serve(stream: UnixStream, shared: &Shared) {
         }
         let request = match Request::decode(&line) {
             Ok(r) => r,
-            Err((id, error)) => {
+            Err(Undecodable {
+                id,
+                error,
+                closes: true,
+            }) => {
                 tracing::warn!("bad frame: {}", error.message);
                 return close_with(Reply::Error { id, error }, frames, write).await;
+            }
+            Err(Undecodable { id, error, .. }) => {
+                if send(&mut write, &Reply::Error { id, error }).await.is_err() {
+                    return; // the client left
+                }
+                continue;
             }
         };
         if answer(request, &mut write, shared).await.is_err() {
@@ -267,6 +277,20 @@ async fn run(
 
 /// The run `params` asks for; a session to resume must exist.
 async fn run_request(params: RunParams, shared: &Shared) -> Result<RunRequest, ErrorBody> {
+    let bad = |message: String| ErrorBody::new(ErrorCode::BadRequest, message);
+    if !std::path::Path::new(&params.workspace).is_absolute() {
+        // Relative to what? The daemon's directory is not the client's.
+        return Err(bad(format!(
+            "workspace '{}' is relative: give an absolute directory",
+            params.workspace
+        )));
+    }
+    if params.session.is_some() && params.resume.is_some() {
+        return Err(bad(
+            "give session (use or create it) or resume (continue it, it must exist), not both"
+                .into(),
+        ));
+    }
     let mut request = RunRequest::new(params.prompt).workspace(params.workspace);
     if let Some(cwd) = params.cwd {
         request = request.caller_dir(cwd);

@@ -4,7 +4,7 @@
 //! daemon answers with zero or more event lines `{"id": N, "event": {...}}` and one final line,
 //! `{"id": N, "result": {...}}` or `{"id": N, "error": {"code": "...", "message": "..."}}`.
 //! A frame that is not valid JSON, not a request, or longer than [`MAX_FRAME_BYTES`] gets an
-//! error line (id 0 when none could be read) and the connection is closed.
+//! error line (id 0 when none could be read) and the connection is closed; ids start at 1.
 //!
 //! Every method is a [`Call`]: its name, its parameters and its result, as types. The daemon
 //! reads the parameters and writes the result through them, clients read the result through
@@ -21,6 +21,16 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// A line that is not a request the daemon can serve, and its answer.
+#[derive(Debug)]
+pub struct Undecodable {
+    /// The id the answer goes under: the line's, or 0 when it gave none that can be read.
+    pub id: u64,
+    pub error: ErrorBody,
+    /// The connection closes after the answer: what follows cannot be trusted to be framed.
+    pub closes: bool,
+}
 
 /// The longest line either side may send.
 pub const MAX_FRAME_BYTES: usize = 1024 * 1024;
@@ -56,19 +66,44 @@ impl Request {
         })
     }
 
-    /// Reads one frame (a line, without its newline) as a request. A frame that is not one is
-    /// answered with this error, under the id it gave if it gave one; the connection closes.
-    pub fn decode(line: &str) -> Result<Request, (u64, ErrorBody)> {
-        serde_json::from_str(line).map_err(|e| {
-            let id = serde_json::from_str::<Value>(line)
-                .ok()
-                .and_then(|v| v["id"].as_u64())
-                .unwrap_or(0);
-            let message = format!(
-                "not a request ({e}); send one JSON object per line: {{\"id\": N, \"method\": \"...\", \"params\": {{...}}}}; the connection is closed"
-            );
-            (id, ErrorBody::new(ErrorCode::BadFrame, message))
-        })
+    /// Reads one frame (a line, without its newline) as a request. A line that is not a JSON
+    /// object with a numeric `id` and a `method` is a bad frame, answered under the id it gave
+    /// (0 if none) before the connection closes; a request that only has unknown fields or the
+    /// reserved id 0 is a `bad_request`, and the connection stays open.
+    pub fn decode(line: &str) -> Result<Request, Undecodable> {
+        let shape =
+            "send one JSON object per line: {\"id\": N, \"method\": \"...\", \"params\": {...}}";
+        let value: Value = serde_json::from_str(line).map_err(|e| Undecodable {
+            id: 0,
+            error: ErrorBody::new(
+                ErrorCode::BadFrame,
+                format!("not JSON ({e}); {shape}; the connection is closed"),
+            ),
+            closes: true,
+        })?;
+        let id = value.get("id").and_then(Value::as_u64);
+        let (Some(id), Some(_)) = (id, value.get("method").and_then(Value::as_str)) else {
+            return Err(Undecodable {
+                id: id.unwrap_or(0),
+                error: ErrorBody::new(
+                    ErrorCode::BadFrame,
+                    format!("not a request (it needs a numeric id and a method); {shape}; the connection is closed"),
+                ),
+                closes: true,
+            });
+        };
+        let bad_request = |message: String| Undecodable {
+            id,
+            error: ErrorBody::new(ErrorCode::BadRequest, message),
+            closes: false,
+        };
+        if id == 0 {
+            return Err(bad_request(
+                "id 0 is reserved (it answers lines that could not be read): number requests from 1"
+                    .into(),
+            ));
+        }
+        serde_json::from_value(value).map_err(|e| bad_request(format!("{e}; {shape}")))
     }
 
     /// The parameters, read as `C`'s: unknown ones are an error naming them.
