@@ -34,6 +34,8 @@ pub use runtime::{
     RuntimeError,
 };
 pub use ryvos_engine::Provider;
+/// How commands the model runs are confined (Linux Landlock), as `[security.sandbox]` asks.
+pub use ryvos_engine::Sandbox;
 pub use ryvos_engine::{
     After, ApprovalError, Approvals, Before, Guardrail, Tool, ToolContext, ToolError, Workspace,
     WorkspaceError,

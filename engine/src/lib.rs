@@ -62,8 +62,8 @@ pub use guardrail::{After, Before, Guardrail, GuardrailConfig};
 pub use interrupt::{Interrupter, OnMessage};
 pub use provider::recording::RecordingProvider;
 pub use provider::{
-    from_config as provider_from_config, ChatRequest, DeltaStream, FinishReason, Provider,
-    ProviderError, StreamDelta, ToolSpec, Usage,
+    from_config as provider_from_config, keys_set as provider_keys_set, probe as probe_provider,
+    ChatRequest, DeltaStream, FinishReason, Provider, ProviderError, StreamDelta, ToolSpec, Usage,
 };
 pub use sandbox::Sandbox;
 pub use security::{ApprovalError, Approvals};

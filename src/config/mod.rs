@@ -4,6 +4,9 @@
 //! section rejects keys it does not know and values of the wrong type, with an error that names
 //! the file, the line and the key, so a typo never turns into a silently ignored setting.
 
+mod overrides;
+
+pub use overrides::{Override, OverrideSyntaxError};
 use ryvos_engine::config::expand_env;
 pub use ryvos_engine::config::{
     AgentConfig, BudgetConfig, CheckpointConfig, Decision, DirectorConfig, EmbeddingConfig,
@@ -84,6 +87,13 @@ pub enum ConfigError {
         /// What to do about it.
         hint: String,
     },
+    /// A command-line setting (`-c`, `--model`, `--max-turns`) that the file would refuse too.
+    #[error("{given}: {key}: {message}\n  give a valid value; config/ryvos.toml lists every key with its type and default")]
+    Override {
+        given: String,
+        key: String,
+        message: String,
+    },
     #[error("{0}")]
     Value(String),
 }
@@ -99,6 +109,14 @@ impl Config {
 
     /// Loads `explicit`, else `$RYVOS_HOME/config.toml` if it exists, else the defaults.
     pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
+        Self::load_with(explicit, &[])
+    }
+
+    /// Loads as [`Config::load`] does, with `overrides` laid over the file's settings.
+    pub fn load_with(
+        explicit: Option<&Path>,
+        overrides: &[Override],
+    ) -> Result<Config, ConfigError> {
         let home = default_home();
         let path = match explicit {
             Some(p) => Some(p.to_path_buf()),
@@ -111,6 +129,11 @@ impl Config {
                     cause: e.to_string(),
                 })?;
                 let mut config = Self::parse(&text, &path)?;
+                if !overrides.is_empty() {
+                    // The file is valid TOML: it was just parsed.
+                    let read = toml::from_str(&text).unwrap_or_default();
+                    config = Self::overridden(read, overrides)?;
+                }
                 config.source = Some(std::path::absolute(&path).unwrap_or(path.clone()));
                 // A recording named in a config file is found next to it.
                 let replay = Path::new(&config.model.replay_file);
@@ -121,10 +144,32 @@ impl Config {
                 }
                 config
             }
-            None => Config::default(),
+            None if overrides.is_empty() => Config::default(),
+            None => Self::overridden(toml::Table::new(), overrides)?,
         };
         config.home = home;
         Ok(config)
+    }
+
+    /// The settings `read` with `overrides` laid over them; a bad override is named by its
+    /// flag, checked alone so that the message is about it and not about the file.
+    fn overridden(mut read: toml::Table, overrides: &[Override]) -> Result<Config, ConfigError> {
+        let refused =
+            |given: &str, e: serde_path_to_error::Error<toml::de::Error>| ConfigError::Override {
+                given: given.to_owned(),
+                key: e.path().to_string(),
+                message: e.into_inner().message().to_owned(),
+            };
+        for setting in overrides {
+            serde_path_to_error::deserialize::<_, Config>(setting.alone())
+                .map_err(|e| refused(&setting.given, e))?;
+            setting.apply_to(&mut read);
+        }
+        let all = overrides
+            .iter()
+            .map(|o| o.given.as_str())
+            .collect::<Vec<_>>();
+        serde_path_to_error::deserialize(read).map_err(|e| refused(&all.join(" "), e))
     }
 
     /// Parses a config file's text; `path` is for messages.
@@ -286,6 +331,33 @@ mod tests {
             err.contains(":2: budget.pricing_overrides.m.output_per_1m"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn overrides_are_laid_over_the_file_and_checked_like_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        std::fs::write(&file, "[agent]\nmax_turns = 3\nmin_tail = 4\n").unwrap();
+        let set = |given: &str| given.parse::<Override>().unwrap();
+        let c = Config::load_with(
+            Some(&file),
+            &[set("agent.max_turns=9"), set("model.model=gpt-4o")],
+        )
+        .unwrap();
+        assert_eq!((c.agent.max_turns, c.agent.min_tail), (9, 4));
+        assert_eq!(c.model.model, "gpt-4o");
+        assert_eq!(c.source.as_deref(), Some(file.as_path()));
+        let err = Config::load_with(Some(&file), &[set("agent.max_turns=0")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("agent.max_turns=0: agent.max_turns: must be at least 1"),
+            "{err}"
+        );
+        let err = Config::load_with(None, &[set("agent.max_tunrs=2")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("max_tunrs"), "{err}");
     }
 
     #[test]

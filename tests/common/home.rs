@@ -68,11 +68,13 @@ impl Home {
 
     /// Starts ryvosd and waits until it says it is listening.
     pub async fn daemon(&self) -> Child {
-        let mut child = self
-            .command(env!("CARGO_BIN_EXE_ryvosd"))
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        self.daemon_from(self.command(env!("CARGO_BIN_EXE_ryvosd")))
+            .await
+    }
+
+    /// Starts ryvosd as `command` (from [`Home::command`]) and waits until it listens.
+    pub async fn daemon_from(&self, mut command: Command) -> Child {
+        let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let ready = async {
             while let Some(line) = lines.next_line().await.unwrap() {
@@ -110,9 +112,6 @@ impl Home {
 pub struct Follower {
     child: Child,
     lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-    /// Its stderr, once read line by line, and the lines read so far.
-    said: Option<tokio::io::Lines<BufReader<tokio::process::ChildStderr>>>,
-    heard: Vec<String>,
 }
 
 impl Home {
@@ -126,12 +125,7 @@ impl Home {
             .spawn()
             .unwrap();
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Follower {
-            child,
-            lines,
-            said: None,
-            heard: Vec::new(),
-        }
+        Follower { child, lines }
     }
 }
 
@@ -161,13 +155,8 @@ impl Follower {
             .await
             .expect("the client never hangs")
             .unwrap();
-        let mut stderr = self.heard.join("\n");
-        if let Some(mut said) = self.said.take() {
-            while let Some(line) = said.next_line().await.unwrap() {
-                stderr.push('\n');
-                stderr.push_str(&line);
-            }
-        } else if let Some(mut pipe) = self.child.stderr.take() {
+        let mut stderr = String::new();
+        if let Some(mut pipe) = self.child.stderr.take() {
             pipe.read_to_string(&mut stderr).await.unwrap();
         }
         Ended {
@@ -183,33 +172,4 @@ pub struct Ended {
     pub events: Vec<serde_json::Value>,
     pub code: Option<i32>,
     pub stderr: String,
-}
-
-impl Follower {
-    /// Waits until the client says `needle` on stderr; fails the test if it ends first.
-    pub async fn says(&mut self, needle: &str) {
-        if self.said.is_none() {
-            let pipe = self.child.stderr.take().expect("stderr is piped");
-            self.said = Some(BufReader::new(pipe).lines());
-        }
-        let said = self.said.as_mut().unwrap();
-        let heard = &mut self.heard;
-        tokio::time::timeout(WAIT, async {
-            while let Some(line) = said.next_line().await.unwrap() {
-                let found = line.contains(needle);
-                heard.push(line);
-                if found {
-                    return;
-                }
-            }
-            panic!("the client ended before saying {needle:?}: {heard:?}");
-        })
-        .await
-        .expect("the client said it in time")
-    }
-
-    /// The client's process id, to signal it as a terminal would.
-    pub fn pid(&self) -> i32 {
-        self.child.id().expect("the client runs") as i32
-    }
 }

@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod home;
+pub mod terminal;
 
 use ryvos::config::Decision;
 use ryvos::provider::{ChatRequest, DeltaStream, Provider, ProviderError};

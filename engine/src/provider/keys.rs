@@ -42,7 +42,16 @@ impl ApiKeys {
 
     /// The key the next request carries, expanded.
     pub(crate) fn current(&self) -> Result<KeyInUse, ProviderError> {
-        let index = self.current.load(Ordering::Relaxed) % self.keys.len().max(1);
+        self.expanded(self.current.load(Ordering::Relaxed) % self.keys.len().max(1))
+    }
+
+    /// Whether every key expands (its `${VAR}`s are set).
+    pub(crate) fn check_all(&self) -> Result<(), ProviderError> {
+        (0..self.keys.len()).try_for_each(|index| self.expanded(index).map(drop))
+    }
+
+    /// The key at `index`, expanded.
+    fn expanded(&self, index: usize) -> Result<KeyInUse, ProviderError> {
         let raw = self.keys.get(index).map_or("", String::as_str);
         let field = if self.keys.len() > 1 {
             format!("{}s[{index}]", self.field)

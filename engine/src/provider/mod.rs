@@ -9,6 +9,7 @@ pub(crate) mod decode;
 pub(crate) mod http;
 pub(crate) mod keys;
 pub(crate) mod openai;
+mod probe;
 pub(crate) mod recording;
 pub(crate) mod replay;
 pub(crate) mod retry;
@@ -16,6 +17,7 @@ pub(crate) mod sse;
 pub(crate) mod wait_hint;
 
 pub use assembler::{AssistantResponse, ResponseAssembler};
+pub use probe::{keys_set, probe};
 
 use crate::config::{default_api_key, default_base_url, Fallback, ModelConfig};
 use crate::message::Message;

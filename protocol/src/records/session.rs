@@ -23,6 +23,13 @@ pub struct SessionRecord {
     /// the most recent session of a workspace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    /// The session's first prompt: its first line, up to 80 bytes. What `ryvos sessions`
+    /// shows it by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// How the latest run ended; `None` while it is in flight, or before any run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_status: Option<RunStatus>,
 }
 
 /// A run, from its start to its end.

@@ -2,12 +2,18 @@
 //! terminal (and the output is not `--json`), an `ApprovalRequested` is asked about right
 //! there, and the answer goes to the runtime in this process or to the daemon. Elsewhere the
 //! request waits for `ryvos approve` / `ryvos deny`, or its timeout.
+//!
+//! A request answered elsewhere first (another terminal, its timeout) withdraws the question:
+//! its prompt is erased, so the resolution is shown on a clean line, and a line typed after
+//! that is not taken as the answer to anything.
 
 use ryvos::client::Client;
 use ryvos::protocol::{AnswerParams, Approve, Deny};
 use ryvos::{Answer, Approvals};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+use tokio::sync::{mpsc, oneshot};
 
 /// Who answered, for the audit.
 const BY: &str = "ryvos run (terminal)";
@@ -20,20 +26,55 @@ pub fn wanted(json: bool) -> bool {
 /// One question at a time: calls of one answer may ask together.
 static ASKING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Asks on the terminal; `None` when stdin is closed. (A question left unanswered when its
-/// request times out is answered by the next line; the late answer is then refused and said.)
+/// The question on the terminal now: its request, and how to withdraw it.
+static OPEN: Mutex<Option<(String, oneshot::Sender<()>)>> = Mutex::new(None);
+
+/// The terminal's lines, read by one thread for the whole process (a blocked read cannot be
+/// cancelled, so it is never tied to one question).
+fn lines() -> &'static tokio::sync::Mutex<mpsc::Receiver<String>> {
+    static LINES: OnceLock<tokio::sync::Mutex<mpsc::Receiver<String>>> = OnceLock::new();
+    LINES.get_or_init(|| {
+        let (tx, rx) = mpsc::channel(4);
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                if tx.blocking_send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        tokio::sync::Mutex::new(rx)
+    })
+}
+
+/// Erases the question about `request_id` if it is still open: it was answered elsewhere.
+pub fn withdraw(request_id: &str) {
+    let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+    if open.as_ref().is_some_and(|(id, _)| id == request_id) {
+        if let Some((_, cancel)) = open.take() {
+            eprint!("\r\x1b[2K");
+            // The asking task may be gone already; then there is nothing to withdraw.
+            cancel.send(()).ok();
+        }
+    }
+}
+
+/// Asks on the terminal; `None` when stdin is closed or the question was withdrawn.
 async fn ask(request_id: String) -> Option<bool> {
     let _turn = ASKING.lock().await;
-    tokio::task::spawn_blocking(move || {
-        eprint!("  [approval] approve {request_id}? [y/N] ");
-        std::io::stderr().flush().ok();
-        let mut line = String::new();
-        let read = std::io::stdin().lock().read_line(&mut line).ok()?;
-        (read > 0).then(|| matches!(line.trim(), "y" | "Y" | "yes"))
-    })
-    .await
-    .ok()
-    .flatten()
+    let (cancel, withdrawn) = oneshot::channel();
+    *OPEN.lock().unwrap_or_else(|p| p.into_inner()) = Some((request_id.clone(), cancel));
+    let mut lines = lines().lock().await;
+    // Lines typed while no question was open answer nothing.
+    while lines.try_recv().is_ok() {}
+    eprint!("  [approval] approve {request_id}? [y/N] ");
+    std::io::stderr().flush().ok();
+    let answer = tokio::select! {
+        line = lines.recv() => line.map(|l| matches!(l.trim(), "y" | "Y" | "yes")),
+        _ = withdrawn => None,
+    };
+    OPEN.lock().unwrap_or_else(|p| p.into_inner()).take();
+    answer
 }
 
 fn answer(approved: bool) -> Answer {

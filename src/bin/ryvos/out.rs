@@ -22,6 +22,16 @@ pub fn line(args: std::fmt::Arguments) {
         .write_fmt(args)
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.flush());
+    ended_if_failed(written);
+}
+
+/// Writes `bytes` to stdout as they are; a closed stdout ends the program.
+pub fn bytes(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    ended_if_failed(out.write_all(bytes).and_then(|()| out.flush()));
+}
+
+fn ended_if_failed(written: std::io::Result<()>) {
     if let Err(e) = written {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);

@@ -24,17 +24,39 @@ pub fn status(s: &StatusResult) {
     }
 }
 
+/// One line per session, most recent first: its id, when it was last used, how its latest
+/// run ended, and its first prompt.
 pub fn sessions(sessions: &[SessionRecord]) {
     if sessions.is_empty() {
         outln!("no sessions yet");
     }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
     for s in sessions {
-        let last_run = s.last_run.as_ref().map_or("-", |r| r.as_str());
+        let status = match (&s.last_run, s.last_status) {
+            (_, Some(status)) => status.to_string(),
+            (Some(_), None) => "in flight".to_owned(),
+            (None, None) => "-".to_owned(),
+        };
         outln!(
-            "{}  {} messages  last run {last_run}",
+            "{}  {:>8}  {status:<21}  {:>4} msgs  {}",
             s.session_id,
-            s.message_count
+            ago(now.saturating_sub(s.updated_at_ms)),
+            s.message_count,
+            s.title.as_deref().unwrap_or("")
         );
+    }
+}
+
+/// `ms` as a person says it: `42s ago`, `5m ago`, `3h ago`, `2d ago`.
+fn ago(ms: u64) -> String {
+    let secs = ms / 1000;
+    match secs {
+        0..60 => format!("{secs}s ago"),
+        60..3600 => format!("{}m ago", secs / 60),
+        3600..86400 => format!("{}h ago", secs / 3600),
+        _ => format!("{}d ago", secs / 86400),
     }
 }
 

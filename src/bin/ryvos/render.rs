@@ -23,6 +23,8 @@ pub struct Renderer {
     held_notes: Vec<String>,
     /// The run is hosted by ryvosd, so `ryvos approve` from another terminal can answer it.
     answerable_elsewhere: bool,
+    /// `-q`: only the final answer, on stdout at the end, and errors on stderr.
+    quiet: bool,
 }
 
 impl Renderer {
@@ -42,7 +44,15 @@ impl Renderer {
             },
             held_notes: Vec::new(),
             answerable_elsewhere: true,
+            quiet: false,
         }
+    }
+
+    /// `-q`: shows only the final answer (on stdout, once the run ends) and errors.
+    pub fn quiet(mut self, quiet: bool) -> Self {
+        self.quiet = quiet;
+        self.spin &= !quiet;
+        self
     }
 
     /// For a run hosted in this process: no other terminal can answer its approval requests.
@@ -92,6 +102,14 @@ impl Renderer {
             let mut out = std::io::stdout().lock();
             if let Ok(line) = serde_json::to_string(event) {
                 writeln!(out, "{line}").and_then(|_| out.flush()).ok();
+            }
+            return;
+        }
+        if self.quiet {
+            match &event.kind {
+                EventKind::RunComplete { output, .. } => crate::out::outln!("{output}"),
+                EventKind::Error { message } => eprintln!("ryvos: error: {message}"),
+                _ => {}
             }
             return;
         }
@@ -326,6 +344,9 @@ impl Renderer {
         self.waiting = false;
         self.end_line();
         let why = reason.map(|r| format!(": {r}")).unwrap_or_default();
+        if self.quiet && status == RunStatus::Completed {
+            return;
+        }
         if status == RunStatus::Completed {
             eprintln!(
                 "ryvos: session {session}; continue it with `ryvos run --resume {session} \

@@ -118,6 +118,8 @@ fn no_session_in(workspace: &std::path::Path) -> u8 {
 /// A run hosted by the daemon.
 pub struct Remote {
     pub json: bool,
+    /// `-q`: only the final answer on stdout, errors on stderr.
+    pub quiet: bool,
     pub workspace: PathBuf,
     pub session: Option<String>,
     pub resume: Option<String>,
@@ -131,6 +133,7 @@ pub struct Remote {
 pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
     let Remote {
         json: json_out,
+        quiet,
         workspace,
         session,
         resume,
@@ -158,7 +161,7 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
         goal,
         director,
     };
-    let mut renderer = Renderer::new(json_out);
+    let mut renderer = Renderer::new(json_out).quiet(quiet);
     let mut session_seen: Option<String> = None;
     let mut ctrl_c = CtrlC::listen();
     if let Err(e) = client.send::<Run>(&params).await {
@@ -178,6 +181,9 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
         match next {
             Ok(Reply::Event { event, .. }) => {
                 session_seen.get_or_insert_with(|| event.session_id.to_string());
+                if let EventKind::ApprovalResolved { request_id, .. } = &event.kind {
+                    inline_approval::withdraw(request_id);
+                }
                 renderer.show(&event);
                 if let (true, EventKind::ApprovalRequested { request_id, .. }) =
                     (inline, &event.kind)
@@ -226,6 +232,8 @@ fn ended_remote(result: serde_json::Value, renderer: &mut Renderer, ctrl_c_press
 /// A run hosted in this process.
 pub struct Local {
     pub json: bool,
+    /// `-q`: only the final answer on stdout, errors on stderr.
+    pub quiet: bool,
     pub workspace: PathBuf,
     pub session: Option<String>,
     /// The session to continue; empty for the workspace's most recent one.
@@ -239,6 +247,7 @@ pub struct Local {
 pub async fn run_local(config: Config, local: Local) -> u8 {
     let Local {
         json: json_out,
+        quiet,
         workspace,
         session,
         resume,
@@ -247,6 +256,11 @@ pub async fn run_local(config: Config, local: Local) -> u8 {
         goal,
         director,
     } = local;
+    // This process sends the model's API keys: their variables must be set here.
+    if let Err(e) = ryvos::provider::keys_set(&config.model) {
+        eprintln!("ryvos: {e}");
+        return EXIT_USAGE;
+    }
     let mut builder = Runtime::builder(config.clone());
     if let Some(path) = &record {
         builder = builder.record_model_traffic(path);
@@ -287,7 +301,11 @@ pub async fn run_local(config: Config, local: Local) -> u8 {
     }
     let ctrl_c = CtrlC::listen();
     let code = match runtime.run(request).await {
-        Ok(handle) => follow_local(&runtime, handle, json_out, &config, ctrl_c).await,
+        Ok(handle) => {
+            let renderer = Renderer::new(json_out).in_process().quiet(quiet);
+            let inline = inline_approval::wanted(json_out);
+            follow_local(&runtime, handle, renderer, inline, &config, ctrl_c).await
+        }
         Err(e) => {
             eprintln!("ryvos: {e}");
             EXIT_RUN_FAILED
@@ -305,13 +323,12 @@ pub async fn run_local(config: Config, local: Local) -> u8 {
 async fn follow_local(
     runtime: &Runtime,
     mut handle: ryvos::RunHandle,
-    json_out: bool,
+    mut renderer: Renderer,
+    inline: bool,
     config: &Config,
     mut ctrl_c: CtrlC,
 ) -> u8 {
-    let mut renderer = Renderer::new(json_out).in_process();
     let mut code = EXIT_RUN_FAILED;
-    let inline = inline_approval::wanted(json_out);
     let session = handle.session_id.clone();
     loop {
         let event = tokio::select! {
@@ -322,6 +339,9 @@ async fn follow_local(
             }
         };
         let Some(event) = event else { break };
+        if let EventKind::ApprovalResolved { request_id, .. } = &event.kind {
+            inline_approval::withdraw(request_id);
+        }
         renderer.show(&event);
         if let EventKind::ApprovalRequested { request_id, .. } = &event.kind {
             if inline {

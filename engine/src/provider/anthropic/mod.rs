@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The API version every request names.
-const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// A client for one Anthropic Messages endpoint and model.
 pub(crate) struct AnthropicProvider {

@@ -145,6 +145,10 @@ pub(super) struct SessionState {
     paused_calls: Vec<crate::ids::CallId>,
     /// The workspace of the latest run, kept on the session's record.
     workspace: Option<String>,
+    /// The session's first prompt, clipped, kept on its record.
+    title: Option<String>,
+    /// How the latest run ended, kept on the session's record.
+    last_status: Option<crate::event::RunStatus>,
     idle_epoch: u64,
 }
 
@@ -173,6 +177,8 @@ impl Actor for SessionActor {
             last_run: None,
             paused_calls: Vec::new(),
             workspace: None,
+            title: None,
+            last_status: None,
             idle_epoch: 0,
         })
     }

@@ -58,6 +58,8 @@ impl SessionState {
             self.created_at_ms = record.created_at_ms;
             self.last_run = record.last_run.clone();
             self.workspace = record.workspace.clone();
+            self.title = record.title.clone();
+            self.last_status = record.last_status;
         }
         if let Some((run_id, why)) = &recover {
             // Reported even when the run never reached the store: its subscribers need an end.

@@ -79,7 +79,11 @@ impl SessionState {
             return self.complete(myself);
         }
         self.last_run = Some(run_id.clone());
+        self.last_status = None;
         self.workspace = Some(spec.workspace.root().display().to_string());
+        if self.title.is_none() {
+            self.title = title_of(&spec.prompt);
+        }
         // The run's time counts from here, its preparation included.
         let (deadline, why) = deadline(&self.services, &run);
         let deadline_run = run_id.clone();
@@ -238,4 +242,10 @@ fn deadline(services: &Services, run: &ActiveRun) -> (std::time::Duration, Strin
             format!("the run reached max_duration_secs ({limit}s) and was stopped"),
         ),
     }
+}
+
+/// What a session is shown by: the first line of its first prompt, up to 80 bytes.
+fn title_of(prompt: &str) -> Option<String> {
+    let line = prompt.trim().lines().next()?.trim();
+    Some(crate::text::truncate(line, 80)).filter(|t| !t.is_empty())
 }

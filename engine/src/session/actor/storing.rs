@@ -54,6 +54,13 @@ impl SessionState {
     }
 
     pub(super) fn submit_batch(&mut self, myself: &ActorRef<SessionMsg>, mut batch: WriteBatch) {
+        for write in &batch.writes {
+            if let Write::Run(run) = write {
+                if Some(&run.run_id) == self.last_run.as_ref() && run.status.is_some() {
+                    self.last_status = run.status;
+                }
+            }
+        }
         batch.push(Write::Session(SessionRecord {
             session_id: self.id.clone(),
             created_at_ms: self.created_at_ms,
@@ -62,6 +69,8 @@ impl SessionState {
             last_run: self.last_run.clone(),
             paused_calls: self.paused_calls.clone(),
             workspace: self.workspace.clone(),
+            title: self.title.clone(),
+            last_status: self.last_status,
         }));
         self.commits.submitted(batch.checkpoint().map(|c| c.turn));
         let me = myself.clone();

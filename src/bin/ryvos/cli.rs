@@ -1,0 +1,177 @@
+//! The command line's grammar: every subcommand and flag, with the help text people read.
+
+use clap::{Args, Parser, Subcommand};
+use ryvos::config::Override;
+use std::path::PathBuf;
+
+/// Ryvos: run LLM agents, follow them, resume them.
+#[derive(Parser)]
+#[command(version, about)]
+pub struct Cli {
+    /// The config file (default: $RYVOS_HOME/config.toml, else built-in defaults).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Set a config key for this command, over the file's value, e.g. -c agent.max_turns=10
+    /// (repeatable; VALUE is TOML, else a string). An in-process run uses it; a daemon runs on
+    /// its own config.
+    #[arg(short = 'c', long = "set", global = true, value_name = "KEY=VALUE")]
+    pub set: Vec<Override>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// `ryvos run`'s flags.
+#[derive(Args)]
+pub struct RunArgs {
+    /// Print every event as one JSON object per line instead.
+    #[arg(long, conflicts_with = "quiet")]
+    pub json: bool,
+    /// Print only the final answer, on stdout, once the run ends; stderr only for errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// The directory the file tools work in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Use this session id (created if new).
+    #[arg(long, value_name = "ID", conflicts_with = "resume")]
+    pub session: Option<String>,
+    /// Continue an existing session.
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+    /// Continue the most recent session of the workspace.
+    #[arg(long = "continue", conflicts_with_all = ["session", "resume"])]
+    pub continue_latest: bool,
+    /// The model to ask (as -c model.model=M).
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// Stop after N turns (as -c agent.max_turns=N).
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// Save the run's model traffic to FILE (JSON lines), for `provider = "replay"`.
+    /// Runs in-process.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Make the run goal-driven: the Judge holds each final answer to this goal, and the
+    /// run completes only when it is accepted.
+    #[arg(long, value_name = "TEXT")]
+    pub goal: Option<String>,
+    /// A success criterion of the goal, KIND:VALUE[@WEIGHT] (repeatable). KIND: contains,
+    /// equals, regex (the final answer), command (exit 0 in the workspace), llm (the judge
+    /// model decides). Without --goal, the prompt is the goal.
+    #[arg(long, value_name = "KIND:VALUE[@WEIGHT]")]
+    pub criterion: Vec<String>,
+    /// Run as a Director: the model plans a graph of steps (each with its own goal), the
+    /// independent ones run at the same time in their own sessions, and the final answer is
+    /// judged. With --resume, a plan cut off by a crash goes on where it stood.
+    #[arg(long)]
+    pub director: bool,
+    /// What to do; `-` (or nothing, when stdin is not a terminal) reads it from stdin. With
+    /// --resume or --continue it may be left out: the session goes on from where it paused,
+    /// its pending tool calls first, its turns still counted against max_turns.
+    pub prompt: Vec<String>,
+}
+
+impl RunArgs {
+    /// `--model` and `--max-turns`, as the config settings they stand for.
+    pub fn settings(&self) -> Vec<Override> {
+        let mut settings = Vec::new();
+        if let Some(model) = &self.model {
+            settings.extend(Override::new("model.model", model.clone().into()).ok());
+        }
+        if let Some(turns) = self.max_turns {
+            settings.extend(Override::new("agent.max_turns", i64::from(turns).into()).ok());
+        }
+        settings
+    }
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run a prompt to its end; the answer streams to stdout, tool activity to stderr.
+    Run(RunArgs),
+    /// Is a daemon running? Exits 0 if one answers.
+    Status {
+        /// Print the answer as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the sessions, most recent first.
+    Sessions {
+        /// Print them as one JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a session's messages, runs and security decisions.
+    History {
+        /// The session id.
+        id: String,
+        /// Print it as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What the runs cost: by day and by session, with the monthly limit's state.
+    Cost {
+        /// Print the report as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a session's run logs (runs, turns, tool calls) as JSON lines, oldest first.
+    Logs {
+        /// The session id.
+        id: String,
+    },
+    /// List the tool calls waiting for approval.
+    Approvals {
+        /// Print them as one JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pause a session's run in flight after its current step (status `interrupted`); tool
+    /// calls it did not start stay pending, and `run --resume ID` runs them first.
+    Interrupt {
+        /// The session id.
+        id: String,
+    },
+    /// Stop a session's run in flight for good (status `cancelled`; its turns stay stored).
+    Cancel {
+        /// The session id.
+        id: String,
+    },
+    /// Approve a tool call waiting for approval (REQ from `ApprovalRequested` or `approvals`).
+    Approve {
+        /// The request id.
+        request_id: String,
+        /// Also approve the same call (the tool; for bash, the same command) for the rest of
+        /// the session. Never covers a T4 call.
+        #[arg(long)]
+        always: bool,
+    },
+    /// Deny a tool call waiting for approval; the model is told, with the reason.
+    Deny {
+        /// The request id.
+        request_id: String,
+        /// Why, for the model and the audit.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Stop the daemon gracefully (runs in flight are paused: they end `interrupted`, and
+    /// resume with their sessions).
+    Shutdown,
+    /// Check what Ryvos needs: the config, the model server, the sandbox, the store, the
+    /// daemon. Exits 0 when nothing failed.
+    Doctor {
+        /// Print the checks as one JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the effective config (the file, -c settings and defaults), secrets masked.
+    Config,
+    /// Print a completion script for SHELL, e.g. `ryvos completions bash >
+    /// ~/.local/share/bash-completion/completions/ryvos`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), e.g. `ryvos manpage > ~/.local/share/man/man1/ryvos.1`.
+    Manpage,
+}

@@ -1,0 +1,191 @@
+//! `ryvos doctor`: what Ryvos needs, checked one by one — the config, the model server, the
+//! sandbox, the store and the daemon — each with what to do when it fails.
+//!
+//! When a daemon runs, it is the one that sends the keys, confines commands and writes the
+//! store: those checks are its answers, not this process's.
+
+use crate::exit::EXIT_RUN_FAILED;
+use crate::out::outln;
+use ryvos::client::{Client, ClientError};
+use ryvos::config::Config;
+use ryvos::protocol::{NoParams, Status, StatusResult};
+use serde::Serialize;
+use std::path::Path;
+
+/// One check's outcome.
+#[derive(Serialize)]
+struct Check {
+    check: &'static str,
+    state: State,
+    detail: String,
+}
+
+#[derive(Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum State {
+    Ok,
+    /// Works, with something to know.
+    Note,
+    Fail,
+}
+
+impl Check {
+    fn new(check: &'static str, result: Result<String, String>) -> Self {
+        let (state, detail) = match result {
+            Ok(detail) => (State::Ok, detail),
+            Err(detail) => (State::Fail, detail),
+        };
+        Self {
+            check,
+            state,
+            detail,
+        }
+    }
+
+    fn note(check: &'static str, detail: String) -> Self {
+        Self {
+            check,
+            state: State::Note,
+            detail,
+        }
+    }
+}
+
+/// Runs every check and prints them; exits 0 when none failed.
+pub async fn run(config: &Config, socket: &Path, json: bool) -> u8 {
+    let mut checks = vec![Check::new("config", Ok(config_source(config)))];
+    let daemon = match Client::connect(socket).await {
+        Ok(mut client) => match client.call::<Status>(&NoParams {}).await {
+            Ok(Ok(status)) => Some(status),
+            Ok(Err(e)) => {
+                checks.push(Check::new("daemon", Err(e.message)));
+                None
+            }
+            Err(e) => {
+                checks.push(Check::new("daemon", Err(e.to_string())));
+                None
+            }
+        },
+        Err(ClientError::NoDaemon { .. }) => None,
+        Err(e) => {
+            checks.push(Check::new("daemon", Err(e.to_string())));
+            None
+        }
+    };
+    match &daemon {
+        Some(status) => checks.extend(daemon_checks(status)),
+        None => {
+            checks.push(Check::note(
+                "daemon",
+                format!(
+                    "none answers at {}; `ryvos run` runs in-process (start one with `ryvosd`)",
+                    socket.display()
+                ),
+            ));
+            checks.push(Check::new(
+                "api key",
+                ryvos::provider::keys_set(&config.model)
+                    .map(|()| "every ${VAR} of the model's keys is set".to_owned())
+                    .map_err(|e| e.to_string()),
+            ));
+            checks.push(sandbox_check(config));
+            checks.push(store_check(config).await);
+        }
+    }
+    checks.push(Check::new(
+        "model",
+        ryvos::provider::probe(&config.model)
+            .await
+            .map(|said| format!("{} {}: {said}", config.model.provider, config.model.model))
+            .map_err(|e| {
+                format!(
+                    "{} {}: {e}; check [model] base_url and api_key",
+                    config.model.provider, config.model.model
+                )
+            }),
+    ));
+    print(&checks, json);
+    match checks.iter().any(|c| c.state == State::Fail) {
+        true => EXIT_RUN_FAILED,
+        false => 0,
+    }
+}
+
+fn config_source(config: &Config) -> String {
+    let file = config.source.as_ref().map_or_else(
+        || "no config file: the built-in defaults".to_owned(),
+        |p| format!("{} is valid", p.display()),
+    );
+    format!("{file}; RYVOS_HOME is {}", config.home.display())
+}
+
+/// What the running daemon says about itself, its sandbox and its store.
+fn daemon_checks(status: &StatusResult) -> Vec<Check> {
+    let sandbox = match status.sandbox_enforced {
+        true => Ok(status.sandbox.clone()),
+        false => Err(status.sandbox.clone()),
+    };
+    let store = match &status.store_fault {
+        None => Ok(format!("{}, writable", status.store)),
+        Some(fault) => Err(format!(
+            "{} cannot write: {fault}; free space or fix the disk, it reopens by itself",
+            status.store
+        )),
+    };
+    vec![
+        Check::new(
+            "daemon",
+            Ok(format!(
+                "ryvosd {} (pid {}) answers at {}, up {}s, on {}",
+                status.version,
+                status.pid,
+                status.socket,
+                status.uptime_secs,
+                status.config.as_deref().unwrap_or("the built-in defaults")
+            )),
+        ),
+        Check::new("sandbox", sandbox),
+        Check::new("store", store),
+    ]
+}
+
+fn sandbox_check(config: &Config) -> Check {
+    let result = ryvos::Sandbox::new(&config.security.sandbox, &config.home)
+        .map_err(|e| format!("{e}; fix [security.sandbox]"))
+        .and_then(|sandbox| match sandbox.unenforceable() {
+            None => Ok(sandbox.describe()),
+            Some(_) => Err(sandbox.describe()),
+        });
+    Check::new("sandbox", result)
+}
+
+/// Opens the store as a run would, and closes it.
+async fn store_check(config: &Config) -> Check {
+    let path = config.database_path();
+    let result = match ryvos::Runtime::start(config.clone()).await {
+        Ok(runtime) => match runtime.close().await {
+            Ok(()) => Ok(format!("redb at {}, opens and closes", path.display())),
+            Err(e) => Err(format!("{}: {e}", path.display())),
+        },
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    };
+    Check::new("store", result)
+}
+
+fn print(checks: &[Check], json: bool) {
+    if json {
+        match serde_json::to_string_pretty(checks) {
+            Ok(text) => outln!("{text}"),
+            Err(e) => eprintln!("ryvos: {e}"),
+        }
+        return;
+    }
+    for check in checks {
+        let mark = match check.state {
+            State::Ok => "ok  ",
+            State::Note => "note",
+            State::Fail => "FAIL",
+        };
+        outln!("{mark}  {:<8} {}", check.check, check.detail);
+    }
+}

@@ -1,0 +1,206 @@
+//! From `ryvos run`'s flags to a run: the prompt (from the arguments or stdin), the workspace,
+//! the goal, and who hosts it — the daemon when one answers, else this process.
+
+use crate::cli::RunArgs;
+use crate::exit::{EXIT_DAEMON, EXIT_USAGE};
+use crate::running::{self, run_local, run_remote, Local, Remote};
+use ryvos::client::{Client, ClientError};
+use ryvos::config::Config;
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+
+/// What `ryvos run` was told on the command line, besides its flags' settings.
+pub struct Given {
+    pub args: RunArgs,
+    /// `--config` was given.
+    pub explicit_config: bool,
+    /// `-c`, `--model` or `--max-turns` was given.
+    pub settings: bool,
+}
+
+/// Runs `ryvos run`; its exit code.
+pub async fn run(given: Given, config: Config, socket: PathBuf) -> u8 {
+    let Given {
+        mut args,
+        explicit_config,
+        settings,
+    } = given;
+    let recording = args.record.is_some();
+    let Asked {
+        prompt,
+        resume,
+        goal,
+        workspace,
+    } = match asked(&mut args) {
+        Ok(asked) => asked,
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match Client::connect(&socket).await {
+        Ok(mut client) => {
+            if let Err(why) =
+                hosted_as_asked(&mut client, &config, recording, explicit_config, settings).await
+            {
+                eprintln!("ryvos: {why}");
+                return EXIT_USAGE;
+            }
+            let run = Remote {
+                json: args.json,
+                quiet: args.quiet,
+                workspace,
+                session: args.session,
+                resume,
+                prompt,
+                goal,
+                director: args.director,
+                socket,
+            };
+            run_remote(client, run).await
+        }
+        Err(ClientError::NoDaemon { .. }) => {
+            if !args.quiet {
+                eprintln!(
+                    "ryvos: no daemon answering at {}; running in-process",
+                    socket.display()
+                );
+            }
+            let local = Local {
+                json: args.json,
+                quiet: args.quiet,
+                workspace,
+                session: args.session,
+                resume,
+                record: args.record,
+                prompt,
+                goal,
+                director: args.director,
+            };
+            run_local(config, local).await
+        }
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            EXIT_DAEMON
+        }
+    }
+}
+
+/// What the run is to do, as the flags and stdin say.
+struct Asked {
+    prompt: String,
+    /// `Some("")` for `--continue`: the workspace's latest session.
+    resume: Option<String>,
+    goal: Option<ryvos::Goal>,
+    workspace: PathBuf,
+}
+
+/// What `args` ask for (taking their prompt, goal and workspace), or why it is bad usage.
+fn asked(args: &mut RunArgs) -> Result<Asked, String> {
+    let continuing = args.resume.is_some() || args.continue_latest;
+    let prompt = prompt_of(&args.prompt, continuing)?;
+    let resume = args
+        .resume
+        .take()
+        .or(args.continue_latest.then(String::new));
+    if prompt.trim().is_empty() && resume.is_none() {
+        return Err("the prompt is empty: say what the run should do".into());
+    }
+    if args.director && prompt.trim().is_empty() {
+        return Err("a Director run needs its task: give a prompt".into());
+    }
+    let goal = goal_of(args.goal.take(), &args.criterion, &prompt)?;
+    let workspace = workspace_of(args.workspace.take())?;
+    Ok(Asked {
+        prompt,
+        resume,
+        goal,
+        workspace,
+    })
+}
+
+/// Why the daemon answering cannot host this run as it was asked for, if it cannot: it runs
+/// on its own config, so settings given here would be silently ignored.
+async fn hosted_as_asked(
+    client: &mut Client,
+    config: &Config,
+    recording: bool,
+    explicit_config: bool,
+    settings: bool,
+) -> Result<(), String> {
+    if recording {
+        return Err(format!(
+            "--record runs in-process, but ryvosd holds this RYVOS_HOME ({}); stop it with \
+             `ryvos shutdown` or use another RYVOS_HOME",
+            config.home.display()
+        ));
+    }
+    if settings {
+        return Err(
+            "ryvosd hosts runs on this RYVOS_HOME with its own config, so -c, --model and \
+             --max-turns would be ignored; put them in the daemon's config file and restart it, \
+             or stop it with `ryvos shutdown` to run in-process with them"
+                .into(),
+        );
+    }
+    if explicit_config {
+        running::same_config(client, config).await?;
+    }
+    Ok(())
+}
+
+/// The prompt: the arguments joined, or stdin when they are `-`, or when there are none, no
+/// session is continued and stdin is not a terminal (`echo … | ryvos run`).
+fn prompt_of(words: &[String], continuing: bool) -> Result<String, String> {
+    let from_stdin = match words {
+        [dash] if dash == "-" => true,
+        [] => !continuing && !std::io::stdin().is_terminal(),
+        _ => false,
+    };
+    if !from_stdin {
+        return Ok(words.join(" "));
+    }
+    let mut prompt = String::new();
+    std::io::stdin()
+        .read_to_string(&mut prompt)
+        .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
+    Ok(prompt.trim_end().to_owned())
+}
+
+/// The workspace, absolute: `--workspace`, else the current directory.
+fn workspace_of(asked: Option<PathBuf>) -> Result<PathBuf, String> {
+    let shown = asked.clone().unwrap_or_else(|| PathBuf::from("."));
+    asked
+        .map_or_else(std::env::current_dir, Ok)
+        .and_then(|w| w.canonicalize())
+        .and_then(|w| match w.is_dir() {
+            true => Ok(w),
+            false => Err(std::io::Error::other("not a directory")),
+        })
+        .map_err(|e| {
+            format!(
+                "the workspace {}: {e}; give an existing directory with --workspace",
+                Path::display(&shown)
+            )
+        })
+}
+
+/// The goal `--goal` and `--criterion` describe, if any.
+fn goal_of(
+    goal: Option<String>,
+    criteria: &[String],
+    prompt: &str,
+) -> Result<Option<ryvos::Goal>, String> {
+    if goal.is_none() && criteria.is_empty() {
+        return Ok(None);
+    }
+    let criteria = criteria
+        .iter()
+        .map(|c| c.parse::<ryvos::Criterion>().map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(ryvos::Goal {
+        description: goal.unwrap_or_else(|| prompt.to_owned()),
+        criteria,
+        ..ryvos::Goal::default()
+    }))
+}
