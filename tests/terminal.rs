@@ -63,6 +63,16 @@ async fn ctrl_c_typed_at_the_terminal_pauses_an_in_process_run_which_resumes() {
     assert!(stdout.contains("done"), "{stdout}");
 }
 
+/// A run through the daemon whose model call is held, and Ctrl-C typed once while it waits:
+/// the client's terminal, once it has asked the daemon to interrupt.
+async fn pressed_once_mid_call(home: &Home, server: &ScriptedModelServer) -> Terminal {
+    let mut terminal = Terminal::start(home, &["run", "look", "around"]);
+    server.wait_for_requests(1).await;
+    terminal.ctrl_c();
+    terminal.shows("asked ryvosd to interrupt").await;
+    terminal
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_typed_at_the_terminal_interrupts_the_run_in_the_daemon_and_twice_detaches() {
     let gate = Gate::new();
@@ -71,10 +81,7 @@ async fn ctrl_c_typed_at_the_terminal_interrupts_the_run_in_the_daemon_and_twice
     let daemon = home.daemon().await;
 
     // Once: the daemon pauses the run, and the client reports how it ended.
-    let mut terminal = Terminal::start(&home, &["run", "look", "around"]);
-    server.wait_for_requests(1).await;
-    terminal.ctrl_c();
-    terminal.shows("asked ryvosd to interrupt").await;
+    let terminal = pressed_once_mid_call(&home, &server).await;
     gate.open();
     let (code, screen) = terminal.ended().await;
     assert_eq!(code, Some(130), "{screen}");
@@ -87,10 +94,7 @@ async fn ctrl_c_typed_at_the_terminal_interrupts_the_run_in_the_daemon_and_twice
     let server = held_model(&second).await;
     let home = Home::new(&server, "");
     let daemon = home.daemon().await;
-    let mut terminal = Terminal::start(&home, &["run", "look", "around"]);
-    server.wait_for_requests(1).await;
-    terminal.ctrl_c();
-    terminal.shows("asked ryvosd to interrupt").await;
+    let mut terminal = pressed_once_mid_call(&home, &server).await;
     terminal.ctrl_c();
     let (code, screen) = terminal.ended().await;
     assert_eq!(code, Some(130), "{screen}");
