@@ -9,9 +9,11 @@
 //! judged against the run's goal. The plan's progress is stored after every change, so a run
 //! cut off by a crash resumes where it stood and never redoes a finished step.
 
+mod claims;
 mod prompts;
 mod stop;
 
+pub(crate) use claims::{Directing, Directors};
 pub(crate) use stop::StopSignal;
 
 pub(crate) use ryvos_protocol::plan::{Plan, PlanError, Step, StepEvent};
