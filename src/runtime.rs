@@ -106,6 +106,7 @@ impl RuntimeBuilder {
             security: self.config.security,
             guardrails: self.config.guardrails,
             supervision: self.config.supervision,
+            mcp: self.config.mcp,
             max_in_flight_runs: self.config.daemon.max_in_flight_runs,
         };
         let engine = match provider {

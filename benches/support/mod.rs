@@ -170,7 +170,7 @@ pub async fn seed(store: &Store, session: &SessionId, messages: u64) {
         });
     }
     // End on a tool result, so the history is a valid conversation.
-    if messages % 2 == 0 {
+    if messages.is_multiple_of(2) {
         stored.pop();
     }
     let batch = WriteBatch::of(session.clone(), stored.into_iter().map(Write::Message));

@@ -8,13 +8,14 @@ use crate::config::{
 use crate::cost_ledger::CostLedgerArgs;
 #[cfg(feature = "testing")]
 use crate::cost_ledger::CostLedgerMsg;
-use crate::director::{Director, StopSignal};
+use crate::director::{Directing, Director, Directors};
 use crate::event::{Event, GlobalEvents, RunStatus, SessionEvents};
 use crate::guardian::{GuardianArgs, Thresholds};
 use crate::guardrail::{Guardrail, GuardrailConfig, Patterns};
 use crate::ids::{RunId, SessionId};
 use crate::judge::JudgeArgs;
 use crate::llm_stream::ModelChain;
+use crate::mcp::{McpHubArgs, McpServers};
 use crate::memory::{Memory, MemorySearch, MemoryWrite};
 use crate::provider::retry::RetryPolicy;
 use crate::provider::{Provider, ProviderError};
@@ -31,7 +32,6 @@ use crate::tool_executor::{ExecutionSettings, ToolExecutorArgs};
 use crate::tools::{RegistryError, Tool, ToolRegistry};
 use ractor::{Actor, ActorRef};
 use ryvos_protocol::report::CostReport;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,6 +56,8 @@ pub struct EngineConfig {
     pub security: SecurityConfig,
     pub guardrails: GuardrailConfig,
     pub supervision: SupervisionConfig,
+    /// MCP servers whose tools the model may call.
+    pub mcp: crate::config::McpConfig,
     /// Runs in flight past this are refused as busy.
     pub max_in_flight_runs: usize,
 }
@@ -80,53 +82,6 @@ fn judge_models(
         chain,
         RetryPolicy::from_config(model),
     )))
-}
-
-/// A session held by its Director until the guard is dropped.
-struct Directing {
-    sessions: Directors,
-    session: SessionId,
-}
-
-/// The sessions a Director is running on, each with the signal that stops it.
-type Directors = Arc<std::sync::Mutex<HashMap<SessionId, StopSignal>>>;
-
-impl Directing {
-    /// Holds `session`, unless a Director already does; with the signal that stops its run.
-    fn claim(sessions: &Directors, session: &SessionId) -> Option<(Self, StopSignal)> {
-        let mut held = sessions.lock().unwrap_or_else(|e| e.into_inner());
-        if held.contains_key(session) {
-            return None;
-        }
-        let stop = StopSignal::default();
-        held.insert(session.clone(), stop.clone());
-        let claim = Self {
-            sessions: sessions.clone(),
-            session: session.clone(),
-        };
-        Some((claim, stop))
-    }
-
-    /// Asks the Director on `session`, if there is one, to stop; whether there was.
-    fn stop(sessions: &Directors, session: &SessionId, status: RunStatus, reason: &str) -> bool {
-        let held = sessions.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(signal) = held.get(session) else {
-            return false;
-        };
-        signal.stop(status, reason);
-        true
-    }
-
-    fn session(&self) -> &SessionId {
-        &self.session
-    }
-}
-
-impl Drop for Directing {
-    fn drop(&mut self) {
-        let mut held = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        held.remove(&self.session);
-    }
 }
 
 /// Why the engine could not start, run, or stop.
@@ -183,6 +138,8 @@ pub struct Engine {
     approvals: Approvals,
     /// The OS sandbox of the programs runs start.
     sandbox: Sandbox,
+    /// The MCP servers' states.
+    mcp: McpServers,
 }
 
 impl Engine {
@@ -254,6 +211,9 @@ impl Engine {
                 .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))?,
         );
         let registry = ToolRegistry::new(with_memory_tools(tools, &memory))?;
+        let mcp = McpServers::new(
+            (config.mcp.servers.iter()).map(|(name, server)| (name.clone(), server.transport())),
+        );
         let gate = Gate::new(
             &config.security,
             approvals.clone(),
@@ -294,6 +254,8 @@ impl Engine {
             guardrails: Arc::new(guardrails),
             approvals: approvals.clone(),
             global_events: global_events.clone(),
+            mcp: mcp.clone(),
+            mcp_startup: config.mcp.longest_startup(),
         };
         let judges = judge_models(&config.model, &agent.judge, &models)?;
         let local_models = models
@@ -321,13 +283,19 @@ impl Engine {
             models,
             tools: ToolExecutorArgs {
                 gate,
-                registry,
+                registry: registry.clone(),
                 settings: ExecutionSettings {
                     parallel: agent.parallel_tools,
                     max_parallel: agent.max_parallel_tools,
                     timeout: Duration::from_secs(agent.tool_timeout_secs.max(1)),
                     max_output_bytes: agent.max_tool_output_bytes.max(256),
                 },
+            },
+            mcp: McpHubArgs {
+                config: config.mcp.clone(),
+                registry: registry.clone(),
+                servers: mcp.clone(),
+                supervision: config.supervision.clone(),
             },
             sessions: SessionSupervisorArgs {
                 services,
@@ -363,6 +331,7 @@ impl Engine {
             directing: Arc::default(),
             approvals,
             sandbox,
+            mcp,
         })
     }
 
@@ -492,6 +461,11 @@ impl Engine {
     /// The OS sandbox of the programs runs start, as configured and as the kernel allows.
     pub fn sandbox(&self) -> &Sandbox {
         &self.sandbox
+    }
+
+    /// What each configured MCP server is doing.
+    pub fn mcp_servers(&self) -> Vec<ryvos_protocol::mcp::McpServerStatus> {
+        self.mcp.reports()
     }
 
     /// Every event of every session from now on.

@@ -41,6 +41,7 @@ use ryvos_protocol::ids;
 mod interrupt;
 mod judge;
 mod llm_stream;
+mod mcp;
 mod memory;
 use ryvos_protocol::message;
 mod provider;
@@ -60,6 +61,7 @@ mod workspace;
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use guardrail::{After, Before, Guardrail, GuardrailConfig};
 pub use interrupt::{Interrupter, OnMessage};
+pub use mcp::McpServers;
 pub use provider::recording::RecordingProvider;
 pub use provider::{
     from_config as provider_from_config, keys_set as provider_keys_set, probe as probe_provider,

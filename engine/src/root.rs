@@ -11,6 +11,7 @@ use crate::cost_ledger::{CostLedgerActor, CostLedgerArgs, CostLedgerMsg};
 use crate::guardian::{GuardianActor, GuardianArgs, GuardianMsg};
 use crate::judge::{JudgeActor, JudgeArgs, JudgeMsg};
 use crate::llm_stream::{LlmMsg, LlmStreamActor, ModelChain};
+use crate::mcp::{McpHub, McpHubArgs, McpMsg};
 use crate::session::{SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg};
 use crate::store::StoreError;
 use crate::supervision::{ChildSlot, RestartDecision, RestartHistory, RestartPolicy};
@@ -35,17 +36,19 @@ pub enum ChildKind {
     LlmStream,
     ToolExecutor,
     Judge,
+    Mcp,
     Sessions,
 }
 
 impl ChildKind {
-    const ALL: [ChildKind; 7] = [
+    const ALL: [ChildKind; 8] = [
         ChildKind::Checkpoint,
         ChildKind::CostLedger,
         ChildKind::Guardian,
         ChildKind::LlmStream,
         ChildKind::ToolExecutor,
         ChildKind::Judge,
+        ChildKind::Mcp,
         ChildKind::Sessions,
     ];
 }
@@ -107,6 +110,7 @@ pub(crate) struct RootArgs {
     pub models: Arc<ModelChain>,
     pub tools: ToolExecutorArgs,
     pub judge: JudgeArgs,
+    pub mcp: McpHubArgs,
     pub sessions: SessionSupervisorArgs,
     pub policy: RestartPolicy,
     pub slots: Slots,
@@ -122,6 +126,7 @@ pub(crate) struct Slots {
     pub llm: ChildSlot<LlmMsg>,
     pub tools: ChildSlot<ToolMsg>,
     pub judge: ChildSlot<JudgeMsg>,
+    pub mcp: ChildSlot<McpMsg>,
     pub sessions: ChildSlot<SessionSupervisorMsg>,
 }
 
@@ -135,6 +140,7 @@ impl Slots {
             llm: ChildSlot::new("LLM stream"),
             tools: ChildSlot::new("tool executor"),
             judge: ChildSlot::new("Judge"),
+            mcp: ChildSlot::new("MCP hub"),
             sessions: ChildSlot::new("session supervisor"),
         }
     }
@@ -147,6 +153,7 @@ impl Slots {
             ChildKind::LlmStream => self.llm.is_filled(),
             ChildKind::ToolExecutor => self.tools.is_filled(),
             ChildKind::Judge => self.judge.is_filled(),
+            ChildKind::Mcp => self.mcp.is_filled(),
             ChildKind::Sessions => self.sessions.is_filled(),
         }
     }
@@ -159,6 +166,7 @@ impl Slots {
             ChildKind::LlmStream => self.llm.close(),
             ChildKind::ToolExecutor => self.tools.close(),
             ChildKind::Judge => self.judge.close(),
+            ChildKind::Mcp => self.mcp.close(),
             ChildKind::Sessions => self.sessions.close(),
         }
     }
@@ -171,6 +179,7 @@ impl Slots {
             ChildKind::LlmStream => self.llm.clear(),
             ChildKind::ToolExecutor => self.tools.clear(),
             ChildKind::Judge => self.judge.clear(),
+            ChildKind::Mcp => self.mcp.clear(),
             ChildKind::Sessions => self.sessions.clear(),
         }
     }
@@ -239,6 +248,10 @@ impl Actor for RootSupervisor {
         spawners.insert(
             ChildKind::Judge,
             spawner(|| JudgeActor, args.judge, slots.judge.clone()),
+        );
+        spawners.insert(
+            ChildKind::Mcp,
+            spawner(|| McpHub, args.mcp, slots.mcp.clone()),
         );
         spawners.insert(
             ChildKind::Sessions,
@@ -427,6 +440,9 @@ impl RootState {
             ChildKind::LlmStream => self.slots.llm.cast(LlmMsg::Panic),
             ChildKind::ToolExecutor => self.slots.tools.cast(ToolMsg::Panic),
             ChildKind::Judge => self.slots.judge.cast(JudgeMsg::Panic),
+            ChildKind::Mcp => Err(crate::supervision::Unavailable(
+                "MCP hub (kill a server's process instead)",
+            )),
             ChildKind::Sessions => Err(crate::supervision::Unavailable(
                 "session supervisor (inject into a session instead)",
             )),

@@ -21,6 +21,7 @@ const STACK: &[&str] = &[
     "judge",
     "context",
     "memory",
+    "mcp",
     "tool_executor",
     "security",
     "tools",

@@ -9,6 +9,7 @@
 pub mod event;
 pub mod goal;
 pub mod ids;
+pub mod mcp;
 pub mod message;
 pub mod plan;
 pub mod records;

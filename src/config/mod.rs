@@ -10,8 +10,9 @@ pub use overrides::{Override, OverrideSyntaxError};
 use ryvos_engine::config::expand_env;
 pub use ryvos_engine::config::{
     AgentConfig, BudgetConfig, CheckpointConfig, Decision, DirectorConfig, EmbeddingConfig,
-    Fallback, FallbackEndpoint, GuardianConfig, JudgeConfig, MaxTokensField, ModelConfig, Pricing,
-    SandboxConfig, SandboxMode, SecurityConfig, SupervisionConfig, TierPolicy,
+    Fallback, FallbackEndpoint, GuardianConfig, JudgeConfig, MaxTokensField, McpConfig,
+    McpServerConfig, ModelConfig, Pricing, SandboxConfig, SandboxMode, SecurityConfig,
+    SupervisionConfig, TierPolicy,
 };
 pub use ryvos_engine::GuardrailConfig;
 use serde::{Deserialize, Serialize};
@@ -35,6 +36,8 @@ pub struct Config {
     pub guardrails: GuardrailConfig,
     pub daemon: DaemonConfig,
     pub supervision: SupervisionConfig,
+    /// MCP servers whose tools the model may call.
+    pub mcp: McpConfig,
 }
 
 /// `[daemon]`.
@@ -69,6 +72,7 @@ impl Default for Config {
             guardrails: GuardrailConfig::default(),
             daemon: DaemonConfig::default(),
             supervision: SupervisionConfig::default(),
+            mcp: McpConfig::default(),
         }
     }
 }

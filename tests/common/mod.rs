@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod home;
+pub mod mcp;
 pub mod terminal;
 
 use ryvos::config::Decision;

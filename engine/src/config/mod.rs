@@ -5,8 +5,10 @@
 //! typo is an error instead of a silently ignored setting.
 
 mod checked;
+mod mcp;
 mod security;
 
+pub use mcp::{McpConfig, McpServerConfig};
 pub use security::{Decision, SandboxConfig, SandboxMode, SecurityConfig, TierPolicy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -66,7 +66,7 @@ impl BudgetNotice {
 
 /// Millionths of a cent as a JSON number of cents.
 fn cents_number(microcents: u64) -> serde_json::Number {
-    if microcents % MICROCENTS_PER_CENT == 0 {
+    if microcents.is_multiple_of(MICROCENTS_PER_CENT) {
         serde_json::Number::from(microcents / MICROCENTS_PER_CENT)
     } else {
         serde_json::Number::from_f64(microcents as f64 / MICROCENTS_PER_CENT as f64)

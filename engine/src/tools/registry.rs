@@ -2,21 +2,40 @@
 
 use super::Tool;
 use crate::provider::ToolSpec;
-use std::collections::HashMap;
-use std::sync::Arc;
+use arc_swap::ArcSwap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 
 struct Registered {
     tool: Arc<dyn Tool>,
     validator: jsonschema::Validator,
 }
 
-/// Tools by name, with their schemas compiled once.
-#[derive(Clone, Default)]
-pub struct ToolRegistry {
-    tools: Arc<HashMap<String, Registered>>,
+/// The tools at one moment: what a model call is offered and its calls are checked against.
+#[derive(Default)]
+struct Snapshot {
+    tools: HashMap<String, Registered>,
     specs: Arc<Vec<ToolSpec>>,
     /// What the specs weigh in a request, counted once, when first asked.
-    specs_tokens: Arc<std::sync::OnceLock<u64>>,
+    specs_tokens: std::sync::OnceLock<u64>,
+}
+
+/// Tools by name, with their schemas compiled once.
+///
+/// The built-in (and host) tools are fixed at start; groups of tools that come and go (an MCP
+/// server's) are replaced whole with [`ToolRegistry::replace_group`]. Readers take the current
+/// snapshot without a lock; a change is seen by the next model call.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    current: Arc<ArcSwap<Snapshot>>,
+    /// The fixed tools and every group, to build the next snapshot from (writers only).
+    sources: Arc<Mutex<Sources>>,
+}
+
+#[derive(Default)]
+struct Sources {
+    fixed: Vec<Arc<dyn Tool>>,
+    groups: BTreeMap<String, Vec<Arc<dyn Tool>>>,
 }
 
 /// A tool that cannot be registered.
@@ -33,9 +52,8 @@ pub enum RegistryError {
 #[error("validation_error: {0}")]
 pub struct ValidationError(pub String);
 
-impl ToolRegistry {
-    /// A registry of `tools`.
-    pub fn new(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Result<Self, RegistryError> {
+impl Snapshot {
+    fn of<'a>(tools: impl IntoIterator<Item = &'a Arc<dyn Tool>>) -> Result<Self, RegistryError> {
         let mut map = HashMap::new();
         let mut specs = Vec::new();
         for tool in tools {
@@ -51,42 +69,87 @@ impl ToolRegistry {
                 description: tool.description().to_owned(),
                 parameters: schema,
             });
-            if map
-                .insert(name.clone(), Registered { tool, validator })
-                .is_some()
-            {
+            let registered = Registered {
+                tool: tool.clone(),
+                validator,
+            };
+            if map.insert(name.clone(), registered).is_some() {
                 return Err(RegistryError::Duplicate(name));
             }
         }
         Ok(Self {
-            tools: Arc::new(map),
+            tools: map,
             specs: Arc::new(specs),
-            specs_tokens: Arc::default(),
+            specs_tokens: std::sync::OnceLock::new(),
         })
+    }
+}
+
+impl ToolRegistry {
+    /// A registry of `tools`.
+    pub fn new(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Result<Self, RegistryError> {
+        let fixed: Vec<Arc<dyn Tool>> = tools.into_iter().collect();
+        let snapshot = Snapshot::of(&fixed)?;
+        Ok(Self {
+            current: Arc::new(ArcSwap::from_pointee(snapshot)),
+            sources: Arc::new(Mutex::new(Sources {
+                fixed,
+                groups: BTreeMap::new(),
+            })),
+        })
+    }
+
+    /// Makes `tools` the whole of `group` (empty: the group is gone). Refused, and nothing
+    /// changed, when a tool is invalid or its name is taken.
+    pub fn replace_group(
+        &self,
+        group: &str,
+        tools: Vec<Arc<dyn Tool>>,
+    ) -> Result<(), RegistryError> {
+        let mut sources = self.sources.lock().unwrap_or_else(|p| p.into_inner());
+        let previous = sources.groups.insert(group.to_owned(), tools);
+        let all = sources
+            .fixed
+            .iter()
+            .chain(sources.groups.values().flatten());
+        match Snapshot::of(all) {
+            Ok(snapshot) => {
+                self.current.store(Arc::new(snapshot));
+                Ok(())
+            }
+            Err(e) => {
+                match previous {
+                    Some(tools) => sources.groups.insert(group.to_owned(), tools),
+                    None => sources.groups.remove(group),
+                };
+                Err(e)
+            }
+        }
     }
 
     /// The tools as the model is told about them.
     pub fn specs(&self) -> Arc<Vec<ToolSpec>> {
-        self.specs.clone()
+        self.current.load().specs.clone()
     }
 
     /// The tokens the specs take in every request (their JSON, counted once): part of an
     /// estimate of what a request weighs when the server reports no usage.
     pub fn specs_tokens(&self) -> u64 {
-        *self.specs_tokens.get_or_init(|| {
-            let json = serde_json::to_string(&*self.specs).unwrap_or_default();
+        let snapshot = self.current.load();
+        *snapshot.specs_tokens.get_or_init(|| {
+            let json = serde_json::to_string(&*snapshot.specs).unwrap_or_default();
             crate::tokens::count_text(&json) as u64
         })
     }
 
     /// The tool called `name`.
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.get(name).map(|r| &r.tool)
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.current.load().tools.get(name).map(|r| r.tool.clone())
     }
 
     /// The names of every tool, sorted, for error messages.
-    pub fn names(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = self.tools.keys().map(String::as_str).collect();
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.current.load().tools.keys().cloned().collect();
         names.sort_unstable();
         names
     }
@@ -97,7 +160,8 @@ impl ToolRegistry {
         name: &str,
         arguments: &str,
     ) -> Result<serde_json::Value, ValidationError> {
-        let Some(registered) = self.tools.get(name) else {
+        let snapshot = self.current.load();
+        let Some(registered) = snapshot.tools.get(name) else {
             return Err(ValidationError(format!("no tool named '{name}'")));
         };
         // A tool without parameters is often called with an empty string.

@@ -97,6 +97,9 @@ pub struct StatusResult {
     /// fail until it can, and the daemon goes on serving.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_fault: Option<String>,
+    /// The configured MCP servers, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<crate::mcp::McpServerStatus>,
 }
 
 /// A stored message, as `history` lists it.

@@ -22,6 +22,40 @@ pub fn status(s: &StatusResult) {
             s.store
         ),
     }
+    for server in &s.mcp {
+        mcp_server(server);
+    }
+}
+
+/// One MCP server's line: its name, state, tools and restarts.
+pub fn mcp_server(server: &ryvos_protocol::mcp::McpServerStatus) {
+    use ryvos_protocol::mcp::McpServerState;
+    let restarts = match server.restarts {
+        0 => String::new(),
+        n => format!(", restarted {n} times"),
+    };
+    match server.state {
+        McpServerState::Ready => outln!(
+            "mcp: {} ready ({}), {} tools{restarts}: {}",
+            server.name,
+            server.transport,
+            server.tools.len(),
+            server.tools.join(", ")
+        ),
+        McpServerState::Starting => {
+            outln!(
+                "mcp: {} starting ({}){restarts}",
+                server.name,
+                server.transport
+            )
+        }
+        McpServerState::Down => outln!(
+            "mcp: {} DOWN ({}){restarts}: {}",
+            server.name,
+            server.transport,
+            server.reason.as_deref().unwrap_or("")
+        ),
+    }
 }
 
 /// One line per session, most recent first: its id, when it was last used, how its latest

@@ -216,6 +216,14 @@ async fn prepare(question: Question) -> Preparation {
     )
     .await;
     assembled.warnings.extend(recall_warnings);
+    // The first call offers every MCP tool there will be: servers still starting are waited
+    // for (bounded), and those that cannot run are named.
+    services.mcp.settled(services.mcp_startup).await;
+    assembled
+        .warnings
+        .extend(services.mcp.unavailable().into_iter().map(|(server, why)| {
+            format!("the MCP server '{server}' is unavailable ({why}); its tools cannot be called until it is back")
+        }));
     // The run counts tokens from its first step on: a tokenizer still loading is waited for
     // here, off the async workers, never in the session's handlers.
     if let Err(e) = tokio::task::spawn_blocking(crate::tokens::ready).await {

@@ -1,0 +1,248 @@
+//! McpServerActor: one MCP server's connection. It starts the server (a child process in a
+//! process group of its own), lists its tools into the registry, refreshes them when the server
+//! says they changed, and fails when the connection drops, for the hub to restart it. When it
+//! stops, the whole process group goes with it.
+
+use super::link::Link;
+use super::status::McpServers;
+use super::tool::McpTool;
+use crate::config::{expand_env, McpServerConfig};
+use crate::tools::{Tool, ToolRegistry};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{NotificationContext, RoleClient, RunningServiceCancellationToken};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ServiceExt};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+/// How many of the server's last stderr lines are kept, to say why it failed.
+const STDERR_KEPT: usize = 5;
+
+/// What a server actor is started with.
+#[derive(Clone)]
+pub(crate) struct ServerArgs {
+    pub name: String,
+    pub config: McpServerConfig,
+    pub registry: ToolRegistry,
+    pub servers: McpServers,
+    pub link: Arc<Link>,
+}
+
+pub(crate) enum ServerMsg {
+    /// The server said its tools changed: list them again.
+    ToolsChanged,
+    /// The connection ended.
+    Lost(String),
+}
+
+pub(crate) struct McpServerActor;
+
+pub(crate) struct ServerState {
+    args: ServerArgs,
+    /// Stops the connection.
+    connection: Option<RunningServiceCancellationToken>,
+    /// The server's process group (its leader's pid).
+    group: Option<i32>,
+}
+
+/// Tells the actor what the server announces, and introduces Ryvos to it.
+struct Notifications {
+    actor: ActorRef<ServerMsg>,
+}
+
+impl ClientHandler for Notifications {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if self.actor.cast(ServerMsg::ToolsChanged).is_err() {
+            tracing::debug!("tools changed on a server whose actor has stopped");
+        }
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        info.capabilities = ClientCapabilities::default();
+        info.client_info = Implementation::new("ryvos", env!("CARGO_PKG_VERSION"));
+        info
+    }
+}
+
+impl Actor for McpServerActor {
+    type Msg = ServerMsg;
+    type State = ServerState;
+    type Arguments = ServerArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<ServerMsg>,
+        args: ServerArgs,
+    ) -> Result<ServerState, ActorProcessingErr> {
+        Ok(ServerState {
+            args,
+            connection: None,
+            group: None,
+        })
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<ServerMsg>,
+        state: &mut ServerState,
+    ) -> Result<(), ActorProcessingErr> {
+        let args = state.args.clone();
+        args.servers.starting(&args.name);
+        let limit = args.config.startup_timeout();
+        let started = tokio::time::timeout(limit, state.connect(&myself)).await;
+        let failed = match started {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(why)) => why,
+            Err(_) => format!(
+                "it did not answer within {}s ([mcp.servers.{}] startup_timeout_secs)",
+                limit.as_secs(),
+                args.name
+            ),
+        };
+        args.servers.down(&args.name, &failed);
+        args.link.lost(&failed);
+        Err(failed.into())
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<ServerMsg>,
+        msg: ServerMsg,
+        state: &mut ServerState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            ServerMsg::ToolsChanged => state.list_tools().await.map_err(Into::into),
+            ServerMsg::Lost(why) => {
+                let args = &state.args;
+                args.servers.down(&args.name, &why);
+                args.link.lost(&why);
+                Err(why.into())
+            }
+        }
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<ServerMsg>,
+        state: &mut ServerState,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(connection) = state.connection.take() {
+            connection.cancel();
+        }
+        if let Some(group) = state.group.take() {
+            // The server and everything it started (npx starts node, which may start more).
+            // SAFETY: kill only signals; the group is the one this actor started.
+            if unsafe { libc::kill(-group, libc::SIGKILL) } != 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::ESRCH) {
+                    tracing::warn!(server = %state.args.name, "stopping its processes: {e}");
+                }
+            }
+        }
+        state.args.link.lost("it was stopped");
+        Ok(())
+    }
+}
+
+impl ServerState {
+    /// Starts the server, shakes hands and lists its tools; why not, if it cannot.
+    async fn connect(&mut self, myself: &ActorRef<ServerMsg>) -> Result<(), String> {
+        let args = &self.args;
+        let Some(command) = &args.config.command else {
+            return Err("Streamable HTTP servers (url) are not supported yet".into());
+        };
+        let mut process = tokio::process::Command::new(expand(command, "command")?);
+        for arg in &args.config.args {
+            process.arg(expand(arg, "args")?);
+        }
+        for (key, value) in &args.config.env {
+            process.env(key, expand(value, "env")?);
+        }
+        // A group of its own: stopping it reaches every process it started, and a Ctrl-C at
+        // the terminal reaches Ryvos alone.
+        process.process_group(0).kill_on_drop(true);
+        let (transport, stderr) = TokioChildProcess::builder(process)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+        self.group = transport.id().map(|pid| pid as i32);
+        let said = Arc::new(Mutex::new(VecDeque::new()));
+        if let Some(stderr) = stderr {
+            tokio::spawn(log_stderr(args.name.clone(), stderr, said.clone()));
+        }
+        let handler = Notifications {
+            actor: myself.clone(),
+        };
+        let service = handler.serve(transport).await.map_err(|e| {
+            let last = said.lock().unwrap_or_else(|p| p.into_inner());
+            let last: Vec<&str> = last.iter().map(String::as_str).collect();
+            format!("the handshake failed ({e}); it said: {}", last.join(" | "))
+        })?;
+        args.link.connected(service.peer().clone());
+        self.connection = Some(service.cancellation_token());
+        let me = myself.clone();
+        tokio::spawn(async move {
+            let why = match service.waiting().await {
+                Ok(reason) => format!("the connection ended ({reason:?})"),
+                Err(e) => format!("the connection failed ({e})"),
+            };
+            // After a stop, nobody needs to hear it.
+            me.cast(ServerMsg::Lost(why)).ok();
+        });
+        self.list_tools().await
+    }
+
+    /// Lists the server's tools into the registry, as its group.
+    async fn list_tools(&mut self) -> Result<(), String> {
+        let args = &self.args;
+        let peer = args.link.peer()?;
+        let listed = peer
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("listing its tools failed: {e}"))?;
+        let tools: Vec<Arc<dyn Tool>> = listed
+            .iter()
+            .filter(|t| args.config.offers(&t.name))
+            .map(|t| {
+                Arc::new(McpTool::new(
+                    &args.name,
+                    t,
+                    args.config.tier_of(&t.name),
+                    args.config.call_timeout(),
+                    args.link.clone(),
+                )) as Arc<dyn Tool>
+            })
+            .collect();
+        let names = tools.iter().map(|t| t.name().to_owned()).collect();
+        args.registry
+            .replace_group(&args.name, tools)
+            .map_err(|e| format!("its tools cannot be offered: {e}"))?;
+        args.servers.ready(&args.name, names);
+        Ok(())
+    }
+}
+
+/// `value` of the server's `key`, with `${VAR}` expanded.
+fn expand(value: &str, key: &str) -> Result<String, String> {
+    expand_env(value, key).map_err(|e| e.to_string())
+}
+
+/// Logs what the server writes on stderr (at debug), keeping its last lines.
+async fn log_stderr(
+    server: String,
+    stderr: tokio::process::ChildStderr,
+    said: Arc<Mutex<VecDeque<String>>>,
+) {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!(%server, "{line}");
+        let mut kept = said.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.len() == STDERR_KEPT {
+            kept.pop_front();
+        }
+        kept.push_back(line);
+    }
+}
