@@ -258,6 +258,13 @@ impl Runtime {
         self.engine.subscribe()
     }
 
+    /// The configured MCP servers' states, once each has started or failed once (at most its
+    /// `startup_timeout_secs`).
+    pub async fn mcp_servers(&self) -> Vec<ryvos_protocol::mcp::McpServerStatus> {
+        self.engine.mcp().settled().await;
+        self.engine.mcp().reports()
+    }
+
     /// Every session's record, most recently updated first.
     pub async fn sessions(&self) -> Result<Vec<SessionRecord>, RuntimeError> {
         let mut sessions = self

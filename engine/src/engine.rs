@@ -211,9 +211,7 @@ impl Engine {
                 .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))?,
         );
         let registry = ToolRegistry::new(with_memory_tools(tools, &memory))?;
-        let mcp = McpServers::new(
-            (config.mcp.servers.iter()).map(|(name, server)| (name.clone(), server.transport())),
-        );
+        let mcp = McpServers::new(&config.mcp);
         let gate = Gate::new(
             &config.security,
             approvals.clone(),
@@ -255,7 +253,6 @@ impl Engine {
             approvals: approvals.clone(),
             global_events: global_events.clone(),
             mcp: mcp.clone(),
-            mcp_startup: config.mcp.longest_startup(),
         };
         let judges = judge_models(&config.model, &agent.judge, &models)?;
         let local_models = models
@@ -463,9 +460,9 @@ impl Engine {
         &self.sandbox
     }
 
-    /// What each configured MCP server is doing.
-    pub fn mcp_servers(&self) -> Vec<ryvos_protocol::mcp::McpServerStatus> {
-        self.mcp.reports()
+    /// The configured MCP servers' states.
+    pub fn mcp(&self) -> &McpServers {
+        &self.mcp
     }
 
     /// Every event of every session from now on.

@@ -196,7 +196,7 @@ fn status(shared: &Shared) -> StatusResult {
         sandbox: sandbox.describe(),
         sandbox_enforced: sandbox.unenforceable().is_none(),
         store: store.backend().to_owned(),
-        mcp: shared.runtime.engine.mcp_servers(),
+        mcp: shared.runtime.engine.mcp().reports(),
         config: shared
             .config
             .source

@@ -1,6 +1,7 @@
 //! What every configured MCP server is doing, for the runs (which wait for servers still
 //! starting, and warn about those that are down), `ryvos status` and `ryvos mcp list`.
 
+use crate::config::McpConfig;
 use ryvos_protocol::mcp::{McpServerState, McpServerStatus};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -19,11 +20,14 @@ pub struct McpServers {
     entries: Arc<Mutex<BTreeMap<String, Entry>>>,
     /// Bumped on every change, for those waiting on one.
     changed: watch::Sender<u64>,
+    /// The longest a server may take to start: what a run waits at most.
+    startup: Duration,
 }
 
 impl McpServers {
-    /// Every server of `transports` (name, transport), starting.
-    pub(crate) fn new(transports: impl IntoIterator<Item = (String, String)>) -> Self {
+    /// Every server of `config`, starting.
+    pub(crate) fn new(config: &McpConfig) -> Self {
+        let transports = (config.servers.iter()).map(|(name, s)| (name.clone(), s.transport()));
         let entries = transports
             .into_iter()
             .map(|(name, transport)| {
@@ -47,6 +51,7 @@ impl McpServers {
         Self {
             entries: Arc::new(Mutex::new(entries)),
             changed: watch::channel(0).0,
+            startup: config.longest_startup(),
         }
     }
 
@@ -99,9 +104,10 @@ impl McpServers {
             .collect()
     }
 
-    /// Waits, at most `limit`, until every server has started or failed once: a run's first
-    /// call then sees every tool it will have.
-    pub(crate) async fn settled(&self, limit: Duration) {
+    /// Waits, at most the longest `startup_timeout_secs`, until every server has started or
+    /// failed once: a run's first call then sees every tool it will have.
+    pub async fn settled(&self) {
+        let limit = self.startup;
         let mut changes = self.changed.subscribe();
         let all_settled = |entries: &BTreeMap<String, Entry>| entries.values().all(|e| e.settled);
         let wait = async {

@@ -66,8 +66,6 @@ pub(crate) struct Services {
     /// The MCP servers' states: a run waits for those still starting, and warns about those
     /// that are down.
     pub mcp: crate::mcp::McpServers,
-    /// The longest a run waits for MCP servers still starting.
-    pub mcp_startup: std::time::Duration,
 }
 
 /// A run to start, as a caller asks for it.

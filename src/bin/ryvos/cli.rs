@@ -172,6 +172,25 @@ pub enum Command {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
+    /// The MCP servers whose tools runs may call.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
+    /// Serve Ryvos over MCP on stdin/stdout, for editors and other agents: tools `run`,
+    /// `sessions` and `history`, through the running daemon or in-process.
+    McpServer,
     /// Print the man page (roff), e.g. `ryvos manpage > ~/.local/share/man/man1/ryvos.1`.
     Manpage,
+}
+
+/// `ryvos mcp`'s subcommands.
+#[derive(Subcommand)]
+pub enum McpCommand {
+    /// List the configured servers: state, tools, restarts (from the daemon, or started here).
+    List {
+        /// Print them as one JSON array.
+        #[arg(long)]
+        json: bool,
+    },
 }

@@ -8,6 +8,7 @@ use crate::exit::EXIT_RUN_FAILED;
 use crate::out::outln;
 use ryvos::client::{Client, ClientError};
 use ryvos::config::Config;
+use ryvos::protocol::mcp::{McpServerState, McpServerStatus};
 use ryvos::protocol::{NoParams, Status, StatusResult};
 use serde::Serialize;
 use std::path::Path;
@@ -15,7 +16,7 @@ use std::path::Path;
 /// One check's outcome.
 #[derive(Serialize)]
 struct Check {
-    check: &'static str,
+    check: String,
     state: State,
     detail: String,
 }
@@ -30,21 +31,21 @@ enum State {
 }
 
 impl Check {
-    fn new(check: &'static str, result: Result<String, String>) -> Self {
+    fn new(check: impl Into<String>, result: Result<String, String>) -> Self {
         let (state, detail) = match result {
             Ok(detail) => (State::Ok, detail),
             Err(detail) => (State::Fail, detail),
         };
         Self {
-            check,
+            check: check.into(),
             state,
             detail,
         }
     }
 
-    fn note(check: &'static str, detail: String) -> Self {
+    fn note(check: &str, detail: String) -> Self {
         Self {
-            check,
+            check: check.into(),
             state: State::Note,
             detail,
         }
@@ -89,7 +90,7 @@ pub async fn run(config: &Config, socket: &Path, json: bool) -> u8 {
                     .map_err(|e| e.to_string()),
             ));
             checks.push(sandbox_check(config));
-            checks.push(store_check(config).await);
+            checks.extend(store_and_mcp_checks(config).await);
         }
     }
     checks.push(Check::new(
@@ -147,6 +148,36 @@ fn daemon_checks(status: &StatusResult) -> Vec<Check> {
         Check::new("sandbox", sandbox),
         Check::new("store", store),
     ]
+    .into_iter()
+    .chain(status.mcp.iter().map(mcp_check))
+    .collect()
+}
+
+/// One MCP server: ready, or why not.
+fn mcp_check(server: &McpServerStatus) -> Check {
+    let name = format!("mcp {}", server.name);
+    match server.state {
+        McpServerState::Ready => Check::new(
+            name,
+            Ok(format!(
+                "{}: {} tools",
+                server.transport,
+                server.tools.len()
+            )),
+        ),
+        McpServerState::Starting => {
+            Check::note(&name, format!("{}: still starting", server.transport))
+        }
+        McpServerState::Down => Check::new(
+            name,
+            Err(format!(
+                "{}: {}; fix [mcp.servers.{}]",
+                server.transport,
+                server.reason.as_deref().unwrap_or("down"),
+                server.name
+            )),
+        ),
+    }
 }
 
 fn sandbox_check(config: &Config) -> Check {
@@ -159,17 +190,21 @@ fn sandbox_check(config: &Config) -> Check {
     Check::new("sandbox", result)
 }
 
-/// Opens the store as a run would, and closes it.
-async fn store_check(config: &Config) -> Check {
+/// Opens the store as a run would (starting the MCP servers too), and closes it.
+async fn store_and_mcp_checks(config: &Config) -> Vec<Check> {
     let path = config.database_path();
-    let result = match ryvos::Runtime::start(config.clone()).await {
-        Ok(runtime) => match runtime.close().await {
-            Ok(()) => Ok(format!("redb at {}, opens and closes", path.display())),
-            Err(e) => Err(format!("{}: {e}", path.display())),
-        },
+    let runtime = match ryvos::Runtime::start(config.clone()).await {
+        Ok(runtime) => runtime,
+        Err(e) => return vec![Check::new("store", Err(format!("{}: {e}", path.display())))],
+    };
+    let servers = runtime.mcp_servers().await;
+    let store = match runtime.close().await {
+        Ok(()) => Ok(format!("redb at {}, opens and closes", path.display())),
         Err(e) => Err(format!("{}: {e}", path.display())),
     };
-    Check::new("store", result)
+    std::iter::once(Check::new("store", store))
+        .chain(servers.iter().map(mcp_check))
+        .collect()
 }
 
 fn print(checks: &[Check], json: bool) {

@@ -10,6 +10,7 @@ mod doctor;
 mod exit;
 mod inline_approval;
 mod manual;
+mod mcp_server;
 mod out;
 mod print;
 mod reading;
@@ -19,7 +20,7 @@ mod shown_config;
 mod starting;
 
 use clap::Parser;
-use cli::{Cli, Command};
+use cli::{Cli, Command, McpCommand};
 use exit::{EXIT_DAEMON, EXIT_RUN_FAILED, EXIT_USAGE};
 use out::outln;
 use reading::{shown, Read};
@@ -150,6 +151,10 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
         }
         Command::Doctor { json } => doctor::run(&config, &socket, json).await,
         Command::Config => shown_config::print(&config),
+        Command::Mcp {
+            command: McpCommand::List { json },
+        } => reading::answer(Read::McpServers, &socket, &config, json).await,
+        Command::McpServer => mcp_server::serve(config, socket).await,
         // Answered before the config is read.
         Command::Completions { .. } | Command::Manpage => 0,
     }

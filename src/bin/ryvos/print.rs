@@ -27,6 +27,16 @@ pub fn status(s: &StatusResult) {
     }
 }
 
+/// Every configured MCP server, a line each.
+pub fn mcp_servers(servers: &[ryvos_protocol::mcp::McpServerStatus]) {
+    if servers.is_empty() {
+        outln!("no MCP servers are configured ([mcp.servers.NAME] in the config)");
+    }
+    for server in servers {
+        mcp_server(server);
+    }
+}
+
 /// One MCP server's line: its name, state, tools and restarts.
 pub fn mcp_server(server: &ryvos_protocol::mcp::McpServerStatus) {
     use ryvos_protocol::mcp::McpServerState;

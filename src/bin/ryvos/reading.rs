@@ -7,7 +7,9 @@ use crate::out::outln;
 use crate::print;
 use ryvos::client::{Client, ClientError};
 use ryvos::config::Config;
-use ryvos::protocol::{Approvals, Call, Cost, History, NoParams, SessionParams, Sessions};
+use ryvos::protocol::{
+    Approvals, Call, Cost, History, NoParams, SessionParams, Sessions, Status, StatusResult,
+};
 use ryvos::{Runtime, SessionId};
 
 /// A read command.
@@ -16,6 +18,8 @@ pub enum Read {
     History(String),
     Cost,
     Approvals,
+    /// The MCP servers (`ryvos mcp list`).
+    McpServers,
 }
 
 /// Answers `read` and prints the answer (as JSON with `json`); the exit code.
@@ -48,6 +52,10 @@ async fn from_daemon(mut client: Client, read: Read, json: bool) -> u8 {
         Read::Approvals => {
             let print = |p: &Vec<_>| print::approvals(p);
             call::<Approvals>(&mut client, &NoParams {}, shown(json, print)).await
+        }
+        Read::McpServers => {
+            let print = |s: &StatusResult| shown(json, |m: &Vec<_>| print::mcp_servers(m))(&s.mcp);
+            call::<Status>(&mut client, &NoParams {}, print).await
         }
     }
 }
@@ -83,6 +91,11 @@ async fn from_store(read: Read, config: &Config, json: bool) -> u8 {
         Read::Approvals => {
             let print = |p: &Vec<_>| print::approvals(p);
             shown(json, print)(&runtime.pending_approvals());
+            0
+        }
+        Read::McpServers => {
+            let print = |m: &Vec<_>| print::mcp_servers(m);
+            shown(json, print)(&runtime.mcp_servers().await);
             0
         }
     };

@@ -218,7 +218,7 @@ async fn prepare(question: Question) -> Preparation {
     assembled.warnings.extend(recall_warnings);
     // The first call offers every MCP tool there will be: servers still starting are waited
     // for (bounded), and those that cannot run are named.
-    services.mcp.settled(services.mcp_startup).await;
+    services.mcp.settled().await;
     assembled
         .warnings
         .extend(services.mcp.unavailable().into_iter().map(|(server, why)| {

@@ -1,0 +1,290 @@
+//! `ryvos mcp-server`: Ryvos itself as an MCP server on stdin/stdout, so an editor or another
+//! agent can hand work to a supervised, durable Ryvos run. Tools: `run` (a prompt to its end:
+//! the final answer and the session id), `sessions` and `history`. It goes through the running
+//! daemon when one answers, and otherwise hosts the runtime in this process.
+//!
+//! Stdout carries the protocol alone: everything else this process says goes to stderr.
+
+use crate::exit::{EXIT_RUN_FAILED, EXIT_USAGE};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use ryvos::client::{Client, ClientError};
+use ryvos::config::Config;
+use ryvos::protocol::{History, NoParams, Run, RunParams, SessionParams, Sessions};
+use ryvos::{RunOutcome, RunRequest, Runtime, SessionId};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Who hosts the runs.
+enum Host {
+    Daemon(PathBuf),
+    Here(Box<Runtime>),
+}
+
+#[derive(Clone)]
+struct RyvosServer {
+    host: Arc<Host>,
+}
+
+/// Serves MCP on stdin/stdout until the client leaves; the exit code.
+pub async fn serve(config: Config, socket: PathBuf) -> u8 {
+    let host = match Client::connect(&socket).await {
+        Ok(_) => Host::Daemon(socket),
+        Err(ClientError::NoDaemon { .. }) => {
+            if let Err(e) = ryvos::provider::keys_set(&config.model) {
+                eprintln!("ryvos: {e}");
+                return EXIT_USAGE;
+            }
+            match Runtime::start(config).await {
+                Ok(runtime) => {
+                    eprintln!("ryvos mcp-server: no daemon answering; hosting runs in-process");
+                    Host::Here(Box::new(runtime))
+                }
+                Err(e) => {
+                    eprintln!("ryvos: {e}");
+                    return EXIT_RUN_FAILED;
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            return EXIT_RUN_FAILED;
+        }
+    };
+    let server = RyvosServer {
+        host: Arc::new(host),
+    };
+    let code = match server.clone().serve(rmcp::transport::stdio()).await {
+        Ok(running) => match running.waiting().await {
+            Ok(_) => 0,
+            Err(e) => {
+                eprintln!("ryvos mcp-server: {e}");
+                EXIT_RUN_FAILED
+            }
+        },
+        Err(e) => {
+            eprintln!("ryvos mcp-server: the client's handshake failed: {e}");
+            EXIT_RUN_FAILED
+        }
+    };
+    if let Host::Here(runtime) = &*server.host {
+        if let Err(e) = runtime.shutdown().await {
+            eprintln!("ryvos mcp-server: stopping the runtime: {e}");
+            return EXIT_RUN_FAILED;
+        }
+    }
+    code
+}
+
+/// A tool of this server, with its JSON Schema.
+fn tool(name: &'static str, description: &'static str, schema: Value) -> Tool {
+    let Value::Object(schema) = schema else {
+        unreachable!("every schema here is an object literal")
+    };
+    Tool::new(name, description, Arc::new(schema))
+}
+
+fn tools() -> Vec<Tool> {
+    vec![
+        tool(
+            "run",
+            "Run a prompt with a Ryvos agent to its end (tools, approvals, limits and \
+             checkpoints as configured) and return its final answer and session id. Give \
+             `session` to continue a session.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "prompt": {"type": "string", "description": "What the agent should do."},
+                    "workspace": {"type": "string", "description": "Absolute directory the agent's file tools work in (default: this server's directory)."},
+                    "session": {"type": "string", "description": "A session id to continue (or create)."}
+                },
+                "required": ["prompt"],
+                "additionalProperties": false
+            }),
+        ),
+        tool(
+            "sessions",
+            "List Ryvos's sessions, most recent first: id, status of the latest run, first prompt.",
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        ),
+        tool(
+            "history",
+            "Show a Ryvos session: its messages, runs and security decisions.",
+            json!({
+                "type": "object",
+                "properties": {"session": {"type": "string", "description": "The session id."}},
+                "required": ["session"],
+                "additionalProperties": false
+            }),
+        ),
+    ]
+}
+
+impl ServerHandler for RyvosServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("ryvos", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Ryvos runs LLM agents durably: `run` hands it a task and returns the answer \
+                 and the session id; `history` shows what a run did.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let arguments = request.arguments.unwrap_or_default();
+        let text = |key: &str| {
+            arguments
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let result = match &*request.name {
+            "run" => {
+                let prompt = text("prompt")
+                    .filter(|p| !p.trim().is_empty())
+                    .ok_or_else(|| McpError::invalid_params("`prompt` is required", None))?;
+                self.run(prompt, text("workspace"), text("session")).await
+            }
+            "sessions" => self.sessions().await,
+            "history" => {
+                let session = text("session")
+                    .ok_or_else(|| McpError::invalid_params("`session` is required", None))?;
+                self.history(session).await
+            }
+            other => {
+                return Err(McpError::invalid_params(
+                    format!("no tool named '{other}': the tools are run, sessions, history"),
+                    None,
+                ))
+            }
+        };
+        Ok(result
+            .unwrap_or_else(|e| CallToolResult::error(vec![ContentBlock::text(e)]))
+            .into())
+    }
+}
+
+impl RyvosServer {
+    /// Runs `prompt` to its end.
+    async fn run(
+        &self,
+        prompt: String,
+        workspace: Option<String>,
+        session: Option<String>,
+    ) -> Result<CallToolResult, String> {
+        let workspace = match workspace {
+            Some(w) => PathBuf::from(w),
+            None => std::env::current_dir().map_err(|e| format!("no workspace: {e}"))?,
+        };
+        let workspace = workspace
+            .canonicalize()
+            .map_err(|e| format!("the workspace {}: {e}", workspace.display()))?;
+        let outcome = match &*self.host {
+            Host::Daemon(socket) => {
+                let mut params = RunParams::new(prompt, workspace.display().to_string());
+                params.session = session;
+                let mut client = connect(socket).await?;
+                match client.call::<Run>(&params).await {
+                    Ok(Ok(outcome)) => outcome,
+                    Ok(Err(error)) => return Err(error.message),
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+            Host::Here(runtime) => {
+                let mut request = RunRequest::new(prompt).workspace(workspace);
+                if let Some(session) = session {
+                    request = request.session(SessionId::new(session));
+                }
+                let handle = runtime.run(request).await.map_err(|e| e.to_string())?;
+                handle.outcome().await.map_err(|e| e.to_string())?
+            }
+        };
+        Ok(answer(&outcome))
+    }
+
+    async fn sessions(&self) -> Result<CallToolResult, String> {
+        let sessions = match &*self.host {
+            Host::Daemon(socket) => called::<Sessions>(socket, &NoParams {}).await?,
+            Host::Here(runtime) => runtime.sessions().await.map_err(|e| e.to_string())?,
+        };
+        as_json(&sessions)
+    }
+
+    async fn history(&self, session: String) -> Result<CallToolResult, String> {
+        let history = match &*self.host {
+            Host::Daemon(socket) => called::<History>(socket, &SessionParams { session }).await?,
+            Host::Here(runtime) => runtime
+                .history(&SessionId::new(session.as_str()))
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("there is no session {session}"))?,
+        };
+        as_json(&history)
+    }
+}
+
+/// A run's end as a tool result: the answer, and a line with its session and status; an error
+/// result unless it completed.
+fn answer(outcome: &RunOutcome) -> CallToolResult {
+    let why = outcome
+        .reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default();
+    let text = format!(
+        "{}\n\n[ryvos session {}, status {}{why}]",
+        outcome.output, outcome.session_id, outcome.status
+    );
+    let mut result = if outcome.status == ryvos::RunStatus::Completed {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    };
+    result.structured_content = Some(json!({
+        "session_id": outcome.session_id,
+        "run_id": outcome.run_id,
+        "status": outcome.status,
+        "output": outcome.output,
+    }));
+    result
+}
+
+fn as_json<T: serde::Serialize>(value: &T) -> Result<CallToolResult, String> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+}
+
+async fn connect(socket: &std::path::Path) -> Result<Client, String> {
+    Client::connect(socket)
+        .await
+        .map_err(|e| format!("{e}; is ryvosd still running?"))
+}
+
+/// One call to the daemon.
+async fn called<C: ryvos::protocol::Call>(
+    socket: &std::path::Path,
+    params: &C::Params,
+) -> Result<C::Result, String> {
+    match connect(socket).await?.call::<C>(params).await {
+        Ok(Ok(result)) => Ok(result),
+        Ok(Err(error)) => Err(error.message),
+        Err(e) => Err(e.to_string()),
+    }
+}

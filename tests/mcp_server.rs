@@ -1,0 +1,132 @@
+//! `ryvos mcp-server` driven by a real MCP client (rmcp's), through the daemon and in-process;
+//! and `ryvos mcp list`.
+
+mod common;
+
+use common::home::Home;
+use common::mcp::{server_entry, server_table};
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use rmcp::ServiceExt;
+use ryvos_testkit::{Reply, ScriptedModelServer};
+
+/// The text of a tool result.
+fn text_of(result: &rmcp::model::CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            rmcp::model::ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    tool: &'static str,
+    arguments: serde_json::Value,
+) -> rmcp::model::CallToolResult {
+    let serde_json::Value::Object(arguments) = arguments else {
+        panic!("arguments are an object")
+    };
+    let params = CallToolRequestParams::new(tool).with_arguments(arguments);
+    tokio::time::timeout(common::home::WAIT, client.call_tool(params))
+        .await
+        .expect("answered in time")
+        .expect("a tool result")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_client_runs_a_prompt_through_ryvos_mcp_server_with_and_without_a_daemon() {
+    for with_daemon in [false, true] {
+        let model = ScriptedModelServer::start([Reply::text(&["the answer"])]).await;
+        let home = Home::new(&model, "");
+        let daemon = match with_daemon {
+            true => Some(home.daemon().await),
+            false => None,
+        };
+        let mut command = home.command(env!("CARGO_BIN_EXE_ryvos"));
+        command.arg("mcp-server");
+        let transport = TokioChildProcess::new(command).unwrap();
+        let client = ().serve(transport).await.expect("the handshake");
+        let mut names: Vec<String> = client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["history", "run", "sessions"]);
+
+        let ran = call(&client, "run", serde_json::json!({"prompt": "say it"})).await;
+        assert_ne!(ran.is_error, Some(true), "{ran:?}");
+        let text = text_of(&ran);
+        assert!(text.starts_with("the answer"), "{text}");
+        let session = ran.structured_content.as_ref().unwrap()["session_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            text.contains(&session) && text.contains("completed"),
+            "{text}"
+        );
+
+        let listed = text_of(&call(&client, "sessions", serde_json::json!({})).await);
+        assert!(listed.contains(&session), "{listed}");
+        let history =
+            text_of(&call(&client, "history", serde_json::json!({"session": session})).await);
+        assert!(
+            history.contains("say it") && history.contains("the answer"),
+            "{history}"
+        );
+        let missing = call(&client, "history", serde_json::json!({"session": "s_none"})).await;
+        assert_eq!(missing.is_error, Some(true), "{missing:?}");
+
+        client.cancel().await.unwrap();
+        if let Some(daemon) = daemon {
+            home.shutdown(daemon).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_list_shows_each_server_its_state_and_tools() {
+    let Some(everything) = server_entry("server-everything") else {
+        return;
+    };
+    let model = ScriptedModelServer::start([]).await;
+    let tag = format!("list-{}", std::process::id());
+    let table = server_table("everything", &everything, &["stdio"], &tag, "")
+        + "\n[mcp.servers.broken]\ncommand = \"/nonexistent/server\"\n";
+    let home = Home::new(&model, &table);
+    let (code, listed, stderr) = home.ryvos(&["mcp", "list", "--json"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let servers: Vec<serde_json::Value> = serde_json::from_str(&listed).unwrap();
+    let by_name = |name: &str| servers.iter().find(|s| s["name"] == name).unwrap().clone();
+    assert_eq!(by_name("everything")["state"], "ready", "{listed}");
+    assert!(by_name("everything")["tools"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!("everything__echo")));
+    assert_eq!(by_name("broken")["state"], "down", "{listed}");
+    assert!(by_name("broken")["reason"]
+        .as_str()
+        .unwrap()
+        .contains("/nonexistent/server"));
+    let (_, shown, _) = home.ryvos(&["mcp", "list"]).await;
+    assert!(shown.contains("mcp: broken DOWN"), "{shown}");
+    // doctor fails on the server that cannot start, and names it.
+    let (code, report, _) = home.ryvos(&["doctor"]).await;
+    assert_eq!(code, 1, "{report}");
+    assert!(
+        report
+            .lines()
+            .any(|l| l.starts_with("FAIL") && l.contains("mcp broken")),
+        "{report}"
+    );
+    assert!(report
+        .lines()
+        .any(|l| l.starts_with("ok") && l.contains("mcp everything")));
+}
