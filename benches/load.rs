@@ -53,6 +53,7 @@ fn instant_model(
     Arc::new(InstantModel {
         marks: Arc::default(),
         tool: "noop",
+        argument: "note",
         turns_per_run,
         record: false,
         hold,

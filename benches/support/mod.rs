@@ -34,6 +34,8 @@ pub enum Mark {
 pub struct InstantModel {
     pub marks: Arc<Mutex<Vec<(Instant, Mark)>>>,
     pub tool: &'static str,
+    /// The one string argument of each call (`note` for the benches' own tools).
+    pub argument: &'static str,
     pub turns_per_run: u32,
     /// Record marks (off for throughput runs, where the lock would be measured too).
     pub record: bool,
@@ -79,7 +81,7 @@ impl Provider for InstantModel {
                     id: Some(format!("c{since_user}")),
                     name: Some(self.tool.into()),
                     // A new input every turn: an agent making progress, not a doom loop.
-                    arguments: Some(format!(r#"{{"note":"x{since_user}"}}"#)),
+                    arguments: Some(format!(r#"{{"{}":"x{since_user}"}}"#, self.argument)),
                 },
                 StreamDelta::Finish {
                     reason: FinishReason::ToolCalls,
@@ -252,6 +254,7 @@ pub async fn measure(history: u64, tool: &'static str, tier: SafetyTier) -> Figu
         .provider(Arc::new(InstantModel {
             marks: marks.clone(),
             tool,
+            argument: "note",
             turns_per_run: TURNS_PER_RUN,
             record: true,
             hold: None,
