@@ -213,3 +213,77 @@ async fn the_filesystem_server_offers_only_the_enabled_tools_and_reads_the_works
     assert_eq!(offered, ["files__list_directory", "files__read_text_file"]);
     assert_eq!(result_of(&model, "c1"), "kept in the workspace");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_streamable_http_server_is_reached_at_its_url_and_its_header_variables_are_needed() {
+    use tokio::io::AsyncBufReadExt;
+    let Some(everything) = server_entry("server-everything") else {
+        return;
+    };
+    let port = {
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        free.local_addr().unwrap().port()
+    };
+    let model = ScriptedModelServer::start([
+        Reply::tool_calls(&[("c1", "web__echo", r#"{"message": "over HTTP"}"#)]),
+        Reply::text(&["done"]),
+        Reply::text(&["done without it"]),
+    ])
+    .await;
+    let home = Home::new(
+        &model,
+        &format!(
+            "\n[mcp.servers.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\n\
+             headers = {{ Authorization = \"Bearer ${{RYVOS_TEST_MCP_TOKEN}}\" }}\n"
+        ),
+    );
+    let mut http_server = tokio::process::Command::new("node")
+        .arg(&everything)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut said = tokio::io::BufReader::new(http_server.stderr.take().unwrap()).lines();
+    let listening = async {
+        while let Some(line) = said.next_line().await.unwrap() {
+            if line.contains("listening on port") {
+                return;
+            }
+        }
+        panic!("the HTTP server exited");
+    };
+    tokio::time::timeout(WAIT, listening)
+        .await
+        .expect("the HTTP server listens");
+    let (code, stdout, stderr) = common::cli::output(
+        home.command(env!("CARGO_BIN_EXE_ryvos"))
+            .env("RYVOS_TEST_MCP_TOKEN", "secret")
+            .args(["run", "--json", "echo it"]),
+    )
+    .await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stdout.contains("\"Warning\""), "{stdout}");
+    assert_eq!(result_of(&model, "c1"), "Echo: over HTTP");
+    // Without the header's variable, the server is not reached, and the run says why.
+    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "again"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        model.requests().len(),
+        3,
+        "one model call, without the server's tools"
+    );
+    let warning = common::cli::json_lines(&stdout)
+        .into_iter()
+        .find(|e| e["type"] == "Warning")
+        .expect("a Warning event");
+    assert!(
+        warning["message"]
+            .as_str()
+            .unwrap()
+            .contains("RYVOS_TEST_MCP_TOKEN"),
+        "{warning}"
+    );
+    http_server.kill().await.ok();
+}

@@ -27,7 +27,7 @@ pub(super) fn http_url<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Err
 }
 
 /// Why `text` is not an http(s) URL with a host, if it is not.
-fn check_http_url(text: &str) -> Result<(), String> {
+pub(super) fn check_http_url(text: &str) -> Result<(), String> {
     let url = reqwest::Url::parse(text).map_err(|e| {
         format!("'{text}' is not a URL ({e}); write it as https://host[:port]/path")
     })?;

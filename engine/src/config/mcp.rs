@@ -134,12 +134,9 @@ fn server_names<'de, D: Deserializer<'de>>(
                     "mcp.servers.{name} has neither command nor url: give one"
                 )))
             }
-            (None, Some(_)) => {
-                return Err(serde::de::Error::custom(format!(
-                    "mcp.servers.{name}: Streamable HTTP servers (url) are not supported by this \
-                     version yet; start the server with command"
-                )))
-            }
+            (None, Some(url)) => super::checked::check_http_url(url).map_err(|why| {
+                serde::de::Error::custom(format!("mcp.servers.{name}.url: {why}"))
+            })?,
             _ => {}
         }
     }
@@ -154,11 +151,11 @@ mod tests {
     fn a_server_is_a_command_or_a_url_and_its_name_a_prefix() {
         let ok: McpConfig = toml::from_str(
             "[servers.files]\ncommand = \"npx\"\nargs = [\"-y\", \"x\"]\ntier = \"T1\"\n\
-             [servers.other]\ncommand = \"other\"\n",
+             [servers.tracker]\nurl = \"https://mcp.example.com/mcp\"\n",
         )
         .unwrap();
         assert_eq!(ok.servers["files"].tier, SafetyTier::T1);
-        assert_eq!(ok.servers["other"].tier, SafetyTier::T2);
+        assert_eq!(ok.servers["tracker"].tier, SafetyTier::T2);
         for bad in [
             "[servers.x]\ncommand = \"a\"\nurl = \"http://h\"\n",
             "[servers.x]\nargs = []\n",

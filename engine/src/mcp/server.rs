@@ -9,11 +9,14 @@ use super::tool::McpTool;
 use crate::config::{expand_env, McpServerConfig};
 use crate::tools::{Tool, ToolRegistry};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
+use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::RunningService;
 use rmcp::service::{NotificationContext, RoleClient, RunningServiceCancellationToken};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 /// How many of the server's last stderr lines are kept, to say why it failed.
@@ -45,6 +48,9 @@ pub(crate) struct ServerState {
     /// The server's process group (its leader's pid).
     group: Option<i32>,
 }
+
+/// A live connection to a server.
+type Connection = RunningService<RoleClient, Notifications>;
 
 /// Tells the actor what the server announces, and introduces Ryvos to it.
 struct Notifications {
@@ -147,17 +153,46 @@ impl Actor for McpServerActor {
 }
 
 impl ServerState {
-    /// Starts the server, shakes hands and lists its tools; why not, if it cannot.
+    /// Starts (or reaches) the server, shakes hands and lists its tools; why not, if it
+    /// cannot.
     async fn connect(&mut self, myself: &ActorRef<ServerMsg>) -> Result<(), String> {
-        let args = &self.args;
-        let Some(command) = &args.config.command else {
-            return Err("Streamable HTTP servers (url) are not supported yet".into());
+        let handler = Notifications {
+            actor: myself.clone(),
         };
+        let service = match (&self.args.config.command, &self.args.config.url) {
+            (Some(command), _) => {
+                let command = command.clone();
+                self.start_stdio(&command, handler).await?
+            }
+            (None, Some(url)) => reach_http(&self.args.config, url, handler).await?,
+            (None, None) => return Err("it has neither command nor url".into()),
+        };
+        self.args.link.connected(service.peer().clone());
+        self.connection = Some(service.cancellation_token());
+        let me = myself.clone();
+        tokio::spawn(async move {
+            let why = match service.waiting().await {
+                Ok(reason) => format!("the connection ended ({reason:?})"),
+                Err(e) => format!("the connection failed ({e})"),
+            };
+            // After a stop, nobody needs to hear it.
+            me.cast(ServerMsg::Lost(why)).ok();
+        });
+        self.list_tools().await
+    }
+
+    /// Starts `command` as a child process and shakes hands over its stdin and stdout.
+    async fn start_stdio(
+        &mut self,
+        command: &str,
+        handler: Notifications,
+    ) -> Result<Connection, String> {
+        let config = &self.args.config;
         let mut process = tokio::process::Command::new(expand(command, "command")?);
-        for arg in &args.config.args {
+        for arg in &config.args {
             process.arg(expand(arg, "args")?);
         }
-        for (key, value) in &args.config.env {
+        for (key, value) in &config.env {
             process.env(key, expand(value, "env")?);
         }
         // A group of its own: stopping it reaches every process it started, and a Ctrl-C at
@@ -170,28 +205,13 @@ impl ServerState {
         self.group = transport.id().map(|pid| pid as i32);
         let said = Arc::new(Mutex::new(VecDeque::new()));
         if let Some(stderr) = stderr {
-            tokio::spawn(log_stderr(args.name.clone(), stderr, said.clone()));
+            tokio::spawn(log_stderr(self.args.name.clone(), stderr, said.clone()));
         }
-        let handler = Notifications {
-            actor: myself.clone(),
-        };
-        let service = handler.serve(transport).await.map_err(|e| {
+        handler.serve(transport).await.map_err(|e| {
             let last = said.lock().unwrap_or_else(|p| p.into_inner());
             let last: Vec<&str> = last.iter().map(String::as_str).collect();
             format!("the handshake failed ({e}); it said: {}", last.join(" | "))
-        })?;
-        args.link.connected(service.peer().clone());
-        self.connection = Some(service.cancellation_token());
-        let me = myself.clone();
-        tokio::spawn(async move {
-            let why = match service.waiting().await {
-                Ok(reason) => format!("the connection ended ({reason:?})"),
-                Err(e) => format!("the connection failed ({e})"),
-            };
-            // After a stop, nobody needs to hear it.
-            me.cast(ServerMsg::Lost(why)).ok();
-        });
-        self.list_tools().await
+        })
     }
 
     /// Lists the server's tools into the registry, as its group.
@@ -222,6 +242,34 @@ impl ServerState {
         args.servers.ready(&args.name, names);
         Ok(())
     }
+}
+
+/// Shakes hands with the server at `url` (Streamable HTTP), sending its `headers`.
+async fn reach_http(
+    config: &McpServerConfig,
+    url: &str,
+    handler: Notifications,
+) -> Result<Connection, String> {
+    // reqwest's rustls needs the process's provider: ring, as the model providers use. Only the
+    // first install takes; another one already in place is as good.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut headers = HashMap::new();
+    for (name, value) in &config.headers {
+        let value = expand(value, "headers")?;
+        let name = HeaderName::try_from(name.as_str())
+            .map_err(|e| format!("the header name '{name}': {e}"))?;
+        let mut value = HeaderValue::try_from(value)
+            .map_err(|e| format!("the value of the header {name}: {e}"))?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
+    }
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(expand(url, "url")?).custom_headers(headers),
+    );
+    handler
+        .serve(transport)
+        .await
+        .map_err(|e| format!("the handshake with {url} failed ({e})"))
 }
 
 /// `value` of the server's `key`, with `${VAR}` expanded.
