@@ -51,12 +51,7 @@ async fn an_mcp_tool_call_reaches_the_server_and_its_result_the_model() {
     let (code, _, stderr) = run(&home, "echo it").await;
     assert_eq!(code, 0, "{stderr}");
     // The server's tools are offered, named after it.
-    let offered: Vec<String> = model.requests()[0]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-        .collect();
+    let offered = offered(&model, 0);
     assert!(
         offered.contains(&"everything__echo".to_owned()),
         "{offered:?}"
@@ -201,13 +196,9 @@ async fn the_filesystem_server_offers_only_the_enabled_tools_and_reads_the_works
     std::fs::write(&config, std::fs::read_to_string(&config).unwrap() + &table).unwrap();
     let (code, _, stderr) = run(&home, "read the notes").await;
     assert_eq!(code, 0, "{stderr}");
-    let mut offered: Vec<String> = model.requests()[0]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str())
+    let mut offered: Vec<String> = offered(&model, 0)
+        .into_iter()
         .filter(|n| n.starts_with("files__"))
-        .map(str::to_owned)
         .collect();
     offered.sort();
     assert_eq!(offered, ["files__list_directory", "files__read_text_file"]);
@@ -286,4 +277,69 @@ async fn a_streamable_http_server_is_reached_at_its_url_and_its_header_variables
         "{warning}"
     );
     http_server.kill().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_says_its_tools_changed_has_them_listed_again() {
+    // The fixture is built on the official SDK, installed with the servers.
+    if server_entry("server-everything").is_none() {
+        return;
+    }
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/growing_mcp_server.cjs"
+    );
+    let gate = Gate::new();
+    let model = ScriptedModelServer::start([
+        Reply::tool_calls(&[("c1", "growing__grow", "{}")]),
+        Reply::tool_calls(&[("c2", "growing__grown", "{}")]).held(&gate),
+        Reply::text(&["done"]),
+    ])
+    .await;
+    let home = Home::new(
+        &model,
+        &format!(
+            "\n[mcp.servers.growing]\ncommand = \"node\"\nargs = [\"{fixture}\"]\n\
+             env = {{ NODE_PATH = \"{}\" }}\n",
+            common::mcp::node_modules().display()
+        ),
+    );
+    let daemon = home.daemon().await;
+    let mut client = home.follow(&["run", "--json", "grow"]);
+    model.wait_for_requests(2).await;
+    assert!(!offered(&model, 0).contains(&"growing__grown".to_owned()));
+    let listed_again = async {
+        loop {
+            let (_, status, _) = home.ryvos(&["status", "--json"]).await;
+            let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+            if status["mcp"][0]["tools"]
+                .as_array()
+                .is_some_and(|t| t.contains(&serde_json::json!("growing__grown")))
+            {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(WAIT, listed_again)
+        .await
+        .expect("the new tool was listed");
+    gate.open();
+    client
+        .until(|e| (e["type"] == "RunComplete").then_some(()))
+        .await;
+    assert_eq!(result_of(&model, "c1"), "grew");
+    assert_eq!(result_of(&model, "c2"), "I am grown");
+    assert!(offered(&model, 2).contains(&"growing__grown".to_owned()));
+    home.shutdown(daemon).await;
+}
+
+/// The tool names offered in the model request number `n`.
+fn offered(model: &ScriptedModelServer, n: usize) -> Vec<String> {
+    model.requests()[n]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+        .collect()
 }

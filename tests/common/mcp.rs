@@ -50,6 +50,11 @@ fn install() -> bool {
     matches!(status, Ok(s) if s.success())
 }
 
+/// The node_modules the servers were installed into (for a fixture that needs their SDK).
+pub fn node_modules() -> PathBuf {
+    cache().join("node_modules")
+}
+
 /// A `[mcp.servers.NAME]` table starting `entry` (with `args`), its processes tagged `tag`.
 pub fn server_table(name: &str, entry: &Path, args: &[&str], tag: &str, extra: &str) -> String {
     let args: Vec<String> = std::iter::once(entry.display().to_string())
