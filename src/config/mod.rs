@@ -155,8 +155,8 @@ impl Config {
         Ok(config)
     }
 
-    /// The settings `read` with `overrides` laid over them; a bad override is named by its
-    /// flag, checked alone so that the message is about it and not about the file.
+    /// The settings `read` with `overrides` laid over them; when they are refused, the message
+    /// names the flag that the file refuses on its own.
     fn overridden(mut read: toml::Table, overrides: &[Override]) -> Result<Config, ConfigError> {
         let refused =
             |given: &str, e: serde_path_to_error::Error<toml::de::Error>| ConfigError::Override {
@@ -164,16 +164,27 @@ impl Config {
                 key: e.path().to_string(),
                 message: e.into_inner().message().to_owned(),
             };
+        let file = read.clone();
         for setting in overrides {
-            serde_path_to_error::deserialize::<_, Config>(setting.alone())
-                .map_err(|e| refused(&setting.given, e))?;
             setting.apply_to(&mut read);
         }
-        let all = overrides
+        let all_refused = match serde_path_to_error::deserialize(read) {
+            Ok(config) => return Ok(config),
+            Err(e) => e,
+        };
+        // Blamed on the first setting the file refuses by itself, else on them together.
+        for setting in overrides {
+            let mut with_it = file.clone();
+            setting.apply_to(&mut with_it);
+            if let Err(e) = serde_path_to_error::deserialize::<_, Config>(with_it) {
+                return Err(refused(&setting.given, e));
+            }
+        }
+        let given = overrides
             .iter()
             .map(|o| o.given.as_str())
             .collect::<Vec<_>>();
-        serde_path_to_error::deserialize(read).map_err(|e| refused(&all.join(" "), e))
+        Err(refused(&given.join(" "), all_refused))
     }
 
     /// Parses a config file's text; `path` is for messages.
@@ -362,6 +373,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("max_tunrs"), "{err}");
+        // A setting of a table the file defines is checked with the rest of it.
+        std::fs::write(&file, "[mcp.servers.files]\ncommand = \"server\"\n").unwrap();
+        let c = Config::load_with(Some(&file), &[set("mcp.servers.files.tier=\"T1\"")]).unwrap();
+        assert_eq!(c.mcp.servers["files"].tier, ryvos_protocol::SafetyTier::T1);
     }
 
     #[test]

@@ -40,8 +40,9 @@ impl Override {
         merge(table, &self.table);
     }
 
-    /// This setting alone, over the defaults.
-    pub(super) fn alone(&self) -> toml::Table {
+    /// This setting alone, as a table.
+    #[cfg(test)]
+    fn alone(&self) -> toml::Table {
         self.table.clone()
     }
 }

@@ -39,6 +39,14 @@ impl Link {
         *self.peer.lock().unwrap_or_else(|p| p.into_inner()) = Ok(peer);
     }
 
+    /// Marks the connection gone, unless it is already known to be, and why.
+    pub(crate) fn lost_if_connected(&self, why: &str) {
+        let mut peer = self.peer.lock().unwrap_or_else(|p| p.into_inner());
+        if peer.is_ok() {
+            *peer = Err(why.to_owned());
+        }
+    }
+
     pub(crate) fn lost(&self, why: &str) {
         *self.peer.lock().unwrap_or_else(|p| p.into_inner()) = Err(why.to_owned());
     }

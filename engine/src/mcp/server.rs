@@ -7,7 +7,7 @@ use super::link::Link;
 use super::status::McpServers;
 use super::tool::McpTool;
 use crate::config::{expand_env, McpServerConfig};
-use crate::tools::{Tool, ToolRegistry};
+use crate::tools::{RegistryError, Tool, ToolRegistry};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
@@ -21,6 +21,8 @@ use std::sync::{Arc, Mutex};
 
 /// How many of the server's last stderr lines are kept, to say why it failed.
 const STDERR_KEPT: usize = 5;
+/// The longest line of it kept.
+const STDERR_LINE_MAX: usize = 1024;
 
 /// What a server actor is started with.
 #[derive(Clone)]
@@ -128,27 +130,26 @@ impl Actor for McpServerActor {
             }
         }
     }
+}
 
-    async fn post_stop(
-        &self,
-        _myself: ActorRef<ServerMsg>,
-        state: &mut ServerState,
-    ) -> Result<(), ActorProcessingErr> {
-        if let Some(connection) = state.connection.take() {
+/// The server's processes and connection end with the actor's state, whichever way it ends:
+/// ractor runs `post_stop` only after a clean stop, not after a failure.
+impl Drop for ServerState {
+    fn drop(&mut self) {
+        if let Some(connection) = self.connection.take() {
             connection.cancel();
         }
-        if let Some(group) = state.group.take() {
+        if let Some(group) = self.group.take() {
             // The server and everything it started (npx starts node, which may start more).
             // SAFETY: kill only signals; the group is the one this actor started.
             if unsafe { libc::kill(-group, libc::SIGKILL) } != 0 {
                 let e = std::io::Error::last_os_error();
                 if e.raw_os_error() != Some(libc::ESRCH) {
-                    tracing::warn!(server = %state.args.name, "stopping its processes: {e}");
+                    tracing::warn!(server = %self.args.name, "stopping its processes: {e}");
                 }
             }
         }
-        state.args.link.lost("it was stopped");
-        Ok(())
+        self.args.link.lost_if_connected("it was stopped");
     }
 }
 
@@ -214,34 +215,60 @@ impl ServerState {
         })
     }
 
-    /// Lists the server's tools into the registry, as its group.
+    /// Lists the server's tools into the registry, as its group, within the startup timeout.
     async fn list_tools(&mut self) -> Result<(), String> {
         let args = &self.args;
         let peer = args.link.peer()?;
-        let listed = peer
-            .list_all_tools()
+        let limit = args.config.startup_timeout();
+        let listed = tokio::time::timeout(limit, peer.list_all_tools())
             .await
+            .map_err(|_| format!("listing its tools took longer than {}s", limit.as_secs()))?
             .map_err(|e| format!("listing its tools failed: {e}"))?;
-        let tools: Vec<Arc<dyn Tool>> = listed
-            .iter()
-            .filter(|t| args.config.offers(&t.name))
-            .map(|t| {
-                Arc::new(McpTool::new(
-                    &args.name,
-                    t,
-                    args.config.tier_of(&t.name),
-                    args.config.call_timeout(),
-                    args.link.clone(),
-                )) as Arc<dyn Tool>
-            })
-            .collect();
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        for listed in listed.iter().filter(|t| args.config.offers(&t.name)) {
+            let tool = McpTool::new(
+                &args.name,
+                listed,
+                args.config.tier_of(&listed.name),
+                args.config.call_timeout(),
+                args.link.clone(),
+            );
+            // One tool the registry cannot take leaves the others usable.
+            if let Err(why) = admissible(&tool, &tools) {
+                tracing::warn!(server = %args.name, tool = %listed.name, "tool left out: {why}");
+                continue;
+            }
+            tools.push(Arc::new(tool));
+        }
+        loop {
+            match args.registry.replace_group(&args.name, tools.clone()) {
+                Ok(()) => break,
+                // A name another server's tool already has: that tool keeps it.
+                Err(RegistryError::Duplicate(name)) if tools.iter().any(|t| t.name() == name) => {
+                    tracing::warn!(server = %args.name, "tool {name} left out: another server has it");
+                    tools.retain(|t| t.name() != name);
+                }
+                Err(e) => return Err(format!("its tools cannot be offered: {e}")),
+            }
+        }
         let names = tools.iter().map(|t| t.name().to_owned()).collect();
-        args.registry
-            .replace_group(&args.name, tools)
-            .map_err(|e| format!("its tools cannot be offered: {e}"))?;
         args.servers.ready(&args.name, names);
         Ok(())
     }
+}
+
+/// Why `tool` cannot join `taken`, if it cannot: a schema that does not compile, or a name
+/// (once made safe for models) that another tool of the server already has.
+fn admissible(tool: &McpTool, taken: &[Arc<dyn Tool>]) -> Result<(), String> {
+    if taken.iter().any(|t| t.name() == tool.name()) {
+        return Err(format!(
+            "its name {} is taken by another of its tools",
+            tool.name()
+        ));
+    }
+    jsonschema::validator_for(&tool.parameters())
+        .map(drop)
+        .map_err(|e| format!("its input schema is invalid: {e}"))
 }
 
 /// Shakes hands with the server at `url` (Streamable HTTP), sending its `headers`.
@@ -284,13 +311,20 @@ async fn log_stderr(
     said: Arc<Mutex<VecDeque<String>>>,
 ) {
     use tokio::io::AsyncBufReadExt;
-    let mut lines = tokio::io::BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        tracing::debug!(%server, "{line}");
+    let mut reader = tokio::io::BufReader::new(stderr);
+    let mut line = Vec::new();
+    // Read to the end whatever it writes (lines that are not UTF-8 too): a closed pipe would
+    // make its next write fail.
+    while let Ok(read @ 1..) = reader.read_until(b'\n', &mut line).await {
+        let text = String::from_utf8_lossy(&line[..read.min(STDERR_LINE_MAX)])
+            .trim_end()
+            .to_owned();
+        line.clear();
+        tracing::debug!(%server, "{text}");
         let mut kept = said.lock().unwrap_or_else(|p| p.into_inner());
         if kept.len() == STDERR_KEPT {
             kept.pop_front();
         }
-        kept.push_back(line);
+        kept.push_back(text);
     }
 }

@@ -27,7 +27,8 @@ pub struct SessionRecord {
     /// shows it by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    /// How the latest run ended; `None` while it is in flight, or before any run.
+    /// How the latest run ended; `None` while it is in flight, before any run, or on a session
+    /// stored before this was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_status: Option<RunStatus>,
 }

@@ -93,7 +93,26 @@ pub async fn run(config: &Config, socket: &Path, json: bool) -> u8 {
             checks.extend(store_and_mcp_checks(config).await);
         }
     }
-    checks.push(Check::new(
+    let keys_here = ryvos::provider::keys_set(&config.model).is_ok();
+    if daemon.is_some() && !keys_here {
+        // The daemon sends the key, and checked it at its start: this process need not have it.
+        checks.push(Check::note(
+            "model",
+            "not probed from here: the key's variable is set only for ryvosd".into(),
+        ));
+    } else {
+        checks.push(model_check(config).await);
+    }
+    print(&checks, json);
+    match checks.iter().any(|c| c.state == State::Fail) {
+        true => EXIT_RUN_FAILED,
+        false => 0,
+    }
+}
+
+/// Asks the model server whether it can be used.
+async fn model_check(config: &Config) -> Check {
+    Check::new(
         "model",
         ryvos::provider::probe(&config.model)
             .await
@@ -104,12 +123,7 @@ pub async fn run(config: &Config, socket: &Path, json: bool) -> u8 {
                     config.model.provider, config.model.model
                 )
             }),
-    ));
-    print(&checks, json);
-    match checks.iter().any(|c| c.state == State::Fail) {
-        true => EXIT_RUN_FAILED,
-        false => 0,
-    }
+    )
 }
 
 fn config_source(config: &Config) -> String {

@@ -78,11 +78,10 @@ pub fn sessions(sessions: &[SessionRecord]) {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
     for s in sessions {
-        let status = match (&s.last_run, s.last_status) {
-            (_, Some(status)) => status.to_string(),
-            (Some(_), None) => "in flight".to_owned(),
-            (None, None) => "-".to_owned(),
-        };
+        // No status: a run in flight, or a session stored before statuses were kept.
+        let status = s
+            .last_status
+            .map_or_else(|| "-".to_owned(), |s| s.to_string());
         outln!(
             "{}  {:>8}  {status:<21}  {:>4} msgs  {}",
             s.session_id,

@@ -61,7 +61,12 @@ async fn from_daemon(mut client: Client, read: Read, json: bool) -> u8 {
 }
 
 async fn from_store(read: Read, config: &Config, json: bool) -> u8 {
-    let runtime = match Runtime::start(config.clone()).await {
+    let mut config = config.clone();
+    if !matches!(read, Read::McpServers) {
+        // Reading the store needs no MCP server started.
+        config.mcp = Default::default();
+    }
+    let runtime = match Runtime::start(config).await {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("ryvos: no daemon answers, and the store cannot be read: {e}");

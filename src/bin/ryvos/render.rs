@@ -105,7 +105,8 @@ impl Renderer {
             }
             return;
         }
-        if self.quiet {
+        // Quiet or not, what is asked for approval is shown before anyone is asked.
+        if self.quiet && !matches!(event.kind, EventKind::ApprovalRequested { .. }) {
             match &event.kind {
                 EventKind::RunComplete { output, .. } => crate::out::outln!("{output}"),
                 EventKind::Error { message } => eprintln!("ryvos: error: {message}"),
