@@ -27,13 +27,13 @@ pub(super) fn http_url<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Err
 }
 
 /// Why `text` is not an http(s) URL with a host, if it is not.
-pub(super) fn check_http_url(text: &str) -> Result<(), String> {
+pub(crate) fn check_http_url(text: &str) -> Result<(), String> {
     let url = reqwest::Url::parse(text).map_err(|e| {
         format!("'{text}' is not a URL ({e}); write it as https://host[:port]/path")
     })?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(format!(
-            "'{text}' is a {} URL; a model server is reached over http:// or https://",
+            "'{text}' is a {} URL; a server is reached over http:// or https://",
             url.scheme()
         ));
     }

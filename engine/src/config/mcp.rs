@@ -134,6 +134,8 @@ fn server_names<'de, D: Deserializer<'de>>(
                     "mcp.servers.{name} has neither command nor url: give one"
                 )))
             }
+            // With a `${VAR}` in it, it is checked once expanded, where the server is reached.
+            (None, Some(url)) if url.contains("${") => {}
             (None, Some(url)) => super::checked::check_http_url(url).map_err(|why| {
                 serde::de::Error::custom(format!("mcp.servers.{name}.url: {why}"))
             })?,

@@ -5,6 +5,7 @@
 //! typo is an error instead of a silently ignored setting.
 
 mod checked;
+pub(crate) use checked::check_http_url;
 mod mcp;
 mod security;
 

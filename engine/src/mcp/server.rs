@@ -290,8 +290,10 @@ async fn reach_http(
         value.set_sensitive(true);
         headers.insert(name, value);
     }
+    let expanded = expand(url, "url")?;
+    crate::config::check_http_url(&expanded).map_err(|why| format!("its url: {why}"))?;
     let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(expand(url, "url")?).custom_headers(headers),
+        StreamableHttpClientTransportConfig::with_uri(expanded).custom_headers(headers),
     );
     handler
         .serve(transport)

@@ -55,7 +55,10 @@ fn mask(value: &mut toml::Value, secret: bool) {
 
 fn names_a_secret(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
+    // An MCP server's env and args often carry its credentials, under any name.
     [
+        "env",
+        "args",
         "key",
         "token",
         "secret",
@@ -97,12 +100,20 @@ mod tests {
             "[model]\napi_key = \"sk-live-123\"\napi_keys = [\"${A}\", \"raw\"]\n\
              base_url = \"https://api.example.com/v1\"\n\
              [store]\nurl = \"postgres://ryvos:hunter2@db/ryvos\"\n\
-             [mcp.x]\nheaders = { Authorization = \"Bearer ${T}\" }\n",
+             [mcp.x]\nheaders = { Authorization = \"Bearer ${T}\" }\n\
+             args = [\"--api=sk-arg\"]\nenv = { GH_PAT = \"ghp_1\" }\n",
         )
         .unwrap();
         mask(&mut value, false);
         let text = value.to_string();
-        for hidden in ["sk-live-123", "\"raw\"", "hunter2", "Bearer"] {
+        for hidden in [
+            "sk-live-123",
+            "\"raw\"",
+            "hunter2",
+            "Bearer",
+            "sk-arg",
+            "ghp_1",
+        ] {
             assert!(!text.contains(hidden), "{hidden} shown in {text}");
         }
         assert!(text.contains("${A}") && text.contains("https://api.example.com/v1"));
