@@ -130,3 +130,42 @@ async fn mcp_list_shows_each_server_its_state_and_tools() {
         .lines()
         .any(|l| l.starts_with("ok") && l.contains("mcp everything")));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_request_the_client_cancels_cancels_the_run() {
+    let gate = ryvos_testkit::Gate::new();
+    let model = ScriptedModelServer::start([Reply::text(&["too late"]).held(&gate)]).await;
+    let home = Home::new(&model, "");
+    let daemon = home.daemon().await;
+    let mut command = home.command(env!("CARGO_BIN_EXE_ryvos"));
+    command.arg("mcp-server");
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+    let serde_json::Value::Object(arguments) =
+        serde_json::json!({"prompt": "wait", "session": "s_cancelled_by_mcp"})
+    else {
+        unreachable!()
+    };
+    let params = CallToolRequestParams::new("run").with_arguments(arguments);
+    // Dropping the call cancels the request (notifications/cancelled).
+    tokio::select! {
+        _ = client.call_tool(params) => panic!("the held run answered"),
+        () = model.wait_for_requests(1) => {}
+    }
+    let cancelled = async {
+        loop {
+            let (_, history, _) = home
+                .ryvos(&["history", "s_cancelled_by_mcp", "--json"])
+                .await;
+            if history.contains("\"cancelled\"") {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(common::home::WAIT, cancelled)
+        .await
+        .expect("the run was cancelled");
+    gate.open();
+    client.cancel().await.unwrap();
+    home.shutdown(daemon).await;
+}

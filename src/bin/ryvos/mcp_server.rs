@@ -14,7 +14,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use ryvos::client::{Client, ClientError};
 use ryvos::config::Config;
-use ryvos::protocol::{History, NoParams, Run, RunParams, SessionParams, Sessions};
+use ryvos::protocol::{Cancel, History, NoParams, Run, RunParams, SessionParams, Sessions};
 use ryvos::{RunOutcome, RunRequest, Runtime, SessionId};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -146,7 +146,7 @@ impl ServerHandler for RyvosServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let arguments = request.arguments.unwrap_or_default();
         let text = |key: &str| {
@@ -160,7 +160,9 @@ impl ServerHandler for RyvosServer {
                 let prompt = text("prompt")
                     .filter(|p| !p.trim().is_empty())
                     .ok_or_else(|| McpError::invalid_params("`prompt` is required", None))?;
-                self.run(prompt, text("workspace"), text("session")).await
+                let session = text("session");
+                self.run(prompt, text("workspace"), session, &context.ct)
+                    .await
             }
             "sessions" => self.sessions().await,
             "history" => {
@@ -182,12 +184,13 @@ impl ServerHandler for RyvosServer {
 }
 
 impl RyvosServer {
-    /// Runs `prompt` to its end.
+    /// Runs `prompt` to its end; a request the client cancels cancels the run.
     async fn run(
         &self,
         prompt: String,
         workspace: Option<String>,
         session: Option<String>,
+        cancelled: &tokio_util::sync::CancellationToken,
     ) -> Result<CallToolResult, String> {
         let workspace = match workspace {
             Some(w) => PathBuf::from(w),
@@ -196,27 +199,53 @@ impl RyvosServer {
         let workspace = workspace
             .canonicalize()
             .map_err(|e| format!("the workspace {}: {e}", workspace.display()))?;
-        let outcome = match &*self.host {
+        // Named here, so that a cancelled request can name the run's session.
+        let session = session.map_or_else(SessionId::generate, SessionId::new);
+        tokio::select! {
+            outcome = self.run_to_end(prompt, workspace, session.clone()) => {
+                Ok(answer(&outcome?))
+            }
+            () = cancelled.cancelled() => {
+                let cancel = match &*self.host {
+                    Host::Daemon(socket) => {
+                        let params = SessionParams { session: session.to_string() };
+                        called::<Cancel>(socket, &params).await.map(drop)
+                    }
+                    Host::Here(runtime) => runtime.cancel(&session).await.map(drop).map_err(|e| e.to_string()),
+                };
+                if let Err(e) = cancel {
+                    eprintln!("ryvos mcp-server: cancelling the run of session {session}: {e}");
+                }
+                Err(format!("the request was cancelled, and with it the run (session {session})"))
+            }
+        }
+    }
+
+    /// Runs `prompt` on `session` to its end.
+    async fn run_to_end(
+        &self,
+        prompt: String,
+        workspace: PathBuf,
+        session: SessionId,
+    ) -> Result<RunOutcome, String> {
+        match &*self.host {
             Host::Daemon(socket) => {
                 let mut params = RunParams::new(prompt, workspace.display().to_string());
-                params.session = session;
-                let mut client = connect(socket).await?;
-                match client.call::<Run>(&params).await {
-                    Ok(Ok(outcome)) => outcome,
-                    Ok(Err(error)) => return Err(error.message),
-                    Err(e) => return Err(e.to_string()),
+                params.session = Some(session.to_string());
+                match connect(socket).await?.call::<Run>(&params).await {
+                    Ok(Ok(outcome)) => Ok(outcome),
+                    Ok(Err(error)) => Err(error.message),
+                    Err(e) => Err(e.to_string()),
                 }
             }
             Host::Here(runtime) => {
-                let mut request = RunRequest::new(prompt).workspace(workspace);
-                if let Some(session) = session {
-                    request = request.session(SessionId::new(session));
-                }
+                let request = RunRequest::new(prompt)
+                    .workspace(workspace)
+                    .session(session);
                 let handle = runtime.run(request).await.map_err(|e| e.to_string())?;
-                handle.outcome().await.map_err(|e| e.to_string())?
+                handle.outcome().await.map_err(|e| e.to_string())
             }
-        };
-        Ok(answer(&outcome))
+        }
     }
 
     async fn sessions(&self) -> Result<CallToolResult, String> {
