@@ -343,3 +343,31 @@ fn offered(model: &ScriptedModelServer, n: usize) -> Vec<String> {
         .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
         .collect()
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shutdown_while_a_server_is_still_starting_leaves_nothing_behind() {
+    let model = ScriptedModelServer::start([]).await;
+    let tag = format!("starting-{}", std::process::id());
+    // A program that never answers the handshake.
+    let home = Home::new(
+        &model,
+        &format!(
+            "\n[mcp.servers.silent]\ncommand = \"sleep\"\nargs = [\"1000\"]\n\
+             env = {{ RYVOS_TEST_TAG = \"{tag}\" }}\n"
+        ),
+    );
+    let daemon = home.daemon().await;
+    let started = async {
+        while tagged_processes(&tag).is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(WAIT, started)
+        .await
+        .expect("the server was started");
+    home.shutdown(daemon).await;
+    assert!(
+        tagged_processes(&tag).is_empty(),
+        "no server process outlives the daemon"
+    );
+}

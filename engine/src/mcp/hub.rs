@@ -13,6 +13,7 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 
 /// A server that ran this long before failing starts its backoff over.
 const STABLE_AFTER: Duration = Duration::from_secs(30);
@@ -35,6 +36,8 @@ pub(crate) struct McpHub;
 
 pub(crate) struct McpHubState {
     args: McpHubArgs,
+    /// Cancelled when the hub stops: a server still starting gives up at once.
+    stopping: CancellationToken,
     links: HashMap<String, Arc<Link>>,
     /// The running server actors, and when each started.
     running: HashMap<ActorId, (String, Instant)>,
@@ -63,6 +66,7 @@ impl Actor for McpHub {
         }
         Ok(McpHubState {
             args,
+            stopping: CancellationToken::new(),
             links,
             running: HashMap::new(),
             failures: HashMap::new(),
@@ -103,9 +107,10 @@ impl Actor for McpHub {
     async fn post_stop(
         &self,
         myself: ActorRef<McpMsg>,
-        _state: &mut McpHubState,
+        state: &mut McpHubState,
     ) -> Result<(), ActorProcessingErr> {
-        // Each server's own stop ends its processes.
+        state.stopping.cancel();
+        // Each server's own end ends its processes.
         myself
             .stop_children_and_wait(Some("shutdown".into()), Some(Duration::from_secs(10)))
             .await;
@@ -126,6 +131,7 @@ impl McpHubState {
             registry: self.args.registry.clone(),
             servers: self.args.servers.clone(),
             link: link.clone(),
+            stopping: self.stopping.child_token(),
         };
         match Actor::spawn_linked(None, McpServerActor, args, myself.get_cell()).await {
             Ok((server, _)) => {

@@ -32,6 +32,8 @@ pub(crate) struct ServerArgs {
     pub registry: ToolRegistry,
     pub servers: McpServers,
     pub link: Arc<Link>,
+    /// Cancelled when the runtime stops: starting is given up.
+    pub stopping: tokio_util::sync::CancellationToken,
 }
 
 pub(crate) enum ServerMsg {
@@ -99,7 +101,12 @@ impl Actor for McpServerActor {
         let args = state.args.clone();
         args.servers.starting(&args.name);
         let limit = args.config.startup_timeout();
-        let started = tokio::time::timeout(limit, state.connect(&myself)).await;
+        // A stop cannot reach an actor before post_start returns: the runtime's stop cancels
+        // the start instead.
+        let started = tokio::select! {
+            started = tokio::time::timeout(limit, state.connect(&myself)) => started,
+            () = args.stopping.cancelled() => Ok(Err("the runtime is stopping".to_owned())),
+        };
         let failed = match started {
             Ok(Ok(())) => return Ok(()),
             Ok(Err(why)) => why,
