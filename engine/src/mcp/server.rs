@@ -7,7 +7,7 @@ use super::link::Link;
 use super::status::McpServers;
 use super::tool::McpTool;
 use crate::config::{expand_env, McpServerConfig};
-use crate::tools::{RegistryError, Tool, ToolRegistry};
+use crate::tools::{Tool, ToolRegistry};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
@@ -116,9 +116,7 @@ impl Actor for McpServerActor {
                 args.name
             ),
         };
-        args.servers.down(&args.name, &failed);
-        args.link.lost(&failed);
-        Err(failed.into())
+        Err(state.failed(failed))
     }
 
     async fn handle(
@@ -129,12 +127,7 @@ impl Actor for McpServerActor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             ServerMsg::ToolsChanged => state.list_tools().await.map_err(Into::into),
-            ServerMsg::Lost(why) => {
-                let args = &state.args;
-                args.servers.down(&args.name, &why);
-                args.link.lost(&why);
-                Err(why.into())
-            }
+            ServerMsg::Lost(why) => Err(state.failed(why)),
         }
     }
 }
@@ -161,6 +154,13 @@ impl Drop for ServerState {
 }
 
 impl ServerState {
+    /// Reports the server down for `why`, and ends the actor with it (for the hub to restart).
+    fn failed(&self, why: String) -> ActorProcessingErr {
+        self.args.servers.down(&self.args.name, &why);
+        self.args.link.lost(&why);
+        why.into()
+    }
+
     /// Starts (or reaches) the server, shakes hands and lists its tools; why not, if it
     /// cannot.
     async fn connect(&mut self, myself: &ActorRef<ServerMsg>) -> Result<(), String> {
@@ -231,51 +231,27 @@ impl ServerState {
             .await
             .map_err(|_| format!("listing its tools took longer than {}s", limit.as_secs()))?
             .map_err(|e| format!("listing its tools failed: {e}"))?;
-        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-        for listed in listed.iter().filter(|t| args.config.offers(&t.name)) {
-            let tool = McpTool::new(
-                &args.name,
-                listed,
-                args.config.tier_of(&listed.name),
-                args.config.call_timeout(),
-                args.link.clone(),
-            );
-            // One tool the registry cannot take leaves the others usable.
-            if let Err(why) = admissible(&tool, &tools) {
-                tracing::warn!(server = %args.name, tool = %listed.name, "tool left out: {why}");
-                continue;
-            }
-            tools.push(Arc::new(tool));
+        let tools: Vec<Arc<dyn Tool>> = listed
+            .iter()
+            .filter(|t| args.config.offers(&t.name))
+            .map(|t| {
+                Arc::new(McpTool::new(
+                    &args.name,
+                    t,
+                    args.config.tier_of(&t.name),
+                    args.config.call_timeout(),
+                    args.link.clone(),
+                )) as Arc<dyn Tool>
+            })
+            .collect();
+        // One tool the registry cannot take (a bad schema, a name taken) leaves the others usable.
+        for left_out in args.registry.replace_group(&args.name, tools) {
+            tracing::warn!(server = %args.name, "a tool is left out: {left_out}");
         }
-        loop {
-            match args.registry.replace_group(&args.name, tools.clone()) {
-                Ok(()) => break,
-                // A name another server's tool already has: that tool keeps it.
-                Err(RegistryError::Duplicate(name)) if tools.iter().any(|t| t.name() == name) => {
-                    tracing::warn!(server = %args.name, "tool {name} left out: another server has it");
-                    tools.retain(|t| t.name() != name);
-                }
-                Err(e) => return Err(format!("its tools cannot be offered: {e}")),
-            }
-        }
-        let names = tools.iter().map(|t| t.name().to_owned()).collect();
-        args.servers.ready(&args.name, names);
+        args.servers
+            .ready(&args.name, args.registry.group_names(&args.name));
         Ok(())
     }
-}
-
-/// Why `tool` cannot join `taken`, if it cannot: a schema that does not compile, or a name
-/// (once made safe for models) that another tool of the server already has.
-fn admissible(tool: &McpTool, taken: &[Arc<dyn Tool>]) -> Result<(), String> {
-    if taken.iter().any(|t| t.name() == tool.name()) {
-        return Err(format!(
-            "its name {} is taken by another of its tools",
-            tool.name()
-        ));
-    }
-    jsonschema::validator_for(&tool.parameters())
-        .map(drop)
-        .map_err(|e| format!("its input schema is invalid: {e}"))
 }
 
 /// Shakes hands with the server at `url` (Streamable HTTP), sending its `headers`.

@@ -97,10 +97,15 @@ impl McpServers {
 
     /// The servers that are down, with why.
     pub(crate) fn unavailable(&self) -> Vec<(String, String)> {
-        self.reports()
-            .into_iter()
-            .filter(|r| r.state == McpServerState::Down)
-            .map(|r| (r.name, r.reason.unwrap_or_default()))
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        (entries.values())
+            .filter(|e| e.report.state == McpServerState::Down)
+            .map(|e| {
+                (
+                    e.report.name.clone(),
+                    e.report.reason.clone().unwrap_or_default(),
+                )
+            })
             .collect()
     }
 

@@ -6,15 +6,39 @@ use arc_swap::ArcSwap;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
+/// A tool with its spec and its compiled schema: compiled once, when it joins.
 struct Registered {
     tool: Arc<dyn Tool>,
+    spec: ToolSpec,
     validator: jsonschema::Validator,
+}
+
+impl Registered {
+    fn compile(tool: Arc<dyn Tool>) -> Result<Arc<Self>, RegistryError> {
+        let name = tool.name().to_owned();
+        let schema = tool.parameters();
+        let validator =
+            jsonschema::validator_for(&schema).map_err(|e| RegistryError::InvalidSchema {
+                name: name.clone(),
+                cause: e.to_string(),
+            })?;
+        let spec = ToolSpec {
+            name,
+            description: tool.description().to_owned(),
+            parameters: schema,
+        };
+        Ok(Arc::new(Self {
+            tool,
+            spec,
+            validator,
+        }))
+    }
 }
 
 /// The tools at one moment: what a model call is offered and its calls are checked against.
 #[derive(Default)]
 struct Snapshot {
-    tools: HashMap<String, Registered>,
+    tools: HashMap<String, Arc<Registered>>,
     specs: Arc<Vec<ToolSpec>>,
     /// What the specs weigh in a request, counted once, when first asked.
     specs_tokens: std::sync::OnceLock<u64>,
@@ -34,8 +58,8 @@ pub struct ToolRegistry {
 
 #[derive(Default)]
 struct Sources {
-    fixed: Vec<Arc<dyn Tool>>,
-    groups: BTreeMap<String, Vec<Arc<dyn Tool>>>,
+    fixed: Vec<Arc<Registered>>,
+    groups: BTreeMap<String, Vec<Arc<Registered>>>,
 }
 
 /// A tool that cannot be registered.
@@ -53,45 +77,34 @@ pub enum RegistryError {
 pub struct ValidationError(pub String);
 
 impl Snapshot {
-    fn of<'a>(tools: impl IntoIterator<Item = &'a Arc<dyn Tool>>) -> Result<Self, RegistryError> {
-        let mut map = HashMap::new();
-        let mut specs = Vec::new();
-        for tool in tools {
-            let name = tool.name().to_owned();
-            let schema = tool.parameters();
-            let validator =
-                jsonschema::validator_for(&schema).map_err(|e| RegistryError::InvalidSchema {
-                    name: name.clone(),
-                    cause: e.to_string(),
-                })?;
-            specs.push(ToolSpec {
-                name: name.clone(),
-                description: tool.description().to_owned(),
-                parameters: schema,
-            });
-            let registered = Registered {
-                tool: tool.clone(),
-                validator,
-            };
-            if map.insert(name.clone(), registered).is_some() {
-                return Err(RegistryError::Duplicate(name));
-            }
-        }
-        Ok(Self {
-            tools: map,
+    fn of<'a>(tools: impl IntoIterator<Item = &'a Arc<Registered>>) -> Self {
+        let ordered: Vec<&Arc<Registered>> = tools.into_iter().collect();
+        // The specs keep the tools' order: the same tools make the same request.
+        let specs = ordered.iter().map(|r| r.spec.clone()).collect();
+        let tools = (ordered.into_iter())
+            .map(|r| (r.spec.name.clone(), r.clone()))
+            .collect();
+        Self {
+            tools,
             specs: Arc::new(specs),
             specs_tokens: std::sync::OnceLock::new(),
-        })
+        }
     }
 }
 
 impl ToolRegistry {
     /// A registry of `tools`.
     pub fn new(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Result<Self, RegistryError> {
-        let fixed: Vec<Arc<dyn Tool>> = tools.into_iter().collect();
-        let snapshot = Snapshot::of(&fixed)?;
+        let mut fixed: Vec<Arc<Registered>> = Vec::new();
+        for tool in tools {
+            let registered = Registered::compile(tool)?;
+            if fixed.iter().any(|r| r.spec.name == registered.spec.name) {
+                return Err(RegistryError::Duplicate(registered.spec.name.clone()));
+            }
+            fixed.push(registered);
+        }
         Ok(Self {
-            current: Arc::new(ArcSwap::from_pointee(snapshot)),
+            current: Arc::new(ArcSwap::from_pointee(Snapshot::of(&fixed))),
             sources: Arc::new(Mutex::new(Sources {
                 fixed,
                 groups: BTreeMap::new(),
@@ -99,32 +112,42 @@ impl ToolRegistry {
         })
     }
 
-    /// Makes `tools` the whole of `group` (empty: the group is gone). Refused, and nothing
-    /// changed, when a tool is invalid or its name is taken.
-    pub fn replace_group(
-        &self,
-        group: &str,
-        tools: Vec<Arc<dyn Tool>>,
-    ) -> Result<(), RegistryError> {
+    /// Makes `tools` the whole of `group` (empty: the group is gone). Each tool joins on its
+    /// own: one whose schema does not compile, or whose name another tool has, is left out
+    /// and returned with why; the others are offered.
+    pub fn replace_group(&self, group: &str, tools: Vec<Arc<dyn Tool>>) -> Vec<RegistryError> {
         let mut sources = self.sources.lock().unwrap_or_else(|p| p.into_inner());
-        let previous = sources.groups.insert(group.to_owned(), tools);
+        sources.groups.remove(group);
+        let mut taken: std::collections::HashSet<String> = (sources.fixed.iter())
+            .chain(sources.groups.values().flatten())
+            .map(|r| r.spec.name.clone())
+            .collect();
+        let mut joined = Vec::new();
+        let mut left_out = Vec::new();
+        for tool in tools {
+            match Registered::compile(tool) {
+                Ok(r) if taken.insert(r.spec.name.clone()) => joined.push(r),
+                Ok(r) => left_out.push(RegistryError::Duplicate(r.spec.name.clone())),
+                Err(e) => left_out.push(e),
+            }
+        }
+        sources.groups.insert(group.to_owned(), joined);
         let all = sources
             .fixed
             .iter()
             .chain(sources.groups.values().flatten());
-        match Snapshot::of(all) {
-            Ok(snapshot) => {
-                self.current.store(Arc::new(snapshot));
-                Ok(())
-            }
-            Err(e) => {
-                match previous {
-                    Some(tools) => sources.groups.insert(group.to_owned(), tools),
-                    None => sources.groups.remove(group),
-                };
-                Err(e)
-            }
-        }
+        self.current.store(Arc::new(Snapshot::of(all)));
+        left_out
+    }
+
+    /// The names of `group`'s tools, sorted.
+    pub fn group_names(&self, group: &str) -> Vec<String> {
+        let sources = self.sources.lock().unwrap_or_else(|p| p.into_inner());
+        let mut names: Vec<String> = (sources.groups.get(group).into_iter().flatten())
+            .map(|r| r.spec.name.clone())
+            .collect();
+        names.sort_unstable();
+        names
     }
 
     /// The tools as the model is told about them.

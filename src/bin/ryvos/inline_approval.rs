@@ -23,14 +23,12 @@ pub fn wanted(json: bool) -> bool {
     !json && std::io::stdin().is_terminal()
 }
 
-/// One question at a time: calls of one answer may ask together.
-static ASKING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// The question on the terminal now: its request, and how to withdraw it.
 static OPEN: Mutex<Option<(String, oneshot::Sender<()>)>> = Mutex::new(None);
 
 /// The terminal's lines, read by one thread for the whole process (a blocked read cannot be
-/// cancelled, so it is never tied to one question).
+/// cancelled, so it is never tied to one question). Its lock makes questions one at a time:
+/// calls of one answer may ask together.
 fn lines() -> &'static tokio::sync::Mutex<mpsc::Receiver<String>> {
     static LINES: OnceLock<tokio::sync::Mutex<mpsc::Receiver<String>>> = OnceLock::new();
     LINES.get_or_init(|| {
@@ -61,7 +59,6 @@ pub fn withdraw(request_id: &str) {
 
 /// Asks on the terminal; `None` when stdin is closed or the question was withdrawn.
 async fn ask(request_id: String) -> Option<bool> {
-    let _turn = ASKING.lock().await;
     let (cancel, withdrawn) = oneshot::channel();
     *OPEN.lock().unwrap_or_else(|p| p.into_inner()) = Some((request_id.clone(), cancel));
     let mut lines = lines().lock().await;

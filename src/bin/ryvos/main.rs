@@ -29,6 +29,7 @@ use ryvos::config::Config;
 use ryvos::protocol::{
     AnswerParams, Approve, Call, Cancel, Deny, Interrupt, NoParams, SessionParams, Shutdown, Status,
 };
+use starting::Given;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -67,13 +68,6 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-/// What the command line said besides the subcommand.
-struct Given {
-    explicit_config: bool,
-    /// Config settings were given (`-c`, `--model`, `--max-turns`).
-    settings: bool,
-}
-
 /// Runs `command`; its exit code.
 ///
 /// Long because it is the table of subcommands: an arm each, reading its flags and calling
@@ -87,14 +81,7 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
         }
     };
     match command {
-        Command::Run(args) => {
-            let given = starting::Given {
-                args,
-                explicit_config: given.explicit_config,
-                settings: given.settings,
-            };
-            starting::run(given, config, socket).await
-        }
+        Command::Run(args) => starting::run(args, given, config, socket).await,
         Command::Status { json } => {
             simple::<Status>(&socket, &NoParams {}, shown(json, print::status)).await
         }

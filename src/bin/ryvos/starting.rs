@@ -7,21 +7,19 @@ use crate::running::{self, run_local, run_remote, Local, Remote};
 use ryvos::client::{Client, ClientError};
 use ryvos::config::Config;
 use std::io::{IsTerminal, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// What `ryvos run` was told on the command line, besides its flags' settings.
+/// What the command line said about the config, besides the subcommand.
 pub struct Given {
-    pub args: RunArgs,
     /// `--config` was given.
     pub explicit_config: bool,
-    /// `-c`, `--model` or `--max-turns` was given.
+    /// Config settings were given (`-c`, `--model`, `--max-turns`).
     pub settings: bool,
 }
 
 /// Runs `ryvos run`; its exit code.
-pub async fn run(given: Given, config: Config, socket: PathBuf) -> u8 {
+pub async fn run(mut args: RunArgs, given: Given, config: Config, socket: PathBuf) -> u8 {
     let Given {
-        mut args,
         explicit_config,
         settings,
     } = given;
@@ -169,20 +167,12 @@ fn prompt_of(words: &[String], continuing: bool) -> Result<String, String> {
 
 /// The workspace, absolute: `--workspace`, else the current directory.
 fn workspace_of(asked: Option<PathBuf>) -> Result<PathBuf, String> {
-    let shown = asked.clone().unwrap_or_else(|| PathBuf::from("."));
-    asked
+    let dir = asked
         .map_or_else(std::env::current_dir, Ok)
-        .and_then(|w| w.canonicalize())
-        .and_then(|w| match w.is_dir() {
-            true => Ok(w),
-            false => Err(std::io::Error::other("not a directory")),
-        })
-        .map_err(|e| {
-            format!(
-                "the workspace {}: {e}; give an existing directory with --workspace",
-                Path::display(&shown)
-            )
-        })
+        .map_err(|e| e.to_string())?;
+    ryvos::Workspace::new(&dir)
+        .map(|w| w.root().to_path_buf())
+        .map_err(|e| format!("{e}; give an existing directory with --workspace"))
 }
 
 /// The goal `--goal` and `--criterion` describe, if any.
