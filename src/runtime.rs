@@ -98,6 +98,7 @@ impl RuntimeBuilder {
         };
         let config = EngineConfig {
             database: self.config.database_path(),
+            store: self.config.store,
             home: self.config.home.clone(),
             model: self.config.model,
             agent: self.config.agent,

@@ -1,11 +1,13 @@
 //! ryvosd and ryvos end to end: the real binaries, a real socket, real redb, real HTTP to a
-//! scripted model server.
+//! scripted model server; the tests that keep records run on redb and on a real PostgreSQL.
 
 mod common;
 
+use common::backend::Backend;
 use common::cli::json_lines as events;
 use common::home::{Ended, Home, WAIT};
 use common::is_judge;
+use rstest::rstest;
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
@@ -13,8 +15,14 @@ use std::path::Path;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+#[rstest]
 #[tokio::test(flavor = "multi_thread")]
-async fn a_run_streams_its_events_as_json_through_the_daemon() {
+async fn a_run_streams_its_events_as_json_through_the_daemon(
+    #[values(Backend::Redb, Backend::Postgres)] backend: Backend,
+) {
+    if !backend.available() {
+        return;
+    }
     let server = ScriptedModelServer::start([
         Reply::tool_calls(&[("c1", "write", r#"{"path": "out.txt", "content": "hello"}"#)]),
         Reply::text(&["Wrote ", "it."]),
@@ -23,7 +31,8 @@ async fn a_run_streams_its_events_as_json_through_the_daemon() {
     let home = Home::new(
         &server,
         "[budget.pricing_overrides]\nscripted = { input_per_1m = 1500, output_per_1m = 7500 }",
-    );
+    )
+    .on(backend);
     let mut daemon = home.daemon().await;
     let (code, stdout, stderr) = home.ryvos(&["run", "--json", "write", "a", "file"]).await;
     assert_eq!(code, 0, "{stderr}");
@@ -53,6 +62,16 @@ async fn a_run_streams_its_events_as_json_through_the_daemon() {
     let (code, out, _) = home.ryvos(&["status"]).await;
     assert_eq!(code, 0);
     assert!(out.contains("ryvosd is running"));
+    let kept_by = match backend {
+        Backend::Redb => "store: redb",
+        Backend::Postgres => "store: postgres",
+    };
+    assert!(out.contains(kept_by), "{out}");
+    assert_eq!(
+        home.path().join("ryvos.redb").exists(),
+        backend == Backend::Redb,
+        "only the embedded store has a file in the home"
+    );
     let (code, out, _) = home
         .ryvos(&["history", last["session_id"].as_str().unwrap()])
         .await;
@@ -83,10 +102,16 @@ async fn a_run_streams_its_events_as_json_through_the_daemon() {
     assert_ne!(code, 0, "no daemon, status fails");
 }
 
+#[rstest]
 #[tokio::test(flavor = "multi_thread")]
-async fn forty_concurrent_runs_through_one_daemon_all_complete_in_their_own_sessions() {
+async fn forty_concurrent_runs_through_one_daemon_all_complete_in_their_own_sessions(
+    #[values(Backend::Redb, Backend::Postgres)] backend: Backend,
+) {
+    if !backend.available() {
+        return;
+    }
     let server = ScriptedModelServer::start((0..40).map(|_| Reply::text(&["done"]))).await;
-    let home = Home::new(&server, "");
+    let home = Home::new(&server, "").on(backend);
     let _daemon = home.daemon().await;
     let runs = (0..40).map(|i| {
         let prompt = format!("task {i}");
@@ -192,15 +217,21 @@ async fn a_second_daemon_on_the_same_home_refuses_to_start() {
     assert_eq!(code, 0, "the first one is unharmed");
 }
 
+#[rstest]
 #[tokio::test(flavor = "multi_thread")]
-async fn after_kill_9_mid_run_the_client_fails_and_a_resume_sees_every_completed_turn_once() {
+async fn after_kill_9_mid_run_the_client_fails_and_a_resume_sees_every_completed_turn_once(
+    #[values(Backend::Redb, Backend::Postgres)] backend: Backend,
+) {
+    if !backend.available() {
+        return;
+    }
     let server = ScriptedModelServer::start([
         Reply::tool_calls(&[("t1", "write", r#"{"path": "a.txt", "content": "1"}"#)]),
         Reply::text(&["never arrives"]).delay(Duration::from_secs(120)),
         Reply::text(&["continuing"]),
     ])
     .await;
-    let home = Home::new(&server, "");
+    let home = Home::new(&server, "").on(backend);
     let mut daemon = home.daemon().await;
     let mut run = home.follow(&["run", "--json", "first"]);
     let session = run
@@ -259,19 +290,30 @@ async fn after_kill_9_mid_run_the_client_fails_and_a_resume_sees_every_completed
     );
 }
 
+#[rstest]
 #[tokio::test(flavor = "multi_thread")]
-async fn without_a_daemon_run_hosts_the_runtime_in_process_and_says_so() {
+async fn without_a_daemon_run_hosts_the_runtime_in_process_and_says_so(
+    #[values(Backend::Redb, Backend::Postgres)] backend: Backend,
+) {
+    if !backend.available() {
+        return;
+    }
     let server = ScriptedModelServer::start([Reply::text(&["local answer"])]).await;
-    let home = Home::new(&server, "");
+    let home = Home::new(&server, "").on(backend);
     let (code, stdout, stderr) = home.ryvos(&["run", "hello"]).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("running in-process"), "{stderr}");
     assert_eq!(stdout.trim(), "local answer");
 }
 
+#[rstest]
 #[tokio::test(flavor = "multi_thread")]
 async fn a_model_that_always_answers_503_fails_the_run_listing_every_attempt_and_the_daemon_serves_on(
+    #[values(Backend::Redb, Backend::Postgres)] backend: Backend,
 ) {
+    if !backend.available() {
+        return;
+    }
     let always_503: ryvos_testkit::Router = std::sync::Arc::new(|request: &Value| {
         let prompt = request["messages"][1]["content"]
             .as_str()
@@ -282,7 +324,7 @@ async fn a_model_that_always_answers_503_fails_the_run_listing_every_attempt_and
     });
     let server =
         ScriptedModelServer::start_routed([Reply::text(&["Still here."])], Some(always_503)).await;
-    let home = Home::with_model(&server, "retry_base_ms = 10", "");
+    let home = Home::with_model(&server, "retry_base_ms = 10", "").on(backend);
     let _daemon = home.daemon().await;
     let (code, _, stderr) = home.ryvos(&["run", "a", "doomed", "task"]).await;
     assert_eq!(code, 1, "{stderr}");
@@ -305,8 +347,14 @@ async fn a_model_that_always_answers_503_fails_the_run_listing_every_attempt_and
     assert!(stdout.contains("Still here."), "{stdout}");
 }
 
+#[rstest]
 #[tokio::test(flavor = "multi_thread")]
-async fn a_director_run_killed_mid_plan_resumes_without_redoing_finished_steps() {
+async fn a_director_run_killed_mid_plan_resumes_without_redoing_finished_steps(
+    #[values(Backend::Redb, Backend::Postgres)] backend: Backend,
+) {
+    if !backend.available() {
+        return;
+    }
     let plan = r#"{"steps": [
         {"id": "a", "goal": "count the apples"},
         {"id": "b", "goal": "count the bananas"},
@@ -344,7 +392,7 @@ async fn a_director_run_killed_mid_plan_resumes_without_redoing_finished_steps()
         })
     });
     let server = ScriptedModelServer::start_routed([], Some(router)).await;
-    let home = Home::new(&server, "");
+    let home = Home::new(&server, "").on(backend);
     let mut daemon = home.daemon().await;
     let mut run = home.follow(&["run", "--json", "--director", "how many fruits?"]);
     let session = run
@@ -423,15 +471,21 @@ async fn a_director_run_killed_mid_plan_resumes_without_redoing_finished_steps()
     server.assert_no_orphans();
 }
 
+#[rstest]
 #[tokio::test(flavor = "multi_thread")]
-async fn a_call_waiting_for_approval_runs_once_ryvos_approve_answers_from_another_terminal() {
+async fn a_call_waiting_for_approval_runs_once_ryvos_approve_answers_from_another_terminal(
+    #[values(Backend::Redb, Backend::Postgres)] backend: Backend,
+) {
+    if !backend.available() {
+        return;
+    }
     let server = ScriptedModelServer::start([
         Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo approved > proof.txt"}"#)]),
         Reply::text(&["Done."]),
     ])
     .await;
     // The default policy: T3 (bash) asks.
-    let home = Home::with_sections(&server, "", "", "");
+    let home = Home::with_sections(&server, "", "", "").on(backend);
     let _daemon = home.daemon().await;
     let mut run = home.follow(&["run", "--json", "make the proof"]);
     let request_id = run
@@ -471,8 +525,14 @@ async fn a_call_waiting_for_approval_runs_once_ryvos_approve_answers_from_anothe
     );
 }
 
+#[rstest]
 #[tokio::test(flavor = "multi_thread")]
-async fn an_interrupted_run_keeps_its_waiting_call_across_a_restart_and_resumes_with_it() {
+async fn an_interrupted_run_keeps_its_waiting_call_across_a_restart_and_resumes_with_it(
+    #[values(Backend::Redb, Backend::Postgres)] backend: Backend,
+) {
+    if !backend.available() {
+        return;
+    }
     let server = ScriptedModelServer::start([
         Reply::tool_calls(&[
             ("a", "write", r#"{"path": "a.txt", "content": "first"}"#),
@@ -482,7 +542,8 @@ async fn an_interrupted_run_keeps_its_waiting_call_across_a_restart_and_resumes_
     ])
     .await;
     // The default policy (T3 asks), with `write` auto-approved.
-    let home = Home::with_sections(&server, "", "", "[security]\nauto_approve = [\"write\"]\n");
+    let home = Home::with_sections(&server, "", "", "[security]\nauto_approve = [\"write\"]\n")
+        .on(backend);
     let mut daemon = home.daemon().await;
     let mut run = home.follow(&["run", "--json", "make", "two", "files"]);
     let (request_id, session) = run

@@ -3,7 +3,7 @@
 use crate::checkpoint::{Checkpoint, Writer};
 use crate::config::{
     AgentConfig, BudgetConfig, DirectorConfig, EmbeddingConfig, ModelConfig, SandboxMode,
-    SecurityConfig, SupervisionConfig,
+    SecurityConfig, StoreBackend, SupervisionConfig,
 };
 use crate::cost_ledger::CostLedgerArgs;
 #[cfg(feature = "testing")]
@@ -45,8 +45,10 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(90);
 /// What the engine needs to start.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
-    /// The redb file.
+    /// The redb file (with `[store] backend = "redb"`).
     pub database: PathBuf,
+    /// Which backend keeps the records.
+    pub store: crate::config::StoreConfig,
     /// `$RYVOS_HOME`: the last place context files are looked for, and the daily logs.
     pub home: PathBuf,
     pub model: ModelConfig,
@@ -82,6 +84,25 @@ fn judge_models(
         chain,
         RetryPolicy::from_config(model),
     )))
+}
+
+/// The store `config` names: the redb file, or the PostgreSQL database.
+async fn open_store(config: &EngineConfig) -> Result<Store, EngineError> {
+    let durable = config.agent.checkpoint.enabled;
+    match config.store.backend {
+        StoreBackend::Redb => {
+            let database = config.database.clone();
+            tokio::task::spawn_blocking(move || Store::open(&database, durable))
+                .await
+                .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))?
+                .map_err(EngineError::Store)
+        }
+        StoreBackend::Postgres => {
+            let url = crate::config::expand_env(&config.store.url, "store.url")
+                .map_err(|e| EngineError::Store(StoreError::from_cause("opening the store", e)))?;
+            Ok(Store::connect(&url, config.store.pool_size, durable).await?)
+        }
+    }
 }
 
 /// Why the engine could not start, run, or stop.
@@ -184,11 +205,7 @@ impl Engine {
             RetryPolicy::from_config(&config.model),
         ));
         crate::tokens::warm_up();
-        let database = config.database.clone();
-        let durable = config.agent.checkpoint.enabled;
-        let store = tokio::task::spawn_blocking(move || Store::open(&database, durable))
-            .await
-            .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))??;
+        let store = open_store(&config).await?;
         let slots = Slots::new();
         // One writer for the runtime's whole life: it outlives the checkpoint actor's failures.
         let writer = Writer::start(store.clone())

@@ -12,7 +12,7 @@ pub use ryvos_engine::config::{
     AgentConfig, BudgetConfig, CheckpointConfig, Decision, DirectorConfig, EmbeddingConfig,
     Fallback, FallbackEndpoint, GuardianConfig, JudgeConfig, MaxTokensField, McpConfig,
     McpServerConfig, ModelConfig, Pricing, SandboxConfig, SandboxMode, SecurityConfig,
-    SupervisionConfig, TierPolicy,
+    StoreBackend, StoreConfig, SupervisionConfig, TierPolicy,
 };
 pub use ryvos_engine::GuardrailConfig;
 use serde::{Deserialize, Serialize};
@@ -38,6 +38,8 @@ pub struct Config {
     pub supervision: SupervisionConfig,
     /// MCP servers whose tools the model may call.
     pub mcp: McpConfig,
+    /// Which backend keeps what must survive a crash.
+    pub store: StoreConfig,
 }
 
 /// `[daemon]`.
@@ -73,6 +75,7 @@ impl Default for Config {
             daemon: DaemonConfig::default(),
             supervision: SupervisionConfig::default(),
             mcp: McpConfig::default(),
+            store: StoreConfig::default(),
         }
     }
 }

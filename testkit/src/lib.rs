@@ -13,6 +13,7 @@
 
 mod anthropic;
 mod pairing;
+pub mod postgres;
 mod reply;
 mod strict;
 

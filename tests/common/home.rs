@@ -48,6 +48,15 @@ impl Home {
         }
     }
 
+    /// The same home with its records kept by `backend`.
+    pub fn on(self, backend: super::backend::Backend) -> Self {
+        let config = self.path().join("config.toml");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str(&backend.section());
+        std::fs::write(config, text).unwrap();
+        self
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod backend;
 pub mod cli;
 pub mod home;
 pub mod mcp;

@@ -8,12 +8,14 @@ mod checked;
 pub(crate) use checked::check_http_url;
 mod mcp;
 mod security;
+mod store;
 
 pub use mcp::{McpConfig, McpServerConfig};
 pub use security::{Decision, SandboxConfig, SandboxMode, SecurityConfig, TierPolicy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
+pub use store::{StoreBackend, StoreConfig};
 
 /// Which model answers, and how to reach it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -5,13 +5,16 @@
 //! data and whose writes are typed [`Write`]s grouped in [`WriteBatch`]es. Writes come only from
 //! the CheckpointActor's writer, which hands any number of sessions' batches to one
 //! [`Storage::write`]: one transaction, one commit. Reads may come from anywhere. redb (one
-//! embedded file, zero setup) is the first backend.
+//! embedded file, zero setup) is the default backend; PostgreSQL is the one many daemons share.
 
 mod batch;
+mod bm25;
 mod error;
+mod postgres;
 mod records;
 mod redb;
 pub mod repair;
+mod terms;
 
 #[cfg(feature = "testing")]
 pub use self::redb::faults::fail_writes as fail_store_writes;
@@ -19,6 +22,7 @@ pub(crate) use self::redb::RedbStore;
 pub use batch::{Write, WriteBatch};
 pub(crate) use error::Context;
 pub use error::StoreError;
+use postgres::PostgresStore;
 pub use records::now_ms;
 pub(crate) use records::{
     AuditRecord, Compaction, CostTotals, MemoryEntry, RunRecord, SessionRecord, TurnCheckpoint,
@@ -145,6 +149,15 @@ impl Store {
     /// disk when it returns; without, a crash may lose the latest commits.
     pub fn open(path: &Path, durable: bool) -> Result<Self, StoreError> {
         RedbStore::open(path, durable).map(Self::new)
+    }
+
+    /// Connects to the PostgreSQL database at `url` with up to `pool_size` connections, and
+    /// brings its schema up to date. With `durable`, every commit is on the server's disk when
+    /// it returns.
+    pub async fn connect(url: &str, pool_size: usize, durable: bool) -> Result<Self, StoreError> {
+        PostgresStore::open(url, pool_size, durable)
+            .await
+            .map(Self::new)
     }
 }
 

@@ -206,15 +206,21 @@ fn sandbox_check(config: &Config) -> Check {
 
 /// Opens the store as a run would (starting the MCP servers too), and closes it.
 async fn store_and_mcp_checks(config: &Config) -> Vec<Check> {
-    let path = config.database_path();
+    let place = match config.store.backend {
+        ryvos::config::StoreBackend::Redb => {
+            format!("redb at {}", config.database_path().display())
+        }
+        // The URL may hold a password: the store's own errors say what failed.
+        ryvos::config::StoreBackend::Postgres => "postgres".to_owned(),
+    };
     let runtime = match ryvos::Runtime::start(config.clone()).await {
         Ok(runtime) => runtime,
-        Err(e) => return vec![Check::new("store", Err(format!("{}: {e}", path.display())))],
+        Err(e) => return vec![Check::new("store", Err(format!("{place}: {e}")))],
     };
     let servers = runtime.mcp_servers().await;
     let store = match runtime.close().await {
-        Ok(()) => Ok(format!("redb at {}, opens and closes", path.display())),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+        Ok(()) => Ok(format!("{place}, opens and closes")),
+        Err(e) => Err(format!("{place}: {e}")),
     };
     std::iter::once(Check::new("store", store))
         .chain(servers.iter().map(mcp_check))

@@ -4,24 +4,15 @@
 //! Written only inside the writer's transaction (with the rest of a group commit); read from
 //! anywhere, like every table.
 
-use super::bm25::{self, Posting};
 use super::tables::{MEMORIES, MEMORY_STATS, MEMORY_TERMS};
-use super::terms::terms;
+use crate::store::bm25::{self, Posting};
+use crate::store::terms::{indexed_terms, terms};
 use crate::store::{Context, StoreError};
 use redb::{Database, ReadableDatabase};
 use ryvos_protocol::records::MemoryEntry;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 const TOTALS: &str = "totals";
-
-/// The terms a memory is found by: its content's and its tags'.
-fn indexed_terms(entry: &MemoryEntry) -> Vec<String> {
-    let mut all = terms(&entry.content);
-    for tag in &entry.tags {
-        all.extend(terms(tag));
-    }
-    all
-}
 
 /// Stores `entries` and their postings, and updates the collection's size.
 pub(super) fn index<'a>(

@@ -2,14 +2,12 @@
 //! readers alongside the writer); writes come only from the CheckpointActor's writer thread,
 //! which puts any number of sessions' batches in one transaction and one commit.
 
-mod bm25;
 #[cfg(feature = "testing")]
 pub(super) mod faults;
 mod file;
 mod memory;
 mod reads;
 mod tables;
-mod terms;
 mod write;
 
 use super::{Context, SessionHistory, Storage, StoreError, WriteBatch};

@@ -18,6 +18,15 @@ pub(super) fn terms(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The terms a memory is found by: its content's and its tags'.
+pub(super) fn indexed_terms(entry: &ryvos_protocol::records::MemoryEntry) -> Vec<String> {
+    let mut all = terms(&entry.content);
+    for tag in &entry.tags {
+        all.extend(terms(tag));
+    }
+    all
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

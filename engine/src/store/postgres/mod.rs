@@ -1,0 +1,231 @@
+//! The shared store: a PostgreSQL database that many daemons use at once.
+//!
+//! The client is `tokio-postgres` (the rust-postgres project's async client: it pipelines the
+//! statements of a transaction, and its connections carry LISTEN/NOTIFY) behind a small
+//! `deadpool` pool. Queries are plain SQL, prepared once per connection; nothing needs a
+//! database at build time. Every wait is bounded: connecting, waiting for a pooled
+//! connection, and each statement.
+
+mod reads;
+mod schema;
+mod write;
+
+use super::{SessionHistory, Storage, StoreError, WriteBatch};
+use crate::ids::{RunId, SessionId};
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use ryvos_protocol::records::{
+    AuditRecord, CostTotals, MemoryEntry, PendingApproval, PlanRecord, RunRecord, RunWatch,
+    SessionRecord, TurnCheckpoint, VerdictRecord,
+};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The pool of connections.
+pub(super) type Pg = Pool;
+
+/// The longest a connection attempt, or a wait for a free pooled connection, lasts.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest one statement runs before the server cancels it.
+const STATEMENT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A PostgreSQL database.
+#[derive(Clone)]
+pub(crate) struct PostgresStore {
+    pool: Pg,
+    /// Whether a commit waits for the server's WAL flush (`synchronous_commit`).
+    durable: bool,
+    /// Why the last write failed to reach the server, until one succeeds.
+    fault: Arc<Mutex<Option<String>>>,
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` with up to `pool_size` connections and brings its
+    /// schema up to date. With `durable`, every commit is on the server's disk when it
+    /// returns.
+    pub(crate) async fn open(
+        url: &str,
+        pool_size: usize,
+        durable: bool,
+    ) -> Result<PostgresStore, StoreError> {
+        let pool = pool(url, pool_size)?;
+        let store = PostgresStore {
+            pool,
+            durable,
+            fault: Arc::default(),
+        };
+        schema::migrate(&store.pool).await?;
+        Ok(store)
+    }
+
+    /// The database's schema version.
+    #[cfg(test)]
+    pub(crate) async fn schema_version(&self) -> Result<i32, StoreError> {
+        schema::version(&self.pool).await
+    }
+}
+
+/// The pool for `url`: connections made lazily, each with a connect and a statement timeout.
+fn pool(url: &str, size: usize) -> Result<Pg, StoreError> {
+    let doing = || "opening the PostgreSQL store".to_string();
+    let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
+        StoreError::from_cause(
+            doing(),
+            format!(
+                "[store] url is not a PostgreSQL connection string ({}); write it as \
+                 postgres://user:password@host:port/database",
+                described(&e)
+            ),
+        )
+    })?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("ryvos");
+    }
+    let options = format!(
+        "{} -c statement_timeout={}",
+        config.get_options().unwrap_or_default(),
+        STATEMENT_TIMEOUT.as_millis()
+    );
+    config.options(options.trim());
+    let manager = Manager::from_config(
+        config,
+        tokio_postgres::NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(size.max(1))
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(CONNECT_TIMEOUT))
+        .create_timeout(Some(CONNECT_TIMEOUT))
+        .recycle_timeout(Some(CONNECT_TIMEOUT))
+        .build()
+        .map_err(|e| StoreError::from_cause(doing(), e))
+}
+
+/// An error and its causes, in one line: tokio-postgres says "db error" and keeps the server's
+/// message in its source.
+pub(super) fn described(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        cause = c.source();
+    }
+    text.replace('\n', " ")
+}
+
+/// Names what was being done when a database step failed, with the server's own message.
+pub(super) trait PgContext<T> {
+    fn pg(self, doing: impl FnOnce() -> String) -> Result<T, StoreError>;
+}
+
+impl<T, E: std::error::Error + 'static> PgContext<T> for Result<T, E> {
+    fn pg(self, doing: impl FnOnce() -> String) -> Result<T, StoreError> {
+        self.map_err(|e| StoreError::from_cause(doing(), described(&e)))
+    }
+}
+
+#[async_trait]
+impl Storage for PostgresStore {
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn fault(&self) -> Option<String> {
+        self.fault.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    async fn write(&self, batches: &[WriteBatch]) -> Result<(), StoreError> {
+        let written = self.write_batches(batches).await;
+        *self.fault.lock().unwrap_or_else(|e| e.into_inner()) =
+            written.as_ref().err().map(|e| e.to_string());
+        written
+    }
+
+    async fn next_seqs(&self, ids: &[SessionId]) -> Result<HashMap<SessionId, u64>, StoreError> {
+        self.read_next_seqs(ids).await
+    }
+
+    async fn load_session(&self, id: &SessionId) -> Result<SessionHistory, StoreError> {
+        self.load(id, false).await
+    }
+
+    async fn load_session_window(&self, id: &SessionId) -> Result<SessionHistory, StoreError> {
+        self.load(id, true).await
+    }
+
+    async fn session_record(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
+        self.read_session_record(id).await
+    }
+
+    async fn session_runs(&self, id: &SessionId) -> Result<Vec<RunRecord>, StoreError> {
+        self.read_session_runs(id).await
+    }
+
+    async fn sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
+        self.read_sessions().await
+    }
+
+    async fn checkpoints(&self, id: &SessionId) -> Result<Vec<TurnCheckpoint>, StoreError> {
+        self.read_checkpoints(id).await
+    }
+
+    async fn plan(&self, id: &SessionId) -> Result<Option<PlanRecord>, StoreError> {
+        self.read_plan(id).await
+    }
+
+    async fn audit(&self, id: &SessionId) -> Result<Vec<AuditRecord>, StoreError> {
+        self.read_audit(id).await
+    }
+
+    async fn paused_approvals(&self) -> Result<Vec<PendingApproval>, StoreError> {
+        self.read_paused_approvals().await
+    }
+
+    async fn always_allowed(&self) -> Result<HashMap<SessionId, HashSet<String>>, StoreError> {
+        self.read_always_allowed().await
+    }
+
+    async fn verdicts(&self, run: &RunId) -> Result<Vec<VerdictRecord>, StoreError> {
+        self.read_verdicts(run).await
+    }
+
+    async fn cost_totals(&self, key: &str) -> Result<Option<CostTotals>, StoreError> {
+        self.read_cost_totals(key).await
+    }
+
+    async fn cost_totals_with_prefix(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, CostTotals)>, StoreError> {
+        self.read_cost_totals_with_prefix(prefix).await
+    }
+
+    async fn guardian_watch(&self, run_id: &RunId) -> Result<Option<RunWatch>, StoreError> {
+        self.read_guardian_watch(run_id).await
+    }
+
+    async fn keyword_scores(&self, query: &str) -> Result<HashMap<String, f64>, StoreError> {
+        self.read_keyword_scores(query).await
+    }
+
+    async fn memories_with_vectors(&self) -> Result<Vec<MemoryEntry>, StoreError> {
+        self.read_memories_with_vectors().await
+    }
+
+    async fn memory(&self, id: &str) -> Result<Option<MemoryEntry>, StoreError> {
+        self.read_memory(id).await
+    }
+}
+
+#[cfg(test)]
+mod tests;

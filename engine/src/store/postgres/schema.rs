@@ -1,0 +1,154 @@
+//! The schema, as numbered migrations applied at start. A database is at the version of the
+//! last migration applied to it; one newer than this binary knows is refused (an older binary
+//! must not write to tables it does not understand).
+//!
+//! Records are stored as `json`, like redb's values: they can grow fields without a migration.
+//! Text keys that are listed in order use the "C" collation, so that they sort as bytes (run
+//! ids and audit ids sort by time) whatever the database's locale.
+
+use super::{Pg, PgContext};
+use crate::store::StoreError;
+
+/// Every migration, in order; migration `n` is `MIGRATIONS[n - 1]`.
+const MIGRATIONS: &[&str] = &[
+    // 1: the records redb keeps.
+    r#"
+    CREATE TABLE messages (
+        session_id text COLLATE "C" NOT NULL,
+        seq bigint NOT NULL,
+        tokens bigint NOT NULL,
+        message json NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    );
+    CREATE TABLE checkpoints (
+        session_id text COLLATE "C" NOT NULL,
+        last_seq bigint NOT NULL,
+        record json NOT NULL,
+        PRIMARY KEY (session_id, last_seq)
+    );
+    CREATE TABLE runs (
+        session_id text COLLATE "C" NOT NULL,
+        run_id text COLLATE "C" NOT NULL,
+        finished boolean NOT NULL,
+        record json NOT NULL,
+        PRIMARY KEY (session_id, run_id)
+    );
+    CREATE TABLE sessions (session_id text COLLATE "C" PRIMARY KEY, record json NOT NULL);
+    CREATE TABLE compactions (
+        session_id text COLLATE "C" PRIMARY KEY,
+        first_kept_seq bigint NOT NULL,
+        record json NOT NULL
+    );
+    CREATE TABLE costs (key text COLLATE "C" PRIMARY KEY, totals json NOT NULL);
+    CREATE TABLE guardian (run_id text COLLATE "C" PRIMARY KEY, watch json NOT NULL);
+    CREATE TABLE memories (
+        id text COLLATE "C" PRIMARY KEY,
+        record json NOT NULL,
+        has_vector boolean NOT NULL,
+        terms tsvector NOT NULL,
+        term_counts json NOT NULL,
+        length bigint NOT NULL
+    );
+    CREATE INDEX memories_terms ON memories USING gin (terms);
+    CREATE TABLE memory_totals (
+        one boolean PRIMARY KEY DEFAULT true CHECK (one),
+        memories bigint NOT NULL,
+        terms bigint NOT NULL
+    );
+    INSERT INTO memory_totals VALUES (true, 0, 0);
+    -- The collection's size for BM25, kept with every change of a memory.
+    CREATE FUNCTION memory_totals_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP IN ('UPDATE', 'DELETE') THEN
+            UPDATE memory_totals SET memories = memories - 1, terms = terms - OLD.length;
+        END IF;
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN
+            UPDATE memory_totals SET memories = memories + 1, terms = terms + NEW.length;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER memory_totals_follow AFTER INSERT OR UPDATE OR DELETE ON memories
+        FOR EACH ROW EXECUTE FUNCTION memory_totals_follow();
+    CREATE TABLE verdicts (
+        run_id text COLLATE "C" NOT NULL,
+        n bigint NOT NULL,
+        record json NOT NULL,
+        PRIMARY KEY (run_id, n)
+    );
+    CREATE TABLE plans (session_id text COLLATE "C" PRIMARY KEY, record json NOT NULL);
+    CREATE TABLE audit (
+        id bigserial PRIMARY KEY,
+        session_id text COLLATE "C" NOT NULL,
+        record json NOT NULL
+    );
+    CREATE INDEX audit_by_session ON audit (session_id, id);
+    CREATE TABLE approvals (request_id text COLLATE "C" PRIMARY KEY, record json NOT NULL);
+    CREATE TABLE always_allowed (
+        session_id text COLLATE "C" NOT NULL,
+        what text NOT NULL,
+        PRIMARY KEY (session_id, what)
+    );
+    "#,
+];
+
+/// The schema version this binary writes.
+pub(super) const LATEST: i32 = MIGRATIONS.len() as i32;
+
+/// Brings the database up to [`LATEST`] in one transaction: all the missing migrations or
+/// none. Many daemons starting together migrate once (an advisory lock makes them take turns).
+pub(super) async fn migrate(pool: &Pg) -> Result<(), StoreError> {
+    let doing = || "migrating the database's schema".to_string();
+    let mut client = pool.get().await.pg(doing)?;
+    let txn = client.transaction().await.pg(doing)?;
+    // Any constant key: it only has to be the same in every Ryvos.
+    txn.execute("SELECT pg_advisory_xact_lock(7395041923)", &[])
+        .await
+        .pg(doing)?;
+    txn.batch_execute(
+        "CREATE TABLE IF NOT EXISTS ryvos_schema (
+            version integer NOT NULL,
+            applied_at timestamptz NOT NULL DEFAULT now()
+        )",
+    )
+    .await
+    .pg(doing)?;
+    let row = txn
+        .query_one("SELECT coalesce(max(version), 0) FROM ryvos_schema", &[])
+        .await
+        .pg(doing)?;
+    let current: i32 = row.get(0);
+    if current > LATEST {
+        return Err(StoreError::from_cause(
+            doing(),
+            format!(
+                "the database is at schema version {current}, newer than this Ryvos knows \
+                 ({LATEST}): a newer Ryvos wrote it; upgrade this one"
+            ),
+        ));
+    }
+    for (at, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let version = at as i32 + 1;
+        txn.batch_execute(sql)
+            .await
+            .pg(|| format!("applying schema migration {version}"))?;
+        txn.execute(
+            "INSERT INTO ryvos_schema (version) VALUES ($1)",
+            &[&version],
+        )
+        .await
+        .pg(doing)?;
+    }
+    txn.commit().await.pg(doing)
+}
+
+#[cfg(test)]
+/// The database's schema version (0 before the first migration).
+pub(super) async fn version(pool: &Pg) -> Result<i32, StoreError> {
+    let doing = || "reading the database's schema version".to_string();
+    let client = pool.get().await.pg(doing)?;
+    let row = client
+        .query_one("SELECT coalesce(max(version), 0) FROM ryvos_schema", &[])
+        .await
+        .pg(doing)?;
+    Ok(row.get(0))
+}

@@ -1,0 +1,223 @@
+//! The PostgreSQL store against a real server (skipped, saying so, where none is installed).
+
+use super::*;
+use crate::message::Message;
+use crate::store::{Compaction, RedbStore, StoredMessage, Write};
+use ryvos_testkit::postgres;
+
+fn message(seq: u64, tokens: u32, text: String) -> Write {
+    Write::Message(StoredMessage {
+        seq,
+        tokens,
+        message: Arc::new(Message::user(text)),
+    })
+}
+
+fn run(id: &str, session: &SessionId) -> RunRecord {
+    RunRecord {
+        run_id: RunId::new(id),
+        session_id: session.clone(),
+        prompt: "p".into(),
+        status: None,
+        reason: None,
+        output: String::new(),
+        turns: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_microcents: 0,
+        started_at_ms: 1,
+        ended_at_ms: None,
+        goal: None,
+    }
+}
+
+/// A store on a new database of the test server.
+async fn store() -> Option<PostgresStore> {
+    let url = postgres::shared()?.database().unwrap();
+    Some(PostgresStore::open(&url, 4, true).await.unwrap())
+}
+
+#[tokio::test]
+async fn batches_round_trip_in_order_and_sessions_stay_apart() {
+    let Some(store) = store().await else { return };
+    let a = SessionId::new("s_a");
+    let b = SessionId::new("s_b");
+    let mut batch_a = WriteBatch::of(
+        a.clone(),
+        (0..3).map(|seq| message(seq, 5, format!("a{seq}"))),
+    );
+    batch_a.push(Write::Run(run("r_2", &a)));
+    batch_a.push(Write::Run(run("r_1", &a)));
+    let batch_b = WriteBatch::of(b.clone(), [message(0, 1, "b0".into())]);
+    store.write(&[batch_a, batch_b]).await.unwrap();
+
+    let ha = store.load_session(&a).await.unwrap();
+    assert_eq!(ha.messages.len(), 3);
+    assert_eq!((ha.messages[2].seq, ha.messages[2].tokens), (2, 5));
+    assert_eq!(*ha.messages[1].message, Message::user("a1"));
+    let unfinished: Vec<&str> = ha
+        .unfinished_runs
+        .iter()
+        .map(|r| r.run_id.as_str())
+        .collect();
+    assert_eq!(unfinished, ["r_1", "r_2"], "runs in id order");
+    assert_eq!(ha.next_seq, 3);
+    let hb = store.load_session(&b).await.unwrap();
+    assert_eq!(hb.messages.len(), 1);
+    assert!(hb.unfinished_runs.is_empty());
+    let none = store.load_session(&SessionId::new("s_none")).await.unwrap();
+    assert!(none.messages.is_empty() && none.next_seq == 0);
+    let next = store
+        .next_seqs(&[a.clone(), SessionId::new("s_none")])
+        .await
+        .unwrap();
+    assert_eq!(next[&a], 3);
+    assert_eq!(next[&SessionId::new("s_none")], 0);
+}
+
+#[tokio::test]
+async fn the_window_is_read_from_the_last_compaction_on() {
+    let Some(store) = store().await else { return };
+    let id = SessionId::new("s_w");
+    let mut batch = WriteBatch::of(
+        id.clone(),
+        (0..10).map(|seq| message(seq, 1, format!("m{seq}"))),
+    );
+    batch.push(Write::Compaction(Compaction {
+        first_kept_seq: 7,
+        summary: None,
+    }));
+    store.write(&[batch]).await.unwrap();
+    let window = store.load_session_window(&id).await.unwrap();
+    let seqs: Vec<u64> = window.messages.iter().map(|m| m.seq).collect();
+    assert_eq!(seqs, [7, 8, 9]);
+    assert_eq!(window.next_seq, 10);
+    let whole = store.load_session(&id).await.unwrap();
+    assert_eq!((whole.messages.len(), whole.next_seq), (10, 10));
+}
+
+#[tokio::test]
+async fn memories_rank_as_in_the_embedded_store() {
+    let Some(store) = store().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let redb = RedbStore::open(&dir.path().join("t.redb"), false).unwrap();
+    let entry = |id: &str, content: &str, tags: &[&str]| MemoryEntry {
+        id: id.into(),
+        content: content.into(),
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        session_id: SessionId::new("s"),
+        created_at_ms: 0,
+        embedding: None,
+    };
+    let first = WriteBatch::of(
+        SessionId::new("s"),
+        [
+            Write::Memory(entry("m1", "the deploy key is in vault 7", &["ops"])),
+            Write::Memory(entry("m2", "deploy on fridays never", &[])),
+            Write::Memory(entry(
+                "m3",
+                "gamma rays and o'brien's back\\slash",
+                &["deploy"],
+            )),
+        ],
+    );
+    // m2 rewritten: its old words leave the index and the totals.
+    let second = WriteBatch::of(
+        SessionId::new("s"),
+        [Write::Memory(entry("m2", "deploy deploy on mondays", &[]))],
+    );
+    for backend in [&store as &dyn Storage, &redb] {
+        backend.write(std::slice::from_ref(&first)).await.unwrap();
+        backend.write(std::slice::from_ref(&second)).await.unwrap();
+    }
+    for query in [
+        "deploy key",
+        "fridays",
+        "mondays vault",
+        "o'brien",
+        "ops",
+        "the",
+    ] {
+        let mut pg: Vec<(String, f64)> = store
+            .keyword_scores(query)
+            .await
+            .unwrap()
+            .into_iter()
+            .collect();
+        let mut embedded: Vec<(String, f64)> = redb
+            .keyword_scores(query)
+            .await
+            .unwrap()
+            .into_iter()
+            .collect();
+        pg.sort_by(|a, b| a.0.cmp(&b.0));
+        embedded.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(pg.len(), embedded.len(), "{query}: {pg:?} vs {embedded:?}");
+        for ((a, x), (b, y)) in pg.iter().zip(&embedded) {
+            assert_eq!(a, b, "{query}");
+            assert!((x - y).abs() < 1e-9, "{query}: {a} {x} vs {y}");
+        }
+    }
+    assert!(store.keyword_scores("fridays").await.unwrap().is_empty());
+    assert_eq!(
+        store.memory("m2").await.unwrap().unwrap().content,
+        "deploy deploy on mondays"
+    );
+}
+
+#[tokio::test]
+async fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
+    let Some(server) = postgres::shared() else {
+        return;
+    };
+    let url = server.database().unwrap();
+    // Daemons starting together: each migrates or finds it done.
+    let opened =
+        futures_util::future::join_all((0..4).map(|_| PostgresStore::open(&url, 2, true))).await;
+    for store in &opened {
+        assert!(store.is_ok(), "{:?}", store.as_ref().err());
+    }
+    let store = opened.into_iter().next().unwrap().unwrap();
+    assert_eq!(store.schema_version().await.unwrap(), schema::LATEST);
+    let client = store.pool.get().await.unwrap();
+    client
+        .execute(
+            "INSERT INTO ryvos_schema (version) VALUES ($1)",
+            &[&(schema::LATEST + 1)],
+        )
+        .await
+        .unwrap();
+    let refused = PostgresStore::open(&url, 2, true)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(refused.contains("newer than this Ryvos knows"), "{refused}");
+    assert!(refused.contains("upgrade"), "{refused}");
+}
+
+#[tokio::test]
+async fn a_bad_url_and_an_unreachable_server_are_errors_that_say_so() {
+    let bad = PostgresStore::open("postgres://x@:what", 1, true)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(bad.contains("[store] url"), "{bad}");
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("postgres://ryvos@127.0.0.1:{port}/none?connect_timeout=2");
+    let down = PostgresStore::open(&url, 1, true)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        down.contains("Connection refused") || down.contains("connecting"),
+        "{down}"
+    );
+}

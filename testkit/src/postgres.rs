@@ -1,0 +1,304 @@
+//! A real PostgreSQL server for tests and benchmarks: `initdb` and `pg_ctl` from the system's
+//! `postgresql` package, in a temporary directory, listening on a free 127.0.0.1 port, stopped
+//! when dropped. PostgreSQL refuses to run as root, so as root it runs as the `postgres` user.
+//!
+//! Each test takes a database of its own ([`PostgresServer::database`]) on one server per test
+//! binary ([`shared`]), which is stopped when the process exits.
+
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+
+/// The user the server runs as when the tests run as root.
+const SERVER_USER: &str = "postgres";
+/// The user the tests connect as (trusted: the server listens only on loopback).
+const CLIENT_USER: &str = "ryvos";
+
+/// A running server.
+pub struct PostgresServer {
+    bin: PathBuf,
+    /// Holds the data directory; removed after the server stops.
+    dir: tempfile::TempDir,
+    port: u16,
+    as_root: bool,
+}
+
+/// Why no server could be started.
+#[derive(Debug)]
+pub enum Unavailable {
+    /// The server's package is not installed: tests that need it are skipped, saying so.
+    NotInstalled(String),
+    /// It is installed and did not start: tests that need it fail.
+    Failed(String),
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotInstalled(why) | Self::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+/// The server binaries' directory: `$RYVOS_TEST_PG_BIN`, else the newest
+/// `/usr/lib/postgresql/*/bin` (Debian), else wherever `initdb` is on the PATH.
+fn bin_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("RYVOS_TEST_PG_BIN") {
+        return Some(PathBuf::from(dir));
+    }
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let version = e.file_name().to_str()?.parse().ok()?;
+            let bin = e.path().join("bin");
+            bin.join("initdb").exists().then_some((version, bin))
+        })
+        .collect();
+    versions.sort();
+    if let Some((_, bin)) = versions.pop() {
+        return Some(bin);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).find(|dir| dir.join("initdb").exists())
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+impl PostgresServer {
+    /// Creates a cluster in a new temporary directory and starts it.
+    pub fn start() -> Result<Self, Unavailable> {
+        let bin = bin_dir().ok_or_else(|| {
+            Unavailable::NotInstalled(
+                "PostgreSQL's server is not installed (no initdb): install the `postgresql` \
+                 package, or point RYVOS_TEST_PG_BIN at its bin directory"
+                    .into(),
+            )
+        })?;
+        let as_root = unsafe { libc::geteuid() } == 0;
+        let dir = tempfile::Builder::new()
+            .prefix("ryvos-pg-")
+            .tempdir()
+            .map_err(|e| Unavailable::Failed(format!("creating its directory: {e}")))?;
+        let port =
+            free_port().map_err(|e| Unavailable::Failed(format!("finding a free port: {e}")))?;
+        let server = Self {
+            bin,
+            dir,
+            port,
+            as_root,
+        };
+        server.prepare_directory()?;
+        server.run(
+            "initdb",
+            &[
+                "-D",
+                &server.data().to_string_lossy(),
+                "-U",
+                CLIENT_USER,
+                "--auth=trust",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "--locale=C",
+            ],
+        )?;
+        server.up()?;
+        Ok(server)
+    }
+
+    /// Gives the directory to the server's user when running as root.
+    fn prepare_directory(&self) -> Result<(), Unavailable> {
+        if !self.as_root {
+            return Ok(());
+        }
+        let user = user_ids(SERVER_USER).ok_or_else(|| {
+            Unavailable::Failed(format!(
+                "running as root, and there is no `{SERVER_USER}` user to run PostgreSQL as \
+                 (the `postgresql` package creates it)"
+            ))
+        })?;
+        std::os::unix::fs::chown(self.dir.path(), Some(user.0), Some(user.1)).map_err(|e| {
+            Unavailable::Failed(format!("giving its directory to {SERVER_USER}: {e}"))
+        })?;
+        std::fs::set_permissions(self.dir.path(), std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| Unavailable::Failed(format!("{e}")))?;
+        Ok(())
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// Runs a server program (as the server's user when root), failing with its output.
+    fn run(&self, program: &str, args: &[&str]) -> Result<Output, Unavailable> {
+        let exe = self.bin.join(program);
+        let mut command = if self.as_root {
+            let mut c = Command::new("runuser");
+            c.args(["-u", SERVER_USER, "--"]).arg(&exe);
+            c
+        } else {
+            Command::new(&exe)
+        };
+        let output = command
+            .args(args)
+            .current_dir(self.dir.path())
+            .output()
+            .map_err(|e| Unavailable::Failed(format!("running {}: {e}", exe.display())))?;
+        if !output.status.success() {
+            return Err(Unavailable::Failed(format!(
+                "{program} failed: {}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            )));
+        }
+        Ok(output)
+    }
+
+    /// Starts the server and waits until it accepts connections.
+    pub fn up(&self) -> Result<(), Unavailable> {
+        let options = format!(
+            "-c listen_addresses=127.0.0.1 -p {} -k {} -c max_connections=400 \
+             -c shared_buffers=64MB -c fsync=off -c full_page_writes=off",
+            self.port,
+            self.dir.path().display()
+        );
+        let log = self.dir.path().join("server.log");
+        self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data().to_string_lossy(),
+                "-l",
+                &log.to_string_lossy(),
+                "-o",
+                &options,
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ],
+        )
+        .map(drop)
+    }
+
+    /// Stops the server at once (as a crash would, without a checkpoint).
+    pub fn down(&self) -> Result<(), Unavailable> {
+        self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data().to_string_lossy(),
+                "-m",
+                "immediate",
+                "-w",
+                "-t",
+                "60",
+                "stop",
+            ],
+        )
+        .map(drop)
+    }
+
+    /// The port it listens on, on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// A new, empty database, and its connection string.
+    pub fn database(&self) -> Result<String, Unavailable> {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "ryvos_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        self.run(
+            "createdb",
+            &[
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                CLIENT_USER,
+                &name,
+            ],
+        )?;
+        Ok(self.url(&name))
+    }
+
+    /// The connection string of database `name`.
+    pub fn url(&self, name: &str) -> String {
+        format!(
+            "postgres://{CLIENT_USER}@127.0.0.1:{}/{name}?connect_timeout=10",
+            self.port
+        )
+    }
+
+    /// The server's log, for a failing test's message.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    fn directory(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for PostgresServer {
+    fn drop(&mut self) {
+        if self.data().join("postmaster.pid").exists() {
+            let _ = self.down();
+        }
+        let _ = std::fs::remove_dir_all(self.directory());
+    }
+}
+
+/// The uid and gid of `user`.
+fn user_ids(user: &str) -> Option<(u32, u32)> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.first() == Some(&user) && fields.len() > 3)
+            .then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))
+            .flatten()
+    })
+}
+
+static SHARED: OnceLock<Result<PostgresServer, Unavailable>> = OnceLock::new();
+
+extern "C" fn stop_shared() {
+    if let Some(Ok(server)) = SHARED.get() {
+        let _ = server.down();
+        let _ = std::fs::remove_dir_all(server.directory());
+    }
+}
+
+/// The test binary's one server, started on first use and stopped when the process exits.
+/// `None` when PostgreSQL is not installed (the caller skips, and this says so on stderr);
+/// panics when it is installed and cannot start.
+pub fn shared() -> Option<&'static PostgresServer> {
+    let server = SHARED.get_or_init(|| {
+        let started = PostgresServer::start();
+        if started.is_ok() {
+            // Statics are never dropped: the server is stopped at exit instead.
+            unsafe { libc::atexit(stop_shared) };
+        }
+        started
+    });
+    match server {
+        Ok(server) => Some(server),
+        Err(Unavailable::NotInstalled(why)) => {
+            eprintln!("skipped: needs a PostgreSQL server: {why}");
+            None
+        }
+        Err(Unavailable::Failed(why)) => panic!("the test PostgreSQL server: {why}"),
+    }
+}
