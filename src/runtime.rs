@@ -42,6 +42,8 @@ pub enum RuntimeError {
     BadRequest(String),
     #[error("recording the model traffic: {0}")]
     Recording(ryvos_engine::ProviderError),
+    #[error("this home's daemon id ($RYVOS_HOME/node): {0}")]
+    Node(std::io::Error),
 }
 
 /// A running Ryvos runtime: the actor system, its store and its tools.
@@ -98,6 +100,7 @@ impl RuntimeBuilder {
         };
         let config = EngineConfig {
             database: self.config.database_path(),
+            node: node_id(&self.config.home).map_err(RuntimeError::Node)?,
             store: self.config.store,
             home: self.config.home.clone(),
             model: self.config.model,
@@ -120,6 +123,22 @@ impl RuntimeBuilder {
             crate::run_log::spawn(logs, engine.subscribe()).map_err(RuntimeError::RunLog)?;
         Ok(Runtime { engine, run_log })
     }
+}
+
+/// This home's name among daemons sharing a store, made once and kept in `$RYVOS_HOME/node`:
+/// one process at a time runs on a home, so a daemon back from a crash is the same daemon.
+fn node_id(home: &Path) -> std::io::Result<String> {
+    let path = home.join("node");
+    match std::fs::read_to_string(&path) {
+        Ok(id) if !id.trim().is_empty() => return Ok(id.trim().to_owned()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    std::fs::create_dir_all(home)?;
+    let id = format!("d_{}", ulid::Ulid::new().to_string().to_lowercase());
+    std::fs::write(&path, format!("{id}\n"))?;
+    Ok(id)
 }
 
 /// `provider` (or the one `[model]` describes) with its traffic recorded to `path`.

@@ -49,6 +49,9 @@ pub struct EngineConfig {
     pub database: PathBuf,
     /// Which backend keeps the records.
     pub store: crate::config::StoreConfig,
+    /// This process's name among the daemons sharing a PostgreSQL store: the same across
+    /// restarts on one home, so that a daemon back from a crash takes its sessions at once.
+    pub node: String,
     /// `$RYVOS_HOME`: the last place context files are looked for, and the daily logs.
     pub home: PathBuf,
     pub model: ModelConfig,
@@ -100,7 +103,9 @@ async fn open_store(config: &EngineConfig) -> Result<Store, EngineError> {
         StoreBackend::Postgres => {
             let url = crate::config::expand_env(&config.store.url, "store.url")
                 .map_err(|e| EngineError::Store(StoreError::from_cause("opening the store", e)))?;
-            Ok(Store::connect(&url, config.store.pool_size, durable).await?)
+            let lease = Duration::from_secs(config.store.lease_secs.max(1));
+            let pool = config.store.pool_size;
+            Ok(Store::connect(&url, pool, durable, lease, &config.node).await?)
         }
     }
 }

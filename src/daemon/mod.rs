@@ -83,7 +83,14 @@ pub async fn serve(
         started: Instant::now(),
         shutdown: CancellationToken::new(),
     });
-    tracing::info!(socket = %socket.display(), pid = std::process::id(), "ryvosd is ready");
+    let store = shared.runtime.engine.store();
+    tracing::info!(
+        socket = %socket.display(),
+        pid = std::process::id(),
+        store = store.backend(),
+        daemon = store.node().unwrap_or("-"),
+        "ryvosd is ready"
+    );
     ready(&socket);
 
     let mut connections = tokio::task::JoinSet::new();

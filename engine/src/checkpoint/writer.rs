@@ -116,6 +116,16 @@ fn commit_group(runtime: &tokio::runtime::Handle, store: &Store, group: Vec<Job>
     // what follows it must not be stored past the gap.
     let mut refused: std::collections::HashMap<usize, StoreError> =
         runtime.block_on(holes(store, &group)).into_iter().collect();
+    // A batch of a session another daemon took over is refused alone.
+    for (at, job) in group.iter().enumerate() {
+        if let Some(why) = job
+            .batch
+            .as_ref()
+            .and_then(|b| store.taken_over(&b.session_id))
+        {
+            refused.entry(at).or_insert(why);
+        }
+    }
     let mut group: Vec<Job> = group
         .into_iter()
         .enumerate()

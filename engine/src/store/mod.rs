@@ -58,6 +58,16 @@ pub struct SessionHistory {
     pub unfinished_runs: Vec<RunRecord>,
 }
 
+/// A daemon's hold on a session: while it lasts, no other daemon writes to the session.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Lease {
+    /// Grows with every taking: the fence every write of the session is checked against.
+    pub generation: u64,
+    /// Another daemon may have written to the session since this one last held it: what
+    /// this daemon remembers of it is stale.
+    pub changed_hands: bool,
+}
+
 /// The storage interface: what the engine keeps and reads back, whatever keeps it.
 #[async_trait]
 pub trait Storage: Send + Sync + 'static {
@@ -71,6 +81,29 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Stores every batch in one transaction: all of them, or none.
     async fn write(&self, batches: &[WriteBatch]) -> Result<(), StoreError>;
+
+    /// This daemon's name among the daemons sharing the store; `None` when it is the store's
+    /// only user.
+    fn node(&self) -> Option<&str> {
+        None
+    }
+
+    /// Takes session `id` for this daemon, refused while another daemon holds it. A store with
+    /// one user grants every lease.
+    async fn lease(&self, _id: &SessionId) -> Result<Lease, StoreError> {
+        Ok(Lease::default())
+    }
+
+    /// Gives session `id` up: another daemon may take it at once.
+    async fn release(&self, _id: &SessionId) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Why session `id` may no longer be written by this daemon (another took it over), if
+    /// so: its batches are refused alone, failing no other session's in the same commit.
+    fn taken_over(&self, _id: &SessionId) -> Option<StoreError> {
+        None
+    }
 
     /// For each of `ids`, the highest seq a new message may take without leaving a hole: one
     /// past the last one stored, or the start of the context window if a compaction moved it
@@ -152,10 +185,17 @@ impl Store {
     }
 
     /// Connects to the PostgreSQL database at `url` with up to `pool_size` connections, and
-    /// brings its schema up to date. With `durable`, every commit is on the server's disk when
-    /// it returns.
-    pub async fn connect(url: &str, pool_size: usize, durable: bool) -> Result<Self, StoreError> {
-        PostgresStore::open(url, pool_size, durable)
+    /// brings its schema up to date; this daemon, `node`, holds leases for `lease_ttl` unless it
+    /// renews them. With
+    /// `durable`, every commit is on the server's disk when it returns.
+    pub async fn connect(
+        url: &str,
+        pool_size: usize,
+        durable: bool,
+        lease_ttl: std::time::Duration,
+        node: &str,
+    ) -> Result<Self, StoreError> {
+        PostgresStore::open(url, pool_size, durable, lease_ttl, node)
             .await
             .map(Self::new)
     }

@@ -130,7 +130,24 @@ impl SessionState {
         }
         self.forget_run(&run.id);
         report_end(&run.events, &ending, &run);
+        self.release_lease();
         self.schedule_hibernation(myself);
+    }
+}
+
+impl SessionState {
+    /// Gives the session up once its run's end is stored, so that any daemon may run it next.
+    fn release_lease(&self) {
+        if self.services.store.node().is_none() {
+            return;
+        }
+        let store = self.services.store.clone();
+        let id = self.id.clone();
+        tokio::spawn(async move {
+            if let Err(e) = store.release(&id).await {
+                tracing::warn!(session = %id, "{e}; the lease lapses on its own");
+            }
+        });
     }
 }
 

@@ -45,7 +45,13 @@ impl SessionState {
         spec: RunSpec,
     ) {
         self.idle_epoch += 1;
-        if self.needs_reload {
+        // Where daemons share the store, the run holds the session: nobody else writes to it
+        // meanwhile, and what this actor remembers is stale if somebody did since.
+        let leased = self.services.store.lease(&self.id).await;
+        if leased.as_ref().is_ok_and(|lease| lease.changed_hands) {
+            self.needs_reload = true;
+        }
+        if self.needs_reload && leased.is_ok() {
             // The session's own store: the run cannot begin before its history is back.
             self.reload(myself).await;
         }
@@ -69,11 +75,17 @@ impl SessionState {
         run.step = next_step();
         run.on_message = spec.on_message;
         events.emit(EventKind::RunStarted);
-        if let Some(error) = self.load_error.clone() {
+        let unready = match (&leased, &self.load_error) {
+            (Err(e), _) => Some(format!("the session could not be taken for this run: {e}")),
+            (Ok(_), Some(error)) => Some(format!("the session could not be loaded: {error}")),
+            (Ok(_), None) => None,
+        };
+        if let Some(reason) = unready {
+            // Nothing is written: the session is not this run's to write.
             run.phase = Phase::Finishing(Ending {
                 status: RunStatus::Failed,
                 output: String::new(),
-                reason: Some(format!("the session could not be loaded: {error}")),
+                reason: Some(reason),
             });
             self.run = Some(run);
             return self.complete(myself);

@@ -6,11 +6,12 @@
 //! database at build time. Every wait is bounded: connecting, waiting for a pooled
 //! connection, and each statement.
 
+mod leases;
 mod reads;
 mod schema;
 mod write;
 
-use super::{SessionHistory, Storage, StoreError, WriteBatch};
+use super::{Lease, SessionHistory, Storage, StoreError, WriteBatch};
 use crate::ids::{RunId, SessionId};
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
@@ -38,24 +39,42 @@ pub(crate) struct PostgresStore {
     durable: bool,
     /// Why the last write failed to reach the server, until one succeeds.
     fault: Arc<Mutex<Option<String>>>,
+    /// This daemon's name among those sharing the database.
+    node: Arc<str>,
+    /// How long a lease lasts unless renewed.
+    lease_ttl: Duration,
+    /// The sessions this daemon leased.
+    leases: Arc<leases::Leases>,
 }
 
 impl PostgresStore {
     /// Connects to the database at `url` with up to `pool_size` connections and brings its
-    /// schema up to date. With `durable`, every commit is on the server's disk when it
-    /// returns.
+    /// schema up to date; this daemon, `node`, holds leases for `lease_ttl` unless it renews
+    /// them. With `durable`, every commit
+    /// is on the server's disk when it returns.
     pub(crate) async fn open(
         url: &str,
         pool_size: usize,
         durable: bool,
+        lease_ttl: Duration,
+        node: &str,
     ) -> Result<PostgresStore, StoreError> {
         let pool = pool(url, pool_size)?;
         let store = PostgresStore {
             pool,
             durable,
             fault: Arc::default(),
+            node: node.into(),
+            lease_ttl,
+            leases: Arc::default(),
         };
         schema::migrate(&store.pool).await?;
+        let keeper = leases::Keeper {
+            pool: store.pool.clone(),
+            node: store.node.clone(),
+            ttl: lease_ttl,
+        };
+        keeper.spawn(Arc::downgrade(&store.leases));
         Ok(store)
     }
 
@@ -142,6 +161,22 @@ impl Storage for PostgresStore {
 
     fn fault(&self) -> Option<String> {
         self.fault.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn node(&self) -> Option<&str> {
+        Some(&self.node)
+    }
+
+    async fn lease(&self, id: &SessionId) -> Result<Lease, StoreError> {
+        self.take_lease(id).await
+    }
+
+    async fn release(&self, id: &SessionId) -> Result<(), StoreError> {
+        self.let_go(id).await
+    }
+
+    fn taken_over(&self, id: &SessionId) -> Option<StoreError> {
+        self.leases.is_lost(id).then(|| leases::taken_over(id))
     }
 
     async fn write(&self, batches: &[WriteBatch]) -> Result<(), StoreError> {

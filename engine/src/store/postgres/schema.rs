@@ -89,6 +89,23 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (session_id, what)
     );
     "#,
+    // 2: many daemons: who is alive, and who runs which session.
+    r#"
+    CREATE TABLE daemons (
+        id text COLLATE "C" PRIMARY KEY,
+        host text NOT NULL,
+        pid bigint NOT NULL,
+        started_at timestamptz NOT NULL,
+        seen_at timestamptz NOT NULL
+    );
+    CREATE TABLE leases (
+        session_id text COLLATE "C" PRIMARY KEY,
+        owner text COLLATE "C" NOT NULL,
+        generation bigint NOT NULL,
+        expires_at timestamptz NOT NULL
+    );
+    CREATE INDEX leases_by_owner ON leases (owner);
+    "#,
 ];
 
 /// The schema version this binary writes.

@@ -5,6 +5,13 @@ use crate::message::Message;
 use crate::store::{Compaction, RedbStore, StoredMessage, Write};
 use ryvos_testkit::postgres;
 
+const TTL: Duration = Duration::from_secs(30);
+
+/// A new daemon's name.
+fn node() -> String {
+    format!("d_{}", ulid::Ulid::new().to_string().to_lowercase())
+}
+
 fn message(seq: u64, tokens: u32, text: String) -> Write {
     Write::Message(StoredMessage {
         seq,
@@ -34,7 +41,11 @@ fn run(id: &str, session: &SessionId) -> RunRecord {
 /// A store on a new database of the test server.
 async fn store() -> Option<PostgresStore> {
     let url = postgres::shared()?.database().unwrap();
-    Some(PostgresStore::open(&url, 4, true).await.unwrap())
+    Some(
+        PostgresStore::open(&url, 4, true, TTL, &node())
+            .await
+            .unwrap(),
+    )
 }
 
 #[tokio::test]
@@ -172,8 +183,10 @@ async fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
     };
     let url = server.database().unwrap();
     // Daemons starting together: each migrates or finds it done.
-    let opened =
-        futures_util::future::join_all((0..4).map(|_| PostgresStore::open(&url, 2, true))).await;
+    let opened = futures_util::future::join_all(
+        (0..4).map(|_| async { PostgresStore::open(&url, 2, true, TTL, &node()).await }),
+    )
+    .await;
     for store in &opened {
         assert!(store.is_ok(), "{:?}", store.as_ref().err());
     }
@@ -187,7 +200,7 @@ async fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
         )
         .await
         .unwrap();
-    let refused = PostgresStore::open(&url, 2, true)
+    let refused = PostgresStore::open(&url, 2, true, TTL, &node())
         .await
         .err()
         .unwrap()
@@ -198,7 +211,7 @@ async fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
 
 #[tokio::test]
 async fn a_bad_url_and_an_unreachable_server_are_errors_that_say_so() {
-    let bad = PostgresStore::open("postgres://x@:what", 1, true)
+    let bad = PostgresStore::open("postgres://x@:what", 1, true, TTL, &node())
         .await
         .err()
         .unwrap()
@@ -211,7 +224,7 @@ async fn a_bad_url_and_an_unreachable_server_are_errors_that_say_so() {
         .unwrap()
         .port();
     let url = format!("postgres://ryvos@127.0.0.1:{port}/none?connect_timeout=2");
-    let down = PostgresStore::open(&url, 1, true)
+    let down = PostgresStore::open(&url, 1, true, TTL, &node())
         .await
         .err()
         .unwrap()
@@ -220,4 +233,141 @@ async fn a_bad_url_and_an_unreachable_server_are_errors_that_say_so() {
         down.contains("Connection refused") || down.contains("connecting"),
         "{down}"
     );
+}
+
+/// Two daemons' stores on one new database.
+async fn two_daemons() -> Option<(PostgresStore, PostgresStore)> {
+    let url = postgres::shared()?.database().unwrap();
+    let a = PostgresStore::open(&url, 2, true, TTL, &node())
+        .await
+        .unwrap();
+    let b = PostgresStore::open(&url, 2, true, TTL, &node())
+        .await
+        .unwrap();
+    Some((a, b))
+}
+
+/// Lets every lease on `id` lapse, as if its holder had stopped renewing it long ago.
+async fn lapse(store: &PostgresStore, id: &SessionId) {
+    let client = store.pool.get().await.unwrap();
+    client
+        .execute(
+            "UPDATE leases SET expires_at = now() - interval '1 second' WHERE session_id = $1",
+            &[&id.as_str()],
+        )
+        .await
+        .unwrap();
+}
+
+fn keeper(store: &PostgresStore) -> leases::Keeper {
+    leases::Keeper {
+        pool: store.pool.clone(),
+        node: store.node.clone(),
+        ttl: TTL,
+    }
+}
+
+#[tokio::test]
+async fn a_session_is_run_by_one_daemon_at_a_time_and_a_released_one_moves() {
+    let Some((a, b)) = two_daemons().await else {
+        return;
+    };
+    let s = SessionId::new("s_lease");
+    let first = a.lease(&s).await.unwrap();
+    assert!(
+        first.changed_hands,
+        "a session never held before is not known"
+    );
+    let refused = b.lease(&s).await.unwrap_err().to_string();
+    assert!(refused.contains(a.node().unwrap()), "{refused}");
+    assert!(refused.contains("lease ends in"), "{refused}");
+    a.write(&[WriteBatch::of(s.clone(), [message(0, 1, "a0".into())])])
+        .await
+        .unwrap();
+    // The same daemon again: nobody wrote meanwhile.
+    let again = a.lease(&s).await.unwrap();
+    assert!(
+        !again.changed_hands && again.generation > first.generation,
+        "{first:?} {again:?}"
+    );
+
+    a.release(&s).await.unwrap();
+    let taken = b.lease(&s).await.unwrap();
+    assert!(taken.changed_hands, "b must load what a wrote");
+    b.write(&[WriteBatch::of(s.clone(), [message(1, 1, "b1".into())])])
+        .await
+        .unwrap();
+    let back = a.lease(&s).await;
+    assert!(back.is_err(), "b holds it now");
+    assert_eq!(b.load_session(&s).await.unwrap().next_seq, 2);
+}
+
+#[tokio::test]
+async fn a_daemon_whose_lease_was_taken_over_can_never_write_to_the_session_again() {
+    let Some((a, b)) = two_daemons().await else {
+        return;
+    };
+    let s = SessionId::new("s_fenced");
+    let other = SessionId::new("s_other");
+    a.lease(&s).await.unwrap();
+    a.lease(&other).await.unwrap();
+    a.write(&[WriteBatch::of(s.clone(), [message(0, 1, "a0".into())])])
+        .await
+        .unwrap();
+    // A lapses (a pause, a partition) without knowing it, and b takes the session over.
+    lapse(&a, &s).await;
+    b.lease(&s).await.unwrap();
+    b.write(&[WriteBatch::of(s.clone(), [message(1, 1, "b1".into())])])
+        .await
+        .unwrap();
+
+    // a's next write is fenced in its own transaction: nothing of it is stored.
+    let stale = [
+        WriteBatch::of(s.clone(), [message(1, 1, "a1".into())]),
+        WriteBatch::of(other.clone(), [message(0, 1, "o0".into())]),
+    ];
+    let refused = a.write(&stale).await.unwrap_err().to_string();
+    assert!(
+        refused.contains("another daemon took the session over"),
+        "{refused}"
+    );
+    let history = b.load_session(&s).await.unwrap();
+    let texts: Vec<String> = history
+        .messages
+        .iter()
+        .map(|m| format!("{:?}", m.message))
+        .collect();
+    assert!(texts[1].contains("b1"), "{texts:?}");
+    // From now on a refuses that session's batches alone, before they reach the database.
+    assert!(a.taken_over(&s).is_some());
+    assert!(a.taken_over(&other).is_none());
+    a.write(&stale[1..]).await.unwrap();
+}
+
+#[tokio::test]
+async fn renewal_keeps_a_lapsed_lease_nobody_took_and_finds_one_that_was_taken() {
+    let Some((a, b)) = two_daemons().await else {
+        return;
+    };
+    let kept = SessionId::new("s_kept");
+    let taken = SessionId::new("s_taken");
+    a.lease(&kept).await.unwrap();
+    a.lease(&taken).await.unwrap();
+    lapse(&a, &kept).await;
+    lapse(&a, &taken).await;
+    b.lease(&taken).await.unwrap();
+    keeper(&a).renew(&a.leases).await.unwrap();
+    assert!(b.lease(&kept).await.is_err(), "renewed: still a's");
+    assert!(a.taken_over(&kept).is_none());
+    assert!(a.taken_over(&taken).is_some(), "the renewal found it taken");
+    let client = a.pool.get().await.unwrap();
+    let alive: i64 = client
+        .query_one(
+            "SELECT count(*) FROM daemons WHERE id = $1",
+            &[&a.node().unwrap()],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(alive, 1, "the renewal says the daemon is alive");
 }

@@ -1,12 +1,20 @@
 //! One group commit: every batch's writes in one transaction, its statements pipelined (sent
 //! together, answered together: one round trip for the lot, not one per write).
 
+use super::leases::taken_over;
 use super::{PgContext, PostgresStore};
+use crate::ids::SessionId;
 use crate::store::terms::indexed_terms;
 use crate::store::{StoreError, Write, WriteBatch};
 use ryvos_protocol::records::MemoryEntry;
 use std::collections::{BTreeMap, HashMap};
 use tokio_postgres::types::{Json, ToSql};
+
+/// The fenced sessions whose lease still carries this daemon's generation, locked.
+const FENCE: &str = "SELECT l.session_id FROM leases l \
+    JOIN unnest($1::text[], $2::bigint[]) AS mine(session_id, generation) \
+    ON l.session_id = mine.session_id AND l.generation = mine.generation \
+    WHERE l.owner = $3 FOR SHARE OF l";
 
 const MESSAGE: &str = "INSERT INTO messages (session_id, seq, tokens, message) \
     VALUES ($1, $2, $3, $4) ON CONFLICT (session_id, seq) \
@@ -62,6 +70,7 @@ impl PostgresStore {
                 .await
                 .pg(doing)?;
         }
+        let fences = self.leases.fences(batches);
         let mut statements = HashMap::new();
         for op in &ops {
             if !statements.contains_key(op.sql) {
@@ -69,14 +78,32 @@ impl PostgresStore {
                 statements.insert(op.sql, statement);
             }
         }
+        // The leases first, locked until the commit: no other daemon takes one meanwhile.
+        let (ids, generations): (Vec<&str>, Vec<i64>) =
+            fences.iter().map(|(id, g)| (id.as_str(), *g)).unzip();
+        let check = async {
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            txn.query(FENCE, &[&ids, &generations, &&*self.node]).await
+        };
         // Sent in order, so that the server applies them in the order they were written.
         let pipelined = ops.iter().map(|op| {
             let params = op.params.iter().map(|p| &**p as &(dyn ToSql + Sync));
             txn.execute_raw(&statements[op.sql], params)
         });
-        futures_util::future::try_join_all(pipelined)
-            .await
-            .pg(doing)?;
+        let (still_held, _) =
+            futures_util::future::try_join(check, futures_util::future::try_join_all(pipelined))
+                .await
+                .pg(doing)?;
+        if still_held.len() < ids.len() {
+            // Dropped without a commit: the transaction rolls back.
+            let held: Vec<String> = still_held.iter().map(|r| r.get(0)).collect();
+            let lost = ids.iter().find(|id| !held.iter().any(|h| h == *id));
+            let lost = SessionId::new(lost.copied().unwrap_or_default());
+            self.leases.mark_lost(&lost);
+            return Err(taken_over(&lost));
+        }
         txn.commit().await.pg(doing)
     }
 }

@@ -1,0 +1,259 @@
+//! Session leases: which daemon runs a session, and the fence that keeps every other one out.
+//!
+//! A lease is a row `(session, owner, generation, expires_at)`. Taking it bumps the generation;
+//! the owner renews it while it holds it; every write of a held session checks, in the write's
+//! own transaction, that the row still carries this daemon's generation. A daemon that lost
+//! its lease (paused, partitioned, presumed dead and taken over) can therefore never write
+//! into a session another daemon took: its generation is gone. Rows are never deleted, so
+//! generations only grow: a release lets the lease expire now.
+
+use super::{PgContext, PostgresStore};
+use crate::ids::SessionId;
+use crate::store::{Lease, StoreError, WriteBatch};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+/// What this daemon knows of a session it leased.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Held {
+    generation: i64,
+    /// Released (or found lost) at this moment: writes are still fenced by its generation,
+    /// and it is forgotten a while later.
+    let_go: Option<Instant>,
+    /// Another daemon took it: nothing more is written.
+    lost: bool,
+}
+
+/// How long a let-go lease is remembered for fencing stragglers.
+const REMEMBERED: Duration = Duration::from_secs(600);
+
+/// The sessions this daemon leased, by id.
+#[derive(Default)]
+pub(super) struct Leases {
+    held: Mutex<HashMap<SessionId, Held>>,
+}
+
+impl Leases {
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Held>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The sessions of `batches` this daemon writes under a lease, with their generations.
+    pub(super) fn fences(&self, batches: &[WriteBatch]) -> Vec<(String, i64)> {
+        let held = self.held();
+        let mut fences: Vec<(String, i64)> = batches
+            .iter()
+            .filter_map(|b| {
+                let h = held.get(&b.session_id)?;
+                Some((b.session_id.as_str().to_owned(), h.generation))
+            })
+            .collect();
+        fences.sort();
+        fences.dedup();
+        fences
+    }
+
+    /// Marks `id` as taken over by another daemon.
+    pub(super) fn mark_lost(&self, id: &SessionId) {
+        if let Some(h) = self.held().get_mut(id) {
+            h.lost = true;
+            h.let_go.get_or_insert_with(Instant::now);
+        }
+    }
+
+    /// Whether another daemon took `id` over from this one.
+    pub(super) fn is_lost(&self, id: &SessionId) -> bool {
+        self.held().get(id).is_some_and(|h| h.lost)
+    }
+}
+
+/// The error of a write into a session another daemon took over.
+pub(super) fn taken_over(session: &SessionId) -> StoreError {
+    StoreError::from_cause(
+        format!("storing session {session}'s turn"),
+        "another daemon took the session over (this daemon's lease on it lapsed); nothing more \
+         is written to it from here",
+    )
+}
+
+const TAKE: &str = "INSERT INTO leases (session_id, owner, generation, expires_at) \
+    VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond') \
+    ON CONFLICT (session_id) DO UPDATE SET owner = EXCLUDED.owner, \
+        generation = leases.generation + 1, expires_at = EXCLUDED.expires_at \
+    WHERE leases.expires_at < now() OR leases.owner = EXCLUDED.owner \
+    RETURNING generation";
+
+const HOLDER: &str = "SELECT owner, greatest(0, extract(epoch FROM expires_at - now()))::float8 \
+    FROM leases WHERE session_id = $1";
+
+const RENEW: &str = "UPDATE leases SET expires_at = now() + $2 * interval '1 millisecond' \
+    FROM unnest($3::text[], $4::bigint[]) AS mine(session_id, generation) \
+    WHERE leases.session_id = mine.session_id AND leases.generation = mine.generation \
+        AND leases.owner = $1 \
+    RETURNING leases.session_id";
+
+const HEARTBEAT: &str = "INSERT INTO daemons (id, host, pid, started_at, seen_at) \
+    VALUES ($1, $2, $3, now(), now()) ON CONFLICT (id) DO UPDATE SET seen_at = now()";
+
+impl PostgresStore {
+    /// Takes session `id` for this daemon, refused while another daemon's lease on it lives.
+    pub(super) async fn take_lease(&self, id: &SessionId) -> Result<Lease, StoreError> {
+        let doing = || format!("taking the lease on session {id}");
+        let client = self.pool.get().await.pg(doing)?;
+        let ttl = self.lease_ttl.as_millis() as f64;
+        let taken = client
+            .query_opt(TAKE, &[&id.as_str(), &&*self.node, &ttl])
+            .await
+            .pg(doing)?;
+        let Some(row) = taken else {
+            let holder = client.query_opt(HOLDER, &[&id.as_str()]).await.pg(doing)?;
+            let (owner, secs) = holder
+                .map(|r| (r.get::<_, String>(0), r.get::<_, f64>(1)))
+                .unwrap_or_default();
+            return Err(StoreError::from_cause(
+                doing(),
+                format!(
+                    "daemon {owner} is running it (its lease ends in {secs:.0}s unless renewed); \
+                     wait for that run, or follow it"
+                ),
+            ));
+        };
+        let generation: i64 = row.get(0);
+        let mut held = self.leases.held();
+        // Every taking adds one: nobody else wrote since this daemon last held the session
+        // only if it held the generation just before this one.
+        let continuous = held
+            .get(id)
+            .is_some_and(|h| h.generation + 1 == generation && !h.lost);
+        held.insert(
+            id.clone(),
+            Held {
+                generation,
+                let_go: None,
+                lost: false,
+            },
+        );
+        Ok(Lease {
+            generation: generation as u64,
+            changed_hands: !continuous,
+        })
+    }
+
+    /// Lets the lease on `id` expire now; its generation still fences late writes.
+    pub(super) async fn let_go(&self, id: &SessionId) -> Result<(), StoreError> {
+        let doing = || format!("releasing the lease on session {id}");
+        let generation = {
+            let mut held = self.leases.held();
+            let Some(h) = held.get_mut(id) else {
+                return Ok(());
+            };
+            h.let_go = Some(Instant::now());
+            h.generation
+        };
+        let client = self.pool.get().await.pg(doing)?;
+        client
+            .execute(
+                "UPDATE leases SET expires_at = now() \
+                 WHERE session_id = $1 AND owner = $2 AND generation = $3",
+                &[&id.as_str(), &&*self.node, &generation],
+            )
+            .await
+            .pg(doing)?;
+        Ok(())
+    }
+}
+
+/// What renews a daemon's leases: the pool, who it is, and what it holds.
+pub(super) struct Keeper {
+    pub pool: super::Pg,
+    pub node: Arc<str>,
+    pub ttl: Duration,
+}
+
+impl Keeper {
+    /// Renews every lease held, says the daemon is alive, and marks the leases another daemon
+    /// took as lost; forgets leases let go long ago.
+    pub(super) async fn renew(&self, leases: &Leases) -> Result<(), StoreError> {
+        let doing = || "renewing this daemon's leases".to_string();
+        let node: &str = &self.node;
+        let (ids, generations): (Vec<String>, Vec<i64>) = {
+            let mut held = leases.held();
+            held.retain(|_, h| h.let_go.is_none_or(|at| at.elapsed() < REMEMBERED));
+            held.iter()
+                .filter(|(_, h)| h.let_go.is_none() && !h.lost)
+                .map(|(id, h)| (id.as_str().to_owned(), h.generation))
+                .unzip()
+        };
+        let client = self.pool.get().await.pg(doing)?;
+        let host = hostname();
+        let pid = std::process::id() as i64;
+        client
+            .execute(HEARTBEAT, &[&node, &host, &pid])
+            .await
+            .pg(doing)?;
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let ttl = self.ttl.as_millis() as f64;
+        let rows = client
+            .query(RENEW, &[&node, &ttl, &ids, &generations])
+            .await
+            .pg(doing)?;
+        let renewed: std::collections::HashSet<String> = rows.iter().map(|r| r.get(0)).collect();
+        let mut held = leases.held();
+        for id in ids.iter().filter(|id| !renewed.contains(*id)) {
+            if let Some(h) = held.get_mut(&SessionId::new(id.as_str())) {
+                if h.let_go.is_none() {
+                    tracing::error!(session = %id, "another daemon took over this session");
+                    h.lost = true;
+                    h.let_go = Some(Instant::now());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Renews `leases` three times per lease, until the store holding them is dropped.
+    pub(super) fn spawn(self, leases: Weak<Leases>) {
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(self.ttl / 3);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut failing = false;
+            loop {
+                ticks.tick().await;
+                let Some(leases) = leases.upgrade() else {
+                    return;
+                };
+                let renewed = self.renew(&leases).await;
+                drop(leases);
+                failing = report(renewed, failing);
+            }
+        });
+    }
+}
+
+/// Logs a renewal's failure once, and its recovery; whether it is failing now.
+fn report(renewed: Result<(), StoreError>, failing: bool) -> bool {
+    match renewed {
+        Ok(()) => {
+            if failing {
+                tracing::info!("leases renewed again");
+            }
+            false
+        }
+        Err(e) => {
+            if !failing {
+                tracing::error!("{e}; retrying");
+            }
+            true
+        }
+    }
+}
+
+/// This machine's name, for `ryvos status` across the cluster.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_default()
+}
