@@ -61,6 +61,13 @@ string_id!(
     "r_"
 );
 string_id!(
+    /// A run submitted to the run queue, whichever daemon runs it (and runs it again after a
+    /// takeover).
+    QueuedRunId,
+    "q_"
+);
+
+string_id!(
     /// A tool call's id, as given by the model; pairs a call with its result.
     CallId,
     "call_"

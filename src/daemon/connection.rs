@@ -1,12 +1,14 @@
 //! One client connection: read request lines, answer each with events and a final line.
 
+use super::reply::send;
+use super::run_request::{internal, run_request};
 use super::Shared;
 use crate::protocol::{
     AnswerParams, AnswerResult, CancelResult, ErrorBody, ErrorCode, HistoryResult, InterruptResult,
     Method, Reply, Request, RunParams, ShutdownResult, StatusResult, Undecodable, MAX_FRAME_BYTES,
     PROTOCOL_VERSION,
 };
-use crate::runtime::{RunOutcome, RunRequest, RuntimeError};
+use crate::runtime::{RunOutcome, RuntimeError};
 use futures_util::StreamExt;
 use ryvos_engine::ApprovalError;
 use ryvos_engine::EngineError;
@@ -110,20 +112,6 @@ async fn close_with(
     }
 }
 
-/// How long one line may take to reach a client; a client that stops reading is dropped
-/// (its runs go on) rather than holding a connection slot forever.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
-
-async fn send(write: &mut OwnedWriteHalf, reply: &Reply) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(reply).map_err(std::io::Error::other)?;
-    line.push(b'\n');
-    tokio::time::timeout(WRITE_TIMEOUT, write.write_all(&line))
-        .await
-        .map_err(|_| {
-            std::io::Error::new(std::io::ErrorKind::TimedOut, "the client stopped reading")
-        })?
-}
-
 async fn answer(
     request: Request,
     write: &mut OwnedWriteHalf,
@@ -133,7 +121,7 @@ async fn answer(
     let reply = match request.method() {
         Err(error) => Err(error),
         Ok(Method::Run(params)) => return run(id, *params, write, shared).await,
-        Ok(Method::Status(_)) => Ok(Reply::result(id, &status(shared))),
+        Ok(Method::Status(_)) => Ok(Reply::result(id, &status(shared).await)),
         Ok(Method::Sessions(_)) => {
             let store = shared.runtime.engine.store();
             store
@@ -178,15 +166,38 @@ async fn answer(
             shared.shutdown.cancel();
             Ok(Reply::result(id, &ShutdownResult { stopping: true }))
         }
+        Ok(Method::Submit(params)) => super::queued::submit(*params, shared)
+            .await
+            .map(|run| Reply::result(id, &run)),
+        Ok(Method::Runs(params)) => super::queued::runs(params, shared)
+            .await
+            .map(|runs| Reply::result(id, &runs)),
+        Ok(Method::Wait(params)) => super::queued::wait(params, shared)
+            .await
+            .map(|outcome| Reply::result(id, &outcome)),
+        Ok(Method::Follow(params)) => super::queued::follow(id, params, shared, write)
+            .await
+            .map(|outcome| Reply::result(id, &outcome)),
     };
     let reply = reply.unwrap_or_else(|error| Reply::Error { id, error });
     send(write, &reply).await
 }
 
-fn status(shared: &Shared) -> StatusResult {
+async fn status(shared: &Shared) -> StatusResult {
     let sandbox = shared.runtime.engine.sandbox();
     let store = shared.runtime.engine.store();
+    let queue_depth = match store.queue_depth().await {
+        Ok(depth) => depth,
+        Err(e) => {
+            tracing::warn!("{e}");
+            None
+        }
+    };
     StatusResult {
+        daemon_id: store.node().map(str::to_owned),
+        leases: store.node().map(|_| store.leases_held()),
+        queue_depth,
+        queued_runs_here: store.node().map(|_| shared.local.count()),
         pid: std::process::id(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         protocol: PROTOCOL_VERSION,
@@ -254,11 +265,6 @@ fn no_run_in_flight() -> ErrorBody {
     ErrorBody::new(ErrorCode::NotFound, "that session has no run in flight")
 }
 
-/// The answer to a request the store failed.
-fn internal(e: ryvos_engine::StoreError) -> ErrorBody {
-    ErrorBody::new(ErrorCode::Internal, e.to_string())
-}
-
 /// Starts the run `params` asks for and streams its events to the client, then its outcome.
 async fn run(
     id: u64,
@@ -274,54 +280,6 @@ async fn run(
         Ok(handle) => stream(id, handle, write).await,
         Err(error) => send(write, &Reply::Error { id, error }).await,
     }
-}
-
-/// The run `params` asks for; a session to resume must exist.
-async fn run_request(params: RunParams, shared: &Shared) -> Result<RunRequest, ErrorBody> {
-    let bad = |message: String| ErrorBody::new(ErrorCode::BadRequest, message);
-    if !std::path::Path::new(&params.workspace).is_absolute() {
-        // Relative to what? The daemon's directory is not the client's.
-        return Err(bad(format!(
-            "workspace '{}' is relative: give an absolute directory",
-            params.workspace
-        )));
-    }
-    if params.session.is_some() && params.resume.is_some() {
-        return Err(bad(
-            "give session (use or create it) or resume (continue it, it must exist), not both"
-                .into(),
-        ));
-    }
-    let mut request = RunRequest::new(params.prompt).workspace(params.workspace);
-    if let Some(cwd) = params.cwd {
-        request = request.caller_dir(cwd);
-    }
-    if let Some(goal) = params.goal {
-        request = request.goal(goal);
-    }
-    if params.director {
-        request = request.director();
-    }
-    if let Some(resume) = params.resume {
-        let session = SessionId::new(resume);
-        let known = shared
-            .runtime
-            .engine
-            .store()
-            .session_record(&session)
-            .await
-            .map_err(internal)?;
-        if known.is_none() {
-            return Err(ErrorBody::new(
-                ErrorCode::NotFound,
-                format!("there is no session {session} to resume; `ryvos sessions` lists them"),
-            ));
-        }
-        request = request.session(session);
-    } else if let Some(session) = params.session {
-        request = request.session(SessionId::new(session));
-    }
-    Ok(request)
 }
 
 /// Sends the run's events as they come, then its outcome. A client that leaves does not stop

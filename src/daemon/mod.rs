@@ -9,6 +9,10 @@
 mod connection;
 mod lock;
 mod peer;
+mod queue;
+mod queued;
+mod reply;
+mod run_request;
 
 use crate::config::Config;
 use crate::runtime::{Runtime, RuntimeError};
@@ -43,6 +47,8 @@ pub(crate) struct Shared {
     pub started: Instant,
     /// Cancelled to stop the daemon.
     pub shutdown: CancellationToken,
+    /// The queued runs this daemon runs.
+    pub local: queue::LocalRuns,
 }
 
 /// Runs the daemon until it is told to stop. `ready` is called once the socket answers.
@@ -82,6 +88,7 @@ pub async fn serve(
         socket: socket.clone(),
         started: Instant::now(),
         shutdown: CancellationToken::new(),
+        local: queue::LocalRuns::default(),
     });
     let store = shared.runtime.engine.store();
     tracing::info!(
@@ -92,6 +99,7 @@ pub async fn serve(
         "ryvosd is ready"
     );
     ready(&socket);
+    let worker = queue::spawn(shared.clone());
 
     let mut connections = tokio::task::JoinSet::new();
     let accepted = accept_until_stopped(&listener, &shared, &mut connections).await;
@@ -100,7 +108,26 @@ pub async fn serve(
     if let Err(e) = std::fs::remove_file(&socket) {
         tracing::warn!("removing the socket {}: {e}", socket.display());
     }
+    let stopped = stop(shared, worker, connections).await;
+    tracing::info!("ryvosd stopped");
+    accepted?;
+    stopped
+}
+
+/// Ends the runs in flight, returns their queued runs to the queue, lets the connections finish
+/// and closes the runtime, which writes out the run logs.
+async fn stop(
+    shared: Arc<Shared>,
+    worker: Option<tokio::task::JoinHandle<()>>,
+    mut connections: tokio::task::JoinSet<()>,
+) -> Result<(), DaemonError> {
     let stopped = shared.runtime.shutdown().await;
+    if let Some(worker) = worker {
+        // Its runs have paused with the runtime: they go back in the queue.
+        if let Err(e) = worker.await {
+            tracing::error!("the queue worker failed: {e}");
+        }
+    }
     // The runs have ended, so their connections finish; then the runtime can be closed, which
     // writes out the run logs.
     let finished = async { while connections.join_next().await.is_some() {} };
@@ -117,8 +144,6 @@ pub async fn serve(
             "the runtime was still shared at shutdown; run logs may miss their last lines"
         ),
     }
-    tracing::info!("ryvosd stopped");
-    accepted?;
     Ok(stopped?)
 }
 

@@ -57,6 +57,18 @@ impl Home {
         self
     }
 
+    /// The same home with its records in the PostgreSQL database at `url`, shared with other
+    /// homes: leases lapse after `lease_secs`.
+    pub fn sharing(self, url: &str, lease_secs: u64) -> Self {
+        let config = self.path().join("config.toml");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str(&format!(
+            "\n[store]\nbackend = \"postgres\"\nurl = \"{url}\"\npool_size = 8\nlease_secs = {lease_secs}\n"
+        ));
+        std::fs::write(config, text).unwrap();
+        self
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
@@ -96,8 +108,17 @@ impl Home {
         tokio::time::timeout(WAIT, ready)
             .await
             .expect("ryvosd became ready");
-        // Keep reading its log so that it never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        // Keep reading its log so that it never blocks on a full pipe (shown with
+        // RYVOS_TEST_DAEMON_LOG set, to see what a failing test's daemons did).
+        let shown = std::env::var_os("RYVOS_TEST_DAEMON_LOG").is_some();
+        let pid = child.id().unwrap_or_default();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if shown {
+                    eprintln!("ryvosd[{pid}]: {line}");
+                }
+            }
+        });
         child
     }
 

@@ -29,10 +29,11 @@ pub(crate) use records::{
     VerdictRecord,
 };
 
-use crate::ids::{RunId, SessionId};
+use crate::ids::{QueuedRunId, RunId, SessionId};
 use crate::message::Message;
 use async_trait::async_trait;
-use ryvos_protocol::records::{PendingApproval, PlanRecord, RunWatch};
+use ryvos_protocol::event::RunOutcome;
+use ryvos_protocol::records::{PendingApproval, PlanRecord, QueueState, QueuedRun, RunWatch};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -68,6 +69,26 @@ pub struct Lease {
     pub changed_hands: bool,
 }
 
+/// What another daemon changed in a store many daemons share.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// A run was submitted, or put back: there is work to claim.
+    Queued,
+    /// A queued run ended.
+    Finished(QueuedRunId),
+    /// Changes may have been missed (the store reconnected): look again.
+    Resync,
+}
+
+/// What a store without a run queue answers when asked for it.
+fn no_queue() -> StoreError {
+    StoreError::from_cause(
+        "using the run queue",
+        "the queue lives in a store that daemons share: set [store] backend = \"postgres\" \
+         (with the embedded store, use `ryvos run`)",
+    )
+}
+
 /// The storage interface: what the engine keeps and reads back, whatever keeps it.
 #[async_trait]
 pub trait Storage: Send + Sync + 'static {
@@ -94,9 +115,63 @@ pub trait Storage: Send + Sync + 'static {
         Ok(Lease::default())
     }
 
+    /// How many sessions this daemon holds leases on now.
+    fn leases_held(&self) -> usize {
+        0
+    }
+
     /// Gives session `id` up: another daemon may take it at once.
     async fn release(&self, _id: &SessionId) -> Result<(), StoreError> {
         Ok(())
+    }
+
+    /// Puts `run` in the run queue.
+    async fn submit_run(&self, _run: &QueuedRun) -> Result<(), StoreError> {
+        Err(no_queue())
+    }
+
+    /// Claims up to `limit` runs for this daemon (queued ones, and ones whose daemon died),
+    /// their sessions leased.
+    async fn claim_runs(&self, _limit: usize) -> Result<Vec<QueuedRun>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Puts run `id`, claimed by this daemon, back in the queue.
+    async fn unclaim_run(&self, _id: &QueuedRunId) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Records how run `id` ended, if this daemon still owns it; whether it did.
+    async fn finish_run(
+        &self,
+        _id: &QueuedRunId,
+        _outcome: &RunOutcome,
+    ) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+
+    /// The queue's runs (in `state`, when given), the most recently submitted first.
+    async fn queued_runs(
+        &self,
+        _state: Option<QueueState>,
+        _limit: u32,
+    ) -> Result<Vec<QueuedRun>, StoreError> {
+        Err(no_queue())
+    }
+
+    /// The queued run `id`, if there is one.
+    async fn queued_run(&self, _id: &QueuedRunId) -> Result<Option<QueuedRun>, StoreError> {
+        Err(no_queue())
+    }
+
+    /// How many runs wait in the queue; `None` without one.
+    async fn queue_depth(&self) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
+
+    /// What other daemons change, as they change it; `None` where there are none.
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
+        None
     }
 
     /// Why session `id` may no longer be written by this daemon (another took it over), if

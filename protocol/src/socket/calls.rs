@@ -5,7 +5,7 @@ use super::Call;
 use crate::event::RunOutcome;
 use crate::goal::Goal;
 use crate::message::Message;
-use crate::records::{AuditRecord, PendingApproval, RunRecord, SessionRecord};
+use crate::records::{AuditRecord, PendingApproval, QueuedRun, RunRecord, SessionRecord};
 use crate::report::CostReport;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -63,6 +63,25 @@ pub struct SessionParams {
     pub session: String,
 }
 
+/// The parameters of a method about one queued run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueuedRunParams {
+    pub run: String,
+}
+
+/// `runs`' parameters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunsParams {
+    /// Only the runs in this state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<crate::records::QueueState>,
+    /// At most this many, the most recently submitted first (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
 /// `approve`'s and `deny`'s parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -88,7 +107,7 @@ pub struct StatusResult {
     pub sandbox: String,
     /// False when commands cannot be confined: then every command is refused.
     pub sandbox_enforced: bool,
-    /// The store's backend (`redb`).
+    /// The store's backend (`redb` or `postgres`).
     pub store: String,
     /// The config file the daemon read; absent when it runs on the built-in defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -100,6 +119,18 @@ pub struct StatusResult {
     /// The configured MCP servers, by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp: Vec<crate::mcp::McpServerStatus>,
+    /// With a store daemons share: this daemon's id among them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_id: Option<String>,
+    /// With a store daemons share: the sessions this daemon holds leases on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leases: Option<usize>,
+    /// With a run queue: the runs waiting for a daemon, cluster-wide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_depth: Option<u64>,
+    /// With a run queue: the queued runs this daemon is running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_runs_here: Option<usize>,
 }
 
 /// A stored message, as `history` lists it.
@@ -194,4 +225,13 @@ calls! {
     Cancel = "cancel": SessionParams => CancelResult;
     /// Stops the daemon; runs in flight pause once their turns are durable.
     Shutdown = "shutdown": NoParams => ShutdownResult;
+    /// Puts a run in the queue, for whichever daemon has room; answers at once.
+    Submit = "submit": RunParams => QueuedRun;
+    /// The queued, running and finished runs of the whole cluster.
+    Runs = "runs": RunsParams => Vec<QueuedRun>;
+    /// Waits for a queued run's end; the result is how it ended.
+    Wait = "wait": QueuedRunParams => RunOutcome;
+    /// A queued run's progress as events (live where this daemon runs it, turn by turn from
+    /// the store otherwise); the result is how it ended.
+    Follow = "follow": QueuedRunParams => RunOutcome;
 }

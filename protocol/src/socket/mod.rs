@@ -143,6 +143,10 @@ impl Request {
             Interrupt::METHOD => Method::Interrupt(self.params::<Interrupt>()?),
             Cancel::METHOD => Method::Cancel(self.params::<Cancel>()?),
             Shutdown::METHOD => Method::Shutdown(self.params::<Shutdown>()?),
+            Submit::METHOD => Method::Submit(Box::new(self.params::<Submit>()?)),
+            Runs::METHOD => Method::Runs(self.params::<Runs>()?),
+            Wait::METHOD => Method::Wait(self.params::<Wait>()?),
+            Follow::METHOD => Method::Follow(self.params::<Follow>()?),
             other => {
                 return Err(ErrorBody::new(
                     ErrorCode::UnknownMethod,
@@ -169,6 +173,10 @@ pub const METHODS: &[&str] = &[
     Interrupt::METHOD,
     Cancel::METHOD,
     Shutdown::METHOD,
+    Submit::METHOD,
+    Runs::METHOD,
+    Wait::METHOD,
+    Follow::METHOD,
 ];
 
 /// A request's method with its parameters, as the daemon dispatches it.
@@ -188,6 +196,10 @@ pub enum Method {
     Interrupt(SessionParams),
     Cancel(SessionParams),
     Shutdown(NoParams),
+    Submit(Box<RunParams>),
+    Runs(RunsParams),
+    Wait(QueuedRunParams),
+    Follow(QueuedRunParams),
 }
 
 /// What a daemon line carries.

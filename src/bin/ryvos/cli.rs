@@ -85,10 +85,95 @@ impl RunArgs {
     }
 }
 
+/// `ryvos submit`'s flags: `run`'s, less those only a run hosted here can honour.
+#[derive(Args)]
+pub struct SubmitArgs {
+    /// Print the queued run as one JSON object.
+    #[arg(long, conflicts_with = "quiet")]
+    pub json: bool,
+    /// Print only the queued run's id.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// The directory the file tools work in, on the daemons' machines (default: the current
+    /// directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Use this session id (created if new).
+    #[arg(long, value_name = "ID", conflicts_with = "resume")]
+    pub session: Option<String>,
+    /// Continue an existing session.
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+    /// Make the run goal-driven (as `run --goal`).
+    #[arg(long, value_name = "TEXT")]
+    pub goal: Option<String>,
+    /// A success criterion of the goal, KIND:VALUE[@WEIGHT] (as `run --criterion`).
+    #[arg(long, value_name = "KIND:VALUE[@WEIGHT]")]
+    pub criterion: Vec<String>,
+    /// Run as a Director (as `run --director`).
+    #[arg(long)]
+    pub director: bool,
+    /// What to do; `-` (or nothing, when stdin is not a terminal) reads it from stdin.
+    pub prompt: Vec<String>,
+}
+
+impl SubmitArgs {
+    /// The same run, as `run`'s flags.
+    pub fn into_run(self) -> RunArgs {
+        RunArgs {
+            json: self.json,
+            quiet: self.quiet,
+            workspace: self.workspace,
+            session: self.session,
+            resume: self.resume,
+            continue_latest: false,
+            model: None,
+            max_turns: None,
+            record: None,
+            goal: self.goal,
+            criterion: self.criterion,
+            director: self.director,
+            prompt: self.prompt,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 pub enum Command {
     /// Run a prompt to its end; the answer streams to stdout, tool activity to stderr.
     Run(RunArgs),
+    /// Queue a run for whichever daemon has room (a store daemons share); prints its id at
+    /// once.
+    Submit(SubmitArgs),
+    /// List the runs of the queue, across every daemon: queued, running, finished.
+    Runs {
+        /// Only the runs in this state: queued, running or finished.
+        #[arg(long, value_parser = queue_state)]
+        state: Option<ryvos_protocol::records::QueueState>,
+        /// At most this many, the most recently submitted first.
+        #[arg(long, value_name = "N")]
+        limit: Option<u32>,
+        /// Print them as one JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Wait for a queued run's end and print its answer; exits as `run` would.
+    Wait {
+        /// The queued run's id (from `submit` or `runs`).
+        run: String,
+        /// Print the outcome as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Follow a queued run's progress (live on the daemon running it, turn by turn from the
+    /// store elsewhere) until it ends.
+    Follow {
+        /// The queued run's id.
+        run: String,
+        /// Print every event as one JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
     /// Is a daemon running? Exits 0 if one answers.
     Status {
         /// Print the answer as one JSON object.
@@ -193,4 +278,10 @@ pub enum McpCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// A queue state as `--state` takes it.
+fn queue_state(text: &str) -> Result<ryvos_protocol::records::QueueState, String> {
+    ryvos_protocol::records::QueueState::parse(text)
+        .ok_or_else(|| format!("'{text}' is not a state: use queued, running or finished"))
 }

@@ -13,6 +13,7 @@ mod manual;
 mod mcp_server;
 mod out;
 mod print;
+mod queue;
 mod reading;
 mod render;
 mod running;
@@ -82,6 +83,10 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
     };
     match command {
         Command::Run(args) => starting::run(args, given, config, socket).await,
+        Command::Submit(args) => queue::submit(args.into_run(), given, &socket).await,
+        Command::Runs { state, limit, json } => queue::runs(state, limit, json, &socket).await,
+        Command::Wait { run, json } => queue::wait(run, json, &socket).await,
+        Command::Follow { run, json } => queue::follow(run, json, &socket).await,
         Command::Status { json } => {
             simple::<Status>(&socket, &NoParams {}, shown(json, print::status)).await
         }

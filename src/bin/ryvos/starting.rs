@@ -85,16 +85,16 @@ pub async fn run(mut args: RunArgs, given: Given, config: Config, socket: PathBu
 }
 
 /// What the run is to do, as the flags and stdin say.
-struct Asked {
-    prompt: String,
+pub struct Asked {
+    pub prompt: String,
     /// `Some("")` for `--continue`: the workspace's latest session.
-    resume: Option<String>,
-    goal: Option<ryvos::Goal>,
-    workspace: PathBuf,
+    pub resume: Option<String>,
+    pub goal: Option<ryvos::Goal>,
+    pub workspace: PathBuf,
 }
 
 /// What `args` ask for (taking their prompt, goal and workspace), or why it is bad usage.
-fn asked(args: &mut RunArgs) -> Result<Asked, String> {
+pub fn asked(args: &mut RunArgs) -> Result<Asked, String> {
     let continuing = args.resume.is_some() || args.continue_latest;
     let prompt = prompt_of(&args.prompt, continuing)?;
     let resume = args

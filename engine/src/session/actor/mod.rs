@@ -183,13 +183,18 @@ impl Actor for SessionActor {
         })
     }
 
-    /// Loads the history off the supervisor's path: `spawn` has already returned.
+    /// Loads the history off the supervisor's path: `spawn` has already returned. Where
+    /// daemons share the store, a session not yet leased is not touched (a reload may write
+    /// its repairs): its first run loads it once it holds the lease. A session recovering from
+    /// its actor's failure holds it already.
     async fn post_start(
         &self,
         myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        state.reload(&myself).await;
+        if state.services.store.node().is_none() || state.recover.is_some() {
+            state.reload(&myself).await;
+        }
         state.schedule_hibernation(&myself);
         Ok(())
     }

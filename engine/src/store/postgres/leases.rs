@@ -23,6 +23,9 @@ pub(super) struct Held {
     let_go: Option<Instant>,
     /// Another daemon took it: nothing more is written.
     lost: bool,
+    /// Taken without the session being told (a claim from the queue): what the session
+    /// remembers may be stale until its next taking says so.
+    stale: bool,
 }
 
 /// How long a let-go lease is remembered for fencing stragglers.
@@ -52,6 +55,36 @@ impl Leases {
         fences.sort();
         fences.dedup();
         fences
+    }
+
+    /// Records that this daemon took `id` at `generation`; whether the session changed hands
+    /// since this daemon last held it (another daemon may have written to it meanwhile). With
+    /// `untold`, the session is not told now: the next taking tells it.
+    pub(super) fn record(&self, id: &SessionId, generation: i64, untold: bool) -> bool {
+        let mut held = self.held();
+        // Every taking adds one: nobody else wrote since this daemon last held the session
+        // only if it held the generation just before this one.
+        let continuous = held
+            .get(id)
+            .is_some_and(|h| h.generation + 1 == generation && !h.lost && !h.stale);
+        held.insert(
+            id.clone(),
+            Held {
+                generation,
+                let_go: None,
+                lost: false,
+                stale: untold && !continuous,
+            },
+        );
+        !continuous
+    }
+
+    /// How many leases this daemon holds and has not let go.
+    pub(super) fn live(&self) -> usize {
+        self.held()
+            .values()
+            .filter(|h| h.let_go.is_none() && !h.lost)
+            .count()
     }
 
     /// Marks `id` as taken over by another daemon.
@@ -87,10 +120,15 @@ const TAKE: &str = "INSERT INTO leases (session_id, owner, generation, expires_a
 const HOLDER: &str = "SELECT owner, greatest(0, extract(epoch FROM expires_at - now()))::float8 \
     FROM leases WHERE session_id = $1";
 
-const RENEW: &str = "UPDATE leases SET expires_at = now() + $2 * interval '1 millisecond' \
-    FROM unnest($3::text[], $4::bigint[]) AS mine(session_id, generation) \
-    WHERE leases.session_id = mine.session_id AND leases.generation = mine.generation \
-        AND leases.owner = $1 \
+/// Renews the leases of `$3`/`$4` held by `$1`, locking them in session order (as the writes'
+/// fences do), so that a renewal and a write never wait on each other in a circle.
+const RENEW: &str = "WITH mine AS ( \
+        SELECT l.session_id FROM leases l \
+        JOIN unnest($3::text[], $4::bigint[]) AS held(session_id, generation) \
+        ON l.session_id = held.session_id AND l.generation = held.generation \
+        WHERE l.owner = $1 ORDER BY l.session_id FOR UPDATE OF l) \
+    UPDATE leases SET expires_at = now() + $2 * interval '1 millisecond' \
+    FROM mine WHERE leases.session_id = mine.session_id \
     RETURNING leases.session_id";
 
 const HEARTBEAT: &str = "INSERT INTO daemons (id, host, pid, started_at, seen_at) \
@@ -101,12 +139,7 @@ impl PostgresStore {
     pub(super) async fn take_lease(&self, id: &SessionId) -> Result<Lease, StoreError> {
         let doing = || format!("taking the lease on session {id}");
         let client = self.pool.get().await.pg(doing)?;
-        let ttl = self.lease_ttl.as_millis() as f64;
-        let taken = client
-            .query_opt(TAKE, &[&id.as_str(), &&*self.node, &ttl])
-            .await
-            .pg(doing)?;
-        let Some(row) = taken else {
+        let Some(generation) = self.lease_in(&client, id).await? else {
             let holder = client.query_opt(HOLDER, &[&id.as_str()]).await.pg(doing)?;
             let (owner, secs) = holder
                 .map(|r| (r.get::<_, String>(0), r.get::<_, f64>(1)))
@@ -119,25 +152,26 @@ impl PostgresStore {
                 ),
             ));
         };
-        let generation: i64 = row.get(0);
-        let mut held = self.leases.held();
-        // Every taking adds one: nobody else wrote since this daemon last held the session
-        // only if it held the generation just before this one.
-        let continuous = held
-            .get(id)
-            .is_some_and(|h| h.generation + 1 == generation && !h.lost);
-        held.insert(
-            id.clone(),
-            Held {
-                generation,
-                let_go: None,
-                lost: false,
-            },
-        );
+        let changed_hands = self.leases.record(id, generation, false);
         Ok(Lease {
             generation: generation as u64,
-            changed_hands: !continuous,
+            changed_hands,
         })
+    }
+
+    /// Takes session `id` for this daemon in `client`'s transaction: its new generation, or
+    /// `None` while another daemon's lease on it lives.
+    pub(super) async fn lease_in(
+        &self,
+        client: &tokio_postgres::Client,
+        id: &SessionId,
+    ) -> Result<Option<i64>, StoreError> {
+        let ttl = self.lease_ttl.as_millis() as f64;
+        let taken = client
+            .query_opt(TAKE, &[&id.as_str(), &&*self.node, &ttl])
+            .await
+            .pg(|| format!("taking the lease on session {id}"))?;
+        Ok(taken.map(|row| row.get(0)))
     }
 
     /// Lets the lease on `id` expire now; its generation still fences late writes.
@@ -202,10 +236,15 @@ impl Keeper {
             .pg(doing)?;
         let renewed: std::collections::HashSet<String> = rows.iter().map(|r| r.get(0)).collect();
         let mut held = leases.held();
-        for id in ids.iter().filter(|id| !renewed.contains(*id)) {
+        let unrenewed = ids
+            .iter()
+            .zip(&generations)
+            .filter(|(id, _)| !renewed.contains(*id));
+        for (id, generation) in unrenewed {
             if let Some(h) = held.get_mut(&SessionId::new(id.as_str())) {
-                if h.let_go.is_none() {
-                    tracing::error!(session = %id, "another daemon took over this session");
+                // Taken again here meanwhile (a newer generation) is not lost.
+                if h.let_go.is_none() && h.generation == *generation {
+                    tracing::error!(session = %id, generation, "another daemon took over this session");
                     h.lost = true;
                     h.let_go = Some(Instant::now());
                 }

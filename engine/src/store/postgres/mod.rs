@@ -6,22 +6,28 @@
 //! database at build time. Every wait is bounded: connecting, waiting for a pooled
 //! connection, and each statement.
 
+mod changes;
 mod leases;
+mod queue;
 mod reads;
 mod schema;
 mod write;
 
-use super::{Lease, SessionHistory, Storage, StoreError, WriteBatch};
-use crate::ids::{RunId, SessionId};
+use super::{Change, Lease, SessionHistory, Storage, StoreError, WriteBatch};
+use crate::ids::{QueuedRunId, RunId, SessionId};
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use ryvos_protocol::event::RunOutcome;
 use ryvos_protocol::records::{
     AuditRecord, CostTotals, MemoryEntry, PendingApproval, PlanRecord, RunRecord, RunWatch,
     SessionRecord, TurnCheckpoint, VerdictRecord,
 };
+use ryvos_protocol::records::{QueueState, QueuedRun};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::broadcast;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// The pool of connections.
 pub(super) type Pg = Pool;
@@ -45,6 +51,10 @@ pub(crate) struct PostgresStore {
     lease_ttl: Duration,
     /// The sessions this daemon leased.
     leases: Arc<leases::Leases>,
+    /// What other daemons change, as the listener hears it.
+    changes: broadcast::Sender<Change>,
+    /// Stops the listener when the last handle on the store is dropped.
+    _listening: Arc<DropGuard>,
 }
 
 impl PostgresStore {
@@ -59,7 +69,9 @@ impl PostgresStore {
         lease_ttl: Duration,
         node: &str,
     ) -> Result<PostgresStore, StoreError> {
-        let pool = pool(url, pool_size)?;
+        let (config, pool) = pool(url, pool_size)?;
+        let stop = CancellationToken::new();
+        let changes = broadcast::channel(1024).0;
         let store = PostgresStore {
             pool,
             durable,
@@ -67,8 +79,11 @@ impl PostgresStore {
             node: node.into(),
             lease_ttl,
             leases: Arc::default(),
+            changes: changes.clone(),
+            _listening: Arc::new(stop.clone().drop_guard()),
         };
         schema::migrate(&store.pool).await?;
+        changes::spawn_listener(config, changes, stop);
         let keeper = leases::Keeper {
             pool: store.pool.clone(),
             node: store.node.clone(),
@@ -85,8 +100,9 @@ impl PostgresStore {
     }
 }
 
-/// The pool for `url`: connections made lazily, each with a connect and a statement timeout.
-fn pool(url: &str, size: usize) -> Result<Pg, StoreError> {
+/// The pool for `url` (and its connections' settings): connections made lazily, each with a
+/// connect and a statement timeout.
+fn pool(url: &str, size: usize) -> Result<(tokio_postgres::Config, Pg), StoreError> {
     let doing = || "opening the PostgreSQL store".to_string();
     let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
         StoreError::from_cause(
@@ -111,20 +127,21 @@ fn pool(url: &str, size: usize) -> Result<Pg, StoreError> {
     );
     config.options(options.trim());
     let manager = Manager::from_config(
-        config,
+        config.clone(),
         tokio_postgres::NoTls,
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
     );
-    Pool::builder(manager)
+    let pool = Pool::builder(manager)
         .max_size(size.max(1))
         .runtime(Runtime::Tokio1)
         .wait_timeout(Some(CONNECT_TIMEOUT))
         .create_timeout(Some(CONNECT_TIMEOUT))
         .recycle_timeout(Some(CONNECT_TIMEOUT))
         .build()
-        .map_err(|e| StoreError::from_cause(doing(), e))
+        .map_err(|e| StoreError::from_cause(doing(), e))?;
+    Ok((config, pool))
 }
 
 /// An error and its causes, in one line: tokio-postgres says "db error" and keeps the server's
@@ -171,8 +188,48 @@ impl Storage for PostgresStore {
         self.take_lease(id).await
     }
 
+    fn leases_held(&self) -> usize {
+        self.leases.live()
+    }
+
     async fn release(&self, id: &SessionId) -> Result<(), StoreError> {
         self.let_go(id).await
+    }
+
+    async fn submit_run(&self, run: &QueuedRun) -> Result<(), StoreError> {
+        self.enqueue(run).await
+    }
+
+    async fn claim_runs(&self, limit: usize) -> Result<Vec<QueuedRun>, StoreError> {
+        self.claim(limit).await
+    }
+
+    async fn unclaim_run(&self, id: &QueuedRunId) -> Result<(), StoreError> {
+        self.unclaim(id).await
+    }
+
+    async fn finish_run(&self, id: &QueuedRunId, outcome: &RunOutcome) -> Result<bool, StoreError> {
+        self.finish(id, outcome).await
+    }
+
+    async fn queued_runs(
+        &self,
+        state: Option<QueueState>,
+        limit: u32,
+    ) -> Result<Vec<QueuedRun>, StoreError> {
+        self.list_queue(state, limit).await
+    }
+
+    async fn queued_run(&self, id: &QueuedRunId) -> Result<Option<QueuedRun>, StoreError> {
+        self.find_queued(id).await
+    }
+
+    async fn queue_depth(&self) -> Result<Option<u64>, StoreError> {
+        self.depth().await.map(Some)
+    }
+
+    fn changes(&self) -> Option<broadcast::Receiver<Change>> {
+        Some(self.changes.subscribe())
     }
 
     fn taken_over(&self, id: &SessionId) -> Option<StoreError> {

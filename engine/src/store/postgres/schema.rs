@@ -106,6 +106,23 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX leases_by_owner ON leases (owner);
     "#,
+    // 3: the run queue.
+    r#"
+    CREATE TABLE run_queue (
+        id text COLLATE "C" PRIMARY KEY,
+        session_id text COLLATE "C" NOT NULL,
+        params json NOT NULL,
+        state text NOT NULL CHECK (state IN ('queued', 'running', 'finished')),
+        owner text COLLATE "C",
+        attempts integer NOT NULL,
+        submitted_at_ms bigint NOT NULL,
+        started_at_ms bigint,
+        ended_at_ms bigint,
+        outcome json
+    );
+    CREATE INDEX run_queue_waiting ON run_queue (submitted_at_ms, id) WHERE state <> 'finished';
+    CREATE INDEX run_queue_by_time ON run_queue (submitted_at_ms DESC, id DESC);
+    "#,
 ];
 
 /// The schema version this binary writes.

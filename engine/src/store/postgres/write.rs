@@ -10,11 +10,12 @@ use ryvos_protocol::records::MemoryEntry;
 use std::collections::{BTreeMap, HashMap};
 use tokio_postgres::types::{Json, ToSql};
 
-/// The fenced sessions whose lease still carries this daemon's generation, locked.
+/// The fenced sessions whose lease still carries this daemon's generation, locked in session
+/// order (as renewals lock them).
 const FENCE: &str = "SELECT l.session_id FROM leases l \
     JOIN unnest($1::text[], $2::bigint[]) AS mine(session_id, generation) \
     ON l.session_id = mine.session_id AND l.generation = mine.generation \
-    WHERE l.owner = $3 FOR SHARE OF l";
+    WHERE l.owner = $3 ORDER BY l.session_id FOR SHARE OF l";
 
 const MESSAGE: &str = "INSERT INTO messages (session_id, seq, tokens, message) \
     VALUES ($1, $2, $3, $4) ON CONFLICT (session_id, seq) \

@@ -1,0 +1,80 @@
+//! What other daemons change, as PostgreSQL tells it (LISTEN/NOTIFY): a run submitted, a run
+//! finished. One connection of its own listens (a pooled one cannot: notifications come to
+//! the connection that listens); it reconnects after a failure, and then says `Resync`, since
+//! what was notified meanwhile is lost.
+
+use crate::store::Change;
+use futures_util::StreamExt;
+use std::time::Duration;
+use tokio::sync::broadcast;
+use tokio_postgres::AsyncMessage;
+use tokio_util::sync::CancellationToken;
+
+/// How long the listener waits before connecting again.
+const RECONNECT: Duration = Duration::from_secs(1);
+
+/// Listens on the queue's channels until `stop`, sending what it hears to `changes`.
+pub(super) fn spawn_listener(
+    config: tokio_postgres::Config,
+    changes: broadcast::Sender<Change>,
+    stop: CancellationToken,
+) {
+    tokio::spawn(async move {
+        let mut failing = false;
+        while !stop.is_cancelled() {
+            let listened = tokio::select! {
+                listened = listen(&config, &changes) => listened,
+                () = stop.cancelled() => return,
+            };
+            if let Err(e) = listened {
+                if !failing {
+                    tracing::warn!("listening to the database for queue changes: {e}; retrying");
+                }
+                failing = true;
+            }
+            // Whatever was notified while not listening is lost: everyone looks again.
+            let _ = changes.send(Change::Resync);
+            tokio::select! {
+                () = tokio::time::sleep(RECONNECT) => {}
+                () = stop.cancelled() => return,
+            }
+        }
+    });
+}
+
+/// One connection's life: LISTEN, then every notification until the connection ends.
+async fn listen(
+    config: &tokio_postgres::Config,
+    changes: &broadcast::Sender<Change>,
+) -> Result<(), tokio_postgres::Error> {
+    let (client, mut connection) = config.connect(tokio_postgres::NoTls).await?;
+    let (messages_tx, mut messages) = tokio::sync::mpsc::unbounded_channel();
+    // The connection is driven by this task; its messages come out here.
+    let pump = tokio::spawn(async move {
+        let mut stream = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(message) = stream.next().await {
+            if messages_tx.send(message).is_err() {
+                break;
+            }
+        }
+    });
+    client
+        .batch_execute("LISTEN ryvos_queue; LISTEN ryvos_runs")
+        .await?;
+    let _ = changes.send(Change::Resync);
+    while let Some(message) = messages.recv().await {
+        match message? {
+            AsyncMessage::Notification(n) => {
+                let change = match n.channel() {
+                    "ryvos_queue" => Change::Queued,
+                    _ => Change::Finished(crate::ids::QueuedRunId::new(n.payload())),
+                };
+                let _ = changes.send(change);
+            }
+            AsyncMessage::Notice(_) => {}
+            _ => {}
+        }
+    }
+    pump.abort();
+    Ok(())
+}

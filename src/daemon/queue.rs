@@ -1,0 +1,237 @@
+//! The daemon's part of the run queue: it claims queued runs while it has room, runs them,
+//! and records how they ended. Woken by the store's notifications (a run submitted or put
+//! back anywhere in the cluster), and by a tick that also finds the runs of daemons that
+//! died: those are claimed again and resumed from their last durable turn.
+
+use super::Shared;
+use crate::runtime::{RunOutcome, RunRequest, RuntimeError};
+use ryvos_engine::Change;
+use ryvos_engine::{EngineError, StartRunError};
+use ryvos_protocol::event::RunStatus;
+use ryvos_protocol::ids::{QueuedRunId, SessionId};
+use ryvos_protocol::records::{QueuedRun, RunRecord};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::task::JoinSet;
+
+/// The queued runs this daemon is running, and their sessions: `follow` streams their events
+/// live.
+#[derive(Default)]
+pub(crate) struct LocalRuns(Mutex<HashMap<QueuedRunId, SessionId>>);
+
+impl LocalRuns {
+    /// The session of queued run `id`, if this daemon runs it.
+    pub(crate) fn session(&self, id: &QueuedRunId) -> Option<SessionId> {
+        self.lock().get(id).cloned()
+    }
+
+    /// How many queued runs this daemon runs.
+    pub(crate) fn count(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<QueuedRunId, SessionId>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Claims and runs queued runs until the daemon stops; `None` when the store keeps no queue.
+pub(super) fn spawn(shared: Arc<Shared>) -> Option<tokio::task::JoinHandle<()>> {
+    let changes = shared.runtime.engine.store().changes()?;
+    Some(tokio::spawn(work(shared, changes)))
+}
+
+/// How often the daemon looks for work without being told: runs of daemons that died are
+/// found this way.
+fn tick(shared: &Shared) -> Duration {
+    Duration::from_secs(shared.config.store.lease_secs.max(3)) / 3
+}
+
+async fn work(shared: Arc<Shared>, mut changes: tokio::sync::broadcast::Receiver<Change>) {
+    let limit = shared.config.daemon.max_in_flight_runs.max(1);
+    let mut running: JoinSet<()> = JoinSet::new();
+    let mut ticks = tokio::time::interval(tick(&shared));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            () = shared.shutdown.cancelled() => break,
+            _ = ticks.tick() => {}
+            change = changes.recv() => match change {
+                Ok(Change::Finished(_)) => continue,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            },
+            Some(_) = running.join_next(), if !running.is_empty() => {}
+        }
+        let free = limit.saturating_sub(running.len());
+        if free == 0 {
+            continue;
+        }
+        match shared.runtime.engine.store().claim_runs(free).await {
+            Ok(claimed) => {
+                if failing {
+                    tracing::info!("claiming queued runs works again");
+                    failing = false;
+                }
+                for run in claimed {
+                    running.spawn(drive(shared.clone(), run));
+                }
+            }
+            Err(e) => {
+                if !failing {
+                    tracing::error!("{e}; trying again");
+                }
+                failing = true;
+            }
+        }
+    }
+    // The runtime's shutdown pauses the runs; they put themselves back in the queue.
+    while running.join_next().await.is_some() {}
+}
+
+/// Runs one claimed run to its end and records how it ended.
+async fn drive(shared: Arc<Shared>, run: QueuedRun) {
+    let id = run.id.clone();
+    let request = match resumption(&shared, &run).await {
+        Ok(Resumption::Run(request)) => request,
+        Ok(Resumption::Ended(outcome)) => return finish(&shared, &id, &outcome).await,
+        Err(e) => {
+            tracing::error!(run = %id, "{e}; putting it back in the queue");
+            return unclaim(&shared, &id).await;
+        }
+    };
+    let handle = match shared.runtime.run(request).await {
+        Ok(handle) => handle,
+        Err(RuntimeError::Engine(EngineError::StartRun(
+            StartRunError::Busy { .. }
+            | StartRunError::SessionBusy(_)
+            | StartRunError::Recovering(_)
+            | StartRunError::ShuttingDown,
+        ))) => return unclaim(&shared, &id).await,
+        Err(e) => {
+            let outcome = refused(&run, e.to_string());
+            return finish(&shared, &id, &outcome).await;
+        }
+    };
+    tracing::info!(run = %id, session = %run.session_id, attempt = run.attempts, "queued run started");
+    shared
+        .local
+        .lock()
+        .insert(id.clone(), run.session_id.clone());
+    let outcome = handle.outcome().await;
+    shared.local.lock().remove(&id);
+    match outcome {
+        // Paused by this daemon's stop: whoever claims it next goes on with it.
+        Ok(o) if o.status == RunStatus::Interrupted && shared.shutdown.is_cancelled() => {
+            unclaim(&shared, &id).await
+        }
+        Ok(outcome) => finish(&shared, &id, &outcome).await,
+        Err(e) => finish(&shared, &id, &refused(&run, e.to_string())).await,
+    }
+}
+
+/// What a claimed run does: start, go on where an earlier attempt stopped, or nothing (an
+/// earlier attempt ended and its daemon died before saying so).
+enum Resumption {
+    Run(RunRequest),
+    Ended(RunOutcome),
+}
+
+/// How `run` goes on, from what its session holds of earlier attempts.
+async fn resumption(
+    shared: &Shared,
+    run: &QueuedRun,
+) -> Result<Resumption, ryvos_engine::StoreError> {
+    let params = &run.params;
+    let mut request = RunRequest::new(params.prompt.clone())
+        .workspace(params.workspace.clone())
+        .session(run.session_id.clone());
+    if let Some(cwd) = &params.cwd {
+        request = request.caller_dir(cwd.clone());
+    }
+    if let Some(goal) = &params.goal {
+        request = request.goal(goal.clone());
+    }
+    if params.director {
+        request = request.director();
+    }
+    let since = run.started_at_ms.unwrap_or(u64::MAX);
+    let earlier: Vec<RunRecord> = if run.attempts > 1 {
+        let runs = shared
+            .runtime
+            .engine
+            .store()
+            .session_runs(&run.session_id)
+            .await?;
+        runs.into_iter()
+            .filter(|r| r.started_at_ms >= since)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(match earlier.last() {
+        // Nothing of it was stored: it starts afresh.
+        None => Resumption::Run(request),
+        // Cut off (its daemon died) or paused: the session goes on from its last durable
+        // turn, without the prompt again (it is stored).
+        Some(last) if last.status.is_none() || last.status == Some(RunStatus::Interrupted) => {
+            request.prompt = String::new();
+            Resumption::Run(request)
+        }
+        Some(last) => Resumption::Ended(ended(last)),
+    })
+}
+
+/// The outcome a stored run record tells.
+fn ended(record: &RunRecord) -> RunOutcome {
+    RunOutcome {
+        session_id: record.session_id.clone(),
+        run_id: record.run_id.clone(),
+        status: record.status.unwrap_or(RunStatus::Failed),
+        output: record.output.clone(),
+        reason: record.reason.clone(),
+        turns: record.turns,
+        input_tokens: record.input_tokens,
+        output_tokens: record.output_tokens,
+        cost_cents: Some(record.cost_microcents as f64 / 1_000_000.0),
+        duration_ms: record
+            .ended_at_ms
+            .map_or(0, |end| end.saturating_sub(record.started_at_ms)),
+        truncated: false,
+    }
+}
+
+/// The outcome of a run that could not start.
+fn refused(run: &QueuedRun, why: String) -> RunOutcome {
+    RunOutcome {
+        session_id: run.session_id.clone(),
+        run_id: ryvos_protocol::ids::RunId::new(run.id.as_str()),
+        status: RunStatus::Failed,
+        output: String::new(),
+        reason: Some(why),
+        turns: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_cents: None,
+        duration_ms: 0,
+        truncated: false,
+    }
+}
+
+async fn finish(shared: &Shared, id: &QueuedRunId, outcome: &RunOutcome) {
+    match shared.runtime.engine.store().finish_run(id, outcome).await {
+        Ok(true) => tracing::info!(run = %id, status = %outcome.status, "queued run ended"),
+        Ok(false) => {
+            tracing::warn!(run = %id, "the run was taken over by another daemon; its end here is not recorded")
+        }
+        Err(e) => tracing::error!(run = %id, "{e}; another daemon will take the run over"),
+    }
+}
+
+async fn unclaim(shared: &Shared, id: &QueuedRunId) {
+    if let Err(e) = shared.runtime.engine.store().unclaim_run(id).await {
+        tracing::error!(run = %id, "{e}; another daemon will take the run over");
+    }
+}

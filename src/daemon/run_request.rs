@@ -1,0 +1,62 @@
+//! A socket `run` (or `submit`) request's parameters checked and turned into a run request.
+
+use super::Shared;
+use crate::protocol::{ErrorBody, ErrorCode, RunParams};
+use crate::runtime::RunRequest;
+use ryvos_protocol::ids::SessionId;
+
+/// The run `params` asks for; a session to resume must exist.
+pub(super) async fn run_request(
+    params: RunParams,
+    shared: &Shared,
+) -> Result<RunRequest, ErrorBody> {
+    let bad = |message: String| ErrorBody::new(ErrorCode::BadRequest, message);
+    if !std::path::Path::new(&params.workspace).is_absolute() {
+        // Relative to what? The daemon's directory is not the client's.
+        return Err(bad(format!(
+            "workspace '{}' is relative: give an absolute directory",
+            params.workspace
+        )));
+    }
+    if params.session.is_some() && params.resume.is_some() {
+        return Err(bad(
+            "give session (use or create it) or resume (continue it, it must exist), not both"
+                .into(),
+        ));
+    }
+    let mut request = RunRequest::new(params.prompt).workspace(params.workspace);
+    if let Some(cwd) = params.cwd {
+        request = request.caller_dir(cwd);
+    }
+    if let Some(goal) = params.goal {
+        request = request.goal(goal);
+    }
+    if params.director {
+        request = request.director();
+    }
+    if let Some(resume) = params.resume {
+        let session = SessionId::new(resume);
+        let known = shared
+            .runtime
+            .engine
+            .store()
+            .session_record(&session)
+            .await
+            .map_err(internal)?;
+        if known.is_none() {
+            return Err(ErrorBody::new(
+                ErrorCode::NotFound,
+                format!("there is no session {session} to resume; `ryvos sessions` lists them"),
+            ));
+        }
+        request = request.session(session);
+    } else if let Some(session) = params.session {
+        request = request.session(SessionId::new(session));
+    }
+    Ok(request)
+}
+
+/// The answer to a request the store failed.
+pub(super) fn internal(e: ryvos_engine::StoreError) -> ErrorBody {
+    ErrorBody::new(ErrorCode::Internal, e.to_string())
+}
