@@ -4,13 +4,11 @@ use super::reply::send;
 use super::run_request::{internal, run_request};
 use super::Shared;
 use crate::protocol::{
-    AnswerParams, AnswerResult, CancelResult, ErrorBody, ErrorCode, HistoryResult, InterruptResult,
-    Method, Reply, Request, RunParams, ShutdownResult, StatusResult, Undecodable, MAX_FRAME_BYTES,
-    PROTOCOL_VERSION,
+    CancelResult, ErrorBody, ErrorCode, HistoryResult, InterruptResult, Method, Reply, Request,
+    RunParams, ShutdownResult, StatusResult, Undecodable, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use crate::runtime::{RunOutcome, RuntimeError};
 use futures_util::StreamExt;
-use ryvos_engine::ApprovalError;
 use ryvos_engine::EngineError;
 use ryvos_engine::StartRunError;
 use ryvos_protocol::ids::SessionId;
@@ -159,9 +157,11 @@ async fn answer(
                 Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
             }
         }
-        Ok(Method::Answer { params, approved }) => answer_approval(params, approved, shared)
-            .await
-            .map(|answered| Reply::result(id, &answered)),
+        Ok(Method::Answer { params, approved }) => {
+            super::approvals::answer(params, approved, shared)
+                .await
+                .map(|answered| Reply::result(id, &answered))
+        }
         Ok(Method::Shutdown(_)) => {
             shared.shutdown.cancel();
             Ok(Reply::result(id, &ShutdownResult { stopping: true }))
@@ -225,39 +225,6 @@ async fn history(id: &SessionId, shared: &Shared) -> Result<HistoryResult, Error
             format!("there is no session {id}; `ryvos sessions` lists them"),
         )),
         Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
-    }
-}
-
-async fn answer_approval(
-    params: AnswerParams,
-    approved: bool,
-    shared: &Shared,
-) -> Result<AnswerResult, ErrorBody> {
-    let by = if approved {
-        "ryvos approve"
-    } else {
-        "ryvos deny"
-    };
-    let answered = if approved && params.always {
-        shared.runtime.approve_always(&params.request_id, by).await
-    } else {
-        shared
-            .runtime
-            .answer_approval(&params.request_id, approved, params.reason, by)
-            .await
-    };
-    match answered {
-        Ok(()) => Ok(AnswerResult {
-            request_id: params.request_id,
-            approved,
-        }),
-        Err(e @ ApprovalError::NotStored(..)) => {
-            Err(ErrorBody::new(ErrorCode::Internal, e.to_string()))
-        }
-        Err(e @ ApprovalError::AlreadyAnswered(_)) => {
-            Err(ErrorBody::new(ErrorCode::BadRequest, e.to_string()))
-        }
-        Err(e) => Err(ErrorBody::new(ErrorCode::NotFound, e.to_string())),
     }
 }
 

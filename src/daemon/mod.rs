@@ -6,6 +6,7 @@
 //! are bounded by the engine ("busy" past it). SIGTERM, SIGINT and the `shutdown` request stop
 //! it gracefully: runs in flight are paused (status `interrupted`) once their turns are durable.
 
+mod approvals;
 mod connection;
 mod lock;
 mod peer;
@@ -100,6 +101,7 @@ pub async fn serve(
     );
     ready(&socket);
     let worker = queue::spawn(shared.clone());
+    let relayer = approvals::spawn(shared.clone());
 
     let mut connections = tokio::task::JoinSet::new();
     let accepted = accept_until_stopped(&listener, &shared, &mut connections).await;
@@ -108,7 +110,7 @@ pub async fn serve(
     if let Err(e) = std::fs::remove_file(&socket) {
         tracing::warn!("removing the socket {}: {e}", socket.display());
     }
-    let stopped = stop(shared, worker, connections).await;
+    let stopped = stop(shared, [worker, relayer], connections).await;
     tracing::info!("ryvosd stopped");
     accepted?;
     stopped
@@ -118,9 +120,14 @@ pub async fn serve(
 /// and closes the runtime, which writes out the run logs.
 async fn stop(
     shared: Arc<Shared>,
-    worker: Option<tokio::task::JoinHandle<()>>,
+    [worker, relayer]: [Option<tokio::task::JoinHandle<()>>; 2],
     mut connections: tokio::task::JoinSet<()>,
 ) -> Result<(), DaemonError> {
+    if let Some(relayer) = relayer {
+        // An answer relayed from now on finds this daemon gone: as good as not waiting.
+        relayer.abort();
+        relayer.await.ok();
+    }
     let stopped = shared.runtime.shutdown().await;
     if let Some(worker) = worker {
         // Its runs have paused with the runtime: they go back in the queue.

@@ -59,7 +59,7 @@ async fn work(shared: Arc<Shared>, mut changes: tokio::sync::broadcast::Receiver
             () = shared.shutdown.cancelled() => break,
             _ = ticks.tick() => {}
             change = changes.recv() => match change {
-                Ok(Change::Finished(_)) => continue,
+                Ok(Change::Finished(_) | Change::Relay(_)) => continue,
                 Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
             },

@@ -10,7 +10,7 @@ use crate::config::BudgetConfig;
 use crate::ids::{RunId, SessionId};
 use crate::store::{now_ms, CostTotals, Store, StoreError, Write, WriteBatch};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// What the ledger is started with.
 #[derive(Clone)]
@@ -33,8 +33,10 @@ pub(crate) struct LedgerState {
     limits: Limits,
     /// Totals by ledger key; a key not here is read from the store when first needed.
     totals: HashMap<String, CostTotals>,
-    /// Keys whose last write failed: kept in memory and written again with the next batch.
-    unwritten: HashSet<String>,
+    /// Amounts whose write failed, by key: added again with the next batch.
+    unwritten: HashMap<String, CostTotals>,
+    /// Whether other daemons add to the same totals (so the month's is read back).
+    shared: bool,
     commit_error: Option<StoreError>,
     /// Test hook: answers of the kind it names wait while this is held.
     #[cfg(feature = "testing")]
@@ -52,15 +54,16 @@ impl Actor for CostLedgerActor {
         args: CostLedgerArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         Ok(LedgerState {
-            store: args.store,
+            shared: args.store.node().is_some(),
             checkpoint: args.checkpoint,
+            store: args.store,
             prices: PriceBook::new(
                 &args.budget.pricing_overrides,
                 args.local_models.iter().map(String::as_str),
             ),
             limits: Limits::new(&args.budget),
             totals: HashMap::new(),
-            unwritten: HashSet::new(),
+            unwritten: HashMap::new(),
             commit_error: None,
             #[cfg(feature = "testing")]
             held: None,
@@ -106,14 +109,16 @@ impl Actor for CostLedgerActor {
             }
             CostLedgerMsg::RunEnded { session_id, run_id } => {
                 for key in [run_key(&run_id), session_key(&session_id)] {
-                    if !state.unwritten.contains(&key) {
+                    if !state.unwritten.contains_key(&key) {
                         state.totals.remove(&key);
                     }
                 }
             }
-            CostLedgerMsg::CommitFailed { keys, error } => {
+            CostLedgerMsg::CommitFailed { adds, error } => {
                 tracing::error!("the cost ledger's totals could not be stored: {error}");
-                state.unwritten.extend(keys);
+                for (key, add) in adds {
+                    state.unwritten.entry(key).or_default().add(&add);
+                }
                 state.commit_error = Some(error);
             }
             #[cfg(feature = "testing")]
@@ -144,7 +149,32 @@ impl LedgerState {
         Ok(t)
     }
 
+    /// Takes in what other daemons sharing the store added to the month's total, when a limit
+    /// watches it. This daemon's own latest additions may still be in a commit, so the larger
+    /// of the two totals is the truer.
+    async fn catch_up_on_the_month(&mut self, period: &Period) -> Result<(), StoreError> {
+        if !(self.shared && self.limits.watch_month()) {
+            return Ok(());
+        }
+        let key = format!("month:{}", period.month);
+        let stored = self.store.cost_totals(&key).await?.unwrap_or_default();
+        let known = self.totals.entry(key).or_default();
+        if stored.cost_microcents > known.cost_microcents {
+            *known = stored;
+        }
+        Ok(())
+    }
+
+    /// Whether run `run_id` may make another model call, with the month's total caught up.
     async fn authorize(&mut self, run_id: &RunId) -> Authorization {
+        match self.catch_up_on_the_month(&Period::of(now_ms())).await {
+            Ok(()) => self.check(run_id).await,
+            Err(e) => Authorization::Unverifiable(e),
+        }
+    }
+
+    /// Whether run `run_id` may make another model call, by the totals known.
+    async fn check(&mut self, run_id: &RunId) -> Authorization {
         let period = Period::of(now_ms());
         let spent = match self.totals(&run_key(run_id)).await {
             Ok(run) => self
@@ -173,6 +203,7 @@ impl LedgerState {
         report: &UsageReport,
     ) -> Result<Receipt, StoreError> {
         let period = Period::of(now_ms());
+        self.catch_up_on_the_month(&period).await?;
         let keys = [
             run_key(&report.run_id),
             session_key(&report.session_id),
@@ -193,7 +224,7 @@ impl LedgerState {
                 price,
                 price_source,
                 warnings: Vec::new(),
-                next_call: self.authorize(&report.run_id).await,
+                next_call: self.check(&report.run_id).await,
                 store_error: self.commit_error.take(),
             });
         }
@@ -221,7 +252,8 @@ impl LedgerState {
             (before[3].cost_microcents, month_after.cost_microcents),
             &period,
         );
-        self.persist(myself, &report.session_id, after);
+        let adds = keys.iter().map(|key| (key.clone(), call)).collect();
+        self.persist(myself, &report.session_id, adds);
         Ok(Receipt {
             call_microcents: call.cost_microcents,
             run: run_after,
@@ -233,34 +265,33 @@ impl LedgerState {
         })
     }
 
-    /// Hands the new totals to the store's writer, with any whose last write failed; a failure
-    /// comes back as `CommitFailed`.
+    /// Hands the amounts to add to the store's writer, with any whose last write failed; a
+    /// failure comes back as `CommitFailed`.
     fn persist(
         &mut self,
         myself: &ActorRef<CostLedgerMsg>,
         session: &SessionId,
-        mut totals: Vec<(String, CostTotals)>,
+        mut adds: Vec<(String, CostTotals)>,
     ) {
-        for key in self.unwritten.drain() {
-            if let Some(kept) = self.totals.get(&key) {
-                if !totals.iter().any(|(k, _)| *k == key) {
-                    totals.push((key, *kept));
-                }
+        for (key, unwritten) in self.unwritten.drain() {
+            match adds.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, add)) => add.add(&unwritten),
+                None => adds.push((key, unwritten)),
             }
         }
-        let keys: Vec<String> = totals.iter().map(|(k, _)| k.clone()).collect();
         let batch = WriteBatch::of(
             session.clone(),
-            totals
-                .into_iter()
-                .map(|(key, totals)| Write::Cost { key, totals }),
+            adds.iter().map(|(key, add)| Write::Cost {
+                key: key.clone(),
+                add: *add,
+            }),
         );
         let me = myself.clone();
         let notify = Callback::new(
             move |result: Result<(), StoreError>| {
                 if let Err(error) = result {
                     if me
-                        .cast(CostLedgerMsg::CommitFailed { keys, error })
+                        .cast(CostLedgerMsg::CommitFailed { adds, error })
                         .is_err()
                     {
                         tracing::error!("a failed write of the cost totals found no ledger");

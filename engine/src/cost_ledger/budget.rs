@@ -22,6 +22,11 @@ pub(super) struct Limits {
 }
 
 impl Limits {
+    /// Whether any limit or warning watches the month's total.
+    pub(super) fn watch_month(&self) -> bool {
+        self.monthly.is_some() || self.monthly_warning.is_some()
+    }
+
     /// The limits of `[budget]`.
     pub(super) fn new(budget: &BudgetConfig) -> Self {
         let cents = |c: u64| (c > 0).then(|| c.saturating_mul(MICROCENTS_PER_CENT));

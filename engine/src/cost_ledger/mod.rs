@@ -3,9 +3,15 @@
 //!
 //! Each call's usage (the provider's, or the tokenizer's estimate, marked as such) is priced
 //! from a [`PriceBook`] and added to four totals (`run:`, `session:`, `day:`, `month:` keys),
-//! which the [`CostLedgerActor`] keeps in memory and writes to redb through the
-//! store's writer. Before every model call the session asks the ledger whether the run and
-//! the month are within their limits; a restarted ledger reads its totals back from the store.
+//! which the [`CostLedgerActor`] keeps in memory and adds to the store's through its writer.
+//! Before every model call the session asks the ledger whether the run and the month are
+//! within their limits; a restarted ledger reads its totals back from the store.
+//!
+//! Daemons sharing a store each add their own spending to the same totals, and a ledger with
+//! a monthly limit reads the month's total back before every call it allows. So the month can
+//! overshoot its limit by at most the calls already allowed and not yet recorded across the
+//! cluster: one model call per run in flight on every daemon, plus calls whose totals are
+//! still in a commit (milliseconds).
 
 mod actor;
 mod budget;
@@ -91,9 +97,10 @@ pub(crate) enum CostLedgerMsg {
         session_id: SessionId,
         run_id: RunId,
     },
-    /// A write of these keys' totals failed; they are written again with the next one.
+    /// A write adding these amounts to these keys' totals failed; they are added with the
+    /// next one.
     CommitFailed {
-        keys: Vec<String>,
+        adds: Vec<(String, CostTotals)>,
         error: StoreError,
     },
     /// Test hook: panic inside the handler.

@@ -22,8 +22,9 @@ pub enum Write {
     Session(SessionRecord),
     /// The session's context window moved.
     Compaction(Compaction),
-    /// Ledger totals under `key`, as they now stand (the ledger is their only writer).
-    Cost { key: String, totals: CostTotals },
+    /// Spending to add to the ledger's totals under `key`. Added, not overwritten, so that
+    /// daemons sharing a store each add their own.
+    Cost { key: String, add: CostTotals },
     /// The Guardian's view of a run, as it now stands (`None`: the run ended, forget it).
     Watch {
         run_id: RunId,

@@ -13,6 +13,7 @@ mod error;
 mod postgres;
 mod records;
 mod redb;
+mod relay;
 pub mod repair;
 mod terms;
 
@@ -28,6 +29,7 @@ pub(crate) use records::{
     AuditRecord, Compaction, CostTotals, MemoryEntry, RunRecord, SessionRecord, TurnCheckpoint,
     VerdictRecord,
 };
+pub use relay::{Delivery, Relay, MAX_RELAYED_REASON};
 
 use crate::ids::{QueuedRunId, RunId, SessionId};
 use crate::message::Message;
@@ -78,6 +80,16 @@ pub enum Change {
     Finished(QueuedRunId),
     /// Changes may have been missed (the store reconnected): look again.
     Resync,
+    /// A message from another daemon.
+    Relay(Relay),
+}
+
+/// What a store used by one daemon answers when asked to reach the others.
+fn no_peers() -> StoreError {
+    StoreError::from_cause(
+        "relaying to the other daemons",
+        "no other daemon shares this store (set [store] backend = \"postgres\" to share one)",
+    )
 }
 
 /// What a store without a run queue answers when asked for it.
@@ -167,6 +179,16 @@ pub trait Storage: Send + Sync + 'static {
     /// How many runs wait in the queue; `None` without one.
     async fn queue_depth(&self) -> Result<Option<u64>, StoreError> {
         Ok(None)
+    }
+
+    /// The other daemons sharing the store that are alive (their heartbeat is fresh).
+    async fn peers(&self) -> Result<Vec<String>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Sends `relay` to every daemon sharing the store (as [`Change::Relay`]).
+    async fn relay(&self, _relay: &Relay) -> Result<(), StoreError> {
+        Err(no_peers())
     }
 
     /// What other daemons change, as they change it; `None` where there are none.

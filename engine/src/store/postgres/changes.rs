@@ -1,5 +1,5 @@
 //! What other daemons change, as PostgreSQL tells it (LISTEN/NOTIFY): a run submitted, a run
-//! finished. One connection of its own listens (a pooled one cannot: notifications come to
+//! finished, a message relayed. One connection of its own listens (a pooled one cannot: notifications come to
 //! the connection that listens); it reconnects after a failure, and then says `Resync`, since
 //! what was notified meanwhile is lost.
 
@@ -59,7 +59,10 @@ async fn listen(
         }
     });
     client
-        .batch_execute("LISTEN ryvos_queue; LISTEN ryvos_runs")
+        .batch_execute(&format!(
+            "LISTEN ryvos_queue; LISTEN ryvos_runs; LISTEN {}",
+            super::relay::CHANNEL
+        ))
         .await?;
     let _ = changes.send(Change::Resync);
     while let Some(message) = messages.recv().await {
@@ -67,7 +70,15 @@ async fn listen(
             AsyncMessage::Notification(n) => {
                 let change = match n.channel() {
                     "ryvos_queue" => Change::Queued,
-                    _ => Change::Finished(crate::ids::QueuedRunId::new(n.payload())),
+                    "ryvos_runs" => Change::Finished(crate::ids::QueuedRunId::new(n.payload())),
+                    _ => match serde_json::from_str(n.payload()) {
+                        Ok(relay) => Change::Relay(relay),
+                        Err(e) => {
+                            // From a daemon of another version: it cannot be acted on.
+                            tracing::warn!("ignoring a relayed message that does not parse: {e}");
+                            continue;
+                        }
+                    },
                 };
                 let _ = changes.send(change);
             }

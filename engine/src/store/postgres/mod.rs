@@ -10,10 +10,11 @@ mod changes;
 mod leases;
 mod queue;
 mod reads;
+mod relay;
 mod schema;
 mod write;
 
-use super::{Change, Lease, SessionHistory, Storage, StoreError, WriteBatch};
+use super::{Change, Lease, Relay, SessionHistory, Storage, StoreError, WriteBatch};
 use crate::ids::{QueuedRunId, RunId, SessionId};
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
@@ -226,6 +227,14 @@ impl Storage for PostgresStore {
 
     async fn queue_depth(&self) -> Result<Option<u64>, StoreError> {
         self.depth().await.map(Some)
+    }
+
+    async fn peers(&self) -> Result<Vec<String>, StoreError> {
+        self.live_peers().await
+    }
+
+    async fn relay(&self, relay: &Relay) -> Result<(), StoreError> {
+        self.notify(relay).await
     }
 
     fn changes(&self) -> Option<broadcast::Receiver<Change>> {

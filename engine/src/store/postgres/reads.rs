@@ -254,9 +254,13 @@ impl PostgresStore {
         &self,
         key: &str,
     ) -> Result<Option<CostTotals>, StoreError> {
-        let sql = "SELECT totals FROM costs WHERE key = $1";
-        self.record(sql, &[&key], || format!("reading the cost totals of {key}"))
-            .await
+        let doing = || format!("reading the cost totals of {key}");
+        let sql = "SELECT key, calls, input_tokens, output_tokens, cost_microcents, \
+            estimated_calls FROM costs WHERE key = $1";
+        let rows = self.rows(sql, &[&key], doing).await?;
+        rows.first()
+            .map(|row| Ok(cost_totals(row, doing)?.1))
+            .transpose()
     }
 
     pub(super) async fn read_cost_totals_with_prefix(
@@ -266,14 +270,13 @@ impl PostgresStore {
         let doing = || format!("listing the cost totals under {prefix}");
         let rows = self
             .rows(
-                "SELECT key, totals FROM costs WHERE starts_with(key, $1) ORDER BY key",
+                "SELECT key, calls, input_tokens, output_tokens, cost_microcents, \
+                    estimated_calls FROM costs WHERE starts_with(key, $1) ORDER BY key",
                 &[&prefix],
                 doing,
             )
             .await?;
-        rows.iter()
-            .map(|row| Ok((value(row, 0, doing)?, column(row, 1, doing)?)))
-            .collect()
+        rows.iter().map(|row| cost_totals(row, doing)).collect()
     }
 
     pub(super) async fn read_guardian_watch(
@@ -388,6 +391,21 @@ fn value<T: FromSqlOwned>(
     doing: impl Fn() -> String,
 ) -> Result<T, StoreError> {
     row.try_get(at).pg(doing)
+}
+
+/// A row of `costs`: its key and totals.
+fn cost_totals(row: &Row, doing: impl Fn() -> String) -> Result<(String, CostTotals), StoreError> {
+    let count = |at| value::<i64>(row, at, &doing).map(|n| u64::try_from(n).unwrap_or(0));
+    Ok((
+        value(row, 0, &doing)?,
+        CostTotals {
+            calls: count(1)?,
+            input_tokens: count(2)?,
+            output_tokens: count(3)?,
+            cost_microcents: count(4)?,
+            estimated_calls: count(5)?,
+        },
+    ))
 }
 
 /// Column `at` of `row`, a record stored as JSON; a row that holds something else says which

@@ -123,6 +123,22 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX run_queue_waiting ON run_queue (submitted_at_ms, id) WHERE state <> 'finished';
     CREATE INDEX run_queue_by_time ON run_queue (submitted_at_ms DESC, id DESC);
     "#,
+    // 4: cost totals as numbers, so that daemons add to them in place.
+    r#"
+    ALTER TABLE costs
+        ADD COLUMN calls bigint NOT NULL DEFAULT 0,
+        ADD COLUMN input_tokens bigint NOT NULL DEFAULT 0,
+        ADD COLUMN output_tokens bigint NOT NULL DEFAULT 0,
+        ADD COLUMN cost_microcents bigint NOT NULL DEFAULT 0,
+        ADD COLUMN estimated_calls bigint NOT NULL DEFAULT 0;
+    UPDATE costs SET
+        calls = COALESCE((totals->>'calls')::bigint, 0),
+        input_tokens = COALESCE((totals->>'input_tokens')::bigint, 0),
+        output_tokens = COALESCE((totals->>'output_tokens')::bigint, 0),
+        cost_microcents = COALESCE((totals->>'cost_microcents')::bigint, 0),
+        estimated_calls = COALESCE((totals->>'estimated_calls')::bigint, 0);
+    ALTER TABLE costs DROP COLUMN totals;
+    "#,
 ];
 
 /// The schema version this binary writes.

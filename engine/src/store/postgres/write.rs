@@ -30,8 +30,14 @@ const SESSION: &str = "INSERT INTO sessions (session_id, record) VALUES ($1, $2)
 const COMPACTION: &str = "INSERT INTO compactions (session_id, first_kept_seq, record) \
     VALUES ($1, $2, $3) ON CONFLICT (session_id) \
     DO UPDATE SET first_kept_seq = EXCLUDED.first_kept_seq, record = EXCLUDED.record";
-const COST: &str = "INSERT INTO costs (key, totals) VALUES ($1, $2) \
-    ON CONFLICT (key) DO UPDATE SET totals = EXCLUDED.totals";
+const COST: &str = "INSERT INTO costs \
+    (key, calls, input_tokens, output_tokens, cost_microcents, estimated_calls) \
+    VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (key) DO UPDATE SET \
+    calls = costs.calls + EXCLUDED.calls, \
+    input_tokens = costs.input_tokens + EXCLUDED.input_tokens, \
+    output_tokens = costs.output_tokens + EXCLUDED.output_tokens, \
+    cost_microcents = costs.cost_microcents + EXCLUDED.cost_microcents, \
+    estimated_calls = costs.estimated_calls + EXCLUDED.estimated_calls";
 const WATCH: &str = "INSERT INTO guardian (run_id, watch) VALUES ($1, $2) \
     ON CONFLICT (run_id) DO UPDATE SET watch = EXCLUDED.watch";
 const FORGET_WATCH: &str = "DELETE FROM guardian WHERE run_id = $1";
@@ -161,8 +167,19 @@ fn write_op<'a>(sid: &'a str, write: &'a Write) -> Op<'a> {
                 Box::new(Json(c)),
             ],
         ),
-        Write::Cost { key, totals } => {
-            op(COST, vec![Box::new(key.as_str()), Box::new(Json(totals))])
+        Write::Cost { key, add } => {
+            let count = |n: u64| Box::new(i64::try_from(n).unwrap_or(i64::MAX));
+            op(
+                COST,
+                vec![
+                    Box::new(key.as_str()),
+                    count(add.calls),
+                    count(add.input_tokens),
+                    count(add.output_tokens),
+                    count(add.cost_microcents),
+                    count(add.estimated_calls),
+                ],
+            )
         }
         Write::Watch { run_id, watch } => match watch {
             Some(watch) => op(

@@ -26,6 +26,18 @@ fn next_audit_id() -> String {
         .to_string()
 }
 
+/// Adds `add` to the totals under `key`.
+fn add_cost(
+    table: &mut Writer<'_, &'static str, CostTotals>,
+    key: &str,
+    add: &CostTotals,
+    doing: impl Fn() -> String + Copy,
+) -> Result<(), StoreError> {
+    let mut totals = table.get(key, doing)?.unwrap_or_default();
+    totals.add(add);
+    table.insert(key, &totals, doing).map(drop)
+}
+
 /// Applies every write of `batches` in `txn`.
 pub(super) fn apply(txn: &WriteTransaction, batches: &[WriteBatch]) -> Result<(), StoreError> {
     let doing = || format!("writing {} batch(es) to the store", batches.len());
@@ -60,8 +72,8 @@ pub(super) fn apply(txn: &WriteTransaction, batches: &[WriteBatch]) -> Result<()
                 Write::Compaction(c) => {
                     open(&mut t.compactions, &COMPACTIONS, txn, doing)?.insert(sid, c, doing)?;
                 }
-                Write::Cost { key, totals } => {
-                    open(&mut t.costs, &COSTS, txn, doing)?.insert(key.as_str(), totals, doing)?;
+                Write::Cost { key, add } => {
+                    add_cost(open(&mut t.costs, &COSTS, txn, doing)?, key, add, doing)?;
                 }
                 Write::Watch { run_id, watch } => {
                     let table = open(&mut t.guardian, &GUARDIAN, txn, doing)?;

@@ -1,0 +1,182 @@
+//! Answers to approval requests. An answer this daemon is not waiting for is relayed to the
+//! daemons sharing its store, and the one waiting delivers it and replies: a person may
+//! answer through any daemon of the cluster.
+
+use super::run_request::internal;
+use super::Shared;
+use crate::protocol::{AnswerParams, AnswerResult, ErrorBody, ErrorCode};
+use ryvos_engine::{ApprovalError, Change, Delivery, Relay, MAX_RELAYED_REASON};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+
+/// How long a relayed answer waits for the other daemons' replies.
+const RELAY_PATIENCE: Duration = Duration::from_secs(5);
+
+/// Answers `params` here, or through the daemon waiting for it.
+pub(super) async fn answer(
+    params: AnswerParams,
+    approved: bool,
+    shared: &Shared,
+) -> Result<AnswerResult, ErrorBody> {
+    let by = if approved {
+        "ryvos approve"
+    } else {
+        "ryvos deny"
+    };
+    let here = answer_here(&params, approved, by, shared).await;
+    let answered = match here {
+        Err(e @ ApprovalError::NotWaiting(_)) => {
+            match relay(&params, approved, by, shared).await? {
+                Delivery::Delivered => Ok(()),
+                Delivery::NotWaiting => Err(e),
+                Delivery::Failed(why) => return Err(ErrorBody::new(ErrorCode::Internal, why)),
+            }
+        }
+        answered => answered,
+    };
+    match answered {
+        Ok(()) => Ok(AnswerResult {
+            request_id: params.request_id,
+            approved,
+        }),
+        Err(e @ ApprovalError::NotStored(..)) => {
+            Err(ErrorBody::new(ErrorCode::Internal, e.to_string()))
+        }
+        Err(e @ ApprovalError::AlreadyAnswered(_)) => {
+            Err(ErrorBody::new(ErrorCode::BadRequest, e.to_string()))
+        }
+        Err(e) => Err(ErrorBody::new(ErrorCode::NotFound, e.to_string())),
+    }
+}
+
+/// Gives the answer to a call of this daemon's waiting for it.
+async fn answer_here(
+    params: &AnswerParams,
+    approved: bool,
+    by: &str,
+    shared: &Shared,
+) -> Result<(), ApprovalError> {
+    let runtime = &shared.runtime;
+    if approved && params.always {
+        runtime.approve_always(&params.request_id, by).await
+    } else {
+        let reason = params.reason.clone();
+        runtime
+            .answer_approval(&params.request_id, approved, reason, by)
+            .await
+    }
+}
+
+/// Sends the answer to the other live daemons and waits until one delivers it, all say they
+/// are not waiting for it, or [`RELAY_PATIENCE`] runs out (as good as not waiting).
+async fn relay(
+    params: &AnswerParams,
+    approved: bool,
+    by: &str,
+    shared: &Shared,
+) -> Result<Delivery, ErrorBody> {
+    let store = shared.runtime.engine.store();
+    let (Some(node), Some(mut changes)) = (store.node(), store.changes()) else {
+        return Ok(Delivery::NotWaiting);
+    };
+    let mut silent: HashSet<String> = store.peers().await.map_err(internal)?.into_iter().collect();
+    if silent.is_empty() {
+        return Ok(Delivery::NotWaiting);
+    }
+    let token = ulid::Ulid::new().to_string();
+    let relay = Relay::Answer {
+        token: token.clone(),
+        from: node.to_owned(),
+        request_id: params.request_id.clone(),
+        approved,
+        always: params.always,
+        reason: params.reason.as_ref().map(|r| clipped(r)),
+        by: by.to_owned(),
+    };
+    store.relay(&relay).await.map_err(internal)?;
+    let replies = async {
+        loop {
+            match changes.recv().await {
+                Ok(Change::Relay(Relay::Reply {
+                    token: t,
+                    to,
+                    from,
+                    delivered,
+                })) if t == token && to == node => {
+                    if delivered != Delivery::NotWaiting {
+                        return delivered;
+                    }
+                    silent.remove(&from);
+                    if silent.is_empty() {
+                        return Delivery::NotWaiting;
+                    }
+                }
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return Delivery::NotWaiting,
+            }
+        }
+    };
+    Ok(tokio::time::timeout(RELAY_PATIENCE, replies)
+        .await
+        .unwrap_or(Delivery::NotWaiting))
+}
+
+/// `reason`, cut to what a relayed message may carry.
+fn clipped(reason: &str) -> String {
+    let mut end = reason.len().min(MAX_RELAYED_REASON);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    reason[..end].to_owned()
+}
+
+/// Delivers the answers other daemons relay until the daemon stops; `None` when no other
+/// daemon shares the store.
+pub(super) fn spawn(shared: Arc<Shared>) -> Option<tokio::task::JoinHandle<()>> {
+    let store = shared.runtime.engine.store();
+    let node = store.node()?.to_owned();
+    let mut changes = store.changes()?;
+    Some(tokio::spawn(async move {
+        loop {
+            let change = tokio::select! {
+                () = shared.shutdown.cancelled() => break,
+                change = changes.recv() => change,
+            };
+            match change {
+                Ok(Change::Relay(Relay::Answer {
+                    token,
+                    from,
+                    request_id,
+                    approved,
+                    always,
+                    reason,
+                    by,
+                })) if from != node => {
+                    let params = AnswerParams {
+                        request_id,
+                        reason,
+                        always,
+                    };
+                    let delivered = match answer_here(&params, approved, &by, &shared).await {
+                        Ok(()) => Delivery::Delivered,
+                        Err(ApprovalError::NotWaiting(_)) => Delivery::NotWaiting,
+                        Err(e) => Delivery::Failed(e.to_string()),
+                    };
+                    let reply = Relay::Reply {
+                        token,
+                        from: node.clone(),
+                        to: from,
+                        delivered,
+                    };
+                    if let Err(e) = shared.runtime.engine.store().relay(&reply).await {
+                        tracing::warn!("replying to a relayed approval answer: {e}");
+                    }
+                }
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => break,
+            }
+        }
+    }))
+}
