@@ -6,8 +6,10 @@
 //! In-process figures use a model that answers at once (no HTTP) and a tool that does
 //! nothing, so what is measured is the runtime: actors, events, token counting, the security
 //! gate, and durable checkpoints (an fsync per grouped commit). The daemon figures use the
-//! real binaries and the scripted model server on 127.0.0.1. Results are printed and written
-//! to target/ryvos-bench/load.txt.
+//! real binaries and the scripted model server on 127.0.0.1. The PostgreSQL figures use a
+//! server the bench starts (the Debian `postgresql` package, with `fsync` on), and are left
+//! out, saying why, where it is not installed. Results are printed and written to
+//! target/ryvos-bench/load.txt.
 
 mod support;
 
@@ -220,16 +222,24 @@ async fn delta_latency() -> Vec<f64> {
     latencies
 }
 
-/// A home for the binaries, its config pointing at `server`.
-fn daemon_home(server: &ScriptedModelServer) -> tempfile::TempDir {
+/// A home for the binaries, its config pointing at `server` (and `[store]` at `postgres`).
+fn daemon_home_on(server: &ScriptedModelServer, postgres: Option<&str>) -> tempfile::TempDir {
     let home = tempfile::tempdir().unwrap();
+    let store = postgres.map_or(String::new(), |url| {
+        format!("\n[store]\nbackend = \"postgres\"\nurl = \"{url}\"\npool_size = 16\n")
+    });
     let config = format!(
-        "[model]\nbase_url = \"{}\"\nmodel = \"scripted\"\napi_key = \"\"\n\n[agent]\nmax_turns = {}\n\n[daemon]\nmax_in_flight_runs = 256\n",
+        "[model]\nbase_url = \"{}\"\nmodel = \"scripted\"\napi_key = \"\"\n\n[agent]\nmax_turns = {}\n\n[daemon]\nmax_in_flight_runs = 256\n{store}",
         server.base_url(),
         support::TURNS_PER_RUN + 1
     );
     std::fs::write(home.path().join("config.toml"), config).unwrap();
     home
+}
+
+/// A home for the binaries, its config pointing at `server`.
+fn daemon_home(server: &ScriptedModelServer) -> tempfile::TempDir {
+    daemon_home_on(server, None)
 }
 
 fn command(binary: &str, home: &std::path::Path) -> tokio::process::Command {
@@ -296,13 +306,25 @@ fn glob_turns() -> ryvos_testkit::Router {
 
 /// Turns per second through ryvosd: `sessions` socket clients at once.
 async fn daemon_throughput(sessions: usize) -> f64 {
+    cluster_throughput(sessions, 1, None).await
+}
+
+/// Turns per second through `daemons` ryvosd sharing the store at `postgres` (one with redb
+/// when `None`): `sessions` socket clients at once, spread over them.
+async fn cluster_throughput(sessions: usize, daemons: usize, postgres: Option<&str>) -> f64 {
     let server = ScriptedModelServer::start_routed([], Some(glob_turns())).await;
-    let home = daemon_home(&server);
+    let homes: Vec<_> = (0..daemons)
+        .map(|_| daemon_home_on(&server, postgres))
+        .collect();
     let workspace = tempfile::tempdir().unwrap();
-    let (daemon, _) = start_daemon(home.path()).await;
-    let socket = home.path().join("ryvosd.sock");
+    let mut children = Vec::new();
+    for home in &homes {
+        children.push(start_daemon(home.path()).await.0);
+    }
+    let sockets: Vec<_> = homes.iter().map(|h| h.path().join("ryvosd.sock")).collect();
     let run = |n: usize| {
-        let (socket, workspace) = (socket.clone(), workspace.path().to_owned());
+        let socket = sockets[n % sockets.len()].clone();
+        let workspace = workspace.path().to_owned();
         tokio::spawn(async move {
             let mut client = Client::connect(&socket).await.unwrap();
             let params = RunParams::new(format!("task {n}"), workspace.display().to_string());
@@ -319,8 +341,39 @@ async fn daemon_throughput(sessions: usize) -> f64 {
         r.await.unwrap();
     }
     let secs = started.elapsed().as_secs_f64();
-    stop_daemon(home.path(), daemon).await;
+    for (home, child) in homes.iter().zip(children) {
+        stop_daemon(home.path(), child).await;
+    }
     (sessions as f64 * f64::from(support::TURNS_PER_RUN)) / secs
+}
+
+/// The PostgreSQL column: the per-turn overhead beside redb's (`redb_p50`), and turns/s
+/// through three daemons sharing one database.
+fn postgres_figures(rt: &tokio::runtime::Runtime, redb_p50: f64, line: &mut impl FnMut(String)) {
+    let server = match ryvos_testkit::postgres::PostgresServer::start_durable() {
+        Ok(server) => server,
+        Err(why) => return line(format!("PostgreSQL: not measured ({why})")),
+    };
+    let mut passes = Vec::new();
+    for _ in 0..3 {
+        let url = server.database().unwrap();
+        passes.push(rt.block_on(support::measure_on(Some(&url), 20, "noop", SafetyTier::T0)));
+    }
+    passes.sort_by(|a, b| a.p50.total_cmp(&b.p50));
+    let pg = passes.swap_remove(1);
+    let ratio = pg.p50 / redb_p50;
+    line(format!(
+        "PostgreSQL, overhead per turn, history 20: p50 {:7.1} us  p99 {:7.1} us   {ratio:.2}x redb's   target <= 1.5x: {}",
+        pg.p50,
+        pg.p99,
+        verdict(ratio <= 1.5)
+    ));
+    let url = server.database().unwrap();
+    let tps = rt.block_on(cluster_throughput(100, 3, Some(&url)));
+    line(format!(
+        "PostgreSQL, three ryvosd (socket + HTTP model server), 100 sessions: {tps:6.0} turns/s   target >= 2000: {}",
+        verdict(tps >= 2000.0)
+    ));
 }
 
 /// Milliseconds from starting `ryvos run` (no daemon: the runtime in-process) to its first
@@ -430,6 +483,8 @@ fn main() {
     line(format!(
         "through ryvosd (socket + HTTP model server), 100 sessions: {tps:6.0} turns/s"
     ));
+
+    postgres_figures(&rt, small.p50, &mut line);
 
     let mut ready = Vec::new();
     for _ in 0..10 {

@@ -78,13 +78,21 @@ async fn daemon_id(home: &Home) -> String {
     status["daemon_id"].as_str().unwrap().to_owned()
 }
 
-/// Every call of the session has exactly one result, and every result its call.
+/// Every call of the session has exactly one result, every result its call, and the prompt
+/// is stored once.
 async fn assert_paired(home: &Home, session: &str) {
     let (code, out, err) = home.ryvos(&["history", "--json", session]).await;
     assert_eq!(code, 0, "{err}");
     let history: Value = serde_json::from_str(out.trim()).unwrap();
     let mut calls: HashMap<String, usize> = HashMap::new();
     let mut seqs = HashSet::new();
+    let prompts = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["message"]["role"] == "user")
+        .count();
+    assert_eq!(prompts, 1, "{session}: {}", history["messages"]);
     for stored in history["messages"].as_array().unwrap() {
         assert!(
             seqs.insert(stored["seq"].as_u64().unwrap()),
@@ -197,6 +205,66 @@ async fn queued_runs_spread_over_three_daemons_and_a_killed_daemons_runs_are_tak
         assert_paired(&homes[0], run["session_id"].as_str().unwrap()).await;
     }
     server.assert_no_orphans();
+    for (home, daemon) in homes.iter().zip(daemons) {
+        home.shutdown(daemon).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn runs_in_flight_when_the_database_restarts_go_on_once_it_is_back() {
+    if !Backend::Postgres.available() {
+        return;
+    }
+    // A server of its own: the other tests' go on while this one restarts.
+    let database = postgres::PostgresServer::start().unwrap();
+    let url = database.database().unwrap();
+    let pause_ms = Arc::new(AtomicU64::new(400));
+    let server = ScriptedModelServer::start_routed([], Some(model(pause_ms.clone()))).await;
+    let homes: Vec<Home> = (0..2)
+        .map(|_| Home::new(&server, "").sharing(&url, 3))
+        .collect();
+    let workspace = tempfile::tempdir().unwrap();
+    let shared_dir = workspace.path().to_str().unwrap();
+    let mut daemons = Vec::new();
+    for home in &homes {
+        daemons.push(home.daemon().await);
+    }
+    let ids = submit(&homes, shared_dir, 8, "through a restart").await;
+    tokio::time::timeout(WAIT, async {
+        while !runs(&homes[0])
+            .await
+            .iter()
+            .any(|r| r["state"] == "running")
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("some runs start");
+
+    // Down for longer than a lease: every daemon's heartbeat is stale when it comes back.
+    database.down().unwrap();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let (code, _, err) = homes[0].ryvos(&["runs"]).await;
+    assert_ne!(code, 0, "listing runs without the database fails");
+    assert!(!err.trim().is_empty());
+    database.up().unwrap();
+
+    wait_all(&homes[1], &ids).await;
+    let listed = runs(&homes[0]).await;
+    assert!(
+        listed.iter().any(|r| r["attempts"].as_u64().unwrap() > 1),
+        "some runs failed with the database and went on: {listed:?}"
+    );
+    let trail = std::fs::read_to_string(workspace.path().join(TRAIL)).unwrap();
+    let mut seen = HashSet::new();
+    for line in trail.lines() {
+        assert!(seen.insert(line.to_owned()), "tool call {line} ran twice");
+    }
+    for run in &listed {
+        assert_eq!(run["state"], "finished");
+        assert_paired(&homes[0], run["session_id"].as_str().unwrap()).await;
+    }
     for (home, daemon) in homes.iter().zip(daemons) {
         home.shutdown(daemon).await;
     }

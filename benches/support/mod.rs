@@ -235,16 +235,35 @@ pub async fn run_to_end(
 
 /// The per-turn overhead over `SESSIONS` sessions of `history` messages each.
 pub async fn measure(history: u64, tool: &'static str, tier: SafetyTier) -> Figures {
+    measure_on(None, history, tool, tier).await
+}
+
+/// [`measure`] with the records in the PostgreSQL database at `postgres` (else in redb).
+pub async fn measure_on(
+    postgres: Option<&str>,
+    history: u64,
+    tool: &'static str,
+    tier: SafetyTier,
+) -> Figures {
     let home = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let mut config = Config::with_home(home.path());
+    if let Some(url) = postgres {
+        config.store.backend = ryvos::config::StoreBackend::Postgres;
+        config.store.url = url.to_owned();
+    }
     config.agent.max_turns = TURNS_PER_RUN + 1;
     config.agent.max_context_tokens = 10_000_000;
     // The gate decides every call (and audits it), but no person is there to be asked.
     config.security.auto_approve.push(tool.to_owned());
     let sessions: Vec<SessionId> = (0..SESSIONS).map(|_| SessionId::generate()).collect();
     {
-        let store = Store::open(&config.database_path(), true).unwrap();
+        let store = match postgres {
+            None => Store::open(&config.database_path(), true).unwrap(),
+            Some(url) => Store::connect(url, 4, true, Duration::from_secs(30), "seeder")
+                .await
+                .unwrap(),
+        };
         for s in &sessions {
             seed(&store, s, history).await;
         }

@@ -122,9 +122,22 @@ async fn drive(shared: Arc<Shared>, run: QueuedRun) {
         .insert(id.clone(), run.session_id.clone());
     let outcome = handle.outcome().await;
     shared.local.lock().remove(&id);
+    let store_fault = shared.runtime.engine.store().fault();
     match outcome {
         // Paused by this daemon's stop: whoever claims it next goes on with it.
         Ok(o) if o.status == RunStatus::Interrupted && shared.shutdown.is_cancelled() => {
+            unclaim(&shared, &id).await
+        }
+        // Failed because the store could not keep its turns (the database is unreachable):
+        // once it answers again, the run goes back in the queue and on from its last durable
+        // turn.
+        Ok(o) if o.status == RunStatus::Failed && store_fault.is_some() => {
+            tracing::warn!(
+                run = %id,
+                reason = o.reason.as_deref().unwrap_or_default(),
+                "the run failed while the store could not write; it goes back in the queue \
+                 once the store answers"
+            );
             unclaim(&shared, &id).await
         }
         Ok(outcome) => finish(&shared, &id, &outcome).await,
@@ -157,20 +170,19 @@ async fn resumption(
     if params.director {
         request = request.director();
     }
+    // Earlier attempts' runs started after the run was first claimed. (Compared across
+    // machines: their clocks must agree to well within the time between two runs.)
     let since = run.started_at_ms.unwrap_or(u64::MAX);
-    let earlier: Vec<RunRecord> = if run.attempts > 1 {
-        let runs = shared
-            .runtime
-            .engine
-            .store()
-            .session_runs(&run.session_id)
-            .await?;
-        runs.into_iter()
-            .filter(|r| r.started_at_ms >= since)
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let runs = shared
+        .runtime
+        .engine
+        .store()
+        .session_runs(&run.session_id)
+        .await?;
+    let earlier: Vec<RunRecord> = runs
+        .into_iter()
+        .filter(|r| r.started_at_ms >= since)
+        .collect();
     Ok(match earlier.last() {
         // Nothing of it was stored: it starts afresh.
         None => Resumption::Run(request),
@@ -221,17 +233,58 @@ fn refused(run: &QueuedRun, why: String) -> RunOutcome {
 }
 
 async fn finish(shared: &Shared, id: &QueuedRunId, outcome: &RunOutcome) {
-    match shared.runtime.engine.store().finish_run(id, outcome).await {
-        Ok(true) => tracing::info!(run = %id, status = %outcome.status, "queued run ended"),
-        Ok(false) => {
+    let store = shared.runtime.engine.store();
+    match until_stored(shared, id, || store.finish_run(id, outcome)).await {
+        Some(true) => tracing::info!(run = %id, status = %outcome.status, "queued run ended"),
+        Some(false) => {
             tracing::warn!(run = %id, "the run was taken over by another daemon; its end here is not recorded")
         }
-        Err(e) => tracing::error!(run = %id, "{e}; another daemon will take the run over"),
+        None => {}
     }
 }
 
 async fn unclaim(shared: &Shared, id: &QueuedRunId) {
-    if let Err(e) = shared.runtime.engine.store().unclaim_run(id).await {
-        tracing::error!(run = %id, "{e}; another daemon will take the run over");
+    let store = shared.runtime.engine.store();
+    until_stored(shared, id, || store.unclaim_run(id)).await;
+}
+
+/// The first wait before recording a queued run's fate again, doubled up to the second.
+const RETRY_FIRST: Duration = Duration::from_millis(500);
+const RETRY_MOST: Duration = Duration::from_secs(10);
+
+/// `record`'s answer, asked again until the store answers (a run whose fate is not recorded
+/// would stay claimed by this live daemon), or `None` once the daemon stops: then the run is
+/// taken over by another daemon when this one's heartbeat has stopped.
+async fn until_stored<T, F: std::future::Future<Output = Result<T, ryvos_engine::StoreError>>>(
+    shared: &Shared,
+    id: &QueuedRunId,
+    record: impl Fn() -> F,
+) -> Option<T> {
+    let mut pause = RETRY_FIRST;
+    let mut said = false;
+    loop {
+        match record().await {
+            Ok(answer) => {
+                if said {
+                    tracing::info!(run = %id, "the store answers again: the run's fate is recorded");
+                }
+                return Some(answer);
+            }
+            Err(e) if shared.shutdown.is_cancelled() => {
+                tracing::error!(run = %id, "{e}; another daemon will take the run over");
+                return None;
+            }
+            Err(e) => {
+                if !said {
+                    tracing::error!(run = %id, "{e}; trying again until the store answers");
+                    said = true;
+                }
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = shared.shutdown.cancelled() => {}
+        }
+        pause = (pause * 2).min(RETRY_MOST);
     }
 }

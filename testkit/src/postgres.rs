@@ -24,6 +24,8 @@ pub struct PostgresServer {
     dir: tempfile::TempDir,
     port: u16,
     as_root: bool,
+    /// Whether commits reach the disk (`fsync`); tests need not wait for it.
+    durable: bool,
 }
 
 /// Why no server could be started.
@@ -72,8 +74,19 @@ fn free_port() -> std::io::Result<u16> {
 }
 
 impl PostgresServer {
-    /// Creates a cluster in a new temporary directory and starts it.
+    /// Creates a cluster in a new temporary directory and starts it, without `fsync` (for
+    /// tests: nothing is measured, and a stop is never a power cut).
     pub fn start() -> Result<Self, Unavailable> {
+        Self::start_with(false)
+    }
+
+    /// As [`PostgresServer::start`], with every commit on disk as on a production server (for
+    /// benchmarks).
+    pub fn start_durable() -> Result<Self, Unavailable> {
+        Self::start_with(true)
+    }
+
+    fn start_with(durable: bool) -> Result<Self, Unavailable> {
         let bin = bin_dir().ok_or_else(|| {
             Unavailable::NotInstalled(
                 "PostgreSQL's server is not installed (no initdb): install the `postgresql` \
@@ -93,6 +106,7 @@ impl PostgresServer {
             dir,
             port,
             as_root,
+            durable,
         };
         server.prepare_directory()?;
         server.run(
@@ -165,9 +179,14 @@ impl PostgresServer {
     pub fn up(&self) -> Result<(), Unavailable> {
         let options = format!(
             "-c listen_addresses=127.0.0.1 -p {} -k {} -c max_connections=400 \
-             -c shared_buffers=64MB -c fsync=off -c full_page_writes=off",
+             -c shared_buffers=64MB{}",
             self.port,
-            self.dir.path().display()
+            self.dir.path().display(),
+            if self.durable {
+                ""
+            } else {
+                " -c fsync=off -c full_page_writes=off"
+            }
         );
         let log = self.dir.path().join("server.log");
         self.run(

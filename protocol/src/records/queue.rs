@@ -48,7 +48,8 @@ pub struct QueuedRun {
     /// The daemon running it (or that ran it last).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
-    /// How many times a daemon took it: more than one after a takeover.
+    /// How many times a daemon claimed it: more than one after a takeover, a daemon's stop,
+    /// or a database outage that failed it.
     pub attempts: u32,
     pub submitted_at_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -148,6 +148,11 @@ fn pool(url: &str, size: usize) -> Result<(tokio_postgres::Config, Pg), StoreErr
 /// An error and its causes, in one line: tokio-postgres says "db error" and keeps the server's
 /// message in its source.
 pub(super) fn described(e: &(dyn std::error::Error + 'static)) -> String {
+    // The pool's own words ("Error occurred while creating a new object") say less than what
+    // went wrong connecting.
+    if let Some(deadpool_postgres::PoolError::Backend(cause)) = e.downcast_ref() {
+        return described(cause);
+    }
     let mut text = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {

@@ -107,7 +107,7 @@ impl PostgresStore {
         let client = self.pool.get().await.pg(doing)?;
         client
             .execute(
-                "UPDATE run_queue SET state = 'queued', attempts = attempts - 1 \
+                "UPDATE run_queue SET state = 'queued' \
                  WHERE id = $1 AND owner = $2 AND state = 'running'",
                 &[&id.as_str(), &&*self.node],
             )
