@@ -9,6 +9,7 @@
 
 mod batch;
 mod bm25;
+mod copy;
 mod error;
 mod postgres;
 mod records;
@@ -21,6 +22,7 @@ mod terms;
 pub use self::redb::faults::fail_writes as fail_store_writes;
 pub(crate) use self::redb::RedbStore;
 pub use batch::{Write, WriteBatch};
+pub use copy::{copy_store, Copied};
 pub(crate) use error::Context;
 pub use error::StoreError;
 use postgres::PostgresStore;
@@ -260,6 +262,9 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Every memory that has a vector (vector search is brute force).
     async fn memories_with_vectors(&self) -> Result<Vec<MemoryEntry>, StoreError>;
+
+    /// Every memory (to copy them).
+    async fn memories(&self) -> Result<Vec<MemoryEntry>, StoreError>;
 
     /// The memory `id`, if it exists.
     async fn memory(&self, id: &str) -> Result<Option<MemoryEntry>, StoreError>;

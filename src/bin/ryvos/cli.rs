@@ -267,6 +267,22 @@ pub enum Command {
     McpServer,
     /// Print the man page (roff), e.g. `ryvos manpage > ~/.local/share/man/man1/ryvos.1`.
     Manpage,
+    /// The store's records.
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
+}
+
+/// `ryvos store`'s subcommands.
+#[derive(Subcommand)]
+pub enum StoreCommand {
+    /// Copy this home's redb records (the daemon stopped) into the empty PostgreSQL database
+    /// at URL, e.g. postgres://ryvos:secret@db:5432/ryvos.
+    Copy {
+        /// The database's connection string.
+        url: String,
+    },
 }
 
 /// `ryvos mcp`'s subcommands.

@@ -19,9 +19,10 @@ mod render;
 mod running;
 mod shown_config;
 mod starting;
+mod store_copy;
 
 use clap::Parser;
-use cli::{Cli, Command, McpCommand};
+use cli::{Cli, Command, McpCommand, StoreCommand};
 use exit::{EXIT_DAEMON, EXIT_RUN_FAILED, EXIT_USAGE};
 use out::outln;
 use reading::{shown, Read};
@@ -147,6 +148,9 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
             command: McpCommand::List { json },
         } => reading::answer(Read::McpServers, &socket, &config, json).await,
         Command::McpServer => mcp_server::serve(config, socket).await,
+        Command::Store {
+            command: StoreCommand::Copy { url },
+        } => store_copy::copy(&url, &config, &socket).await,
         // Answered before the config is read.
         Command::Completions { .. } | Command::Manpage => 0,
     }

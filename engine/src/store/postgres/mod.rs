@@ -328,6 +328,10 @@ impl Storage for PostgresStore {
         self.read_memories_with_vectors().await
     }
 
+    async fn memories(&self) -> Result<Vec<MemoryEntry>, StoreError> {
+        self.read_memories().await
+    }
+
     async fn memory(&self, id: &str) -> Result<Option<MemoryEntry>, StoreError> {
         self.read_memory(id).await
     }

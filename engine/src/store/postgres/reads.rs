@@ -364,6 +364,12 @@ impl PostgresStore {
             .await
     }
 
+    pub(super) async fn read_memories(&self) -> Result<Vec<MemoryEntry>, StoreError> {
+        let sql = "SELECT record FROM memories ORDER BY id";
+        self.records(sql, &[], || "reading the memories".to_string())
+            .await
+    }
+
     pub(super) async fn read_memory(&self, id: &str) -> Result<Option<MemoryEntry>, StoreError> {
         let sql = "SELECT record FROM memories WHERE id = $1";
         self.record(sql, &[&id], || format!("reading memory {id}"))

@@ -207,6 +207,10 @@ impl Storage for RedbStore {
             .await
     }
 
+    async fn memories(&self) -> Result<Vec<MemoryEntry>, StoreError> {
+        self.off_workers(move |s| s.read_memories()).await
+    }
+
     async fn memories_with_vectors(&self) -> Result<Vec<MemoryEntry>, StoreError> {
         self.off_workers(move |s| s.read_memories_with_vectors())
             .await

@@ -172,6 +172,11 @@ impl RedbStore {
         Ok(all.into_iter().filter(|e| e.embedding.is_some()).collect())
     }
 
+    pub(super) fn read_memories(&self) -> Result<Vec<MemoryEntry>, StoreError> {
+        let doing = || "reading the memories".to_string();
+        MEMORIES.all(&self.read(doing)?, doing)
+    }
+
     pub(super) fn read_memory(&self, id: &str) -> Result<Option<MemoryEntry>, StoreError> {
         let doing = || format!("reading memory {id}");
         MEMORIES.get(&self.read(doing)?, id, doing)
