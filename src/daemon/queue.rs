@@ -104,12 +104,13 @@ async fn drive(shared: Arc<Shared>, run: QueuedRun) {
     };
     let handle = match shared.runtime.run(request).await {
         Ok(handle) => handle,
+        // A run of this daemon's own is on the session: it holds the lease.
+        Err(RuntimeError::Engine(EngineError::StartRun(StartRunError::SessionBusy(_)))) => {
+            return not_now(&shared, &run, false).await
+        }
         Err(RuntimeError::Engine(EngineError::StartRun(
-            StartRunError::Busy { .. }
-            | StartRunError::SessionBusy(_)
-            | StartRunError::Recovering(_)
-            | StartRunError::ShuttingDown,
-        ))) => return unclaim(&shared, &id).await,
+            StartRunError::Busy { .. } | StartRunError::Recovering(_) | StartRunError::ShuttingDown,
+        ))) => return not_now(&shared, &run, true).await,
         Err(e) => {
             let outcome = refused(&run, e.to_string());
             return finish(&shared, &id, &outcome).await;
@@ -240,6 +241,25 @@ async fn finish(shared: &Shared, id: &QueuedRunId, outcome: &RunOutcome) {
             tracing::warn!(run = %id, "the run was taken over by another daemon; its end here is not recorded")
         }
         None => {}
+    }
+}
+
+/// How long a run this daemon could not start now (full, or its session busy here) stays
+/// claimed before it goes back in the queue, so that claiming it again is not a busy loop.
+const NOT_NOW_PAUSE: Duration = Duration::from_secs(1);
+
+/// Puts back a run this daemon could not start now, after a pause, and with `release` the
+/// lease its claim took on its session, so that another daemon may take it.
+async fn not_now(shared: &Shared, run: &QueuedRun, release: bool) {
+    tokio::select! {
+        () = tokio::time::sleep(NOT_NOW_PAUSE) => {}
+        () = shared.shutdown.cancelled() => {}
+    }
+    unclaim(shared, &run.id).await;
+    if release {
+        if let Err(e) = shared.runtime.engine.store().release(&run.session_id).await {
+            tracing::warn!(run = %run.id, "releasing its session's lease: {e}; it lapses on its own");
+        }
     }
 }
 

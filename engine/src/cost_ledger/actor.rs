@@ -37,6 +37,8 @@ pub(crate) struct LedgerState {
     unwritten: HashMap<String, CostTotals>,
     /// Whether other daemons add to the same totals (so the month's is read back).
     shared: bool,
+    /// The month whose total was last read back, and when.
+    month_read: Option<(String, std::time::Instant)>,
     commit_error: Option<StoreError>,
     /// Test hook: answers of the kind it names wait while this is held.
     #[cfg(feature = "testing")]
@@ -64,6 +66,7 @@ impl Actor for CostLedgerActor {
             limits: Limits::new(&args.budget),
             totals: HashMap::new(),
             unwritten: HashMap::new(),
+            month_read: None,
             commit_error: None,
             #[cfg(feature = "testing")]
             held: None,
@@ -130,6 +133,9 @@ impl Actor for CostLedgerActor {
     }
 }
 
+/// How often a ledger on a shared store reads the month's total back.
+const MONTH_READ_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The ledger key of a run's totals.
 pub(crate) fn run_key(run: &RunId) -> String {
     format!("run:{run}")
@@ -150,14 +156,21 @@ impl LedgerState {
     }
 
     /// Takes in what other daemons sharing the store added to the month's total, when a limit
-    /// watches it. This daemon's own latest additions may still be in a commit, so the larger
-    /// of the two totals is the truer.
+    /// watches it, at most every [`MONTH_READ_EVERY`] (a read per call would put a round trip
+    /// to the database before every model call). This daemon's own latest additions may still
+    /// be in a commit, so the larger of the two totals is the truer.
     async fn catch_up_on_the_month(&mut self, period: &Period) -> Result<(), StoreError> {
         if !(self.shared && self.limits.watch_month()) {
             return Ok(());
         }
         let key = format!("month:{}", period.month);
+        if let Some((month, at)) = &self.month_read {
+            if *month == key && at.elapsed() < MONTH_READ_EVERY {
+                return Ok(());
+            }
+        }
         let stored = self.store.cost_totals(&key).await?.unwrap_or_default();
+        self.month_read = Some((key.clone(), std::time::Instant::now()));
         let known = self.totals.entry(key).or_default();
         if stored.cost_microcents > known.cost_microcents {
             *known = stored;
@@ -203,7 +216,11 @@ impl LedgerState {
         report: &UsageReport,
     ) -> Result<Receipt, StoreError> {
         let period = Period::of(now_ms());
-        self.catch_up_on_the_month(&period).await?;
+        // The call was made: a failed read must not keep it from being counted (the next
+        // call's check reads again, and refuses if it still cannot).
+        if let Err(e) = self.catch_up_on_the_month(&period).await {
+            tracing::warn!("reading the month's spending back: {e}");
+        }
         let keys = [
             run_key(&report.run_id),
             session_key(&report.session_id),

@@ -8,10 +8,9 @@
 //! within their limits; a restarted ledger reads its totals back from the store.
 //!
 //! Daemons sharing a store each add their own spending to the same totals, and a ledger with
-//! a monthly limit reads the month's total back before every call it allows. So the month can
-//! overshoot its limit by at most the calls already allowed and not yet recorded across the
-//! cluster: one model call per run in flight on every daemon, plus calls whose totals are
-//! still in a commit (milliseconds).
+//! a monthly limit reads the month's total back at most a second before a call it allows. So
+//! the month can overshoot its limit by at most one model call per run in flight on every
+//! daemon, plus what the other daemons spent in that last second.
 
 mod actor;
 mod budget;

@@ -84,6 +84,7 @@ impl PostgresStore {
             _listening: Arc::new(stop.clone().drop_guard()),
         };
         schema::migrate(&store.pool).await?;
+        store.requeue_orphans().await?;
         changes::spawn_listener(config, changes, stop);
         let keeper = leases::Keeper {
             pool: store.pool.clone(),

@@ -16,7 +16,8 @@ const COLUMNS: &str = "id, session_id, params, state, owner, attempts, submitted
     started_at_ms, ended_at_ms, outcome";
 
 /// Claims up to `$2` runs for daemon `$1`: queued ones, and running ones whose daemon has not
-/// been seen for a lease (`$3` ms). A run waits while another live daemon leases its session.
+/// been seen for a lease (`$3` ms). A run waits while any daemon (this one too: a run of its
+/// own may be writing there) leases its session.
 const CLAIM: &str = "WITH claimable AS ( \
         SELECT q.id FROM run_queue q \
         WHERE (q.state = 'queued' OR (q.state = 'running' AND q.owner <> $1 AND NOT EXISTS ( \
@@ -24,7 +25,7 @@ const CLAIM: &str = "WITH claimable AS ( \
                 WHERE d.id = q.owner AND d.seen_at > now() - $3 * interval '1 millisecond'))) \
             AND NOT EXISTS ( \
                 SELECT 1 FROM leases l WHERE l.session_id = q.session_id \
-                    AND l.owner <> $1 AND l.expires_at > now()) \
+                    AND l.expires_at > now()) \
         ORDER BY q.submitted_at_ms, q.id \
         LIMIT $2 \
         FOR UPDATE SKIP LOCKED) \
@@ -99,6 +100,26 @@ impl PostgresStore {
                 run
             })
             .collect())
+    }
+
+    /// Puts back in the queue the runs this daemon's id still owns from before it started (it
+    /// was killed and came back within a lease: to the others it never looked dead).
+    pub(super) async fn requeue_orphans(&self) -> Result<(), StoreError> {
+        let doing = || "putting back the runs this daemon ran before it restarted".to_string();
+        let client = self.pool.get().await.pg(doing)?;
+        let orphans = client
+            .execute(
+                "UPDATE run_queue SET state = 'queued' WHERE owner = $1 AND state = 'running'",
+                &[&&*self.node],
+            )
+            .await
+            .pg(doing)?;
+        if orphans > 0 {
+            tracing::warn!(
+                "{orphans} run(s) this daemon ran before it restarted go back in the queue"
+            );
+        }
+        Ok(())
     }
 
     /// Puts run `id`, claimed by this daemon, back in the queue.
