@@ -269,14 +269,26 @@ impl PostgresServer {
     fn directory(&self) -> &Path {
         self.dir.path()
     }
+
+    /// Stops the server and removes its directory, saying what failed (a drop cannot return
+    /// it).
+    fn stop_and_remove(&self) {
+        if let Err(e) = self.down() {
+            eprintln!("stopping the test PostgreSQL: {e}");
+        }
+        if let Err(e) = std::fs::remove_dir_all(self.directory()) {
+            eprintln!("removing the test PostgreSQL's directory: {e}");
+        }
+    }
 }
 
 impl Drop for PostgresServer {
     fn drop(&mut self) {
         if self.data().join("postmaster.pid").exists() {
-            let _ = self.down();
+            self.stop_and_remove();
+        } else if let Err(e) = std::fs::remove_dir_all(self.directory()) {
+            eprintln!("removing the test PostgreSQL's directory: {e}");
         }
-        let _ = std::fs::remove_dir_all(self.directory());
     }
 }
 
@@ -295,8 +307,7 @@ static SHARED: OnceLock<Result<PostgresServer, Unavailable>> = OnceLock::new();
 
 extern "C" fn stop_shared() {
     if let Some(Ok(server)) = SHARED.get() {
-        let _ = server.down();
-        let _ = std::fs::remove_dir_all(server.directory());
+        server.stop_and_remove();
     }
 }
 

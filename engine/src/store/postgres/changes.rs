@@ -33,7 +33,7 @@ pub(super) fn spawn_listener(
                 failing = true;
             }
             // Whatever was notified while not listening is lost: everyone looks again.
-            let _ = changes.send(Change::Resync);
+            tell(&changes, Change::Resync);
             tokio::select! {
                 () = tokio::time::sleep(RECONNECT) => {}
                 () = stop.cancelled() => return,
@@ -64,7 +64,7 @@ async fn listen(
             super::relay::CHANNEL
         ))
         .await?;
-    let _ = changes.send(Change::Resync);
+    tell(changes, Change::Resync);
     while let Some(message) = messages.recv().await {
         match message? {
             AsyncMessage::Notification(n) => {
@@ -80,7 +80,7 @@ async fn listen(
                         }
                     },
                 };
-                let _ = changes.send(change);
+                tell(changes, change);
             }
             AsyncMessage::Notice(_) => {}
             _ => {}
@@ -88,4 +88,12 @@ async fn listen(
     }
     pump.abort();
     Ok(())
+}
+
+/// Passes `change` on. With no one subscribed (no queue worker, no waiter) there is no one to
+/// tell, and nothing is lost: whoever subscribes later looks at the store first.
+fn tell(changes: &broadcast::Sender<Change>, change: Change) {
+    if changes.send(change).is_err() {
+        tracing::trace!("a store change with no one listening");
+    }
 }
