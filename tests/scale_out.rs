@@ -269,3 +269,54 @@ async fn runs_in_flight_when_the_database_restarts_go_on_once_it_is_back() {
         home.shutdown(daemon).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_whose_daemons_keep_dying_fails_after_max_attempts() {
+    if !Backend::Postgres.available() {
+        return;
+    }
+    let url = postgres::shared().unwrap().database().unwrap();
+    let pause_ms = Arc::new(AtomicU64::new(1500));
+    let server = ScriptedModelServer::start_routed([], Some(model(pause_ms))).await;
+    let homes: Vec<Home> = (0..2)
+        .map(|_| Home::new(&server, "").sharing(&url, 3))
+        .collect();
+    for home in &homes {
+        let config = home.path().join("config.toml");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str("max_attempts = 1\n");
+        std::fs::write(config, text).unwrap();
+    }
+    let workspace = tempfile::tempdir().unwrap();
+    let shared_dir = workspace.path().to_str().unwrap();
+
+    // Started once, on a daemon that dies with it.
+    let mut first = homes[0].daemon().await;
+    let ids = submit(&homes[..1], shared_dir, 1, "doomed").await;
+    tokio::time::timeout(WAIT, async {
+        while !runs(&homes[0])
+            .await
+            .iter()
+            .any(|r| r["state"] == "running")
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the run starts");
+    first.start_kill().unwrap();
+    first.wait().await.unwrap();
+
+    // The next daemon to claim it would be its second start: it fails instead, saying why.
+    let second = homes[1].daemon().await;
+    let (code, out, err) = homes[1].ryvos(&["wait", "--json", &ids[0]]).await;
+    assert_ne!(code, 0, "{out} {err}");
+    let outcome: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(outcome["status"], "failed", "{outcome}");
+    let reason = outcome["reason"].as_str().unwrap();
+    assert!(reason.contains("max_attempts"), "{reason}");
+    let listed = runs(&homes[1]).await;
+    assert_eq!(listed[0]["state"], "finished");
+    assert_eq!(listed[0]["attempts"], 2);
+    homes[1].shutdown(second).await;
+}

@@ -66,7 +66,7 @@ async fn a_redb_homes_records_are_copied_into_postgresql_and_read_back_the_same(
     // Into a database that holds records already: refused, nothing written.
     let (code, _, err) = home.ryvos(&["store", "copy", &url]).await;
     assert_ne!(code, 0);
-    assert!(err.contains("already holds 2 session(s)"), "{err}");
+    assert!(err.contains("already holds sessions"), "{err}");
 
     let home = home.sharing(&url, 30);
     let after = everything(&home).await;

@@ -23,8 +23,8 @@ use crate::root::{RootArgs, RootMsg, RootSupervisor, Slots, SupervisorNotice};
 use crate::sandbox::Sandbox;
 use crate::security::{ApprovalError, Approvals, Gate};
 use crate::session::{
-    RunSpec, RunStarter, RunTicket, Services, SessionSupervisorArgs, SessionSupervisorMsg,
-    StartRunError,
+    RunSpec, RunStarter, RunTicket, RunsInFlight, Services, SessionSupervisorArgs,
+    SessionSupervisorMsg, StartRunError,
 };
 use crate::store::{Store, StoreError};
 use crate::supervision::RestartPolicy;
@@ -166,6 +166,8 @@ pub struct Engine {
     sandbox: Sandbox,
     /// The MCP servers' states.
     mcp: McpServers,
+    /// How many runs are in flight.
+    in_flight: RunsInFlight,
 }
 
 impl Engine {
@@ -212,6 +214,7 @@ impl Engine {
         crate::tokens::warm_up();
         let store = open_store(&config).await?;
         let slots = Slots::new();
+        let in_flight = RunsInFlight::default();
         // One writer for the runtime's whole life: it outlives the checkpoint actor's failures.
         let writer = Writer::start(store.clone())
             .map_err(|e| EngineError::Actors(format!("starting the store's writer: {e}")))?;
@@ -320,6 +323,7 @@ impl Engine {
                 services,
                 policy: policy.clone(),
                 max_in_flight_runs: config.max_in_flight_runs.max(1),
+                in_flight: in_flight.clone(),
             },
             policy,
             checkpoint: checkpoint.clone(),
@@ -351,6 +355,7 @@ impl Engine {
             approvals,
             sandbox,
             mcp,
+            in_flight,
         })
     }
 
@@ -495,6 +500,11 @@ impl Engine {
     /// What the root supervisor does about failed actors, from now on.
     pub fn supervisor_notices(&self) -> broadcast::Receiver<SupervisorNotice> {
         self.notices.subscribe()
+    }
+
+    /// How many runs are in flight (started, not yet ended).
+    pub fn runs_in_flight(&self) -> usize {
+        self.in_flight.count()
     }
 
     /// The store, for reading sessions and runs.

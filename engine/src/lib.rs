@@ -70,10 +70,7 @@ pub use provider::{
 pub use sandbox::Sandbox;
 pub use security::{ApprovalError, Approvals};
 pub use session::{RunSpec, StartRunError};
-pub use store::{
-    copy_store, now_ms, Change, Copied, Delivery, Lease, Relay, Store, StoreError,
-    MAX_RELAYED_REASON,
-};
+pub use store::{copy_store, now_ms, Change, Copied, Delivery, Lease, Relay, Store, StoreError};
 pub use tools::{builtin::all as builtin_tools, Tool, ToolContext, ToolError};
 pub use workspace::{Workspace, WorkspaceError};
 

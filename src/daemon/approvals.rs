@@ -5,7 +5,7 @@
 use super::run_request::internal;
 use super::Shared;
 use crate::protocol::{AnswerParams, AnswerResult, ErrorBody, ErrorCode};
-use ryvos_engine::{ApprovalError, Change, Delivery, Relay, MAX_RELAYED_REASON};
+use ryvos_engine::{ApprovalError, Change, Delivery, Relay};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -92,7 +92,7 @@ async fn relay(
         request_id: params.request_id.clone(),
         approved,
         always: params.always,
-        reason: params.reason.as_ref().map(|r| clipped(r)),
+        reason: params.reason.clone(),
         by: by.to_owned(),
     };
     store.relay(&relay).await.map_err(internal)?;
@@ -118,18 +118,19 @@ async fn relay(
             }
         }
     };
-    Ok(tokio::time::timeout(RELAY_PATIENCE, replies)
-        .await
-        .unwrap_or(Delivery::NotWaiting))
-}
-
-/// `reason`, cut to what a relayed message may carry.
-fn clipped(reason: &str) -> String {
-    let mut end = reason.len().min(MAX_RELAYED_REASON);
-    while !reason.is_char_boundary(end) {
-        end -= 1;
+    match tokio::time::timeout(RELAY_PATIENCE, replies).await {
+        Ok(delivered) => Ok(delivered),
+        // Silent daemons may be waiting for it and slow: saying "not waiting" could be wrong.
+        Err(_) => Err(ErrorBody::new(
+            ErrorCode::Internal,
+            format!(
+                "request {} is not waiting on this daemon, and daemon(s) {} did not answer                  within {}s whether they are waiting for it; ask again (an answer that did                  arrive is then reported as already answered)",
+                params.request_id,
+                silent.into_iter().collect::<Vec<_>>().join(", "),
+                RELAY_PATIENCE.as_secs()
+            ),
+        )),
     }
-    reason[..end].to_owned()
 }
 
 /// Delivers the answers other daemons relay until the daemon stops; `None` when no other

@@ -172,7 +172,7 @@ async fn answer(
         Ok(Method::Runs(params)) => super::queued::runs(params, shared)
             .await
             .map(|runs| Reply::result(id, &runs)),
-        Ok(Method::Wait(params)) => super::queued::wait(params, shared)
+        Ok(Method::Wait(params)) => super::queued::wait(params, shared, write)
             .await
             .map(|outcome| Reply::result(id, &outcome)),
         Ok(Method::Follow(params)) => super::queued::follow(id, params, shared, write)

@@ -65,7 +65,10 @@ async fn work(shared: Arc<Shared>, mut changes: tokio::sync::broadcast::Receiver
             },
             Some(_) = running.join_next(), if !running.is_empty() => {}
         }
-        let free = limit.saturating_sub(running.len());
+        // Room is shared with the runs clients started here (`ryvos run`).
+        let started_here = shared.runtime.engine.runs_in_flight();
+        let direct = started_here.saturating_sub(shared.local.count());
+        let free = limit.saturating_sub(running.len() + direct);
         if free == 0 {
             continue;
         }
@@ -96,12 +99,27 @@ async fn drive(shared: Arc<Shared>, run: QueuedRun) {
     let id = run.id.clone();
     let request = match resumption(&shared, &run).await {
         Ok(Resumption::Run(request)) => request,
-        Ok(Resumption::Ended(outcome)) => return finish(&shared, &id, &outcome).await,
+        Ok(Resumption::Ended(outcome)) => {
+            finish(&shared, &id, &outcome).await;
+            return release(&shared, &run).await;
+        }
         Err(e) => {
             tracing::error!(run = %id, "{e}; putting it back in the queue");
-            return unclaim(&shared, &id).await;
+            return unclaim(&shared, &id, false).await;
         }
     };
+    let most = shared.config.store.max_attempts;
+    if run.attempts > most {
+        let why = format!(
+            "given up after {most} attempts ([store] max_attempts): each daemon that started \
+             it died, stopped or lost the database before it ended; `ryvos history {}` shows \
+             how far it got",
+            run.session_id
+        );
+        tracing::error!(run = %id, "{why}");
+        finish(&shared, &id, &refused(&run, why)).await;
+        return release(&shared, &run).await;
+    }
     let handle = match shared.runtime.run(request).await {
         Ok(handle) => handle,
         // A run of this daemon's own is on the session: it holds the lease.
@@ -112,8 +130,8 @@ async fn drive(shared: Arc<Shared>, run: QueuedRun) {
             StartRunError::Busy { .. } | StartRunError::Recovering(_) | StartRunError::ShuttingDown,
         ))) => return not_now(&shared, &run, true).await,
         Err(e) => {
-            let outcome = refused(&run, e.to_string());
-            return finish(&shared, &id, &outcome).await;
+            finish(&shared, &id, &refused(&run, e.to_string())).await;
+            return release(&shared, &run).await;
         }
     };
     tracing::info!(run = %id, session = %run.session_id, attempt = run.attempts, "queued run started");
@@ -123,26 +141,38 @@ async fn drive(shared: Arc<Shared>, run: QueuedRun) {
         .insert(id.clone(), run.session_id.clone());
     let outcome = handle.outcome().await;
     shared.local.lock().remove(&id);
-    let store_fault = shared.runtime.engine.store().fault();
     match outcome {
         // Paused by this daemon's stop: whoever claims it next goes on with it.
         Ok(o) if o.status == RunStatus::Interrupted && shared.shutdown.is_cancelled() => {
-            unclaim(&shared, &id).await
+            unclaim(&shared, &id, true).await
         }
-        // Failed because the store could not keep its turns (the database is unreachable):
-        // once it answers again, the run goes back in the queue and on from its last durable
-        // turn.
-        Ok(o) if o.status == RunStatus::Failed && store_fault.is_some() => {
+        // Failed, and the store did not keep even its end (the database is unreachable): once
+        // it answers again, the run goes back in the queue and on from its last durable turn.
+        Ok(o) if o.status == RunStatus::Failed && !end_stored(&shared, &o).await => {
             tracing::warn!(
                 run = %id,
                 reason = o.reason.as_deref().unwrap_or_default(),
-                "the run failed while the store could not write; it goes back in the queue \
+                "the run failed and its end could not be stored; it goes back in the queue \
                  once the store answers"
             );
-            unclaim(&shared, &id).await
+            unclaim(&shared, &id, true).await
         }
         Ok(outcome) => finish(&shared, &id, &outcome).await,
         Err(e) => finish(&shared, &id, &refused(&run, e.to_string())).await,
+    }
+}
+
+/// Whether the end of run `outcome` is stored (a store that cannot answer has not stored it).
+async fn end_stored(shared: &Shared, outcome: &RunOutcome) -> bool {
+    let store = shared.runtime.engine.store();
+    match store.session_runs(&outcome.session_id).await {
+        Ok(runs) => runs
+            .iter()
+            .any(|r| r.run_id == outcome.run_id && r.status.is_some()),
+        Err(e) => {
+            tracing::warn!(run = %outcome.run_id, "reading whether the run's end is stored: {e}");
+            false
+        }
     }
 }
 
@@ -248,24 +278,29 @@ async fn finish(shared: &Shared, id: &QueuedRunId, outcome: &RunOutcome) {
 /// claimed before it goes back in the queue, so that claiming it again is not a busy loop.
 const NOT_NOW_PAUSE: Duration = Duration::from_secs(1);
 
-/// Puts back a run this daemon could not start now, after a pause, and with `release` the
+/// Puts back a run this daemon could not start now, after a pause, and with `let_go` the
 /// lease its claim took on its session, so that another daemon may take it.
-async fn not_now(shared: &Shared, run: &QueuedRun, release: bool) {
+async fn not_now(shared: &Shared, run: &QueuedRun, let_go: bool) {
     tokio::select! {
         () = tokio::time::sleep(NOT_NOW_PAUSE) => {}
         () = shared.shutdown.cancelled() => {}
     }
-    unclaim(shared, &run.id).await;
-    if release {
-        if let Err(e) = shared.runtime.engine.store().release(&run.session_id).await {
-            tracing::warn!(run = %run.id, "releasing its session's lease: {e}; it lapses on its own");
-        }
+    unclaim(shared, &run.id, false).await;
+    if let_go {
+        release(shared, run).await;
     }
 }
 
-async fn unclaim(shared: &Shared, id: &QueuedRunId) {
+/// Lets go of the lease the claim of `run` took on its session.
+async fn release(shared: &Shared, run: &QueuedRun) {
+    if let Err(e) = shared.runtime.engine.store().release(&run.session_id).await {
+        tracing::warn!(run = %run.id, "releasing its session's lease: {e}; it lapses on its own");
+    }
+}
+
+async fn unclaim(shared: &Shared, id: &QueuedRunId, started: bool) {
     let store = shared.runtime.engine.store();
-    until_stored(shared, id, || store.unclaim_run(id)).await;
+    until_stored(shared, id, || store.unclaim_run(id, started)).await;
 }
 
 /// The first wait before recording a queued run's fate again, doubled up to the second.

@@ -2,7 +2,7 @@
 //! shared store, so they answer the same through any daemon of the cluster.
 
 use super::reply::send;
-use super::run_request::{internal, run_request};
+use super::run_request::run_request;
 use super::Shared;
 use crate::protocol::{ErrorBody, ErrorCode, QueuedRunParams, Reply, RunParams, RunsParams};
 use crate::runtime::RunOutcome;
@@ -76,10 +76,49 @@ async fn find(params: &QueuedRunParams, shared: &Shared) -> Result<QueuedRun, Er
     }
 }
 
-/// Waits for a queued run's end, until the daemon stops.
+/// How long a wait goes on while the store cannot be read (a database restarting), before it
+/// gives up saying why.
+const STORE_PATIENCE: Duration = Duration::from_secs(60);
+
+/// The run a wait is waiting for, read again; a store that cannot be read is asked again
+/// until [`STORE_PATIENCE`] runs out.
+async fn again(
+    params: &QueuedRunParams,
+    shared: &Shared,
+    write: &OwnedWriteHalf,
+) -> Result<QueuedRun, ErrorBody> {
+    let id = QueuedRunId::new(params.run.clone());
+    let store = shared.runtime.engine.store();
+    let mut failing_since: Option<tokio::time::Instant> = None;
+    loop {
+        let error = match store.queued_run(&id).await {
+            Ok(Some(run)) => return Ok(run),
+            Ok(None) => return find(params, shared).await,
+            Err(e) => e,
+        };
+        let since = *failing_since.get_or_insert_with(|| {
+            tracing::warn!(run = %id, "{error}; waiting for the store to answer");
+            tokio::time::Instant::now()
+        });
+        if since.elapsed() > STORE_PATIENCE {
+            return Err(ErrorBody::new(
+                ErrorCode::Internal,
+                format!(
+                    "{error}; the run's end could not be read for {}s: wait again once the \
+                     store answers",
+                    STORE_PATIENCE.as_secs()
+                ),
+            ));
+        }
+        watching(tokio::time::sleep(LOOK_AGAIN), shared, write).await?;
+    }
+}
+
+/// Waits for a queued run's end, until the daemon stops or the client leaves.
 pub(super) async fn wait(
     params: QueuedRunParams,
     shared: &Shared,
+    write: &OwnedWriteHalf,
 ) -> Result<RunOutcome, ErrorBody> {
     let mut run = find(&params, shared).await?;
     let store = shared.runtime.engine.store();
@@ -88,17 +127,13 @@ pub(super) async fn wait(
         if let Some(outcome) = run.outcome.take() {
             return Ok(outcome);
         }
-        changed(&mut changes, &run.id, shared).await?;
-        run = find(&params, shared).await?;
+        watching(changed(&mut changes, &run.id), shared, write).await?;
+        run = again(&params, shared, write).await?;
     }
 }
 
 /// Waits until run `id` may have changed: told so, or after a while.
-async fn changed(
-    changes: &mut Option<tokio::sync::broadcast::Receiver<Change>>,
-    id: &QueuedRunId,
-    shared: &Shared,
-) -> Result<(), ErrorBody> {
+async fn changed(changes: &mut Option<tokio::sync::broadcast::Receiver<Change>>, id: &QueuedRunId) {
     let told = async {
         let Some(changes) = changes.as_mut() else {
             return std::future::pending().await;
@@ -113,12 +148,43 @@ async fn changed(
         }
     };
     tokio::select! {
-        () = told => Ok(()),
-        () = tokio::time::sleep(LOOK_AGAIN) => Ok(()),
+        () = told => {}
+        () = tokio::time::sleep(LOOK_AGAIN) => {}
+    }
+}
+
+/// `until`'s end, unless the daemon stops or the client leaves first.
+async fn watching<T>(
+    until: impl std::future::Future<Output = T>,
+    shared: &Shared,
+    write: &OwnedWriteHalf,
+) -> Result<T, ErrorBody> {
+    tokio::select! {
+        done = until => Ok(done),
         () = shared.shutdown.cancelled() => Err(ErrorBody::new(
             ErrorCode::ShuttingDown,
             "the daemon is stopping; wait again through another one",
         )),
+        () = client_left(write) => Err(ErrorBody::new(ErrorCode::Internal, "the client left")),
+    }
+}
+
+/// Ends when the client closed the connection. One that only stopped sending (a script's
+/// half-close) still reads the answer, and one that sends more (it may pipeline requests) is
+/// still there: for them this never ends, and a leaving is noticed at the next reply.
+async fn client_left(write: &OwnedWriteHalf) {
+    use tokio::io::Interest;
+    let stream: &tokio::net::UnixStream = write.as_ref();
+    match stream.ready(Interest::READABLE).await {
+        Ok(ready) if ready.is_read_closed() => {}
+        Err(_) => return,
+        Ok(_) => return std::future::pending().await,
+    }
+    // Closed both ways (a hang-up), or only the client's sending side?
+    match stream.ready(Interest::READABLE | Interest::WRITABLE).await {
+        Ok(ready) if ready.is_write_closed() => {}
+        Err(_) => {}
+        Ok(_) => std::future::pending().await,
     }
 }
 
@@ -141,7 +207,10 @@ pub(super) async fn follow(
         }
         if shared.local.session(&run.id).as_ref() == Some(&run.session_id) {
             // Here: every event of the session as it comes, until the run's end.
-            while let Ok(event) = live.recv().await {
+            loop {
+                let Ok(event) = watching(live.recv(), shared, write).await? else {
+                    break;
+                };
                 if event.session_id != run.session_id {
                     continue;
                 }
@@ -150,12 +219,22 @@ pub(super) async fn follow(
                     id,
                     event: (*event).clone(),
                 };
-                if send(write, &reply).await.is_err() || end {
+                if send(write, &reply).await.is_err() {
+                    return Err(ErrorBody::new(ErrorCode::Internal, "the client left"));
+                }
+                if end {
                     break;
                 }
             }
         } else {
-            let checkpoints = store.checkpoints(&run.session_id).await.map_err(internal)?;
+            let checkpoints = match store.checkpoints(&run.session_id).await {
+                Ok(checkpoints) => checkpoints,
+                // Read again at the next look.
+                Err(e) => {
+                    tracing::warn!(run = %run.id, "following: {e}");
+                    Vec::new()
+                }
+            };
             let since = run.started_at_ms.unwrap_or(u64::MAX);
             let fresh: Vec<_> = checkpoints
                 .into_iter()
@@ -174,8 +253,8 @@ pub(super) async fn follow(
                 }
             }
             turns_seen = turns_seen.max(fresh.len());
-            changed(&mut changes, &run.id, shared).await?;
+            watching(changed(&mut changes, &run.id), shared, write).await?;
         }
-        run = find(&params, shared).await?;
+        run = again(&params, shared, write).await?;
     }
 }

@@ -28,6 +28,11 @@ pub struct StoreConfig {
     /// that died is taken over after this.
     #[serde(deserialize_with = "super::checked::positive")]
     pub lease_secs: u64,
+    /// For `postgres`: how many times a queued run is started before it is failed (each
+    /// daemon that took it died, stopped, or lost the database): a run that crashes every
+    /// daemon that runs it must not go round the cluster forever.
+    #[serde(deserialize_with = "super::checked::positive")]
+    pub max_attempts: u32,
 }
 
 impl Default for StoreConfig {
@@ -37,6 +42,7 @@ impl Default for StoreConfig {
             url: "${RYVOS_DATABASE_URL}".into(),
             pool_size: 16,
             lease_secs: 30,
+            max_attempts: 10,
         }
     }
 }

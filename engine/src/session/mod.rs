@@ -23,7 +23,7 @@ pub(crate) use notice::SessionNotice;
 pub(crate) use starter::RunStarter;
 pub use supervisor::StartRunError;
 pub(crate) use supervisor::{
-    RunTicket, SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg,
+    RunTicket, RunsInFlight, SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg,
 };
 
 use crate::checkpoint::Checkpoint;

@@ -14,6 +14,7 @@ use crate::ids::{RunId, SessionId};
 use crate::supervision::{RestartDecision, RestartHistory, RestartPolicy};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::broadcast;
@@ -123,6 +124,26 @@ pub(crate) struct SessionSupervisorArgs {
     pub services: Services,
     pub policy: RestartPolicy,
     pub max_in_flight_runs: usize,
+    pub in_flight: RunsInFlight,
+}
+
+/// How many runs are in flight, readable outside the supervisor (a daemon claims from the run
+/// queue only what room is left).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RunsInFlight(Arc<AtomicUsize>);
+
+impl RunsInFlight {
+    pub(crate) fn count(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn add(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn remove(&self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Its state.
@@ -130,7 +151,7 @@ pub(crate) struct SessionSupervisorState {
     args: SessionSupervisorArgs,
     sessions: HashMap<SessionId, Entry>,
     by_actor: HashMap<ActorId, SessionId>,
-    in_flight: usize,
+    in_flight: RunsInFlight,
     stopping: Option<RpcReplyPort<()>>,
     shutting_down: bool,
 }
@@ -145,11 +166,13 @@ impl Actor for SessionSupervisor {
         _myself: ActorRef<Self::Msg>,
         args: SessionSupervisorArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
+        // A supervisor restarted has no runs: they ended with its failure.
+        args.in_flight.0.store(0, Ordering::Relaxed);
         Ok(SessionSupervisorState {
+            in_flight: args.in_flight.clone(),
             args,
             sessions: HashMap::new(),
             by_actor: HashMap::new(),
-            in_flight: 0,
             stopping: None,
             shutting_down: false,
         })
@@ -177,7 +200,7 @@ impl Actor for SessionSupervisor {
                 if let Some(entry) = state.sessions.get_mut(&session_id) {
                     if entry.active_run.as_ref() == Some(&run_id) {
                         entry.active_run = None;
-                        state.in_flight -= 1;
+                        state.in_flight.remove();
                     }
                     // A recovered run has been reported by the restarted actor.
                     if entry.recover.as_ref().is_some_and(|(r, _)| *r == run_id) {
@@ -263,7 +286,7 @@ impl Actor for SessionSupervisor {
             SessionSupervisorMsg::StopAllTimeout => {
                 if let Some(reply) = state.stopping.take() {
                     tracing::warn!(
-                        in_flight = state.in_flight,
+                        in_flight = state.in_flight.count(),
                         "shutdown went on before every run had recorded its end"
                     );
                     if reply.send(()).is_err() {
@@ -332,7 +355,7 @@ impl SessionSupervisorState {
             return Err(StartRunError::ShuttingDown);
         }
         let limit = self.args.max_in_flight_runs;
-        if self.in_flight >= limit {
+        if self.in_flight.count() >= limit {
             return Err(StartRunError::Busy { limit });
         }
         let session_id = session_id.unwrap_or_else(SessionId::generate);
@@ -370,7 +393,7 @@ impl SessionSupervisorState {
             })
             .map_err(|_| StartRunError::Recovering(session_id.clone()))?;
         entry.active_run = Some(run_id.clone());
-        self.in_flight += 1;
+        self.in_flight.add();
         Ok(RunTicket {
             session_id,
             run_id,
@@ -415,7 +438,7 @@ impl SessionSupervisorState {
         entry.actor = None;
         let run = entry.active_run.take();
         if run.is_some() {
-            self.in_flight -= 1;
+            self.in_flight.remove();
         }
         // A run still waiting to be reported by an actor that failed in its turn stays owed.
         let run = run.or_else(|| entry.recover.take().map(|(r, _)| r));
@@ -482,7 +505,7 @@ impl SessionSupervisorState {
     }
 
     fn answer_stop_all_if_done(&mut self) {
-        if self.in_flight == 0 {
+        if self.in_flight.count() == 0 {
             if let Some(reply) = self.stopping.take() {
                 if reply.send(()).is_err() {
                     tracing::debug!("the shutdown's caller left");

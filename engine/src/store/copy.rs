@@ -13,28 +13,16 @@ pub struct Copied {
     pub memories: usize,
 }
 
-/// Copies everything `from` holds into `to`, which must hold nothing: one transaction per
-/// session (its history, runs, checkpoints, plan, audit trail, verdicts and Guardian records),
-/// then the approvals kept, the cost totals and the memories. Refused, writing nothing, when
-/// `to` already holds sessions, costs or memories.
+/// Copies everything `from` holds into `to`, which must hold nothing: every session (its
+/// history, runs, checkpoints, plan, audit trail, verdicts and Guardian records), the
+/// approvals kept, the cost totals and the memories, in one transaction, so that a copy that
+/// fails leaves `to` as empty as it was. Refused, writing nothing, when `to` already holds
+/// any of these. The records are held in memory until they are written: about the size of
+/// the home's store.
 pub async fn copy_store(from: &Store, to: &Store) -> Result<Copied, StoreError> {
-    let refuse = |what: String| {
-        StoreError::from_cause(
-            "copying the store",
-            format!("the target already holds {what}: copy into an empty database"),
-        )
-    };
-    let held = to.sessions().await?.len();
-    if held > 0 {
-        return Err(refuse(format!("{held} session(s)")));
-    }
-    if !to.cost_totals_with_prefix("").await?.is_empty() {
-        return Err(refuse("cost totals".into()));
-    }
-    if !to.memories().await?.is_empty() {
-        return Err(refuse("memories".into()));
-    }
+    refuse_unless_empty(to).await?;
     let mut copied = Copied::default();
+    let mut batches: Vec<WriteBatch> = Vec::new();
     let always = from.always_allowed().await?;
     for record in from.sessions().await? {
         let id = record.session_id.clone();
@@ -42,31 +30,51 @@ pub async fn copy_store(from: &Store, to: &Store) -> Result<Copied, StoreError> 
         for what in always.get(&id).into_iter().flatten() {
             writes.push(Write::Always(what.clone()));
         }
-        to.write(&[WriteBatch::of(id, writes)]).await?;
+        batches.push(WriteBatch::of(id, writes));
         copied.sessions += 1;
     }
-    let mut rest: Vec<WriteBatch> = Vec::new();
     for kept in from.paused_approvals().await? {
         let write = Write::Approval {
             request_id: kept.request_id.clone(),
             kept: Some(kept.clone()),
         };
-        rest.push(WriteBatch::of(kept.session_id.clone(), [write]));
+        batches.push(WriteBatch::of(kept.session_id.clone(), [write]));
     }
     let costs = from.cost_totals_with_prefix("").await?;
     let memories = from.memories().await?;
     copied.memories = memories.len();
     // Batches are keyed by session; these records belong to none in particular.
     let none = SessionId::new("");
-    rest.push(WriteBatch::of(
+    batches.push(WriteBatch::of(
         none,
         costs
             .into_iter()
             .map(|(key, add)| Write::Cost { key, add })
             .chain(memories.into_iter().map(Write::Memory)),
     ));
-    to.write(&rest).await?;
+    to.write(&batches).await?;
     Ok(copied)
+}
+
+/// Refuses a target that holds any record a copy writes.
+async fn refuse_unless_empty(to: &Store) -> Result<(), StoreError> {
+    let held = if !to.sessions().await?.is_empty() {
+        "sessions"
+    } else if !to.cost_totals_with_prefix("").await?.is_empty() {
+        "cost totals"
+    } else if !to.memories().await?.is_empty() {
+        "memories"
+    } else if !to.paused_approvals().await?.is_empty() {
+        "kept approval answers"
+    } else if !to.always_allowed().await?.is_empty() {
+        "tools approved for a session"
+    } else {
+        return Ok(());
+    };
+    Err(StoreError::from_cause(
+        "copying the store",
+        format!("the target already holds {held}: copy into an empty database"),
+    ))
 }
 
 /// Everything stored under session `id`, as writes.

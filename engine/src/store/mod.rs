@@ -31,7 +31,7 @@ pub(crate) use records::{
     AuditRecord, Compaction, CostTotals, MemoryEntry, RunRecord, SessionRecord, TurnCheckpoint,
     VerdictRecord,
 };
-pub use relay::{Delivery, Relay, MAX_RELAYED_REASON};
+pub use relay::{Delivery, Relay};
 
 use crate::ids::{QueuedRunId, RunId, SessionId};
 use crate::message::Message;
@@ -150,8 +150,9 @@ pub trait Storage: Send + Sync + 'static {
         Ok(Vec::new())
     }
 
-    /// Puts run `id`, claimed by this daemon, back in the queue.
-    async fn unclaim_run(&self, _id: &QueuedRunId) -> Result<(), StoreError> {
+    /// Puts run `id`, claimed by this daemon, back in the queue. A run that did not start
+    /// (`started` false) gives its attempt back.
+    async fn unclaim_run(&self, _id: &QueuedRunId, _started: bool) -> Result<(), StoreError> {
         Ok(())
     }
 

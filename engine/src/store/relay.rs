@@ -1,5 +1,8 @@
 //! Messages between the daemons sharing a store: an answer to an approval request that the
 //! daemon it reached is not waiting for goes to all of them, and the one waiting replies.
+//!
+//! A message is only as trustworthy as the store's write rights: a store keeps it where only
+//! those allowed to write may put it, and tells the others where to find it.
 
 use serde::{Deserialize, Serialize};
 
@@ -40,7 +43,3 @@ pub enum Delivery {
     /// This daemon was waiting for it, and the answer failed (the message says why).
     Failed(String),
 }
-
-/// The longest reason a relayed answer carries: the message must fit PostgreSQL's 8,000-byte
-/// notification payload.
-pub const MAX_RELAYED_REASON: usize = 2_000;

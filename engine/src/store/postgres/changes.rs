@@ -3,6 +3,7 @@
 //! the connection that listens); it reconnects after a failure, and then says `Resync`, since
 //! what was notified meanwhile is lost.
 
+use super::relay::Inbox;
 use crate::store::Change;
 use futures_util::StreamExt;
 use std::time::Duration;
@@ -21,9 +22,11 @@ pub(super) fn spawn_listener(
 ) {
     tokio::spawn(async move {
         let mut failing = false;
+        // Kept across connections, so that a notification replayed meanwhile is refused.
+        let mut inbox = Inbox::new();
         while !stop.is_cancelled() {
             let listened = tokio::select! {
-                listened = listen(&config, &changes) => listened,
+                listened = listen(&config, &changes, &mut inbox) => listened,
                 () = stop.cancelled() => return,
             };
             if let Err(e) = listened {
@@ -46,6 +49,7 @@ pub(super) fn spawn_listener(
 async fn listen(
     config: &tokio_postgres::Config,
     changes: &broadcast::Sender<Change>,
+    inbox: &mut Inbox,
 ) -> Result<(), tokio_postgres::Error> {
     let (client, mut connection) = config.connect(tokio_postgres::NoTls).await?;
     let (messages_tx, mut messages) = tokio::sync::mpsc::unbounded_channel();
@@ -71,13 +75,9 @@ async fn listen(
                 let change = match n.channel() {
                     "ryvos_queue" => Change::Queued,
                     "ryvos_runs" => Change::Finished(crate::ids::QueuedRunId::new(n.payload())),
-                    _ => match serde_json::from_str(n.payload()) {
-                        Ok(relay) => Change::Relay(relay),
-                        Err(e) => {
-                            // From a daemon of another version: it cannot be acted on.
-                            tracing::warn!("ignoring a relayed message that does not parse: {e}");
-                            continue;
-                        }
+                    _ => match inbox.open(&client, n.payload()).await? {
+                        Some(relay) => Change::Relay(relay),
+                        None => continue,
                     },
                 };
                 tell(changes, change);

@@ -131,8 +131,12 @@ const RENEW: &str = "WITH mine AS ( \
     FROM mine WHERE leases.session_id = mine.session_id \
     RETURNING leases.session_id";
 
-const HEARTBEAT: &str = "INSERT INTO daemons (id, host, pid, started_at, seen_at) \
-    VALUES ($1, $2, $3, now(), now()) ON CONFLICT (id) DO UPDATE SET seen_at = now()";
+/// Says this daemon is alive, and reads the database's schema version (a newer Ryvos may have
+/// migrated it since this one started).
+const HEARTBEAT: &str = "WITH beat AS ( \
+        INSERT INTO daemons (id, host, pid, started_at, seen_at) \
+        VALUES ($1, $2, $3, now(), now()) ON CONFLICT (id) DO UPDATE SET seen_at = now()) \
+    SELECT coalesce(max(version), 0) FROM ryvos_schema";
 
 impl PostgresStore {
     /// Takes session `id` for this daemon, refused while another daemon's lease on it lives.
@@ -203,6 +207,7 @@ pub(super) struct Keeper {
     pub pool: super::Pg,
     pub node: Arc<str>,
     pub ttl: Duration,
+    pub schema: Arc<super::schema::Watch>,
 }
 
 impl Keeper {
@@ -222,10 +227,11 @@ impl Keeper {
         let client = self.pool.get().await.pg(doing)?;
         let host = hostname();
         let pid = std::process::id() as i64;
-        client
-            .execute(HEARTBEAT, &[&node, &host, &pid])
+        let beat = client
+            .query_one(HEARTBEAT, &[&node, &host, &pid])
             .await
             .pg(doing)?;
+        self.schema.seen(beat.get(0));
         if ids.is_empty() {
             return Ok(());
         }

@@ -54,6 +54,8 @@ pub(crate) struct PostgresStore {
     leases: Arc<leases::Leases>,
     /// What other daemons change, as the listener hears it.
     changes: broadcast::Sender<Change>,
+    /// The database's schema version, as the heartbeat reads it.
+    schema: Arc<schema::Watch>,
     /// Stops the listener when the last handle on the store is dropped.
     _listening: Arc<DropGuard>,
 }
@@ -81,6 +83,7 @@ impl PostgresStore {
             lease_ttl,
             leases: Arc::default(),
             changes: changes.clone(),
+            schema: Arc::default(),
             _listening: Arc::new(stop.clone().drop_guard()),
         };
         schema::migrate(&store.pool).await?;
@@ -90,6 +93,7 @@ impl PostgresStore {
             pool: store.pool.clone(),
             node: store.node.clone(),
             ttl: lease_ttl,
+            schema: store.schema.clone(),
         };
         keeper.spawn(Arc::downgrade(&store.leases));
         Ok(store)
@@ -184,7 +188,8 @@ impl Storage for PostgresStore {
     }
 
     fn fault(&self) -> Option<String> {
-        self.fault.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        let failed = self.fault.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        failed.or_else(|| self.schema.refusal())
     }
 
     fn node(&self) -> Option<&str> {
@@ -211,8 +216,8 @@ impl Storage for PostgresStore {
         self.claim(limit).await
     }
 
-    async fn unclaim_run(&self, id: &QueuedRunId) -> Result<(), StoreError> {
-        self.unclaim(id).await
+    async fn unclaim_run(&self, id: &QueuedRunId, started: bool) -> Result<(), StoreError> {
+        self.unclaim(id, started).await
     }
 
     async fn finish_run(&self, id: &QueuedRunId, outcome: &RunOutcome) -> Result<bool, StoreError> {

@@ -65,6 +65,9 @@ impl PostgresStore {
     /// Claims up to `limit` runs, and leases their sessions in the same transaction.
     pub(super) async fn claim(&self, limit: usize) -> Result<Vec<QueuedRun>, StoreError> {
         let doing = || "claiming queued runs".to_string();
+        if let Some(why) = self.schema.refusal() {
+            return Err(StoreError::from_cause(doing(), why));
+        }
         let mut client = self.pool.get().await.pg(doing)?;
         let txn = client.transaction().await.pg(doing)?;
         let silent = self.lease_ttl.as_millis() as f64;
@@ -122,15 +125,17 @@ impl PostgresStore {
         Ok(())
     }
 
-    /// Puts run `id`, claimed by this daemon, back in the queue.
-    pub(super) async fn unclaim(&self, id: &QueuedRunId) -> Result<(), StoreError> {
+    /// Puts run `id`, claimed by this daemon, back in the queue; one that did not start gives
+    /// its attempt back.
+    pub(super) async fn unclaim(&self, id: &QueuedRunId, started: bool) -> Result<(), StoreError> {
         let doing = || format!("putting run {id} back in the queue");
         let client = self.pool.get().await.pg(doing)?;
+        let given_back: i32 = if started { 0 } else { 1 };
         client
             .execute(
-                "UPDATE run_queue SET state = 'queued' \
+                "UPDATE run_queue SET state = 'queued', attempts = greatest(attempts - $3, 0) \
                  WHERE id = $1 AND owner = $2 AND state = 'running'",
-                &[&id.as_str(), &&*self.node],
+                &[&id.as_str(), &&*self.node, &given_back],
             )
             .await
             .pg(doing)?;

@@ -8,6 +8,7 @@
 
 use super::{Pg, PgContext};
 use crate::store::StoreError;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// Every migration, in order; migration `n` is `MIGRATIONS[n - 1]`.
 const MIGRATIONS: &[&str] = &[
@@ -139,6 +140,16 @@ const MIGRATIONS: &[&str] = &[
         estimated_calls = COALESCE((totals->>'estimated_calls')::bigint, 0);
     ALTER TABLE costs DROP COLUMN totals;
     "#,
+    // 5: messages between daemons. NOTIFY needs no privilege, so it carries only a message's
+    // id: what a message says is read from here, where only a role that may INSERT puts it.
+    r#"
+    CREATE TABLE relayed (
+        id bigserial PRIMARY KEY,
+        body json NOT NULL,
+        sent_at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE INDEX relayed_by_time ON relayed (sent_at);
+    "#,
 ];
 
 /// The schema version this binary writes.
@@ -189,6 +200,34 @@ pub(super) async fn migrate(pool: &Pg) -> Result<(), StoreError> {
         .pg(doing)?;
     }
     txn.commit().await.pg(doing)
+}
+
+/// The database's schema version as the heartbeat last read it: a newer Ryvos may migrate
+/// the database while this one runs (a one-by-one upgrade), and this one must then stop taking
+/// work, since it would write tables it no longer understands.
+#[derive(Default)]
+pub(super) struct Watch(AtomicI32);
+
+impl Watch {
+    pub(super) fn seen(&self, version: i32) {
+        let before = self.0.swap(version, Ordering::Relaxed);
+        if version > LATEST && before <= LATEST {
+            tracing::error!("{}", outdated(version));
+        }
+    }
+
+    /// Why this daemon must not take work, while the database is newer than it.
+    pub(super) fn refusal(&self) -> Option<String> {
+        let version = self.0.load(Ordering::Relaxed);
+        (version > LATEST).then(|| outdated(version))
+    }
+}
+
+fn outdated(version: i32) -> String {
+    format!(
+        "a newer Ryvos migrated the database to schema version {version}; this one knows \
+         {LATEST} and takes no more queued runs: upgrade it"
+    )
 }
 
 #[cfg(test)]

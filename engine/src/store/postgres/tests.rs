@@ -207,6 +207,14 @@ async fn the_schema_is_migrated_once_and_a_newer_one_is_refused() {
         .to_string();
     assert!(refused.contains("newer than this Ryvos knows"), "{refused}");
     assert!(refused.contains("upgrade"), "{refused}");
+    // A daemon already running sees the newer schema at its next heartbeat, and stops taking
+    // work.
+    assert_eq!(store.fault(), None);
+    keeper(&store).renew(&store.leases).await.unwrap();
+    let fault = store.fault().expect("a newer schema is a fault");
+    assert!(fault.contains("upgrade it"), "{fault}");
+    let claim = store.claim_runs(1).await.err().unwrap().to_string();
+    assert!(claim.contains("takes no more queued runs"), "{claim}");
 }
 
 #[tokio::test]
@@ -264,6 +272,7 @@ fn keeper(store: &PostgresStore) -> leases::Keeper {
         pool: store.pool.clone(),
         node: store.node.clone(),
         ttl: TTL,
+        schema: store.schema.clone(),
     }
 }
 
@@ -370,4 +379,73 @@ async fn renewal_keeps_a_lapsed_lease_nobody_took_and_finds_one_that_was_taken()
         .unwrap()
         .get(0);
     assert_eq!(alive, 1, "the renewal says the daemon is alive");
+}
+
+fn answer(token: &str) -> Relay {
+    Relay::Answer {
+        token: token.into(),
+        from: "d_a".into(),
+        request_id: "apr_1".into(),
+        approved: true,
+        always: false,
+        reason: None,
+        by: "ryvos approve".into(),
+    }
+}
+
+/// The next relayed message `changes` hears within a second.
+async fn heard(changes: &mut broadcast::Receiver<Change>) -> Option<Relay> {
+    let next = async {
+        loop {
+            if let Ok(Change::Relay(relay)) = changes.recv().await {
+                return relay;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(1), next)
+        .await
+        .ok()
+}
+
+#[tokio::test]
+async fn only_stored_messages_are_relayed_and_each_once() {
+    let Some((a, b)) = two_daemons().await else {
+        return;
+    };
+    let mut changes = b.changes().unwrap();
+    // Until b's listener is listening.
+    let mut listening = false;
+    for _ in 0..30 {
+        a.relay(&answer("probe")).await.unwrap();
+        if heard(&mut changes).await.is_some() {
+            listening = true;
+            break;
+        }
+    }
+    assert!(listening, "b hears what a relays");
+    while heard(&mut changes).await.is_some() {}
+    let client = a.pool.get().await.unwrap();
+    // Anyone who can connect may NOTIFY: a message in the notification itself, or an id that
+    // names no stored message, is not heard.
+    let forged = serde_json::to_string(&answer("forged")).unwrap();
+    for payload in [forged.as_str(), "999999999", "not an id"] {
+        client
+            .execute("SELECT pg_notify('ryvos_relay', $1)", &[&payload])
+            .await
+            .unwrap();
+    }
+    a.relay(&answer("real")).await.unwrap();
+    assert_eq!(heard(&mut changes).await, Some(answer("real")));
+    // A stored message's id notified again is not heard again.
+    let id: i64 = client
+        .query_one("SELECT max(id) FROM relayed", &[])
+        .await
+        .unwrap()
+        .get(0);
+    client
+        .execute("SELECT pg_notify('ryvos_relay', $1)", &[&id.to_string()])
+        .await
+        .unwrap();
+    a.relay(&answer("after")).await.unwrap();
+    assert_eq!(heard(&mut changes).await, Some(answer("after")));
 }
