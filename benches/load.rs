@@ -417,6 +417,22 @@ fn main() {
         report.push('\n');
     };
 
+    // `RYVOS_LOAD_ONLY=postgres`: redb's per-turn figure and the PostgreSQL column, no more.
+    if std::env::var("RYVOS_LOAD_ONLY").as_deref() == Ok("postgres") {
+        rt.block_on(measure(20, "noop", SafetyTier::T0));
+        let mut passes: Vec<_> = (0..3)
+            .map(|_| rt.block_on(measure(20, "noop", SafetyTier::T0)))
+            .collect();
+        passes.sort_by(|a, b| a.p50.total_cmp(&b.p50));
+        let redb = passes.swap_remove(1);
+        line(format!(
+            "redb, overhead per turn, history 20: p50 {:7.1} us",
+            redb.p50
+        ));
+        postgres_figures(&rt, redb.p50, &mut line);
+        return;
+    }
+
     // A discarded pass first; then three alternating passes of each, and the median pass of
     // each by p50, so that one noisy pass (an fsync stall) does not decide the ratio.
     rt.block_on(measure(20, "noop", SafetyTier::T0));

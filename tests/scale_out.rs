@@ -69,6 +69,17 @@ async fn runs(home: &Home) -> Vec<Value> {
     serde_json::from_str(out.trim()).unwrap()
 }
 
+/// Waits until some run of the queue is running, on any daemon.
+async fn until_one_runs(home: &Home) {
+    tokio::time::timeout(WAIT, async {
+        while !runs(home).await.iter().any(|r| r["state"] == "running") {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("some runs start");
+}
+
 /// The daemon id `ryvos status` gives.
 async fn daemon_id(home: &Home) -> String {
     let (code, out, err) = home.ryvos(&["status", "--json"]).await;
@@ -230,17 +241,7 @@ async fn runs_in_flight_when_the_database_restarts_go_on_once_it_is_back() {
         daemons.push(home.daemon().await);
     }
     let ids = submit(&homes, shared_dir, 8, "through a restart").await;
-    tokio::time::timeout(WAIT, async {
-        while !runs(&homes[0])
-            .await
-            .iter()
-            .any(|r| r["state"] == "running")
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("some runs start");
+    until_one_runs(&homes[0]).await;
 
     // Down for longer than a lease: every daemon's heartbeat is stale when it comes back.
     database.down().unwrap();
@@ -293,17 +294,7 @@ async fn a_run_whose_daemons_keep_dying_fails_after_max_attempts() {
     // Started once, on a daemon that dies with it.
     let mut first = homes[0].daemon().await;
     let ids = submit(&homes[..1], shared_dir, 1, "doomed").await;
-    tokio::time::timeout(WAIT, async {
-        while !runs(&homes[0])
-            .await
-            .iter()
-            .any(|r| r["state"] == "running")
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("the run starts");
+    until_one_runs(&homes[0]).await;
     first.start_kill().unwrap();
     first.wait().await.unwrap();
 

@@ -167,14 +167,16 @@ impl PostgresStore {
     /// `None` while another daemon's lease on it lives.
     pub(super) async fn lease_in(
         &self,
-        client: &tokio_postgres::Client,
+        client: &impl deadpool_postgres::GenericClient,
         id: &SessionId,
     ) -> Result<Option<i64>, StoreError> {
         let ttl = self.lease_ttl.as_millis() as f64;
+        let doing = || format!("taking the lease on session {id}");
+        let take = client.prepare_cached(TAKE).await.pg(doing)?;
         let taken = client
-            .query_opt(TAKE, &[&id.as_str(), &&*self.node, &ttl])
+            .query_opt(&take, &[&id.as_str(), &&*self.node, &ttl])
             .await
-            .pg(|| format!("taking the lease on session {id}"))?;
+            .pg(doing)?;
         Ok(taken.map(|row| row.get(0)))
     }
 

@@ -81,7 +81,7 @@ impl PostgresStore {
         let mut claimed = Vec::with_capacity(rows.len());
         for row in &rows {
             let run = queued_run(row, doing)?;
-            match self.lease_in(txn.client(), &run.session_id).await? {
+            match self.lease_in(&txn, &run.session_id).await? {
                 Some(generation) => claimed.push((run, generation)),
                 // Leased meanwhile by a daemon that claimed another run of the session.
                 None => {

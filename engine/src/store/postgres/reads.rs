@@ -255,8 +255,8 @@ impl PostgresStore {
         key: &str,
     ) -> Result<Option<CostTotals>, StoreError> {
         let doing = || format!("reading the cost totals of {key}");
-        let sql = "SELECT key, calls, input_tokens, output_tokens, cost_microcents, \
-            estimated_calls FROM costs WHERE key = $1";
+        let sql = format!("SELECT {SUMMED_COSTS} FROM costs WHERE key = $1 GROUP BY key");
+        let sql = sql.as_str();
         let rows = self.rows(sql, &[&key], doing).await?;
         rows.first()
             .map(|row| Ok(cost_totals(row, doing)?.1))
@@ -270,8 +270,10 @@ impl PostgresStore {
         let doing = || format!("listing the cost totals under {prefix}");
         let rows = self
             .rows(
-                "SELECT key, calls, input_tokens, output_tokens, cost_microcents, \
-                    estimated_calls FROM costs WHERE starts_with(key, $1) ORDER BY key",
+                &format!(
+                    "SELECT {SUMMED_COSTS} FROM costs WHERE starts_with(key, $1) \
+                     GROUP BY key ORDER BY key"
+                ),
                 &[&prefix],
                 doing,
             )
@@ -400,6 +402,10 @@ fn value<T: FromSqlOwned>(
 }
 
 /// A row of `costs`: its key and totals.
+/// A cost total: the sum of every daemon's row of it.
+const SUMMED_COSTS: &str = "key, sum(calls)::bigint, sum(input_tokens)::bigint, \
+    sum(output_tokens)::bigint, sum(cost_microcents)::bigint, sum(estimated_calls)::bigint";
+
 fn cost_totals(row: &Row, doing: impl Fn() -> String) -> Result<(String, CostTotals), StoreError> {
     let count = |at| value::<i64>(row, at, &doing).map(|n| u64::try_from(n).unwrap_or(0));
     Ok((

@@ -150,6 +150,14 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX relayed_by_time ON relayed (sent_at);
     "#,
+    // 6: cost totals kept per daemon and summed when read. Every model call adds to the
+    // day's and the month's totals: one row for all daemons would make each daemon's commit
+    // wait for the others' to release it.
+    r#"
+    ALTER TABLE costs ADD COLUMN writer text COLLATE "C" NOT NULL DEFAULT '';
+    ALTER TABLE costs DROP CONSTRAINT costs_pkey;
+    ALTER TABLE costs ADD PRIMARY KEY (key, writer);
+    "#,
 ];
 
 /// The schema version this binary writes.

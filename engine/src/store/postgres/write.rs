@@ -30,9 +30,10 @@ const SESSION: &str = "INSERT INTO sessions (session_id, record) VALUES ($1, $2)
 const COMPACTION: &str = "INSERT INTO compactions (session_id, first_kept_seq, record) \
     VALUES ($1, $2, $3) ON CONFLICT (session_id) \
     DO UPDATE SET first_kept_seq = EXCLUDED.first_kept_seq, record = EXCLUDED.record";
+/// Each daemon adds to its own row of a total (see migration 6).
 const COST: &str = "INSERT INTO costs \
-    (key, calls, input_tokens, output_tokens, cost_microcents, estimated_calls) \
-    VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (key) DO UPDATE SET \
+    (key, writer, calls, input_tokens, output_tokens, cost_microcents, estimated_calls) \
+    VALUES ($1, $7, $2, $3, $4, $5, $6) ON CONFLICT (key, writer) DO UPDATE SET \
     calls = costs.calls + EXCLUDED.calls, \
     input_tokens = costs.input_tokens + EXCLUDED.input_tokens, \
     output_tokens = costs.output_tokens + EXCLUDED.output_tokens, \
@@ -69,7 +70,7 @@ impl PostgresStore {
     /// Stores `batches` in one transaction.
     pub(super) async fn write_batches(&self, batches: &[WriteBatch]) -> Result<(), StoreError> {
         let doing = || format!("writing {} batch(es) to the store", batches.len());
-        let ops: Vec<Op> = batches.iter().flat_map(ops).collect();
+        let ops: Vec<Op> = batches.iter().flat_map(|b| ops(b, &self.node)).collect();
         let mut client = self.pool.get().await.pg(doing)?;
         let txn = client.transaction().await.pg(doing)?;
         if !self.durable {
@@ -92,7 +93,8 @@ impl PostgresStore {
             if ids.is_empty() {
                 return Ok(Vec::new());
             }
-            txn.query(FENCE, &[&ids, &generations, &&*self.node]).await
+            let fence = txn.prepare_cached(FENCE).await?;
+            txn.query(&fence, &[&ids, &generations, &&*self.node]).await
         };
         // Sent in order, so that the server applies them in the order they were written.
         let pipelined = ops.iter().map(|op| {
@@ -119,18 +121,18 @@ fn op<'a>(sql: &'static str, params: Params<'a>) -> Op<'a> {
     Op { sql, params }
 }
 
-/// The statements that store `batch`.
-fn ops(batch: &WriteBatch) -> Vec<Op<'_>> {
+/// The statements that store `batch`, written by daemon `node`.
+fn ops<'a>(batch: &'a WriteBatch, node: &'a str) -> Vec<Op<'a>> {
     let sid = batch.session_id.as_str();
     batch
         .writes
         .iter()
-        .map(|write| write_op(sid, write))
+        .map(|write| write_op(sid, write, node))
         .collect()
 }
 
-/// The statement that stores `write` of session `sid`.
-fn write_op<'a>(sid: &'a str, write: &'a Write) -> Op<'a> {
+/// The statement that stores `write` of session `sid`, written by daemon `node`.
+fn write_op<'a>(sid: &'a str, write: &'a Write, node: &'a str) -> Op<'a> {
     match write {
         Write::Message(m) => op(
             MESSAGE,
@@ -178,6 +180,7 @@ fn write_op<'a>(sid: &'a str, write: &'a Write) -> Op<'a> {
                     count(add.output_tokens),
                     count(add.cost_microcents),
                     count(add.estimated_calls),
+                    Box::new(node),
                 ],
             )
         }
