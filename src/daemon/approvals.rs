@@ -124,7 +124,9 @@ async fn relay(
         Err(_) => Err(ErrorBody::new(
             ErrorCode::Internal,
             format!(
-                "request {} is not waiting on this daemon, and daemon(s) {} did not answer                  within {}s whether they are waiting for it; ask again (an answer that did                  arrive is then reported as already answered)",
+                "request {} is not waiting on this daemon, and daemon(s) {} did not answer \
+                 within {}s whether they are waiting for it; ask again (an answer that did \
+                 arrive is then reported as already answered)",
                 params.request_id,
                 silent.into_iter().collect::<Vec<_>>().join(", "),
                 RELAY_PATIENCE.as_secs()

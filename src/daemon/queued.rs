@@ -196,10 +196,11 @@ pub(super) async fn follow(
     shared: &Shared,
     write: &mut OwnedWriteHalf,
 ) -> Result<RunOutcome, ErrorBody> {
+    // Subscribed first, so that no event comes between the look at the run and the stream.
+    let mut live = shared.runtime.subscribe();
     let mut run = find(&params, shared).await?;
     let store = shared.runtime.engine.store();
     let mut changes = store.changes();
-    let mut live = shared.runtime.subscribe();
     let mut turns_seen = 0;
     loop {
         if let Some(outcome) = run.outcome.take() {
@@ -208,7 +209,10 @@ pub(super) async fn follow(
         if shared.local.session(&run.id).as_ref() == Some(&run.session_id) {
             // Here: every event of the session as it comes, until the run's end.
             loop {
-                let Ok(event) = watching(live.recv(), shared, write).await? else {
+                let next = tokio::time::timeout(LOOK_AGAIN, live.recv());
+                // Quiet for a while (the run may have ended before this looked), or events
+                // missed: the run is looked at again.
+                let Ok(Ok(event)) = watching(next, shared, write).await? else {
                     break;
                 };
                 if event.session_id != run.session_id {

@@ -214,7 +214,7 @@ pub(super) struct Keeper {
 
 impl Keeper {
     /// Renews every lease held, says the daemon is alive, and marks the leases another daemon
-    /// took as lost; forgets leases let go long ago.
+    /// took as lost; forgets leases let go long ago, and relayed messages no one may read.
     pub(super) async fn renew(&self, leases: &Leases) -> Result<(), StoreError> {
         let doing = || "renewing this daemon's leases".to_string();
         let node: &str = &self.node;
@@ -234,6 +234,10 @@ impl Keeper {
             .await
             .pg(doing)?;
         self.schema.seen(beat.get(0));
+        if let Err(e) = super::relay::prune(&client).await {
+            // Old messages are refused as stale anyway: pruning can wait for the next beat.
+            tracing::warn!("forgetting old relayed messages: {e}");
+        }
         if ids.is_empty() {
             return Ok(());
         }

@@ -401,11 +401,11 @@ fn value<T: FromSqlOwned>(
     row.try_get(at).pg(doing)
 }
 
-/// A row of `costs`: its key and totals.
 /// A cost total: the sum of every daemon's row of it.
 const SUMMED_COSTS: &str = "key, sum(calls)::bigint, sum(input_tokens)::bigint, \
     sum(output_tokens)::bigint, sum(cost_microcents)::bigint, sum(estimated_calls)::bigint";
 
+/// A cost total as [`SUMMED_COSTS`] reads it: its key and totals.
 fn cost_totals(row: &Row, doing: impl Fn() -> String) -> Result<(String, CostTotals), StoreError> {
     let count = |at| value::<i64>(row, at, &doing).map(|n| u64::try_from(n).unwrap_or(0));
     Ok((

@@ -5,7 +5,8 @@
 
 use super::{PgContext, PostgresStore};
 use crate::store::{Relay, StoreError};
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 /// The channel relays travel on.
 pub(super) const CHANNEL: &str = "ryvos_relay";
@@ -41,31 +42,35 @@ impl PostgresStore {
         let doing = || "relaying a message to the other daemons".to_string();
         let body = tokio_postgres::types::Json(relay);
         let client = self.pool.get().await.pg(doing)?;
-        client.execute(PRUNE, &[&FRESH_SECS]).await.pg(doing)?;
         client.execute(SEND, &[&body, &CHANNEL]).await.pg(doing)?;
         Ok(())
     }
 }
 
-/// What a listener heard on [`CHANNEL`], read from the table: `None` for a notification that
-/// names no fresh message, or one already heard (a replayed notification).
-pub(super) struct Inbox {
-    heard: HashSet<i64>,
-    order: VecDeque<i64>,
+/// Forgets the messages no one may read any more (a daemon's heartbeat does it).
+pub(super) async fn prune(client: &tokio_postgres::Client) -> Result<u64, tokio_postgres::Error> {
+    client.execute(PRUNE, &[&FRESH_SECS]).await
 }
 
-/// How many message ids an inbox remembers to refuse replays; older ones are refused as stale.
-const REMEMBERED: usize = 4096;
+/// What a listener heard on [`CHANNEL`], read from the table. Only stored messages are
+/// remembered (so that notifying ids ahead of time blocks nothing), and each for as long as it
+/// is readable: a notification of one already heard is a replay.
+pub(super) struct Inbox {
+    heard: HashMap<i64, Instant>,
+}
+
+/// How long an inbox remembers a message it read: longer than the message stays readable.
+const REMEMBERED: Duration = Duration::from_secs(2 * FRESH_SECS as u64);
 
 impl Inbox {
     pub(super) fn new() -> Inbox {
         Inbox {
-            heard: HashSet::new(),
-            order: VecDeque::new(),
+            heard: HashMap::new(),
         }
     }
 
-    /// The message notification `payload` points at.
+    /// The message notification `payload` points at; `None` for one that names no fresh
+    /// stored message, or one already heard.
     pub(super) async fn open(
         &mut self,
         client: &tokio_postgres::Client,
@@ -77,15 +82,9 @@ impl Inbox {
             );
             return Ok(None);
         };
-        if !self.heard.insert(id) {
+        if self.heard.contains_key(&id) {
             tracing::warn!(id, "ignoring a relayed message heard before");
             return Ok(None);
-        }
-        self.order.push_back(id);
-        if self.order.len() > REMEMBERED {
-            if let Some(old) = self.order.pop_front() {
-                self.heard.remove(&old);
-            }
         }
         let Some(row) = client.query_opt(READ, &[&id, &FRESH_SECS]).await? else {
             tracing::warn!(
@@ -94,6 +93,8 @@ impl Inbox {
             );
             return Ok(None);
         };
+        self.heard.retain(|_, at| at.elapsed() < REMEMBERED);
+        self.heard.insert(id, Instant::now());
         let body: String = row.get(0);
         match serde_json::from_str(&body) {
             Ok(relay) => Ok(Some(relay)),

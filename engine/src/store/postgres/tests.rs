@@ -434,6 +434,18 @@ async fn only_stored_messages_are_relayed_and_each_once() {
             .await
             .unwrap();
     }
+    // Nor do ids notified ahead of their messages keep those messages from being heard.
+    let last: i64 = client
+        .query_one("SELECT max(id) FROM relayed", &[])
+        .await
+        .unwrap()
+        .get(0);
+    for ahead in last + 1..last + 4 {
+        client
+            .execute("SELECT pg_notify('ryvos_relay', $1)", &[&ahead.to_string()])
+            .await
+            .unwrap();
+    }
     a.relay(&answer("real")).await.unwrap();
     assert_eq!(heard(&mut changes).await, Some(answer("real")));
     // A stored message's id notified again is not heard again.
