@@ -304,14 +304,21 @@ fn glob_turns() -> ryvos_testkit::Router {
     })
 }
 
+/// Turns per second, and the machine's CPU time per turn (clients, daemons, model server and
+/// database together).
+struct Throughput {
+    turns_per_sec: f64,
+    cpu_ms_per_turn: f64,
+}
+
 /// Turns per second through ryvosd: `sessions` socket clients at once.
-async fn daemon_throughput(sessions: usize) -> f64 {
+async fn daemon_throughput(sessions: usize) -> Throughput {
     cluster_throughput(sessions, 1, None).await
 }
 
 /// Turns per second through `daemons` ryvosd sharing the store at `postgres` (one with redb
 /// when `None`): `sessions` socket clients at once, spread over them.
-async fn cluster_throughput(sessions: usize, daemons: usize, postgres: Option<&str>) -> f64 {
+async fn cluster_throughput(sessions: usize, daemons: usize, postgres: Option<&str>) -> Throughput {
     let server = ScriptedModelServer::start_routed([], Some(glob_turns())).await;
     let homes: Vec<_> = (0..daemons)
         .map(|_| daemon_home_on(&server, postgres))
@@ -335,16 +342,23 @@ async fn cluster_throughput(sessions: usize, daemons: usize, postgres: Option<&s
     for n in 0..8 {
         run(n).await.unwrap();
     }
-    let started = Instant::now();
+    let (started, busy) = (Instant::now(), support::machine_busy_ms());
     let runs: Vec<_> = (0..sessions).map(run).collect();
     for r in runs {
         r.await.unwrap();
     }
-    let secs = started.elapsed().as_secs_f64();
+    let (secs, busy) = (
+        started.elapsed().as_secs_f64(),
+        support::machine_busy_ms() - busy,
+    );
     for (home, child) in homes.iter().zip(children) {
         stop_daemon(home.path(), child).await;
     }
-    (sessions as f64 * f64::from(support::TURNS_PER_RUN)) / secs
+    let turns = sessions as f64 * f64::from(support::TURNS_PER_RUN);
+    Throughput {
+        turns_per_sec: turns / secs,
+        cpu_ms_per_turn: busy / turns,
+    }
 }
 
 /// The PostgreSQL column: the per-turn overhead beside redb's (`redb_p50`), and turns/s
@@ -369,10 +383,12 @@ fn postgres_figures(rt: &tokio::runtime::Runtime, redb_p50: f64, line: &mut impl
         verdict(ratio <= 1.5)
     ));
     let url = server.database().unwrap();
-    let tps = rt.block_on(cluster_throughput(100, 3, Some(&url)));
+    let cluster = rt.block_on(cluster_throughput(100, 3, Some(&url)));
+    let tps = cluster.turns_per_sec;
     line(format!(
-        "PostgreSQL, three ryvosd (socket + HTTP model server), 100 sessions: {tps:6.0} turns/s   target >= 2000: {}",
-        verdict(tps >= 2000.0)
+        "PostgreSQL, three ryvosd (socket + HTTP model server), 100 sessions: {tps:6.0} turns/s   target >= 2000: {}   (machine CPU {:.2} ms/turn)",
+        verdict(tps >= 2000.0),
+        cluster.cpu_ms_per_turn
     ));
 }
 
@@ -428,6 +444,11 @@ fn main() {
         line(format!(
             "redb, overhead per turn, history 20: p50 {:7.1} us",
             redb.p50
+        ));
+        let daemon = rt.block_on(daemon_throughput(100));
+        line(format!(
+            "redb, one ryvosd, 100 sessions: {:6.0} turns/s   (machine CPU {:.2} ms/turn)",
+            daemon.turns_per_sec, daemon.cpu_ms_per_turn
         ));
         postgres_figures(&rt, redb.p50, &mut line);
         return;
@@ -495,9 +516,10 @@ fn main() {
         verdict(p99 <= 2000.0)
     ));
 
-    let tps = rt.block_on(daemon_throughput(100));
+    let daemon = rt.block_on(daemon_throughput(100));
     line(format!(
-        "through ryvosd (socket + HTTP model server), 100 sessions: {tps:6.0} turns/s"
+        "through ryvosd (socket + HTTP model server), 100 sessions: {:6.0} turns/s   (machine CPU {:.2} ms/turn)",
+        daemon.turns_per_sec, daemon.cpu_ms_per_turn
     ));
 
     postgres_figures(&rt, small.p50, &mut line);

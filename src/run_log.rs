@@ -163,15 +163,19 @@ impl RunLogger {
             return;
         }
         let path = self.dir.join(session).join(file);
+        // The whole line in one write: formatted straight into an unbuffered File, every
+        // fragment of the JSON would be a system call of its own.
+        let mut text = line.to_string();
+        text.push('\n');
         let written = match self.files.entry((session.to_owned(), file)) {
             std::collections::hash_map::Entry::Occupied(open) => {
-                writeln!(open.into_mut(), "{line}")
+                open.into_mut().write_all(text.as_bytes())
             }
             std::collections::hash_map::Entry::Vacant(slot) => path
                 .parent()
                 .map_or(Ok(()), std::fs::create_dir_all)
                 .and_then(|_| OpenOptions::new().create(true).append(true).open(&path))
-                .and_then(|f| writeln!(slot.insert(f), "{line}")),
+                .and_then(|f| slot.insert(f).write_all(text.as_bytes())),
         };
         // A File is unbuffered: each line is in the file once written, so a crash keeps it.
         if let Err(e) = written {

@@ -324,6 +324,31 @@ pub fn machine() -> String {
     format!("{cpu}, {cores} cores")
 }
 
+/// CPU time every process on the machine has used since boot, in milliseconds (from
+/// `/proc/stat`): what a load that shares the machine with its servers costs in all.
+pub fn machine_busy_ms() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal: all but idle and iowait.
+    let busy: u64 = fields
+        .iter()
+        .take(8)
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .map(|(_, v)| v)
+        .sum();
+    // SAFETY: sysconf only reads a configuration value.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    busy as f64 * 1000.0 / ticks as f64
+}
+
 /// Resident memory of this process, in bytes.
 pub fn resident_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();

@@ -68,11 +68,12 @@ impl Actor for GuardianActor {
             GuardianMsg::ReviewTurn {
                 run_id,
                 report,
+                first,
                 reply,
             } => {
                 let thresholds = state.thresholds.clone();
                 let review = state
-                    .update(&run_id, |w| w.review(&thresholds, &report))
+                    .update(&run_id, !first, |w| w.review(&thresholds, &report))
                     .await;
                 if reply.send(review).is_err() {
                     tracing::debug!(run = %run_id, "a review's caller left");
@@ -86,7 +87,7 @@ impl Actor for GuardianActor {
                 reply,
             } => {
                 let review = state
-                    .update(&run_id, |w| w.stalled(phase, silent_for, &tools))
+                    .update(&run_id, true, |w| w.stalled(phase, silent_for, &tools))
                     .await;
                 if reply.send(review).is_err() {
                     tracing::debug!(run = %run_id, "a stall report's caller left");
@@ -104,13 +105,18 @@ impl Actor for GuardianActor {
 
 impl GuardianState {
     /// Applies `change` to the run's watch (read back from the store if this incarnation has
-    /// not seen the run) and returns the review, carrying the watch if it changed.
+    /// not seen the run and it `may_be_stored`) and returns the review, carrying the watch if
+    /// it changed.
     async fn update(
         &mut self,
         run_id: &RunId,
+        may_be_stored: bool,
         change: impl FnOnce(&mut RunWatch) -> Review,
     ) -> Review {
         let mut unreadable = None;
+        if !self.runs.contains_key(run_id) && !may_be_stored {
+            self.runs.insert(run_id.clone(), RunWatch::default());
+        }
         if !self.runs.contains_key(run_id) {
             let watch = match self.store.guardian_watch(run_id).await {
                 Ok(found) => found.unwrap_or_default(),

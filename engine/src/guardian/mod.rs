@@ -27,6 +27,9 @@ pub(crate) enum GuardianMsg {
     ReviewTurn {
         run_id: RunId,
         report: TurnReport,
+        /// The run's first turn: nothing of the run is stored yet, so there is no record of
+        /// it to read back (a round trip saved on a shared store).
+        first: bool,
         reply: RpcReplyPort<Review>,
     },
     /// The run made no progress for `silent_for` while in `phase` (running `tools`).

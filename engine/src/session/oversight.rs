@@ -109,12 +109,14 @@ pub(super) async fn review_turn(
     guardian: ChildSlot<GuardianMsg>,
     run_id: RunId,
     report: TurnReport,
+    first: bool,
 ) -> Review {
     let answer = guardian
         .call(
             |reply| GuardianMsg::ReviewTurn {
                 run_id: run_id.clone(),
                 report: report.clone(),
+                first,
                 reply,
             },
             GUARDIAN_PATIENCE,

@@ -265,7 +265,14 @@ impl SessionState {
             calls: turn.reports,
             context_tokens,
         };
-        let review = oversight::review_turn(self.services.guardian.clone(), run.id.clone(), report);
+        // A recovered run counts its stored turns: only a run's very first turn is `first`.
+        let first = run.turns == 1;
+        let review = oversight::review_turn(
+            self.services.guardian.clone(),
+            run.id.clone(),
+            report,
+            first,
+        );
         ask(myself, review, move |review| SessionMsg::Reviewed {
             step,
             review,
