@@ -429,35 +429,34 @@ async fn only_stored_messages_are_relayed_and_each_once() {
     // names no stored message, is not heard.
     let forged = serde_json::to_string(&answer("forged")).unwrap();
     for payload in [forged.as_str(), "999999999", "not an id"] {
-        client
-            .execute("SELECT pg_notify('ryvos_relay', $1)", &[&payload])
-            .await
-            .unwrap();
+        notify(&client, payload).await;
     }
     // Nor do ids notified ahead of their messages keep those messages from being heard.
-    let last: i64 = client
-        .query_one("SELECT max(id) FROM relayed", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let last = last_relayed(&client).await;
     for ahead in last + 1..last + 4 {
-        client
-            .execute("SELECT pg_notify('ryvos_relay', $1)", &[&ahead.to_string()])
-            .await
-            .unwrap();
+        notify(&client, &ahead.to_string()).await;
     }
     a.relay(&answer("real")).await.unwrap();
     assert_eq!(heard(&mut changes).await, Some(answer("real")));
     // A stored message's id notified again is not heard again.
-    let id: i64 = client
+    notify(&client, &last_relayed(&client).await.to_string()).await;
+    a.relay(&answer("after")).await.unwrap();
+    assert_eq!(heard(&mut changes).await, Some(answer("after")));
+}
+
+/// Notifies the relay channel straight from SQL, as any role that can connect may.
+async fn notify(client: &tokio_postgres::Client, payload: &str) {
+    client
+        .execute("SELECT pg_notify('ryvos_relay', $1)", &[&payload])
+        .await
+        .unwrap();
+}
+
+/// The id of the last message stored for relaying.
+async fn last_relayed(client: &tokio_postgres::Client) -> i64 {
+    client
         .query_one("SELECT max(id) FROM relayed", &[])
         .await
         .unwrap()
-        .get(0);
-    client
-        .execute("SELECT pg_notify('ryvos_relay', $1)", &[&id.to_string()])
-        .await
-        .unwrap();
-    a.relay(&answer("after")).await.unwrap();
-    assert_eq!(heard(&mut changes).await, Some(answer("after")));
+        .get(0)
 }
