@@ -51,6 +51,7 @@ mod security;
 mod session;
 mod store;
 mod supervision;
+pub mod telemetry;
 mod text;
 mod tokens;
 mod tool_executor;

@@ -12,6 +12,7 @@
 //! the model produce such calls).
 
 mod anthropic;
+pub mod otlp;
 mod pairing;
 pub mod postgres;
 mod reply;

@@ -7,10 +7,12 @@
 mod checked;
 pub(crate) use checked::check_http_url;
 mod mcp;
+mod otel;
 mod security;
 mod store;
 
 pub use mcp::{McpConfig, McpServerConfig};
+pub use otel::{OtelConfig, OtlpProtocol};
 pub use security::{Decision, SandboxConfig, SandboxMode, SecurityConfig, TierPolicy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -1,0 +1,141 @@
+//! OpenTelemetry: traces and metrics of runs, model calls and tool calls, in the GenAI
+//! semantic conventions, exported over OTLP/HTTP.
+//!
+//! Off by default, and then nothing here exists: the engine holds `None`, and every place that
+//! would make a span checks that first, so nothing is allocated per event. On, spans and
+//! metric points are handed to the SDK's batching processors, which export from threads of
+//! their own: a collector that is slow or down never slows a run; what cannot be queued is
+//! dropped, and said once in the log.
+
+mod http;
+
+use crate::config::{expand_env, OtelConfig, OtlpProtocol};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use opentelemetry_sdk::Resource;
+use std::collections::HashMap;
+
+/// What could not be set up; the message names the `[otel]` key to fix.
+#[derive(Debug, thiserror::Error)]
+#[error("[otel] {0}")]
+pub struct TelemetryError(String);
+
+/// The exporters and what makes spans: held by the engine while `[otel] enabled`.
+pub struct Telemetry {
+    tracer: SdkTracer,
+    traces: SdkTracerProvider,
+    metrics: SdkMeterProvider,
+    /// Message contents, tool arguments and results go on spans.
+    pub capture_content: bool,
+}
+
+impl Telemetry {
+    /// The exporters `config` asks for, sending on `runtime`; `None` when it is off.
+    pub fn start(
+        config: &OtelConfig,
+        runtime: tokio::runtime::Handle,
+    ) -> Result<Option<Telemetry>, TelemetryError> {
+        if !config.enabled {
+            return Ok(None);
+        }
+        if config.protocol == OtlpProtocol::Grpc {
+            return Err(TelemetryError(
+                "protocol = \"grpc\" is not built into this Ryvos; use \"http/protobuf\" \
+                 (every OTLP collector takes it, on port 4318)"
+                    .into(),
+            ));
+        }
+        let headers = headers(config)?;
+        let client = || {
+            http::RuntimeClient::new(runtime.clone())
+                .map_err(|e| TelemetryError(format!("making the exporter's HTTP client: {e}")))
+        };
+        let endpoint = |signal: &str| {
+            let base = config.endpoint.trim_end_matches('/');
+            (!base.is_empty()).then(|| format!("{base}/v1/{signal}"))
+        };
+        let built = |e: opentelemetry_otlp::ExporterBuildError| {
+            TelemetryError(format!("building the OTLP exporter: {e} (check endpoint and the OTEL_EXPORTER_OTLP_* variables)"))
+        };
+        let mut spans = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_http_client(client()?)
+            .with_headers(headers.clone());
+        if let Some(url) = endpoint("traces") {
+            spans = spans.with_endpoint(url);
+        }
+        let mut points = opentelemetry_otlp::MetricExporter::builder()
+            .with_http()
+            .with_http_client(client()?)
+            .with_headers(headers);
+        if let Some(url) = endpoint("metrics") {
+            points = points.with_endpoint(url);
+        }
+        let resource = resource(config);
+        let traces = SdkTracerProvider::builder()
+            .with_batch_exporter(spans.build().map_err(built)?)
+            .with_resource(resource.clone())
+            .build();
+        let metrics = SdkMeterProvider::builder()
+            .with_periodic_exporter(points.build().map_err(built)?)
+            .with_resource(resource)
+            .build();
+        Ok(Some(Telemetry {
+            tracer: traces.tracer("ryvos"),
+            traces,
+            metrics,
+            capture_content: config.capture_content,
+        }))
+    }
+
+    /// What makes spans.
+    pub fn tracer(&self) -> &SdkTracer {
+        &self.tracer
+    }
+
+    /// Exports what is still queued and stops the exporters. Blocking (up to the exporters'
+    /// timeouts): call it off the async workers.
+    pub fn shutdown(&self) {
+        if let Err(e) = self.traces.shutdown() {
+            tracing::warn!("flushing the last spans: {e}");
+        }
+        if let Err(e) = self.metrics.shutdown() {
+            tracing::warn!("flushing the last metric points: {e}");
+        }
+    }
+}
+
+/// `[otel] headers`, their `${VAR}`s expanded. (`OTEL_EXPORTER_OTLP_HEADERS` is added by the
+/// exporter.)
+fn headers(config: &OtelConfig) -> Result<HashMap<String, String>, TelemetryError> {
+    config
+        .headers
+        .iter()
+        .map(|(name, value)| {
+            let key = format!("otel.headers.{name}");
+            expand_env(value, &key)
+                .map(|value| (name.clone(), value))
+                .map_err(|e| TelemetryError(e.to_string()))
+        })
+        .collect()
+}
+
+/// Who the spans come from: `[otel] service_name`, else `OTEL_SERVICE_NAME`, else `ryvos`.
+fn resource(config: &OtelConfig) -> Resource {
+    let builder = Resource::builder();
+    let from_env = std::env::var("OTEL_SERVICE_NAME").is_ok_and(|v| !v.is_empty());
+    if !config.service_name.is_empty() {
+        builder
+            .with_service_name(config.service_name.clone())
+            .build()
+    } else if from_env {
+        builder.build()
+    } else {
+        builder.with_service_name("ryvos").build()
+    }
+}
+
+#[cfg(test)]
+mod tests;
