@@ -111,6 +111,7 @@ impl RuntimeBuilder {
             guardrails: self.config.guardrails,
             supervision: self.config.supervision,
             mcp: self.config.mcp,
+            otel: self.config.otel,
             max_in_flight_runs: self.config.daemon.max_in_flight_runs,
         };
         let engine = match provider {

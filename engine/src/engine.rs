@@ -28,6 +28,7 @@ use crate::session::{
 };
 use crate::store::{Store, StoreError};
 use crate::supervision::RestartPolicy;
+use crate::telemetry::Telemetry;
 use crate::tool_executor::{ExecutionSettings, ToolExecutorArgs};
 use crate::tools::{RegistryError, Tool, ToolRegistry};
 use ractor::{Actor, ActorRef};
@@ -63,6 +64,8 @@ pub struct EngineConfig {
     pub supervision: SupervisionConfig,
     /// MCP servers whose tools the model may call.
     pub mcp: crate::config::McpConfig,
+    /// OpenTelemetry export (`[otel]`).
+    pub otel: crate::config::OtelConfig,
     /// Runs in flight past this are refused as busy.
     pub max_in_flight_runs: usize,
 }
@@ -125,6 +128,8 @@ pub enum EngineError {
     Security(String),
     #[error("the actor system: {0}")]
     Actors(String),
+    #[error("telemetry: {0}")]
+    Telemetry(#[from] crate::telemetry::TelemetryError),
     #[error(transparent)]
     StartRun(#[from] StartRunError),
 }
@@ -168,6 +173,8 @@ pub struct Engine {
     mcp: McpServers,
     /// How many runs are in flight.
     in_flight: RunsInFlight,
+    /// Spans and metrics, while `[otel] enabled`.
+    telemetry: Option<Arc<Telemetry>>,
 }
 
 impl Engine {
@@ -257,7 +264,9 @@ impl Engine {
             None => tracing::info!("sandbox: {}", sandbox.describe()),
         }
         let agent = Arc::new(config.agent.clone());
-        let global_events = GlobalEvents::new();
+        let telemetry =
+            Telemetry::start(&config.otel, tokio::runtime::Handle::current())?.map(Arc::new);
+        let global_events = GlobalEvents::new().traced(telemetry.clone());
         let policy = RestartPolicy::from(&config.supervision);
         let notices = broadcast::channel(64).0;
         let services = Services {
@@ -356,6 +365,7 @@ impl Engine {
             sandbox,
             mcp,
             in_flight,
+            telemetry,
         })
     }
 
@@ -551,6 +561,12 @@ impl Engine {
             .is_err()
         {
             tracing::warn!("the actor tree did not stop in time");
+        }
+        if let Some(telemetry) = self.telemetry.clone() {
+            // The exporters' last flush blocks (bounded by their timeouts).
+            if let Err(e) = tokio::task::spawn_blocking(move || telemetry.shutdown()).await {
+                tracing::warn!("flushing telemetry: {e}");
+            }
         }
         match result {
             Ok(flushed) => Ok(flushed?),

@@ -4,6 +4,7 @@
 pub(crate) use ryvos_protocol::event::*;
 
 use crate::ids::{RunId, SessionId};
+use crate::telemetry::{RunTrace, Telemetry};
 use std::sync::Arc;
 use tokio::sync::broadcast;
 
@@ -11,19 +12,31 @@ use tokio::sync::broadcast;
 /// subscriber lags; it never blocks the run.
 pub(crate) const EVENT_BUFFER: usize = 4096;
 
-/// The process-wide stream every session also publishes to.
+/// The process-wide stream every session also publishes to, and the telemetry that makes
+/// spans of runs, when it is on.
 #[derive(Clone)]
-pub(crate) struct GlobalEvents(broadcast::Sender<Arc<Event>>);
+pub(crate) struct GlobalEvents {
+    sender: broadcast::Sender<Arc<Event>>,
+    telemetry: Option<Arc<Telemetry>>,
+}
 
 impl GlobalEvents {
     /// A new, empty global stream.
     pub(crate) fn new() -> Self {
-        Self(broadcast::channel(EVENT_BUFFER).0)
+        Self {
+            sender: broadcast::channel(EVENT_BUFFER).0,
+            telemetry: None,
+        }
+    }
+
+    /// The same stream, its runs traced by `telemetry`.
+    pub(crate) fn traced(self, telemetry: Option<Arc<Telemetry>>) -> Self {
+        Self { telemetry, ..self }
     }
 
     /// Follows every event of every session from now on.
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
-        self.0.subscribe()
+        self.sender.subscribe()
     }
 }
 
@@ -73,11 +86,20 @@ impl SessionEvents {
 
     /// A publisher stamping every event with this run's ids.
     pub(crate) fn for_run(&self, session_id: SessionId, run_id: RunId) -> RunEvents {
+        let trace = self.global.telemetry.as_ref().map(|telemetry| {
+            Arc::new(RunTrace::start(
+                telemetry.clone(),
+                &session_id,
+                &run_id,
+                None,
+            ))
+        });
         RunEvents {
             session: self.sender(),
             global: self.global.clone(),
             session_id,
             run_id,
+            trace,
         }
     }
 }
@@ -89,9 +111,16 @@ pub(crate) struct RunEvents {
     global: GlobalEvents,
     session_id: SessionId,
     run_id: RunId,
+    /// The run's spans, while telemetry is on.
+    trace: Option<Arc<RunTrace>>,
 }
 
 impl RunEvents {
+    /// The run's spans, while telemetry is on.
+    pub(crate) fn trace(&self) -> Option<&RunTrace> {
+        self.trace.as_deref()
+    }
+
     /// The run these events are of.
     pub(crate) fn run_id(&self) -> &RunId {
         &self.run_id
@@ -99,13 +128,16 @@ impl RunEvents {
 
     /// Publishes `kind` to the session's subscribers and the global stream.
     pub(crate) fn emit(&self, kind: EventKind) {
+        if let Some(trace) = &self.trace {
+            trace.on_event(&kind);
+        }
         let event = Arc::new(Event {
             session_id: self.session_id.clone(),
             run_id: self.run_id.clone(),
             kind,
         });
         // Having no subscriber is normal (a headless run); there is nothing to deliver then.
-        self.global.0.send(event.clone()).ok();
+        self.global.sender.send(event.clone()).ok();
         self.session.send(event).ok();
     }
 

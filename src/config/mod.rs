@@ -11,8 +11,8 @@ use ryvos_engine::config::expand_env;
 pub use ryvos_engine::config::{
     AgentConfig, BudgetConfig, CheckpointConfig, Decision, DirectorConfig, EmbeddingConfig,
     Fallback, FallbackEndpoint, GuardianConfig, JudgeConfig, MaxTokensField, McpConfig,
-    McpServerConfig, ModelConfig, Pricing, SandboxConfig, SandboxMode, SecurityConfig,
-    StoreBackend, StoreConfig, SupervisionConfig, TierPolicy,
+    McpServerConfig, ModelConfig, OtelConfig, OtlpProtocol, Pricing, SandboxConfig, SandboxMode,
+    SecurityConfig, StoreBackend, StoreConfig, SupervisionConfig, TierPolicy,
 };
 pub use ryvos_engine::GuardrailConfig;
 use serde::{Deserialize, Serialize};
@@ -40,6 +40,8 @@ pub struct Config {
     pub mcp: McpConfig,
     /// Which backend keeps what must survive a crash.
     pub store: StoreConfig,
+    /// OpenTelemetry traces and metrics (off by default).
+    pub otel: OtelConfig,
 }
 
 /// `[daemon]`.
@@ -76,6 +78,7 @@ impl Default for Config {
             supervision: SupervisionConfig::default(),
             mcp: McpConfig::default(),
             store: StoreConfig::default(),
+            otel: OtelConfig::default(),
         }
     }
 }

@@ -46,6 +46,11 @@ impl ModelChain {
         self.providers.first().map_or("", |p| p.model())
     }
 
+    /// Whose API the primary model is reached through.
+    pub(crate) fn provider_name(&self) -> &str {
+        self.providers.first().map_or("", |p| p.provider_name())
+    }
+
     /// The models of the chain served on this machine, which cost nothing unless priced.
     pub(crate) fn local_models(&self) -> impl Iterator<Item = &str> {
         self.providers

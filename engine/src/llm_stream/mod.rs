@@ -13,6 +13,7 @@ pub(crate) use attempts::ModelChain;
 use crate::callback::Callback;
 use crate::event::RunEvents;
 use crate::provider::{AssistantResponse, ChatRequest, ProviderError, Usage};
+use crate::telemetry::ChatEnd;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -164,6 +165,9 @@ impl Actor for LlmStreamActor {
                             "the model call's task failed while it was being answered".into(),
                         ))
                     });
+                    let chat = events
+                        .trace()
+                        .map(|t| t.chat(chain.model(), chain.provider_name()));
                     let streaming = chain.answer(
                         &request,
                         publish_text.then_some(&events),
@@ -174,6 +178,9 @@ impl Actor for LlmStreamActor {
                         result = streaming => Some(result),
                         _ = cancel.cancelled() => None,
                     };
+                    if let (Some(trace), Some(chat)) = (events.trace(), chat) {
+                        trace.chat_ended(chat, chat_end(result.as_ref()));
+                    }
                     // Release the history snapshot before answering, so the session can append
                     // without copying it.
                     drop(request);
@@ -186,5 +193,25 @@ impl Actor for LlmStreamActor {
             LlmMsg::Panic => panic!("injected fault in the LLM stream actor"),
         }
         Ok(())
+    }
+}
+
+/// How a model call ended, for its span (`None`: cancelled with its run).
+fn chat_end(result: Option<&ModelAnswer>) -> ChatEnd<'_> {
+    match result.map(|answer| &answer.result) {
+        Some(Ok(reply)) => ChatEnd::Answered {
+            model: &reply.model,
+            finish_reason: reply.response.finish.as_ref().map(|f| f.as_str()),
+            input_tokens: reply.usage.input_tokens,
+            output_tokens: reply.usage.output_tokens,
+        },
+        Some(Err(e)) => ChatEnd::Failed {
+            error_type: e.kind(),
+            message: "the model call failed",
+        },
+        None => ChatEnd::Failed {
+            error_type: "cancelled",
+            message: "the run ended first",
+        },
     }
 }

@@ -75,6 +75,17 @@ impl FinishReason {
             other => FinishReason::Other(other.to_owned()),
         }
     }
+
+    /// The reason as the OpenTelemetry GenAI conventions spell it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::Length => "length",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other(other) => other,
+        }
+    }
 }
 
 /// One piece of a streamed answer.
@@ -119,6 +130,11 @@ pub trait Provider: Send + Sync + 'static {
     /// nothing unless `[budget.pricing_overrides]` prices it.
     fn runs_locally(&self) -> bool {
         false
+    }
+
+    /// Whose API this is, as `gen_ai.provider.name` says it (`openai`, `anthropic`).
+    fn provider_name(&self) -> &str {
+        "ryvos.custom"
     }
 }
 
@@ -264,6 +280,21 @@ pub enum Recovery {
 }
 
 impl ProviderError {
+    /// What kind of failure this is, as a span's `error.type` says it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProviderError::Http { .. } => "http_error",
+            ProviderError::Connect(_) => "connect_error",
+            ProviderError::Stream(_) => "stream_error",
+            ProviderError::StreamCut(_) => "stream_cut",
+            ProviderError::IdleTimeout(_) => "timeout",
+            ProviderError::Malformed { .. } => "malformed_response",
+            ProviderError::Config(_) => "config_error",
+            ProviderError::ContextOverflow(_) => "context_overflow",
+            ProviderError::Exhausted(_) => "exhausted",
+        }
+    }
+
     /// Whether the failure is worth another attempt: rate limits, server errors, dropped
     /// connections, timeouts and streams cut short are; a rejected request is not.
     pub fn recovery(&self) -> Recovery {

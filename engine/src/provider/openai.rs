@@ -57,6 +57,10 @@ impl OpenAiProvider {
 
 #[async_trait]
 impl Provider for OpenAiProvider {
+    fn provider_name(&self) -> &str {
+        "openai"
+    }
+
     fn model(&self) -> &str {
         &self.model
     }

@@ -115,6 +115,10 @@ impl Provider for RecordingProvider {
         self.inner.model()
     }
 
+    fn provider_name(&self) -> &str {
+        self.inner.provider_name()
+    }
+
     async fn stream(&self, request: &ChatRequest) -> Result<DeltaStream, ProviderError> {
         let inner = self.inner.stream(request).await?;
         Ok(Box::pin(Tee {

@@ -8,8 +8,14 @@
 //! dropped, and said once in the log.
 
 mod http;
+mod metrics;
+mod names;
+mod run_trace;
+
+pub(crate) use run_trace::{ChatEnd, RunTrace};
 
 use crate::config::{expand_env, OtelConfig, OtlpProtocol};
+use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::metrics::SdkMeterProvider;
@@ -22,11 +28,13 @@ use std::collections::HashMap;
 #[error("[otel] {0}")]
 pub struct TelemetryError(String);
 
-/// The exporters and what makes spans: held by the engine while `[otel] enabled`.
+/// The exporters and what makes spans and metric points: held by the engine while `[otel]
+/// enabled`.
 pub struct Telemetry {
     tracer: SdkTracer,
     traces: SdkTracerProvider,
     metrics: SdkMeterProvider,
+    pub(crate) instruments: metrics::Instruments,
     /// Message contents, tool arguments and results go on spans.
     pub capture_content: bool,
 }
@@ -82,7 +90,9 @@ impl Telemetry {
             .with_periodic_exporter(points.build().map_err(built)?)
             .with_resource(resource)
             .build();
+        let instruments = metrics::Instruments::new(&metrics.meter("ryvos"));
         Ok(Some(Telemetry {
+            instruments,
             tracer: traces.tracer("ryvos"),
             traces,
             metrics,

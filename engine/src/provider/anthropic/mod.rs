@@ -63,6 +63,10 @@ impl AnthropicProvider {
 
 #[async_trait]
 impl Provider for AnthropicProvider {
+    fn provider_name(&self) -> &str {
+        "anthropic"
+    }
+
     fn model(&self) -> &str {
         &self.model
     }

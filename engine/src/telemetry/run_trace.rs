@@ -1,0 +1,322 @@
+//! The spans of one run, in the GenAI semantic conventions: `invoke_agent ryvos` for the run,
+//! `execute_tool {name}` for each tool call under it, `chat {model}` for each model call.
+//!
+//! Fed by the run's own events as they are published (tool calls, security decisions,
+//! retries, the run's end), and by the model call's task, which opens and closes its span
+//! around the call. Exists only while telemetry is on.
+
+use super::names::*;
+use super::Telemetry;
+use crate::event::{EventKind, RunStatus};
+use crate::ids::{RunId, SessionId};
+use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
+use opentelemetry::{Context, KeyValue};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// One run's spans.
+pub(crate) struct RunTrace {
+    telemetry: Arc<Telemetry>,
+    /// The run's span, the parent of the others.
+    run: Context,
+    open: Mutex<Open>,
+}
+
+/// The spans still open, and what is known of calls whose span is not open yet.
+#[derive(Default)]
+struct Open {
+    tools: HashMap<String, (Context, Instant)>,
+    /// The gate's decision on a call, kept until its span opens.
+    decided: HashMap<String, Vec<KeyValue>>,
+    /// The model call in flight, for its retries and fallbacks.
+    chat: Option<Context>,
+}
+
+impl RunTrace {
+    /// Opens the run's span, a child of `parent` (a caller's trace) or a new trace.
+    pub(crate) fn start(
+        telemetry: Arc<Telemetry>,
+        session: &SessionId,
+        run: &RunId,
+        parent: Option<Context>,
+    ) -> RunTrace {
+        let tracer = telemetry.tracer();
+        let span = tracer
+            .span_builder(format!("{INVOKE_AGENT} {AGENT_NAME}"))
+            .with_kind(SpanKind::Internal)
+            .with_attributes([
+                KeyValue::new(OPERATION_NAME, INVOKE_AGENT),
+                KeyValue::new(AGENT_NAME_KEY, AGENT_NAME),
+                KeyValue::new(CONVERSATION_ID, session.to_string()),
+                KeyValue::new(RUN_ID, run.to_string()),
+            ])
+            .start_with_context(tracer, &parent.unwrap_or_default());
+        RunTrace {
+            telemetry,
+            run: Context::new().with_span(span),
+            open: Mutex::default(),
+        }
+    }
+
+    fn open(&self) -> std::sync::MutexGuard<'_, Open> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes in an event of the run.
+    pub(crate) fn on_event(&self, kind: &EventKind) {
+        match kind {
+            EventKind::SecurityDecision {
+                call_id,
+                tier,
+                allowed,
+                decided_by,
+                ..
+            } => {
+                let decision = vec![
+                    KeyValue::new(TOOL_TIER, format!("{tier:?}")),
+                    KeyValue::new(TOOL_ALLOWED, *allowed),
+                    KeyValue::new(TOOL_DECIDED_BY, decided_by.clone()),
+                ];
+                let mut open = self.open();
+                match open.tools.get(call_id.as_str()) {
+                    Some((span, _)) => span.span().set_attributes(decision),
+                    None => {
+                        open.decided.insert(call_id.to_string(), decision);
+                    }
+                }
+            }
+            EventKind::ToolStart {
+                call_id,
+                name,
+                input,
+            } => {
+                let span = self.tool_span(call_id.as_str(), name, input);
+                self.open()
+                    .tools
+                    .insert(call_id.to_string(), (span, Instant::now()));
+            }
+            EventKind::ToolEnd {
+                call_id,
+                name,
+                is_error,
+                output,
+            } => {
+                let open = self.open().tools.remove(call_id.as_str());
+                // A call refused before it started has no span yet.
+                let (span, started) = open.unwrap_or_else(|| {
+                    let span = self.tool_span(call_id.as_str(), name, &serde_json::Value::Null);
+                    (span, Instant::now())
+                });
+                let mut attributes = vec![KeyValue::new(TOOL_NAME, name.clone())];
+                if *is_error {
+                    attributes.push(KeyValue::new(ERROR_TYPE, "tool_error"));
+                }
+                self.telemetry
+                    .instruments
+                    .tool_duration
+                    .record(started.elapsed().as_secs_f64(), &attributes);
+                let span = span.span();
+                if self.telemetry.capture_content {
+                    span.set_attribute(KeyValue::new(TOOL_CALL_RESULT, output.clone()));
+                }
+                if *is_error {
+                    span.set_attribute(KeyValue::new(ERROR_TYPE, "tool_error"));
+                    span.set_status(Status::error("the tool call failed"));
+                }
+                span.end();
+            }
+            EventKind::ModelRetry {
+                message, attempt, ..
+            } => self.chat_event(
+                "gen_ai.retry",
+                vec![
+                    KeyValue::new("ryvos.attempt", i64::from(*attempt)),
+                    KeyValue::new("message", message.clone()),
+                ],
+            ),
+            EventKind::ModelFallback {
+                message, from, to, ..
+            } => self.chat_event(
+                "gen_ai.fallback",
+                vec![
+                    KeyValue::new("ryvos.fallback.from", from.clone()),
+                    KeyValue::new("ryvos.fallback.to", to.clone()),
+                    KeyValue::new("message", message.clone()),
+                ],
+            ),
+            EventKind::RunComplete {
+                status,
+                turns,
+                input_tokens,
+                output_tokens,
+                cost_cents,
+                reason,
+                ..
+            } => self.end(
+                *status,
+                *turns,
+                *input_tokens,
+                *output_tokens,
+                *cost_cents,
+                reason,
+            ),
+            _ => {}
+        }
+    }
+
+    fn tool_span(&self, call_id: &str, name: &str, input: &serde_json::Value) -> Context {
+        let tracer = self.telemetry.tracer();
+        let mut attributes = vec![
+            KeyValue::new(OPERATION_NAME, EXECUTE_TOOL),
+            KeyValue::new(TOOL_NAME, name.to_owned()),
+            KeyValue::new(TOOL_CALL_ID, call_id.to_owned()),
+            KeyValue::new(TOOL_TYPE, "function"),
+        ];
+        if self.telemetry.capture_content && !input.is_null() {
+            attributes.push(KeyValue::new(TOOL_CALL_ARGUMENTS, input.to_string()));
+        }
+        attributes.extend(self.open().decided.remove(call_id).unwrap_or_default());
+        let span = tracer
+            .span_builder(format!("{EXECUTE_TOOL} {name}"))
+            .with_kind(SpanKind::Internal)
+            .with_attributes(attributes)
+            .start_with_context(tracer, &self.run);
+        self.run.with_span(span)
+    }
+
+    fn chat_event(&self, name: &'static str, attributes: Vec<KeyValue>) {
+        if let Some(chat) = &self.open().chat {
+            chat.span().add_event(name, attributes);
+        }
+    }
+
+    /// Opens a model call's span: `chat {model}`, asked of `provider`.
+    pub(crate) fn chat(&self, model: &str, provider: &str) -> ChatSpan {
+        let tracer = self.telemetry.tracer();
+        let span = tracer
+            .span_builder(format!("{CHAT} {model}"))
+            .with_kind(SpanKind::Client)
+            .with_attributes([
+                KeyValue::new(OPERATION_NAME, CHAT),
+                KeyValue::new(PROVIDER_NAME, provider.to_owned()),
+                KeyValue::new(REQUEST_MODEL, model.to_owned()),
+            ])
+            .start_with_context(tracer, &self.run);
+        let cx = self.run.with_span(span);
+        self.open().chat = Some(cx.clone());
+        ChatSpan {
+            cx,
+            started: Instant::now(),
+            attributes: vec![
+                KeyValue::new(OPERATION_NAME, CHAT),
+                KeyValue::new(PROVIDER_NAME, provider.to_owned()),
+                KeyValue::new(REQUEST_MODEL, model.to_owned()),
+            ],
+        }
+    }
+
+    /// Ends the chat span of the call that just finished.
+    pub(crate) fn chat_ended(&self, chat: ChatSpan, ended: ChatEnd<'_>) {
+        self.open().chat = None;
+        let instruments = &self.telemetry.instruments;
+        let mut attributes = chat.attributes;
+        let span = chat.cx.span();
+        match ended {
+            ChatEnd::Answered {
+                model,
+                finish_reason,
+                input_tokens,
+                output_tokens,
+            } => {
+                span.set_attributes([
+                    KeyValue::new(RESPONSE_MODEL, model.to_owned()),
+                    KeyValue::new(USAGE_INPUT_TOKENS, input_tokens as i64),
+                    KeyValue::new(USAGE_OUTPUT_TOKENS, output_tokens as i64),
+                ]);
+                attributes.push(KeyValue::new(RESPONSE_MODEL, model.to_owned()));
+                for (kind, tokens) in [("input", input_tokens), ("output", output_tokens)] {
+                    let mut by_type = attributes.clone();
+                    by_type.push(KeyValue::new(TOKEN_TYPE, kind));
+                    instruments.token_usage.record(tokens, &by_type);
+                }
+                if let Some(reason) = finish_reason {
+                    let reasons = opentelemetry::Array::String(vec![reason.to_owned().into()]);
+                    span.set_attribute(KeyValue::new(
+                        RESPONSE_FINISH_REASONS,
+                        opentelemetry::Value::Array(reasons),
+                    ));
+                }
+            }
+            ChatEnd::Failed {
+                error_type,
+                message,
+            } => {
+                attributes.push(KeyValue::new(ERROR_TYPE, error_type.to_owned()));
+                span.set_attribute(KeyValue::new(ERROR_TYPE, error_type.to_owned()));
+                span.set_status(Status::error(message.to_owned()));
+            }
+        }
+        instruments
+            .operation_duration
+            .record(chat.started.elapsed().as_secs_f64(), &attributes);
+        span.end();
+    }
+
+    fn end(
+        &self,
+        status: RunStatus,
+        turns: u32,
+        input_tokens: u64,
+        output_tokens: u64,
+        cost_cents: Option<f64>,
+        reason: &Option<String>,
+    ) {
+        // Calls still open were cut off with the run.
+        self.telemetry
+            .instruments
+            .runs
+            .add(1, &[KeyValue::new(RUN_STATUS, status.to_string())]);
+        for (_, (tool, _)) in self.open().tools.drain() {
+            tool.span().set_status(Status::error("the run ended first"));
+            tool.span().end();
+        }
+        let span = self.run.span();
+        span.set_attributes([
+            KeyValue::new(RUN_STATUS, status.to_string()),
+            KeyValue::new(RUN_TURNS, i64::from(turns)),
+            KeyValue::new(USAGE_INPUT_TOKENS, input_tokens as i64),
+            KeyValue::new(USAGE_OUTPUT_TOKENS, output_tokens as i64),
+        ]);
+        if let Some(cents) = cost_cents {
+            span.set_attribute(KeyValue::new(RUN_COST_CENTS, cents));
+        }
+        if status != RunStatus::Completed {
+            span.set_attribute(KeyValue::new(ERROR_TYPE, status.to_string()));
+            span.set_status(Status::error(reason.clone().unwrap_or_default()));
+        }
+        span.end();
+    }
+}
+
+/// A model call's span, open while the call is.
+pub(crate) struct ChatSpan {
+    cx: Context,
+    started: Instant,
+    /// What the call's metric points carry.
+    attributes: Vec<KeyValue>,
+}
+
+/// How a model call ended.
+pub(crate) enum ChatEnd<'a> {
+    Answered {
+        model: &'a str,
+        finish_reason: Option<&'a str>,
+        input_tokens: u64,
+        output_tokens: u64,
+    },
+    Failed {
+        error_type: &'a str,
+        message: &'a str,
+    },
+}
