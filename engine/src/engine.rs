@@ -16,7 +16,7 @@ use crate::ids::{RunId, SessionId};
 use crate::judge::JudgeArgs;
 use crate::llm_stream::ModelChain;
 use crate::mcp::{McpHubArgs, McpServers};
-use crate::memory::{Memory, MemorySearch, MemoryWrite};
+use crate::memory::Memory;
 use crate::provider::retry::RetryPolicy;
 use crate::provider::{Provider, ProviderError};
 use crate::root::{RootArgs, RootMsg, RootSupervisor, Slots, SupervisorNotice};
@@ -134,20 +134,6 @@ pub enum EngineError {
     StartRun(#[from] StartRunError),
 }
 
-/// `tools` with the memory tools, unless the host brought its own of the same name.
-fn with_memory_tools(mut tools: Vec<Arc<dyn Tool>>, memory: &Memory) -> Vec<Arc<dyn Tool>> {
-    let builtin: [Arc<dyn Tool>; 2] = [
-        Arc::new(MemoryWrite(memory.clone())),
-        Arc::new(MemorySearch(memory.clone())),
-    ];
-    for tool in builtin {
-        if !tools.iter().any(|t| t.name() == tool.name()) {
-            tools.push(tool);
-        }
-    }
-    tools
-}
-
 /// A running engine.
 pub struct Engine {
     root: ActorRef<RootMsg>,
@@ -242,7 +228,7 @@ impl Engine {
                 .await
                 .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))?,
         );
-        let registry = ToolRegistry::new(with_memory_tools(tools, &memory))?;
+        let registry = ToolRegistry::new(crate::memory::with_memory_tools(tools, &memory))?;
         let mcp = McpServers::new(&config.mcp);
         let gate = Gate::new(
             &config.security,
@@ -562,11 +548,8 @@ impl Engine {
         {
             tracing::warn!("the actor tree did not stop in time");
         }
-        if let Some(telemetry) = self.telemetry.clone() {
-            // The exporters' last flush blocks (bounded by their timeouts).
-            if let Err(e) = tokio::task::spawn_blocking(move || telemetry.shutdown()).await {
-                tracing::warn!("flushing telemetry: {e}");
-            }
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.clone().close().await;
         }
         match result {
             Ok(flushed) => Ok(flushed?),

@@ -37,6 +37,7 @@ const STACK: &[&str] = &[
     "workspace",
     "supervision",
     "event",
+    "telemetry",
     "config",
     "tokens",
     "text",

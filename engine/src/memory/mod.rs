@@ -10,7 +10,7 @@ mod tools;
 
 use crate::provider::retry::RetryPolicy;
 pub(crate) use embeddings::{EmbedError, Embedder};
-pub(crate) use tools::{MemorySearch, MemoryWrite};
+pub(crate) use tools::with_memory_tools;
 
 use crate::callback::Callback;
 use crate::checkpoint::Checkpoint;

@@ -4,10 +4,28 @@ use super::Memory;
 use crate::tools::{SafetyTier, Tool, ToolContext, ToolError};
 use async_trait::async_trait;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// The most results a search returns.
 const MAX_K: u64 = 20;
 const DEFAULT_K: u64 = 5;
+
+/// `tools` with the memory tools, unless the host brought its own of the same name.
+pub(crate) fn with_memory_tools(
+    mut tools: Vec<Arc<dyn Tool>>,
+    memory: &Memory,
+) -> Vec<Arc<dyn Tool>> {
+    let builtin: [Arc<dyn Tool>; 2] = [
+        Arc::new(MemoryWrite(memory.clone())),
+        Arc::new(MemorySearch(memory.clone())),
+    ];
+    for tool in builtin {
+        if !tools.iter().any(|t| t.name() == tool.name()) {
+            tools.push(tool);
+        }
+    }
+    tools
+}
 
 /// Saves a fact for later sessions.
 pub(crate) struct MemoryWrite(pub Memory);

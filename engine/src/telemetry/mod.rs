@@ -105,6 +105,14 @@ impl Telemetry {
         &self.tracer
     }
 
+    /// Exports what is still queued and stops the exporters, off the async workers (the
+    /// SDK's last flush blocks, up to the exporters' timeouts).
+    pub async fn close(self: std::sync::Arc<Self>) {
+        if let Err(e) = tokio::task::spawn_blocking(move || self.shutdown()).await {
+            tracing::warn!("flushing telemetry: {e}");
+        }
+    }
+
     /// Exports what is still queued and stops the exporters. Blocking (up to the exporters'
     /// timeouts): call it off the async workers.
     pub fn shutdown(&self) {

@@ -7,10 +7,10 @@
 
 use super::names::*;
 use super::Telemetry;
-use crate::event::{EventKind, RunStatus};
 use crate::ids::{RunId, SessionId};
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
+use ryvos_protocol::event::{EventKind, RunStatus};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -72,20 +72,7 @@ impl RunTrace {
                 allowed,
                 decided_by,
                 ..
-            } => {
-                let decision = vec![
-                    KeyValue::new(TOOL_TIER, format!("{tier:?}")),
-                    KeyValue::new(TOOL_ALLOWED, *allowed),
-                    KeyValue::new(TOOL_DECIDED_BY, decided_by.clone()),
-                ];
-                let mut open = self.open();
-                match open.tools.get(call_id.as_str()) {
-                    Some((span, _)) => span.span().set_attributes(decision),
-                    None => {
-                        open.decided.insert(call_id.to_string(), decision);
-                    }
-                }
-            }
+            } => self.decided(call_id.as_str(), &format!("{tier:?}"), *allowed, decided_by),
             EventKind::ToolStart {
                 call_id,
                 name,
@@ -101,31 +88,7 @@ impl RunTrace {
                 name,
                 is_error,
                 output,
-            } => {
-                let open = self.open().tools.remove(call_id.as_str());
-                // A call refused before it started has no span yet.
-                let (span, started) = open.unwrap_or_else(|| {
-                    let span = self.tool_span(call_id.as_str(), name, &serde_json::Value::Null);
-                    (span, Instant::now())
-                });
-                let mut attributes = vec![KeyValue::new(TOOL_NAME, name.clone())];
-                if *is_error {
-                    attributes.push(KeyValue::new(ERROR_TYPE, "tool_error"));
-                }
-                self.telemetry
-                    .instruments
-                    .tool_duration
-                    .record(started.elapsed().as_secs_f64(), &attributes);
-                let span = span.span();
-                if self.telemetry.capture_content {
-                    span.set_attribute(KeyValue::new(TOOL_CALL_RESULT, output.clone()));
-                }
-                if *is_error {
-                    span.set_attribute(KeyValue::new(ERROR_TYPE, "tool_error"));
-                    span.set_status(Status::error("the tool call failed"));
-                }
-                span.end();
-            }
+            } => self.tool_ended(call_id.as_str(), name, *is_error, output),
             EventKind::ModelRetry {
                 message, attempt, ..
             } => self.chat_event(
@@ -163,6 +126,48 @@ impl RunTrace {
             ),
             _ => {}
         }
+    }
+
+    /// The security gate's decision on a call: on its span, or kept until it opens.
+    fn decided(&self, call_id: &str, tier: &str, allowed: bool, decided_by: &str) {
+        let decision = vec![
+            KeyValue::new(TOOL_TIER, tier.to_owned()),
+            KeyValue::new(TOOL_ALLOWED, allowed),
+            KeyValue::new(TOOL_DECIDED_BY, decided_by.to_owned()),
+        ];
+        let mut open = self.open();
+        match open.tools.get(call_id) {
+            Some((span, _)) => span.span().set_attributes(decision),
+            None => {
+                open.decided.insert(call_id.to_owned(), decision);
+            }
+        }
+    }
+
+    fn tool_ended(&self, call_id: &str, name: &str, is_error: bool, output: &str) {
+        let open = self.open().tools.remove(call_id);
+        // A call refused before it started has no span yet.
+        let (span, started) = open.unwrap_or_else(|| {
+            let span = self.tool_span(call_id, name, &serde_json::Value::Null);
+            (span, Instant::now())
+        });
+        let mut attributes = vec![KeyValue::new(TOOL_NAME, name.to_owned())];
+        if is_error {
+            attributes.push(KeyValue::new(ERROR_TYPE, "tool_error"));
+        }
+        self.telemetry
+            .instruments
+            .tool_duration
+            .record(started.elapsed().as_secs_f64(), &attributes);
+        let span = span.span();
+        if self.telemetry.capture_content {
+            span.set_attribute(KeyValue::new(TOOL_CALL_RESULT, output.to_owned()));
+        }
+        if is_error {
+            span.set_attribute(KeyValue::new(ERROR_TYPE, "tool_error"));
+            span.set_status(Status::error("the tool call failed"));
+        }
+        span.end();
     }
 
     fn tool_span(&self, call_id: &str, name: &str, input: &serde_json::Value) -> Context {
