@@ -374,7 +374,11 @@ fn postgres_figures(rt: &tokio::runtime::Runtime, line: &mut impl FnMut(String))
     for _ in 0..5 {
         redbs.push(rt.block_on(measure(20, "noop", SafetyTier::T0)));
         let url = server.database().unwrap();
-        pgs.push(rt.block_on(support::measure_on(Some(&url), 20, "noop", SafetyTier::T0)));
+        let setup = support::Setup {
+            postgres: Some(&url),
+            otel: None,
+        };
+        pgs.push(rt.block_on(support::measure_on(setup, 20, "noop", SafetyTier::T0)));
     }
     let median = |mut passes: Vec<support::Figures>| {
         passes.sort_by(|a, b| a.p50.total_cmp(&b.p50));
@@ -396,6 +400,36 @@ fn postgres_figures(rt: &tokio::runtime::Runtime, line: &mut impl FnMut(String))
         "PostgreSQL, three ryvosd (socket + HTTP model server), 100 sessions: {tps:6.0} turns/s   target >= 2000: {}   (machine CPU {:.2} ms/turn)",
         verdict(tps >= 2000.0),
         cluster.cpu_ms_per_turn
+    ));
+}
+
+/// The per-turn overhead with OpenTelemetry exporting to a collector on 127.0.0.1, beside the
+/// same measurement with it off, their passes alternating (as the PostgreSQL column's do).
+fn otel_figures(rt: &tokio::runtime::Runtime, line: &mut impl FnMut(String)) {
+    let collector = rt.block_on(ryvos_testkit::otlp::OtlpReceiver::start());
+    let endpoint = collector.endpoint();
+    let (mut offs, mut ons) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        offs.push(rt.block_on(measure(20, "noop", SafetyTier::T0)));
+        let setup = support::Setup {
+            postgres: None,
+            otel: Some(&endpoint),
+        };
+        ons.push(rt.block_on(support::measure_on(setup, 20, "noop", SafetyTier::T0)));
+    }
+    let median = |mut passes: Vec<support::Figures>| {
+        passes.sort_by(|a, b| a.p50.total_cmp(&b.p50));
+        passes.swap_remove(passes.len() / 2)
+    };
+    let (off, on) = (median(offs), median(ons));
+    let ratio = on.p50 / off.p50;
+    line(format!(
+        "OpenTelemetry on (to a local collector), overhead per turn, history 20: p50 {:7.1} us  p99 {:7.1} us   off alongside: p50 {:7.1} us   {ratio:.2}x   target <= 1.3x: {}   ({} spans received)",
+        on.p50,
+        on.p99,
+        off.p50,
+        verdict(ratio <= 1.3),
+        collector.spans().len()
     ));
 }
 
@@ -440,6 +474,12 @@ fn main() {
         report.push('\n');
     };
 
+    // `RYVOS_LOAD_ONLY=otel`: the per-turn figure with OpenTelemetry on and off, no more.
+    if std::env::var("RYVOS_LOAD_ONLY").as_deref() == Ok("otel") {
+        rt.block_on(measure(20, "noop", SafetyTier::T0));
+        otel_figures(&rt, &mut line);
+        return;
+    }
     // `RYVOS_LOAD_ONLY=postgres`: one ryvosd on redb and the PostgreSQL column, no more.
     if std::env::var("RYVOS_LOAD_ONLY").as_deref() == Ok("postgres") {
         rt.block_on(measure(20, "noop", SafetyTier::T0));
@@ -449,6 +489,7 @@ fn main() {
             daemon.turns_per_sec, daemon.cpu_ms_per_turn
         ));
         postgres_figures(&rt, &mut line);
+        otel_figures(&rt, &mut line);
         return;
     }
 
@@ -521,6 +562,7 @@ fn main() {
     ));
 
     postgres_figures(&rt, &mut line);
+    otel_figures(&rt, &mut line);
 
     let mut ready = Vec::new();
     for _ in 0..10 {

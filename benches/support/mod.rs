@@ -235,22 +235,36 @@ pub async fn run_to_end(
 
 /// The per-turn overhead over `SESSIONS` sessions of `history` messages each.
 pub async fn measure(history: u64, tool: &'static str, tier: SafetyTier) -> Figures {
-    measure_on(None, history, tool, tier).await
+    measure_on(Setup::default(), history, tool, tier).await
 }
 
-/// [`measure`] with the records in the PostgreSQL database at `postgres` (else in redb).
+/// Where a measurement keeps its records and sends its telemetry.
+#[derive(Clone, Copy, Default)]
+pub struct Setup<'a> {
+    /// The PostgreSQL database's URL (else redb).
+    pub postgres: Option<&'a str>,
+    /// An OTLP/HTTP collector's endpoint (else telemetry is off).
+    pub otel: Option<&'a str>,
+}
+
+/// [`measure`] in `setup`.
 pub async fn measure_on(
-    postgres: Option<&str>,
+    setup: Setup<'_>,
     history: u64,
     tool: &'static str,
     tier: SafetyTier,
 ) -> Figures {
+    let postgres = setup.postgres;
     let home = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let mut config = Config::with_home(home.path());
     if let Some(url) = postgres {
         config.store.backend = ryvos::config::StoreBackend::Postgres;
         config.store.url = url.to_owned();
+    }
+    if let Some(endpoint) = setup.otel {
+        config.otel.enabled = true;
+        config.otel.endpoint = endpoint.to_owned();
     }
     config.agent.max_turns = TURNS_PER_RUN + 1;
     config.agent.max_context_tokens = 10_000_000;
