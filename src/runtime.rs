@@ -2,6 +2,7 @@
 
 use crate::config::Config;
 use futures_util::{Stream, StreamExt};
+use ryvos_engine::telemetry::TraceParent;
 use ryvos_engine::{
     ApprovalError, Approvals, Engine, EngineConfig, EngineError, Guardrail, Provider,
     RecordingProvider, RunSpec, Tool, Workspace,
@@ -202,6 +203,12 @@ impl Runtime {
             // What the caller gives is the user's own: its commands run without approval.
             goal: request.goal.map(|g| Arc::new(g.from_user())),
             on_message: request.on_message,
+            trace_parent: request
+                .traceparent
+                .as_deref()
+                .map(TraceParent::parse)
+                .transpose()
+                .map_err(RuntimeError::BadRequest)?,
         };
         let ticket = if request.director {
             self.engine.start_director(request.session, spec)?
@@ -387,6 +394,8 @@ pub struct RunRequest {
     pub director: bool,
     /// Shown each message the run adds; it may interrupt the run after any of them.
     pub on_message: Option<OnMessage>,
+    /// The caller's W3C trace context: the run's span is a child of it.
+    pub traceparent: Option<String>,
 }
 
 impl RunRequest {
@@ -400,7 +409,15 @@ impl RunRequest {
             goal: None,
             director: false,
             on_message: None,
+            traceparent: None,
         }
+    }
+
+    /// Traces the run as a child of the caller's span: `traceparent` is a W3C trace context
+    /// (`00-<trace id>-<span id>-<flags>`).
+    pub fn traceparent(mut self, traceparent: impl Into<String>) -> Self {
+        self.traceparent = Some(traceparent.into());
+        self
     }
 
     /// Continues `session` without a new prompt: the calls its last run left pending run

@@ -4,8 +4,10 @@
 mod common;
 
 use common::home::Home;
+use common::{asked, is_judge, Harness};
 use ryvos_testkit::otlp::{Attr, OtlpReceiver, ReceivedSpan};
 use ryvos_testkit::{Reply, ScriptedModelServer};
+use std::sync::Arc;
 
 /// A model that calls two tools in its first turn, then answers.
 async fn two_tool_calls() -> ScriptedModelServer {
@@ -135,4 +137,104 @@ async fn a_collector_that_refuses_connections_leaves_runs_unaffected() {
         std::fs::read_to_string(home.workspace.path().join("a.txt")).unwrap(),
         "secret-1"
     );
+}
+
+/// A caller's span, as a W3C trace context.
+const CALLER: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_started_through_the_socket_with_a_traceparent_is_a_child_of_the_callers_span() {
+    let collector = OtlpReceiver::start().await;
+    let server = two_tool_calls().await;
+    let home = Home::with_model(&server, "", &otel(&collector.endpoint(), false));
+    let daemon = home.daemon().await;
+    let mut run = home.command(env!("CARGO_BIN_EXE_ryvos"));
+    run.args(["run", "write and read it"])
+        .env("TRACEPARENT", CALLER);
+    let out = run.output().await.unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut bad = home.command(env!("CARGO_BIN_EXE_ryvos"));
+    bad.args(["run", "again"]).env("TRACEPARENT", "not-a-trace");
+    let refused = bad.output().await.unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("traceparent") && said.contains("W3C"),
+        "{said}"
+    );
+    // The daemon's last flush sends what is still queued.
+    home.shutdown(daemon).await;
+
+    let spans = collector.spans();
+    let runs = named(&spans, "invoke_agent ryvos");
+    assert_eq!(runs.len(), 1, "{spans:#?}");
+    assert_eq!(hex(&runs[0].trace_id), "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(hex(&runs[0].parent_span_id), "00f067aa0ba902b7");
+    for span in &spans {
+        assert_eq!(
+            hex(&span.trace_id),
+            "4bf92f3577b34da6a3ce929d0e0e4736",
+            "{span:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_director_runs_steps_hang_under_its_run_span() {
+    let collector = OtlpReceiver::start().await;
+    let router: ryvos_testkit::Router = Arc::new(|request: &serde_json::Value| {
+        let prompt = asked(request);
+        Some(if is_judge(request) {
+            Reply::text(&[r#"{"verdict": "accept", "reason": "done", "criteria": []}"#])
+        } else if prompt.starts_with("[Director] Plan how") {
+            Reply::text(&[
+                r#"{"steps": [{"id": "a", "goal": "count"}, {"id": "b", "goal": "sum", "depends_on": ["a"]}]}"#,
+            ])
+        } else if prompt.starts_with("[Director] You carry out step") {
+            Reply::text(&["3"])
+        } else {
+            Reply::text(&["It is 3."])
+        })
+    });
+    let endpoint = collector.endpoint();
+    let h = Harness::start_routed(Vec::new(), router, |config| {
+        config.otel.enabled = true;
+        config.otel.endpoint = endpoint;
+    })
+    .await;
+    let (_, outcome) = h.run(h.request("count them").director()).await;
+    assert_eq!(
+        outcome.status,
+        ryvos::RunStatus::Completed,
+        "{:?}",
+        outcome.reason
+    );
+    h.runtime.shutdown().await.unwrap();
+
+    let spans = collector.spans();
+    let runs = named(&spans, "invoke_agent ryvos");
+    let director = runs
+        .iter()
+        .find(|r| r.parent_span_id.is_empty())
+        .expect("the Director's run is the root");
+    // Every other run (planning, each step, the final answer) hangs under the Director's.
+    assert!(runs.len() >= 3, "{runs:#?}");
+    for run in runs.iter().filter(|r| r.span_id != director.span_id) {
+        assert_eq!(run.parent_span_id, director.span_id, "{run:?}");
+        assert_eq!(run.trace_id, director.trace_id);
+    }
+    // The steps ran in sessions of their own.
+    let in_other_sessions = runs
+        .iter()
+        .filter(|r| r.text("gen_ai.conversation.id") != director.text("gen_ai.conversation.id"))
+        .count();
+    assert_eq!(in_other_sessions, 2, "one per step: {runs:#?}");
 }

@@ -70,28 +70,6 @@ pub struct EngineConfig {
     pub max_in_flight_runs: usize,
 }
 
-/// The models that judge goals: `[agent.judge] model` on the primary's endpoint (with the
-/// same retries), or the run's own chain when it is empty.
-fn judge_models(
-    model: &ModelConfig,
-    judge: &crate::config::JudgeConfig,
-    runs: &Arc<ModelChain>,
-) -> Result<Arc<ModelChain>, ProviderError> {
-    if judge.model.is_empty() {
-        return Ok(runs.clone());
-    }
-    let config = ModelConfig {
-        model: judge.model.clone(),
-        fallbacks: Vec::new(),
-        ..model.clone()
-    };
-    let chain = crate::provider::chain_from_config(&config)?;
-    Ok(Arc::new(ModelChain::new(
-        chain,
-        RetryPolicy::from_config(model),
-    )))
-}
-
 /// The store `config` names: the redb file, or the PostgreSQL database.
 async fn open_store(config: &EngineConfig) -> Result<Store, EngineError> {
     let durable = config.agent.checkpoint.enabled;
@@ -274,7 +252,7 @@ impl Engine {
             global_events: global_events.clone(),
             mcp: mcp.clone(),
         };
-        let judges = judge_models(&config.model, &agent.judge, &models)?;
+        let judges = crate::judge::models(&config.model, &agent.judge, &models)?;
         let local_models = models
             .local_models()
             .chain(judges.local_models())
@@ -391,7 +369,19 @@ impl Engine {
             max_run: self.max_run,
             stop,
         };
-        let publisher = stream.for_run(session_id.clone(), run_id.clone());
+        let publisher = stream.for_run_under(
+            session_id.clone(),
+            run_id.clone(),
+            spec.trace_parent.as_ref(),
+        );
+        // Every step's run is a child of the Director's run.
+        let spec = RunSpec {
+            trace_parent: publisher
+                .trace()
+                .map(|t| t.as_parent())
+                .or(spec.trace_parent),
+            ..spec
+        };
         let session = directing.session().clone();
         tokio::spawn(director.run(session, spec, publisher, directing));
         Ok(RunTicket {

@@ -4,7 +4,7 @@
 pub(crate) use ryvos_protocol::event::*;
 
 use crate::ids::{RunId, SessionId};
-use crate::telemetry::{RunTrace, Telemetry};
+use crate::telemetry::{RunTrace, Telemetry, TraceParent};
 use std::sync::Arc;
 use tokio::sync::broadcast;
 
@@ -86,12 +86,23 @@ impl SessionEvents {
 
     /// A publisher stamping every event with this run's ids.
     pub(crate) fn for_run(&self, session_id: SessionId, run_id: RunId) -> RunEvents {
+        self.for_run_under(session_id, run_id, None)
+    }
+
+    /// [`SessionEvents::for_run`], the run's span a child of `parent`'s.
+    pub(crate) fn for_run_under(
+        &self,
+        session_id: SessionId,
+        run_id: RunId,
+        parent: Option<&TraceParent>,
+    ) -> RunEvents {
         let trace = self.global.telemetry.as_ref().map(|telemetry| {
+            let parent = parent.map(TraceParent::context);
             Arc::new(RunTrace::start(
                 telemetry.clone(),
                 &session_id,
                 &run_id,
-                None,
+                parent,
             ))
         });
         RunEvents {

@@ -198,6 +198,9 @@ async fn resumption(
     if let Some(goal) = &params.goal {
         request = request.goal(goal.clone());
     }
+    if let Some(traceparent) = &params.traceparent {
+        request = request.traceparent(traceparent.clone());
+    }
     if params.director {
         request = request.director();
     }

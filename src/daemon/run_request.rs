@@ -31,6 +31,9 @@ pub(super) async fn run_request(
     if let Some(goal) = params.goal {
         request = request.goal(goal);
     }
+    if let Some(traceparent) = params.traceparent {
+        request = request.traceparent(traceparent);
+    }
     if params.director {
         request = request.director();
     }

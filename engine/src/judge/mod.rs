@@ -29,6 +29,28 @@ use std::sync::Arc;
 use std::time::Duration;
 use verdict::ModelOpinion;
 
+/// The models that judge goals: `[agent.judge] model` on the primary's endpoint (with the
+/// same retries), or the run's own chain when it is empty.
+pub(crate) fn models(
+    model: &crate::config::ModelConfig,
+    judge: &JudgeConfig,
+    runs: &Arc<ModelChain>,
+) -> Result<Arc<ModelChain>, crate::provider::ProviderError> {
+    if judge.model.is_empty() {
+        return Ok(runs.clone());
+    }
+    let config = crate::config::ModelConfig {
+        model: judge.model.clone(),
+        fallbacks: Vec::new(),
+        ..model.clone()
+    };
+    let chain = crate::provider::chain_from_config(&config)?;
+    Ok(Arc::new(ModelChain::new(
+        chain,
+        crate::provider::retry::RetryPolicy::from_config(model),
+    )))
+}
+
 /// One evaluation to make.
 pub(crate) struct Evaluation {
     pub goal: Arc<Goal>,

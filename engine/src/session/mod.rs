@@ -82,4 +82,6 @@ pub struct RunSpec {
     pub goal: Option<Arc<crate::judge::Goal>>,
     /// The host's callback, shown each message the run adds; it may interrupt the run.
     pub on_message: Option<crate::interrupt::OnMessage>,
+    /// The caller's trace: the run's span is a child of it (while telemetry is on).
+    pub trace_parent: Option<crate::telemetry::TraceParent>,
 }

@@ -10,8 +10,10 @@
 mod http;
 mod metrics;
 mod names;
+mod parent;
 mod run_trace;
 
+pub use parent::TraceParent;
 pub(crate) use run_trace::{ChatEnd, RunTrace};
 
 use crate::config::{expand_env, OtelConfig, OtlpProtocol};

@@ -59,6 +59,11 @@ impl RunTrace {
         }
     }
 
+    /// The run's span as the parent of other runs' (a Director's steps).
+    pub(crate) fn as_parent(&self) -> super::TraceParent {
+        super::TraceParent::of(self.run.span().span_context().clone())
+    }
+
     fn open(&self) -> std::sync::MutexGuard<'_, Open> {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -39,6 +39,10 @@ pub struct RunParams {
     /// Runs as a Director: a planned graph of steps.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub director: bool,
+    /// The caller's W3C trace context (`00-<trace id>-<span id>-<flags>`): with `[otel]` on,
+    /// the run's span is a child of the caller's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 impl RunParams {
@@ -52,6 +56,7 @@ impl RunParams {
             cwd: None,
             goal: None,
             director: false,
+            traceparent: None,
         }
     }
 }

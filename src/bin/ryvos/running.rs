@@ -160,6 +160,7 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
             .map(|c| c.display().to_string()),
         goal,
         director,
+        traceparent: caller_trace(),
     };
     let mut renderer = Renderer::new(json_out).quiet(quiet);
     let mut session_seen: Option<String> = None;
@@ -296,6 +297,9 @@ pub async fn run_local(config: Config, local: Local) -> u8 {
     if let Some(goal) = goal {
         request = request.goal(goal);
     }
+    if let Some(traceparent) = caller_trace() {
+        request = request.traceparent(traceparent);
+    }
     if director {
         request = request.director();
     }
@@ -427,4 +431,12 @@ async fn ctrl_c_remote(
         Err(e) => eprintln!("\nryvos: interrupting the run: {e}"),
     }
     None
+}
+
+/// The caller's trace context, from `TRACEPARENT` (the OpenTelemetry convention for passing
+/// it through the environment): the run's span is then a child of the caller's.
+pub(crate) fn caller_trace() -> Option<String> {
+    std::env::var("TRACEPARENT")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
 }

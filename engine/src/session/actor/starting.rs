@@ -60,7 +60,10 @@ impl SessionState {
         if let Some(stale) = self.commits.take_error() {
             tracing::warn!(session = %self.id, "a commit failed between runs: {stale}");
         }
-        let events = self.events.for_run(self.id.clone(), run_id.clone());
+        let parent = spec.trace_parent.as_ref();
+        let events = self
+            .events
+            .for_run_under(self.id.clone(), run_id.clone(), parent);
         let mut run = ActiveRun::new(
             run_id.clone(),
             spec.prompt.clone(),
