@@ -45,21 +45,7 @@ impl SessionState {
         spec: RunSpec,
     ) {
         self.idle_epoch += 1;
-        // Where daemons share the store, the run holds the session: nobody else writes to it
-        // meanwhile, and what this actor remembers is stale if somebody did since.
-        let leased = self.services.store.lease(&self.id).await;
-        if leased.as_ref().is_ok_and(|lease| lease.changed_hands) {
-            self.needs_reload = true;
-        }
-        if self.needs_reload && leased.is_ok() {
-            // The session's own store: the run cannot begin before its history is back.
-            self.reload(myself).await;
-        }
-        // A commit failure left from between runs belongs to no run; the reload that follows
-        // it (needs_reload) has dealt with the store.
-        if let Some(stale) = self.commits.take_error() {
-            tracing::warn!(session = %self.id, "a commit failed between runs: {stale}");
-        }
+        let leased = self.take_session(myself).await;
         let parent = spec.trace_parent.as_ref();
         let events = self
             .events
@@ -120,6 +106,29 @@ impl SessionState {
         ask(myself, prepare(question), move |prepared| {
             SessionMsg::Prepared { step, prepared }
         });
+    }
+
+    /// Takes the session for a run. Where daemons share the store, the run holds it: nobody
+    /// else writes to it meanwhile, and what this actor remembers is stale if somebody did
+    /// since; then its history is read back first.
+    async fn take_session(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+    ) -> Result<crate::store::Lease, crate::store::StoreError> {
+        let leased = self.services.store.lease(&self.id).await;
+        if leased.as_ref().is_ok_and(|lease| lease.changed_hands) {
+            self.needs_reload = true;
+        }
+        if self.needs_reload && leased.is_ok() {
+            // The session's own store: the run cannot begin before its history is back.
+            self.reload(myself).await;
+        }
+        // A commit failure left from between runs belongs to no run; the reload that follows
+        // it (needs_reload) has dealt with the store.
+        if let Some(stale) = self.commits.take_error() {
+            tracing::warn!(session = %self.id, "a commit failed between runs: {stale}");
+        }
+        leased
     }
 
     /// A run without a prompt continues the conversation: it needs one to continue.
