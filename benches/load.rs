@@ -361,6 +361,25 @@ async fn cluster_throughput(sessions: usize, daemons: usize, postgres: Option<&s
     }
 }
 
+/// The median passes of the default per-turn measurement (redb, telemetry off) and of
+/// `other`, five of each alternating, so that both are measured in the same state of the
+/// machine.
+fn beside<F: std::future::Future<Output = support::Figures>>(
+    rt: &tokio::runtime::Runtime,
+    other: impl Fn() -> F,
+) -> (support::Figures, support::Figures) {
+    let (mut defaults, mut others) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        defaults.push(rt.block_on(measure(20, "noop", SafetyTier::T0)));
+        others.push(rt.block_on(other()));
+    }
+    let median = |mut passes: Vec<support::Figures>| {
+        passes.sort_by(|a, b| a.p50.total_cmp(&b.p50));
+        passes.swap_remove(passes.len() / 2)
+    };
+    (median(defaults), median(others))
+}
+
 /// The PostgreSQL column: the per-turn overhead beside redb's, and turns/s through three
 /// daemons sharing one database. The two stores' passes alternate, so that both are measured
 /// in the same state of the machine (its speed drifts between one minute and the next), and
@@ -370,21 +389,16 @@ fn postgres_figures(rt: &tokio::runtime::Runtime, line: &mut impl FnMut(String))
         Ok(server) => server,
         Err(why) => return line(format!("PostgreSQL: not measured ({why})")),
     };
-    let (mut redbs, mut pgs) = (Vec::new(), Vec::new());
-    for _ in 0..5 {
-        redbs.push(rt.block_on(measure(20, "noop", SafetyTier::T0)));
+    let (redb, pg) = beside(rt, || {
         let url = server.database().unwrap();
-        let setup = support::Setup {
-            postgres: Some(&url),
-            otel: None,
-        };
-        pgs.push(rt.block_on(support::measure_on(setup, 20, "noop", SafetyTier::T0)));
-    }
-    let median = |mut passes: Vec<support::Figures>| {
-        passes.sort_by(|a, b| a.p50.total_cmp(&b.p50));
-        passes.swap_remove(passes.len() / 2)
-    };
-    let (redb, pg) = (median(redbs), median(pgs));
+        async move {
+            let setup = support::Setup {
+                postgres: Some(&url),
+                otel: None,
+            };
+            support::measure_on(setup, 20, "noop", SafetyTier::T0).await
+        }
+    });
     let ratio = pg.p50 / redb.p50;
     line(format!(
         "PostgreSQL, overhead per turn, history 20: p50 {:7.1} us  p99 {:7.1} us   redb alongside: p50 {:7.1} us   {ratio:.2}x   target <= 1.5x: {}",
@@ -408,20 +422,13 @@ fn postgres_figures(rt: &tokio::runtime::Runtime, line: &mut impl FnMut(String))
 fn otel_figures(rt: &tokio::runtime::Runtime, line: &mut impl FnMut(String)) {
     let collector = rt.block_on(ryvos_testkit::otlp::OtlpReceiver::start());
     let endpoint = collector.endpoint();
-    let (mut offs, mut ons) = (Vec::new(), Vec::new());
-    for _ in 0..5 {
-        offs.push(rt.block_on(measure(20, "noop", SafetyTier::T0)));
+    let (off, on) = beside(rt, || {
         let setup = support::Setup {
             postgres: None,
             otel: Some(&endpoint),
         };
-        ons.push(rt.block_on(support::measure_on(setup, 20, "noop", SafetyTier::T0)));
-    }
-    let median = |mut passes: Vec<support::Figures>| {
-        passes.sort_by(|a, b| a.p50.total_cmp(&b.p50));
-        passes.swap_remove(passes.len() / 2)
-    };
-    let (off, on) = (median(offs), median(ons));
+        support::measure_on(setup, 20, "noop", SafetyTier::T0)
+    });
     let ratio = on.p50 / off.p50;
     line(format!(
         "OpenTelemetry on (to a local collector), overhead per turn, history 20: p50 {:7.1} us  p99 {:7.1} us   off alongside: p50 {:7.1} us   {ratio:.2}x   target <= 1.3x: {}   ({} spans received)",

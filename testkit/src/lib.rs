@@ -34,6 +34,34 @@ use tokio::net::TcpListener;
 
 type Body = BoxBody<Bytes, std::io::Error>;
 
+/// Serves HTTP/1.1 on `listener`, each request answered by `handle`, until aborted.
+pub(crate) fn serve<B, F, Fut>(listener: TcpListener, handle: F) -> tokio::task::JoinHandle<()>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    F: Fn(Request<hyper::body::Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Response<B>> + Send + 'static,
+{
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let handle = handle.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req| {
+                    let answered = handle(req);
+                    async move { Ok::<_, std::convert::Infallible>(answered.await) }
+                });
+                if let Err(e) = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await
+                {
+                    tracing::debug!("test server connection ended: {e}");
+                }
+            });
+        }
+    })
+}
+
 /// Answers some requests out of the script's order (say, every summary request).
 pub type Router = Arc<dyn Fn(&Value) -> Option<Reply> + Send + Sync>;
 
@@ -97,22 +125,9 @@ impl ScriptedModelServer {
         });
         shared.script.lock().expect("script lock").extend(script);
         let serving = shared.clone();
-        let accept_loop = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let shared = serving.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |req| {
-                        let shared = shared.clone();
-                        async move { Ok::<_, std::convert::Infallible>(answer(&shared, req).await) }
-                    });
-                    if let Err(e) = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await
-                    {
-                        tracing::debug!("scripted server connection ended: {e}");
-                    }
-                });
-            }
+        let accept_loop = serve(listener, move |req| {
+            let shared = serving.clone();
+            async move { answer(&shared, req).await }
         });
         Self {
             addr,

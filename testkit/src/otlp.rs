@@ -4,7 +4,6 @@
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
@@ -79,22 +78,9 @@ impl OtlpReceiver {
         let addr = listener.local_addr().expect("local address");
         let received = Arc::new(Mutex::new(Received::default()));
         let keeping = received.clone();
-        let accept_loop = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let keeping = keeping.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |req| {
-                        let keeping = keeping.clone();
-                        async move { Ok::<_, std::convert::Infallible>(take(&keeping, req).await) }
-                    });
-                    if let Err(e) = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await
-                    {
-                        tracing::debug!("collector connection ended: {e}");
-                    }
-                });
-            }
+        let accept_loop = crate::serve(listener, move |req| {
+            let keeping = keeping.clone();
+            async move { take(&keeping, req).await }
         });
         OtlpReceiver {
             addr,
