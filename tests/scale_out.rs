@@ -34,6 +34,22 @@ fn model(pause_ms: Arc<AtomicU64>) -> ryvos_testkit::Router {
     })
 }
 
+/// `n` homes sharing the database at `url` (leases of 3 s), each with its daemon started.
+async fn cluster(
+    server: &ScriptedModelServer,
+    url: &str,
+    n: usize,
+) -> (Vec<Home>, Vec<tokio::process::Child>) {
+    let homes: Vec<Home> = (0..n)
+        .map(|_| Home::new(server, "").sharing(url, 3))
+        .collect();
+    let mut daemons = Vec::new();
+    for home in &homes {
+        daemons.push(home.daemon().await);
+    }
+    (homes, daemons)
+}
+
 /// Submits `n` runs through the daemons in turn; their ids.
 async fn submit(homes: &[Home], workspace: &str, n: usize, tag: &str) -> Vec<String> {
     let mut ids = Vec::new();
@@ -138,15 +154,9 @@ async fn queued_runs_spread_over_three_daemons_and_a_killed_daemons_runs_are_tak
     let url = postgres::shared().unwrap().database().unwrap();
     let pause_ms = Arc::new(AtomicU64::new(20));
     let server = ScriptedModelServer::start_routed([], Some(model(pause_ms.clone()))).await;
-    let homes: Vec<Home> = (0..3)
-        .map(|_| Home::new(&server, "").sharing(&url, 3))
-        .collect();
+    let (homes, mut daemons) = cluster(&server, &url, 3).await;
     let workspace = tempfile::tempdir().unwrap();
     let shared_dir = workspace.path().to_str().unwrap();
-    let mut daemons = Vec::new();
-    for home in &homes {
-        daemons.push(home.daemon().await);
-    }
     let mut ids = Vec::new();
     for home in &homes {
         ids.push(daemon_id(home).await);
@@ -231,15 +241,9 @@ async fn runs_in_flight_when_the_database_restarts_go_on_once_it_is_back() {
     let url = database.database().unwrap();
     let pause_ms = Arc::new(AtomicU64::new(400));
     let server = ScriptedModelServer::start_routed([], Some(model(pause_ms.clone()))).await;
-    let homes: Vec<Home> = (0..2)
-        .map(|_| Home::new(&server, "").sharing(&url, 3))
-        .collect();
+    let (homes, daemons) = cluster(&server, &url, 2).await;
     let workspace = tempfile::tempdir().unwrap();
     let shared_dir = workspace.path().to_str().unwrap();
-    let mut daemons = Vec::new();
-    for home in &homes {
-        daemons.push(home.daemon().await);
-    }
     let ids = submit(&homes, shared_dir, 8, "through a restart").await;
     until_one_runs(&homes[0]).await;
 

@@ -123,17 +123,8 @@ pub async fn wait(run: String, json: bool, socket: &Path) -> u8 {
         Ok(client) => client,
         Err(code) => return code,
     };
-    match client.call::<Wait>(&QueuedRunParams { run }).await {
-        Ok(Ok(outcome)) => ended(&outcome, json),
-        Ok(Err(error)) => {
-            eprintln!("ryvos: {}", error.message);
-            EXIT_RUN_FAILED
-        }
-        Err(e) => {
-            eprintln!("ryvos: {e}");
-            EXIT_DAEMON
-        }
-    }
+    let params = QueuedRunParams { run };
+    reading::call_then::<Wait>(&mut client, &params, |outcome| ended(outcome, json)).await
 }
 
 /// Prints how a run ended; the exit code `run` would have.

@@ -131,11 +131,22 @@ pub async fn call<C: Call>(
     params: &C::Params,
     print: impl FnOnce(&C::Result),
 ) -> u8 {
+    call_then::<C>(client, params, |result| {
+        print(result);
+        0
+    })
+    .await
+}
+
+/// Asks the daemon and hands its answer to `then`, whose exit code it is; a refusal or a
+/// lost daemon says so and exits as such.
+pub async fn call_then<C: Call>(
+    client: &mut Client,
+    params: &C::Params,
+    then: impl FnOnce(&C::Result) -> u8,
+) -> u8 {
     match client.call::<C>(params).await {
-        Ok(Ok(result)) => {
-            print(&result);
-            0
-        }
+        Ok(Ok(result)) => then(&result),
         Ok(Err(error)) => {
             eprintln!("ryvos: {}", error.message);
             EXIT_RUN_FAILED
