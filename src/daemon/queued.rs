@@ -68,12 +68,16 @@ async fn find(params: &QueuedRunParams, shared: &Shared) -> Result<QueuedRun, Er
     let id = QueuedRunId::new(params.run.clone());
     match shared.runtime.engine.store().queued_run(&id).await {
         Ok(Some(run)) => Ok(run),
-        Ok(None) => Err(ErrorBody::new(
-            ErrorCode::NotFound,
-            format!("there is no queued run {id}; `ryvos runs` lists them"),
-        )),
+        Ok(None) => Err(not_found(&id)),
         Err(e) => Err(ErrorBody::new(ErrorCode::BadRequest, e.to_string())),
     }
+}
+
+fn not_found(id: &QueuedRunId) -> ErrorBody {
+    ErrorBody::new(
+        ErrorCode::NotFound,
+        format!("there is no queued run {id}; `ryvos runs` lists them"),
+    )
 }
 
 /// How long a wait goes on while the store cannot be read (a database restarting), before it
@@ -93,7 +97,7 @@ async fn again(
     loop {
         let error = match store.queued_run(&id).await {
             Ok(Some(run)) => return Ok(run),
-            Ok(None) => return find(params, shared).await,
+            Ok(None) => return Err(not_found(&id)),
             Err(e) => e,
         };
         let since = *failing_since.get_or_insert_with(|| {

@@ -16,7 +16,7 @@ pub enum OtlpProtocol {
 }
 
 /// `[otel]`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OtelConfig {
     /// Export at all. Off, nothing is built and nothing is paid per event.
@@ -33,17 +33,4 @@ pub struct OtelConfig {
     /// Put message contents, tool arguments and tool results on spans. Off: they may hold
     /// secrets.
     pub capture_content: bool,
-}
-
-impl Default for OtelConfig {
-    fn default() -> Self {
-        Self {
-            enabled: false,
-            endpoint: String::new(),
-            protocol: OtlpProtocol::HttpProtobuf,
-            headers: BTreeMap::new(),
-            service_name: String::new(),
-            capture_content: false,
-        }
-    }
 }

@@ -114,11 +114,12 @@ impl GuardianState {
         change: impl FnOnce(&mut RunWatch) -> Review,
     ) -> Review {
         let mut unreadable = None;
-        if !self.runs.contains_key(run_id) && !may_be_stored {
-            self.runs.insert(run_id.clone(), RunWatch::default());
-        }
         if !self.runs.contains_key(run_id) {
-            let watch = match self.store.guardian_watch(run_id).await {
+            let read = match may_be_stored {
+                true => self.store.guardian_watch(run_id).await,
+                false => Ok(None),
+            };
+            let watch = match read {
                 Ok(found) => found.unwrap_or_default(),
                 Err(e) => {
                     unreadable = Some(format!(

@@ -144,6 +144,10 @@ impl RunsInFlight {
     fn remove(&self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
+
+    fn reset(&self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
 }
 
 /// Its state.
@@ -151,7 +155,6 @@ pub(crate) struct SessionSupervisorState {
     args: SessionSupervisorArgs,
     sessions: HashMap<SessionId, Entry>,
     by_actor: HashMap<ActorId, SessionId>,
-    in_flight: RunsInFlight,
     stopping: Option<RpcReplyPort<()>>,
     shutting_down: bool,
 }
@@ -167,9 +170,8 @@ impl Actor for SessionSupervisor {
         args: SessionSupervisorArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         // A supervisor restarted has no runs: they ended with its failure.
-        args.in_flight.0.store(0, Ordering::Relaxed);
+        args.in_flight.reset();
         Ok(SessionSupervisorState {
-            in_flight: args.in_flight.clone(),
             args,
             sessions: HashMap::new(),
             by_actor: HashMap::new(),
@@ -200,7 +202,7 @@ impl Actor for SessionSupervisor {
                 if let Some(entry) = state.sessions.get_mut(&session_id) {
                     if entry.active_run.as_ref() == Some(&run_id) {
                         entry.active_run = None;
-                        state.in_flight.remove();
+                        state.args.in_flight.remove();
                     }
                     // A recovered run has been reported by the restarted actor.
                     if entry.recover.as_ref().is_some_and(|(r, _)| *r == run_id) {
@@ -286,7 +288,7 @@ impl Actor for SessionSupervisor {
             SessionSupervisorMsg::StopAllTimeout => {
                 if let Some(reply) = state.stopping.take() {
                     tracing::warn!(
-                        in_flight = state.in_flight.count(),
+                        in_flight = state.args.in_flight.count(),
                         "shutdown went on before every run had recorded its end"
                     );
                     if reply.send(()).is_err() {
@@ -355,7 +357,7 @@ impl SessionSupervisorState {
             return Err(StartRunError::ShuttingDown);
         }
         let limit = self.args.max_in_flight_runs;
-        if self.in_flight.count() >= limit {
+        if self.args.in_flight.count() >= limit {
             return Err(StartRunError::Busy { limit });
         }
         let session_id = session_id.unwrap_or_else(SessionId::generate);
@@ -393,7 +395,7 @@ impl SessionSupervisorState {
             })
             .map_err(|_| StartRunError::Recovering(session_id.clone()))?;
         entry.active_run = Some(run_id.clone());
-        self.in_flight.add();
+        self.args.in_flight.add();
         Ok(RunTicket {
             session_id,
             run_id,
@@ -438,7 +440,7 @@ impl SessionSupervisorState {
         entry.actor = None;
         let run = entry.active_run.take();
         if run.is_some() {
-            self.in_flight.remove();
+            self.args.in_flight.remove();
         }
         // A run still waiting to be reported by an actor that failed in its turn stays owed.
         let run = run.or_else(|| entry.recover.take().map(|(r, _)| r));
@@ -505,7 +507,7 @@ impl SessionSupervisorState {
     }
 
     fn answer_stop_all_if_done(&mut self) {
-        if self.in_flight.count() == 0 {
+        if self.args.in_flight.count() == 0 {
             if let Some(reply) = self.stopping.take() {
                 if reply.send(()).is_err() {
                     tracing::debug!("the shutdown's caller left");

@@ -10,7 +10,7 @@ use std::time::Duration;
 /// that hangs costs an export thread this long, never a run.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct RuntimeClient {
     client: reqwest::Client,
     runtime: tokio::runtime::Handle,

@@ -58,10 +58,8 @@ impl Telemetry {
             ));
         }
         let headers = headers(config)?;
-        let client = || {
-            http::RuntimeClient::new(runtime.clone())
-                .map_err(|e| TelemetryError(format!("making the exporter's HTTP client: {e}")))
-        };
+        let client = http::RuntimeClient::new(runtime)
+            .map_err(|e| TelemetryError(format!("making the exporter's HTTP client: {e}")))?;
         let endpoint = |signal: &str| {
             let base = config.endpoint.trim_end_matches('/');
             (!base.is_empty()).then(|| format!("{base}/v1/{signal}"))
@@ -71,14 +69,14 @@ impl Telemetry {
         };
         let mut spans = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
-            .with_http_client(client()?)
+            .with_http_client(client.clone())
             .with_headers(headers.clone());
         if let Some(url) = endpoint("traces") {
             spans = spans.with_endpoint(url);
         }
         let mut points = opentelemetry_otlp::MetricExporter::builder()
             .with_http()
-            .with_http_client(client()?)
+            .with_http_client(client)
             .with_headers(headers);
         if let Some(url) = endpoint("metrics") {
             points = points.with_endpoint(url);

@@ -204,25 +204,22 @@ impl RunTrace {
     /// Opens a model call's span: `chat {model}`, asked of `provider`.
     pub(crate) fn chat(&self, model: &str, provider: &str) -> ChatSpan {
         let tracer = self.telemetry.tracer();
+        let attributes = vec![
+            KeyValue::new(OPERATION_NAME, CHAT),
+            KeyValue::new(PROVIDER_NAME, provider.to_owned()),
+            KeyValue::new(REQUEST_MODEL, model.to_owned()),
+        ];
         let span = tracer
             .span_builder(format!("{CHAT} {model}"))
             .with_kind(SpanKind::Client)
-            .with_attributes([
-                KeyValue::new(OPERATION_NAME, CHAT),
-                KeyValue::new(PROVIDER_NAME, provider.to_owned()),
-                KeyValue::new(REQUEST_MODEL, model.to_owned()),
-            ])
+            .with_attributes(attributes.clone())
             .start_with_context(tracer, &self.run);
         let cx = self.run.with_span(span);
         self.open().chat = Some(cx.clone());
         ChatSpan {
             cx,
             started: Instant::now(),
-            attributes: vec![
-                KeyValue::new(OPERATION_NAME, CHAT),
-                KeyValue::new(PROVIDER_NAME, provider.to_owned()),
-                KeyValue::new(REQUEST_MODEL, model.to_owned()),
-            ],
+            attributes,
         }
     }
 

@@ -100,10 +100,7 @@ fn print_runs(runs: &Vec<QueuedRun>) {
             Some(o) => o.status.to_string(),
             None => "-".to_owned(),
         };
-        let mut prompt: String = run.params.prompt.chars().take(40).collect();
-        if prompt.len() < run.params.prompt.len() {
-            prompt.push('…');
-        }
+        let prompt = crate::render::clip(&run.params.prompt, 40);
         outln!(
             "{}  {:<8}  {:<10}  {}  {}  attempts {}  {}",
             run.id,
@@ -158,20 +155,7 @@ pub async fn follow(run: String, json: bool, socket: &Path) -> u8 {
         match client.next().await {
             Ok(Reply::Event { event, .. }) => renderer.show(&event),
             Ok(Reply::Result { result, .. }) => {
-                return match Client::read::<Follow>(result) {
-                    Ok(outcome) => {
-                        renderer.finish(
-                            outcome.status,
-                            outcome.reason.as_deref(),
-                            outcome.session_id.as_str(),
-                        );
-                        exit_for(outcome.status)
-                    }
-                    Err(e) => {
-                        eprintln!("ryvos: {e}");
-                        EXIT_DAEMON
-                    }
-                };
+                return crate::running::ended_remote(result, &mut renderer, false);
             }
             Ok(Reply::Error { error, .. }) => {
                 eprintln!("ryvos: {}", error.message);

@@ -380,7 +380,8 @@ impl Renderer {
     }
 }
 
-fn clip(text: &str, max: usize) -> String {
+/// `text`, cut after `max` characters with an ellipsis.
+pub(crate) fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_owned(),

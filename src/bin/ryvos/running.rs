@@ -211,7 +211,11 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
 }
 
 /// Reports the end of a run the daemon hosted; the exit code.
-fn ended_remote(result: serde_json::Value, renderer: &mut Renderer, ctrl_c_pressed: bool) -> u8 {
+pub(crate) fn ended_remote(
+    result: serde_json::Value,
+    renderer: &mut Renderer,
+    ctrl_c_pressed: bool,
+) -> u8 {
     let outcome = match Client::read::<Run>(result) {
         Ok(outcome) => outcome,
         Err(e) => {

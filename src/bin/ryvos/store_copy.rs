@@ -2,6 +2,7 @@
 //! move from one machine to daemons sharing a database.
 
 use crate::exit::{EXIT_RUN_FAILED, EXIT_USAGE};
+use crate::out::outln;
 use ryvos::client::Client;
 use ryvos::config::{Config, StoreBackend};
 use ryvos_engine::{copy_store, Store};
@@ -33,10 +34,13 @@ pub async fn copy(url: &str, config: &Config, socket: &Path) -> u8 {
     }
     match copied(&path, url).await {
         Ok(c) => {
-            println!(
+            outln!(
                 "copied {} session(s) ({} messages, {} runs) and {} memories into the database; \
                  set [store] backend = \"postgres\" and url to use it",
-                c.sessions, c.messages, c.runs, c.memories
+                c.sessions,
+                c.messages,
+                c.runs,
+                c.memories
             );
             0
         }

@@ -35,8 +35,6 @@ pub(super) fn spawn_listener(
                 }
                 failing = true;
             }
-            // Whatever was notified while not listening is lost: everyone looks again.
-            tell(&changes, Change::Resync);
             tokio::select! {
                 () = tokio::time::sleep(RECONNECT) => {}
                 () = stop.cancelled() => return,
@@ -70,21 +68,19 @@ async fn listen(
         .await?;
     tell(changes, Change::Resync);
     while let Some(message) = messages.recv().await {
-        match message? {
-            AsyncMessage::Notification(n) => {
-                let change = match n.channel() {
-                    "ryvos_queue" => Change::Queued,
-                    "ryvos_runs" => Change::Finished(crate::ids::QueuedRunId::new(n.payload())),
-                    _ => match inbox.open(&client, n.payload()).await? {
-                        Some(relay) => Change::Relay(relay),
-                        None => continue,
-                    },
-                };
-                tell(changes, change);
-            }
-            AsyncMessage::Notice(_) => {}
-            _ => {}
-        }
+        // Notices and other messages say nothing about the queue.
+        let AsyncMessage::Notification(n) = message? else {
+            continue;
+        };
+        let change = match n.channel() {
+            "ryvos_queue" => Change::Queued,
+            "ryvos_runs" => Change::Finished(crate::ids::QueuedRunId::new(n.payload())),
+            _ => match inbox.open(&client, n.payload()).await? {
+                Some(relay) => Change::Relay(relay),
+                None => continue,
+            },
+        };
+        tell(changes, change);
     }
     pump.abort();
     Ok(())

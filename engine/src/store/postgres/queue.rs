@@ -41,25 +41,25 @@ const DEPTH: &str = "SELECT count(*) FROM run_queue WHERE state = 'queued'";
 impl PostgresStore {
     pub(super) async fn enqueue(&self, run: &QueuedRun) -> Result<(), StoreError> {
         let doing = || format!("submitting run {}", run.id);
-        let mut client = self.pool.get().await.pg(doing)?;
-        let txn = client.transaction().await.pg(doing)?;
-        txn.execute(
-            "INSERT INTO run_queue (id, session_id, params, state, attempts, submitted_at_ms) \
-             VALUES ($1, $2, $3, 'queued', 0, $4)",
-            &[
-                &run.id.as_str(),
-                &run.session_id.as_str(),
-                &Json(&run.params),
-                &(run.submitted_at_ms as i64),
-            ],
-        )
-        .await
-        .pg(doing)?;
-        // Delivered at the commit: every daemon listening wakes to claim it.
-        txn.execute("SELECT pg_notify('ryvos_queue', $1)", &[&run.id.as_str()])
+        let client = self.pool.get().await.pg(doing)?;
+        // One statement: the notification is delivered when it commits, and every daemon
+        // listening wakes to claim the run.
+        client
+            .query(
+                "WITH queued AS ( \
+                    INSERT INTO run_queue (id, session_id, params, state, attempts, submitted_at_ms) \
+                    VALUES ($1, $2, $3, 'queued', 0, $4) RETURNING id) \
+                 SELECT pg_notify('ryvos_queue', id) FROM queued",
+                &[
+                    &run.id.as_str(),
+                    &run.session_id.as_str(),
+                    &Json(&run.params),
+                    &(run.submitted_at_ms as i64),
+                ],
+            )
             .await
             .pg(doing)?;
-        txn.commit().await.pg(doing)
+        Ok(())
     }
 
     /// Claims up to `limit` runs, and leases their sessions in the same transaction.
@@ -132,18 +132,16 @@ impl PostgresStore {
         let client = self.pool.get().await.pg(doing)?;
         let given_back: i32 = if started { 0 } else { 1 };
         client
-            .execute(
-                "UPDATE run_queue SET state = 'queued', attempts = greatest(attempts - $3, 0) \
-                 WHERE id = $1 AND owner = $2 AND state = 'running'",
+            .query(
+                "WITH back AS ( \
+                    UPDATE run_queue SET state = 'queued', attempts = greatest(attempts - $3, 0) \
+                    WHERE id = $1 AND owner = $2 AND state = 'running' RETURNING id) \
+                 SELECT pg_notify('ryvos_queue', id) FROM back",
                 &[&id.as_str(), &&*self.node, &given_back],
             )
             .await
             .pg(doing)?;
-        client
-            .execute("SELECT pg_notify('ryvos_queue', $1)", &[&id.as_str()])
-            .await
-            .pg(doing)
-            .map(drop)
+        Ok(())
     }
 
     /// Records how run `id` ended, if this daemon still owns it; whether it did.
@@ -153,12 +151,13 @@ impl PostgresStore {
         outcome: &RunOutcome,
     ) -> Result<bool, StoreError> {
         let doing = || format!("recording the end of run {id}");
-        let mut client = self.pool.get().await.pg(doing)?;
-        let txn = client.transaction().await.pg(doing)?;
-        let updated = txn
-            .execute(
-                "UPDATE run_queue SET state = 'finished', ended_at_ms = $3, outcome = $4 \
-                 WHERE id = $1 AND owner = $2 AND state = 'running'",
+        let client = self.pool.get().await.pg(doing)?;
+        let ended = client
+            .query(
+                "WITH ended AS ( \
+                    UPDATE run_queue SET state = 'finished', ended_at_ms = $3, outcome = $4 \
+                    WHERE id = $1 AND owner = $2 AND state = 'running' RETURNING id) \
+                 SELECT pg_notify('ryvos_runs', id) FROM ended",
                 &[
                     &id.as_str(),
                     &&*self.node,
@@ -168,11 +167,7 @@ impl PostgresStore {
             )
             .await
             .pg(doing)?;
-        txn.execute("SELECT pg_notify('ryvos_runs', $1)", &[&id.as_str()])
-            .await
-            .pg(doing)?;
-        txn.commit().await.pg(doing)?;
-        Ok(updated == 1)
+        Ok(ended.len() == 1)
     }
 
     pub(super) async fn list_queue(
