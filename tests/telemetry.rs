@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::backend::Backend;
 use common::home::Home;
 use common::{asked, is_judge, Harness};
 use ryvos_testkit::otlp::{Attr, OtlpReceiver, ReceivedSpan};
@@ -61,7 +62,14 @@ async fn a_run_is_one_span_with_a_chat_span_per_model_call_and_a_tool_span_per_c
         assert_eq!(chat.text("gen_ai.operation.name"), Some("chat"));
         assert_eq!(chat.text("gen_ai.provider.name"), Some("openai"));
         assert_eq!(chat.text("gen_ai.request.model"), Some("scripted"));
+        assert_eq!(chat.text("gen_ai.response.model"), Some("scripted"));
+        assert_eq!(chat.text("gen_ai.response.id"), Some("chatcmpl-scripted"));
         assert!(chat.attr("gen_ai.usage.output_tokens").is_some());
+        assert!(
+            chat.attr("gen_ai.input.messages").is_none(),
+            "content is off by default"
+        );
+        assert!(chat.attr("gen_ai.output.messages").is_none());
     }
     let reasons: Vec<_> = chats
         .iter()
@@ -109,6 +117,33 @@ async fn tool_arguments_and_results_are_on_spans_only_with_capture_content() {
     let (code, _, err) = home.ryvos(&["run", "write and read it"]).await;
     assert_eq!(code, 0, "{err}");
     let spans = collector.spans();
+    let chats = named(&spans, "chat scripted");
+    let first = chats
+        .iter()
+        .find(|c| {
+            c.text("gen_ai.output.messages")
+                .unwrap()
+                .contains("tool_call")
+        })
+        .expect("the answer with the calls");
+    let sent: serde_json::Value =
+        serde_json::from_str(first.text("gen_ai.input.messages").unwrap()).unwrap();
+    assert_eq!(sent[0]["role"], "user", "{sent}");
+    assert_eq!(sent[0]["parts"][0]["content"], "write and read it");
+    let answered: serde_json::Value =
+        serde_json::from_str(first.text("gen_ai.output.messages").unwrap()).unwrap();
+    assert_eq!(answered[0]["parts"][0]["type"], "tool_call", "{answered}");
+    assert_eq!(answered[0]["parts"][0]["arguments"]["content"], "secret-1");
+    assert_eq!(answered[0]["finish_reason"], "tool_calls");
+    assert!(first.text("gen_ai.system_instructions").is_some());
+    // The second call was sent the tool results.
+    let second = chats.iter().find(|c| c.span_id != first.span_id).unwrap();
+    let sent = second.text("gen_ai.input.messages").unwrap();
+    assert!(
+        sent.contains("tool_call_response") && sent.contains("secret-2"),
+        "{sent}"
+    );
+
     let write = named(&spans, "execute_tool write")[0];
     let arguments = write.text("gen_ai.tool.call.arguments").unwrap();
     assert!(arguments.contains("secret-1"), "{arguments}");
@@ -237,4 +272,96 @@ async fn a_director_runs_steps_hang_under_its_run_span() {
         .filter(|r| r.text("gen_ai.conversation.id") != director.text("gen_ai.conversation.id"))
         .count();
     assert_eq!(in_other_sessions, 2, "one per step: {runs:#?}");
+    // The Judge's evaluations hang under the runs they judged, each with its model call.
+    let judges = named(&spans, "ryvos.judge");
+    assert!(!judges.is_empty(), "{spans:#?}");
+    for judge in &judges {
+        assert!(
+            runs.iter().any(|r| r.span_id == judge.parent_span_id),
+            "{judge:?}"
+        );
+        assert_eq!(judge.text("ryvos.judge.verdict"), Some("Accept"));
+        let asked = spans
+            .iter()
+            .filter(|s| s.parent_span_id == judge.span_id && s.name.starts_with("chat "))
+            .count();
+        assert_eq!(asked, 1, "{judge:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_summary_is_a_span_of_its_own_with_its_model_call_under_it() {
+    const TURNS: usize = 60;
+    let collector = OtlpReceiver::start().await;
+    let script: Vec<Reply> = (0..TURNS)
+        .map(|i| {
+            let args = format!(r#"{{"path": "page{i}.txt"}}"#);
+            Reply::tool_calls(&[(&format!("r{i}"), "read", &args)])
+        })
+        .chain([Reply::text(&["All pages read."])])
+        .collect();
+    let summaries: ryvos_testkit::Router = Arc::new(|request: &serde_json::Value| {
+        let summary = request["messages"][0]["content"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("You summarize"));
+        summary.then(|| Reply::text(&["Pages were read."]))
+    });
+    let endpoint = collector.endpoint();
+    let h = Harness::start_routed(script, summaries, |config| {
+        config.agent.max_context_tokens = 3000;
+        config.agent.max_turns = TURNS as u32 + 10;
+        config.otel.enabled = true;
+        config.otel.endpoint = endpoint;
+    })
+    .await;
+    for i in 0..TURNS {
+        let text = format!("page {i}: {}", "the quick brown fox jumps ".repeat(20));
+        std::fs::write(h.workspace.path().join(format!("page{i}.txt")), text).unwrap();
+    }
+    let (_, outcome) = h.run(h.request("read every page")).await;
+    assert_eq!(
+        outcome.status,
+        ryvos::RunStatus::Completed,
+        "{:?}",
+        outcome.reason
+    );
+    h.runtime.shutdown().await.unwrap();
+
+    let spans = collector.spans();
+    let run = named(&spans, "invoke_agent ryvos")[0];
+    let summaries = named(&spans, "ryvos.summarize");
+    assert!(!summaries.is_empty(), "the budget forced a summary");
+    for summary in &summaries {
+        assert_eq!(summary.parent_span_id, run.span_id);
+        assert!(matches!(summary.attr("ryvos.summary.messages"), Some(Attr::Int(n)) if *n > 0));
+        let asked = spans
+            .iter()
+            .filter(|s| s.parent_span_id == summary.span_id && s.name == "chat scripted")
+            .count();
+        assert_eq!(asked, 1, "{summary:?}");
+    }
+    // The turns' own calls hang under the run.
+    let turns = named(&spans, "chat scripted")
+        .into_iter()
+        .filter(|c| c.parent_span_id == run.span_id)
+        .count();
+    assert_eq!(turns, TURNS + 1);
+}
+
+on_both_backends! {
+    /// Gauges: runs in flight and approvals waiting always; the queue's depth on a shared store.
+    async fn the_gauges_report_runs_approvals_and_the_shared_queue(backend: Backend) {
+        let collector = OtlpReceiver::start().await;
+        let server = two_tool_calls().await;
+        let home =
+            Home::with_model(&server, "", &otel(&collector.endpoint(), false)).on(backend);
+        let (code, _, err) = home.ryvos(&["run", "write and read it"]).await;
+        assert_eq!(code, 0, "{err}");
+        let metrics = collector.metric_names();
+        for name in ["ryvos.runs.in_flight", "ryvos.approvals.waiting"] {
+            assert!(metrics.iter().any(|m| m == name), "{name}: {metrics:?}");
+        }
+        let queue = metrics.iter().any(|m| m == "ryvos.queue.depth");
+        assert_eq!(queue, backend == Backend::Postgres, "{metrics:?}");
+    }
 }

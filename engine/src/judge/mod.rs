@@ -20,9 +20,10 @@ pub(crate) use verdict::Judgement;
 use crate::callback::Callback;
 use crate::config::JudgeConfig;
 use crate::event::RunEvents;
-use crate::llm_stream::{Heartbeat, ModelChain, ModelReply};
+use crate::llm_stream::{end_chat, open_chat, Heartbeat, ModelChain, ModelReply};
 use crate::message::Message;
 use crate::security::Gate;
+use crate::telemetry::StepSpan;
 use crate::tools::ToolContext;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::sync::Arc;
@@ -170,6 +171,7 @@ impl Actor for JudgeActor {
 }
 
 /// What an evaluation looks at.
+#[derive(Clone, Copy)]
 struct Asked<'a> {
     goal: &'a Goal,
     answer: &'a str,
@@ -181,13 +183,29 @@ struct Asked<'a> {
 /// Checks the free criteria, asks the judge model when it is needed and can still matter, and
 /// decides.
 async fn evaluate(args: &JudgeArgs, asked: Asked<'_>, model_allowed: bool) -> Evaluated {
+    let events = asked.events;
+    let span = events.trace().map(|t| t.judging(asked.goal.criteria.len()));
+    let evaluated = judge(args, &asked, model_allowed, span.as_ref()).await;
+    if let (Some(trace), Some(span)) = (events.trace(), span) {
+        trace.judged(span, &evaluated.judgement);
+    }
+    evaluated
+}
+
+/// [`evaluate`], in the Judge's span `within` when the run is traced.
+async fn judge(
+    args: &JudgeArgs,
+    asked: &Asked<'_>,
+    model_allowed: bool,
+    within: Option<&StepSpan>,
+) -> Evaluated {
     let Asked {
         goal,
         answer,
         conversation,
         ctx,
         events,
-    } = asked;
+    } = *asked;
     let timeout = Duration::from_secs(args.config.command_timeout_secs.max(1));
     let mut free: Vec<CriterionResult> = Vec::new();
     for criterion in goal.criteria.iter().filter(|c| c.kind.is_deterministic()) {
@@ -224,10 +242,12 @@ async fn evaluate(args: &JudgeArgs, asked: Asked<'_>, model_allowed: bool) -> Ev
         };
     }
     let request = rubric::request(goal, &judged, conversation, answer);
+    let chat = open_chat(events, within, &args.models, &request);
     let called = args
         .models
         .answer(&request, None, &Heartbeat::new(), 0)
         .await;
+    end_chat(events, chat, Some(&called));
     let (opinion, judge_call) = match called.result {
         Ok(reply) => {
             let opinion = match rubric::parse(&reply.response.text, &judged) {

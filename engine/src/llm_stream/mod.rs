@@ -7,13 +7,14 @@
 //! estimate is marked as such.
 
 mod attempts;
+mod spans;
 
 pub(crate) use attempts::ModelChain;
+pub(crate) use spans::{end_chat, open_chat};
 
 use crate::callback::Callback;
 use crate::event::RunEvents;
 use crate::provider::{AssistantResponse, ChatRequest, ProviderError, Usage};
-use crate::telemetry::ChatEnd;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -103,8 +104,7 @@ impl ModelAnswer {
 pub(crate) struct StreamJob {
     pub request: ChatRequest,
     pub events: RunEvents,
-    /// Publish the answer's text as `TextDelta` events (not for a summary, which is no answer).
-    pub publish_text: bool,
+    pub purpose: Purpose,
     pub cancel: CancellationToken,
     /// Beaten on every delta.
     pub heartbeat: Heartbeat,
@@ -113,6 +113,16 @@ pub(crate) struct StreamJob {
     pub input_tokens: u64,
     /// Receives the answer (a cancelled job answers with its fallback, which the run ignores).
     pub on_done: Callback<ModelAnswer>,
+}
+
+/// What a model call is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// The run's next turn: its text is published as `TextDelta` events.
+    Turn,
+    /// A summary of `messages` messages about to leave the context: no answer, so nothing is
+    /// published; traced in a span of its own.
+    Summary { messages: usize },
 }
 
 /// Messages of the [`LlmStreamActor`].
@@ -152,7 +162,7 @@ impl Actor for LlmStreamActor {
                     let StreamJob {
                         request,
                         events,
-                        publish_text,
+                        purpose,
                         cancel,
                         heartbeat,
                         input_tokens,
@@ -165,12 +175,16 @@ impl Actor for LlmStreamActor {
                             "the model call's task failed while it was being answered".into(),
                         ))
                     });
-                    let chat = events
-                        .trace()
-                        .map(|t| t.chat(chain.model(), chain.provider_name()));
+                    let summary = match (purpose, events.trace()) {
+                        (Purpose::Summary { messages }, Some(trace)) => {
+                            Some(trace.summarizing(messages))
+                        }
+                        _ => None,
+                    };
+                    let chat = open_chat(&events, summary.as_ref(), &chain, &request);
                     let streaming = chain.answer(
                         &request,
-                        publish_text.then_some(&events),
+                        (purpose == Purpose::Turn).then_some(&events),
                         &heartbeat,
                         input_tokens,
                     );
@@ -178,8 +192,13 @@ impl Actor for LlmStreamActor {
                         result = streaming => Some(result),
                         _ = cancel.cancelled() => None,
                     };
-                    if let (Some(trace), Some(chat)) = (events.trace(), chat) {
-                        trace.chat_ended(chat, chat_end(result.as_ref()));
+                    end_chat(&events, chat, result.as_ref());
+                    if let (Some(trace), Some(summary)) = (events.trace(), summary) {
+                        let failed = match &result {
+                            Some(answer) => answer.result.as_ref().err().map(|e| e.to_string()),
+                            None => Some("the run ended first".to_owned()),
+                        };
+                        trace.summarized(summary, failed.as_deref());
                     }
                     // Release the history snapshot before answering, so the session can append
                     // without copying it.
@@ -193,25 +212,5 @@ impl Actor for LlmStreamActor {
             LlmMsg::Panic => panic!("injected fault in the LLM stream actor"),
         }
         Ok(())
-    }
-}
-
-/// How a model call ended, for its span (`None`: cancelled with its run).
-fn chat_end(result: Option<&ModelAnswer>) -> ChatEnd<'_> {
-    match result.map(|answer| &answer.result) {
-        Some(Ok(reply)) => ChatEnd::Answered {
-            model: &reply.model,
-            finish_reason: reply.response.finish.as_ref().map(|f| f.as_str()),
-            input_tokens: reply.usage.input_tokens,
-            output_tokens: reply.usage.output_tokens,
-        },
-        Some(Err(e)) => ChatEnd::Failed {
-            error_type: e.kind(),
-            message: "the model call failed",
-        },
-        None => ChatEnd::Failed {
-            error_type: "cancelled",
-            message: "the run ended first",
-        },
     }
 }

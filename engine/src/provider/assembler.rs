@@ -12,6 +12,8 @@ pub struct AssistantResponse {
     pub tool_calls: Vec<ToolCall>,
     pub finish: Option<FinishReason>,
     pub usage: Option<Usage>,
+    /// The server's id for the answer, when it gave one.
+    pub id: Option<String>,
 }
 
 #[derive(Default)]
@@ -29,6 +31,7 @@ pub struct ResponseAssembler {
     calls: Vec<PartialCall>,
     finish: Option<FinishReason>,
     usage: Option<Usage>,
+    id: Option<String>,
 }
 
 impl ResponseAssembler {
@@ -60,6 +63,9 @@ impl ResponseAssembler {
             }
             StreamDelta::Usage { usage: u } => self.usage = Some(u),
             StreamDelta::Finish { reason: f } => self.finish = Some(f),
+            StreamDelta::ResponseId { id } => {
+                self.id.get_or_insert(id);
+            }
         }
     }
 
@@ -113,6 +119,7 @@ impl ResponseAssembler {
             tool_calls,
             finish: self.finish,
             usage: self.usage,
+            id: self.id,
         })
     }
 }

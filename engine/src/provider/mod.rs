@@ -106,6 +106,8 @@ pub enum StreamDelta {
     Usage { usage: Usage },
     /// The model stopped.
     Finish { reason: FinishReason },
+    /// The server's id for this answer (for traces).
+    ResponseId { id: String },
 }
 
 /// A streamed answer.

@@ -107,10 +107,11 @@ pub(crate) fn decode_event(data: &str) -> Result<Decoded, ProviderError> {
 
 /// Parses one `data:` payload into deltas.
 fn parse_chunk(data: &str) -> Result<Vec<StreamDelta>, ProviderError> {
-    let chunk: WireChunk = serde_json::from_str(data).map_err(|e| ProviderError::Malformed {
-        line: truncate(data, 500),
-        reason: e.to_string(),
-    })?;
+    let mut chunk: WireChunk =
+        serde_json::from_str(data).map_err(|e| ProviderError::Malformed {
+            line: truncate(data, 500),
+            reason: e.to_string(),
+        })?;
     if let Some(error) = chunk.error {
         return Err(ProviderError::Stream(error.message));
     }
@@ -131,6 +132,10 @@ fn parse_chunk(data: &str) -> Result<Vec<StreamDelta>, ProviderError> {
             }
         }
         if let Some(reason) = choice.finish_reason {
+            // Every chunk carries the answer's id; it is passed on once, with the end.
+            if let Some(id) = chunk.id.take().filter(|i| !i.is_empty()) {
+                deltas.push(StreamDelta::ResponseId { id });
+            }
             deltas.push(StreamDelta::Finish {
                 reason: FinishReason::parse(&reason),
             });
@@ -287,6 +292,8 @@ impl<'a> From<&'a ToolSpec> for WireTool<'a> {
 #[derive(Deserialize)]
 struct WireChunk {
     #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
     choices: Vec<WireChoice>,
     #[serde(default)]
     usage: Option<WireUsage>,
@@ -366,6 +373,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(d.len(), 2);
+        // The answer's id is passed on once, with its end.
+        let d = parse_chunk(r#"{"id":"chatcmpl-1","choices":[{"delta":{"content":"a"}}]}"#);
+        assert_eq!(d.unwrap().len(), 1);
+        let d = parse_chunk(r#"{"id":"chatcmpl-1","choices":[{"finish_reason":"stop"}]}"#);
+        assert_eq!(
+            d.unwrap()[0],
+            StreamDelta::ResponseId {
+                id: "chatcmpl-1".into()
+            }
+        );
     }
 
     #[test]

@@ -175,6 +175,11 @@ impl Approvals {
         }
     }
 
+    /// How many requests wait for an answer (paused ones too).
+    pub fn count(&self) -> usize {
+        self.lock().len()
+    }
+
     /// Every request, waiting or paused, oldest first.
     pub fn pending(&self) -> Vec<PendingApproval> {
         let mut all: Vec<PendingApproval> = self.lock().values().map(|e| e.shown.clone()).collect();

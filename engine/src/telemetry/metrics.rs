@@ -1,5 +1,6 @@
 //! The metrics: the GenAI client metrics (`gen_ai.client.token.usage`,
-//! `gen_ai.client.operation.duration`), tool call durations and runs by status.
+//! `gen_ai.client.operation.duration`), tool call durations and runs by status, and gauges
+//! read at each export.
 
 use opentelemetry::metrics::{Counter, Histogram, Meter};
 
@@ -49,4 +50,26 @@ impl Instruments {
                 .build(),
         }
     }
+}
+
+/// Reports `read()` as the gauge `name` at each export; `None` reports nothing. `read` runs on
+/// the exporter's thread: it must be quick and must not block.
+pub(crate) fn observe(
+    meter: &Meter,
+    name: &'static str,
+    unit: &'static str,
+    description: &'static str,
+    read: impl Fn() -> Option<u64> + Send + Sync + 'static,
+) {
+    // The SDK keeps the callback for the meter's life; the instrument's handle is not needed.
+    meter
+        .u64_observable_gauge(name)
+        .with_unit(unit)
+        .with_description(description)
+        .with_callback(move |observer| {
+            if let Some(value) = read() {
+                observer.observe(value, &[]);
+            }
+        })
+        .build();
 }

@@ -7,6 +7,7 @@
 //! their own: a collector that is slow or down never slows a run; what cannot be queued is
 //! dropped, and said once in the log.
 
+mod delivery;
 mod http;
 mod metrics;
 mod names;
@@ -14,16 +15,18 @@ mod parent;
 mod run_trace;
 
 pub use parent::TraceParent;
-pub(crate) use run_trace::{ChatEnd, RunTrace};
+pub(crate) use run_trace::{ChatEnd, ChatInput, ChatSpan, RunTrace, StepSpan};
 
 use crate::config::{expand_env, OtelConfig, OtlpProtocol};
+use delivery::{CountEnded, Delivery, WatchedMetrics, WatchedSpans};
 use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::metrics::SdkMeterProvider;
-use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracer, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// What could not be set up; the message names the `[otel]` key to fix.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +40,8 @@ pub struct Telemetry {
     traces: SdkTracerProvider,
     metrics: SdkMeterProvider,
     pub(crate) instruments: metrics::Instruments,
+    /// Whether spans reach the collector, and how many did not.
+    spans: Arc<Delivery>,
     /// Message contents, tool arguments and results go on spans.
     pub capture_content: bool,
 }
@@ -82,17 +87,30 @@ impl Telemetry {
             points = points.with_endpoint(url);
         }
         let resource = resource(config);
+        let delivery = Delivery::new("spans");
+        let batches = BatchSpanProcessor::builder(WatchedSpans {
+            inner: spans.build().map_err(built)?,
+            delivery: delivery.clone(),
+        })
+        .build();
         let traces = SdkTracerProvider::builder()
-            .with_batch_exporter(spans.build().map_err(built)?)
+            .with_span_processor(CountEnded {
+                inner: batches,
+                delivery: delivery.clone(),
+            })
             .with_resource(resource.clone())
             .build();
         let metrics = SdkMeterProvider::builder()
-            .with_periodic_exporter(points.build().map_err(built)?)
+            .with_periodic_exporter(WatchedMetrics {
+                inner: points.build().map_err(built)?,
+                delivery: Delivery::new("metric points"),
+            })
             .with_resource(resource)
             .build();
         let instruments = metrics::Instruments::new(&metrics.meter("ryvos"));
         Ok(Some(Telemetry {
             instruments,
+            spans: delivery,
             tracer: traces.tracer("ryvos"),
             traces,
             metrics,
@@ -100,14 +118,32 @@ impl Telemetry {
         }))
     }
 
+    /// Spans ended that have not reached the collector: exact after [`Self::shutdown`],
+    /// before it those still queued count too.
+    pub fn spans_lost(&self) -> u64 {
+        self.spans.lost()
+    }
+
     /// What makes spans.
     pub fn tracer(&self) -> &SdkTracer {
         &self.tracer
     }
 
+    /// Reports `read()` as the gauge `name` (in `unit`) at each export; `None` reports nothing.
+    /// `read` runs on the exporter's thread: it must be quick and must not block.
+    pub fn gauge(
+        &self,
+        name: &'static str,
+        unit: &'static str,
+        description: &'static str,
+        read: impl Fn() -> Option<u64> + Send + Sync + 'static,
+    ) {
+        metrics::observe(&self.metrics.meter("ryvos"), name, unit, description, read);
+    }
+
     /// Exports what is still queued and stops the exporters, off the async workers (the
     /// SDK's last flush blocks, up to the exporters' timeouts).
-    pub async fn close(self: std::sync::Arc<Self>) {
+    pub async fn close(self: Arc<Self>) {
         if let Err(e) = tokio::task::spawn_blocking(move || self.shutdown()).await {
             tracing::warn!("flushing telemetry: {e}");
         }
@@ -118,6 +154,13 @@ impl Telemetry {
     pub fn shutdown(&self) {
         if let Err(e) = self.traces.shutdown() {
             tracing::warn!("flushing the last spans: {e}");
+        }
+        let lost = self.spans.lost();
+        if lost > 0 {
+            tracing::warn!(
+                "telemetry: {lost} span(s) never reached the collector (it was down or slow, \
+                 or the export queue was full)"
+            );
         }
         if let Err(e) = self.metrics.shutdown() {
             tracing::warn!("flushing the last metric points: {e}");

@@ -11,6 +11,7 @@ use crate::ids::{RunId, SessionId};
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 use ryvos_protocol::event::{EventKind, RunStatus};
+use ryvos_protocol::verdict::Judgement;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -201,26 +202,96 @@ impl RunTrace {
         }
     }
 
-    /// Opens a model call's span: `chat {model}`, asked of `provider`.
-    pub(crate) fn chat(&self, model: &str, provider: &str) -> ChatSpan {
+    /// Whether message contents go on spans (`[otel] capture_content`): the caller builds them
+    /// only then.
+    pub(crate) fn captures_content(&self) -> bool {
+        self.telemetry.capture_content
+    }
+
+    /// Opens a model call's span: `chat {model}`, asked of `provider`, under `within` (a Judge's
+    /// or a summary's span) or else the run's. `content` is what the model was sent, given only
+    /// when [`Self::captures_content`].
+    pub(crate) fn chat(
+        &self,
+        within: Option<&StepSpan>,
+        model: &str,
+        provider: &str,
+        content: Option<ChatInput>,
+    ) -> ChatSpan {
         let tracer = self.telemetry.tracer();
         let attributes = vec![
             KeyValue::new(OPERATION_NAME, CHAT),
             KeyValue::new(PROVIDER_NAME, provider.to_owned()),
             KeyValue::new(REQUEST_MODEL, model.to_owned()),
         ];
+        let mut on_span = attributes.clone();
+        if let Some(content) = content {
+            on_span.push(KeyValue::new(SYSTEM_INSTRUCTIONS, content.system));
+            on_span.push(KeyValue::new(INPUT_MESSAGES, content.messages));
+        }
+        let parent = within.map_or(&self.run, |step| &step.cx);
         let span = tracer
             .span_builder(format!("{CHAT} {model}"))
             .with_kind(SpanKind::Client)
-            .with_attributes(attributes.clone())
-            .start_with_context(tracer, &self.run);
-        let cx = self.run.with_span(span);
+            .with_attributes(on_span)
+            .start_with_context(tracer, parent);
+        let cx = parent.with_span(span);
         self.open().chat = Some(cx.clone());
         ChatSpan {
             cx,
             started: Instant::now(),
             attributes,
         }
+    }
+
+    /// Opens the span of a step the runtime takes for the run (a Judge's evaluation, a
+    /// summary), under the run's span; its model call goes under it.
+    fn step(&self, name: &'static str, attributes: Vec<KeyValue>) -> StepSpan {
+        let tracer = self.telemetry.tracer();
+        let span = tracer
+            .span_builder(name)
+            .with_kind(SpanKind::Internal)
+            .with_attributes(attributes)
+            .start_with_context(tracer, &self.run);
+        StepSpan {
+            cx: self.run.with_span(span),
+        }
+    }
+
+    /// Opens the span of the Judge's evaluation of an answer against `criteria` criteria.
+    pub(crate) fn judging(&self, criteria: usize) -> StepSpan {
+        self.step(JUDGE, vec![KeyValue::new(JUDGE_CRITERIA, criteria as i64)])
+    }
+
+    /// Ends the Judge's span with its verdict.
+    pub(crate) fn judged(&self, step: StepSpan, judgement: &Judgement) {
+        let span = step.cx.span();
+        span.set_attributes([
+            KeyValue::new(JUDGE_VERDICT, format!("{:?}", judgement.verdict)),
+            KeyValue::new(JUDGE_SCORE, judgement.score),
+        ]);
+        if self.telemetry.capture_content {
+            span.set_attribute(KeyValue::new(JUDGE_REASON, judgement.reason.clone()));
+        }
+        span.end();
+    }
+
+    /// Opens the span of a summary of `messages` messages about to leave the context.
+    pub(crate) fn summarizing(&self, messages: usize) -> StepSpan {
+        self.step(
+            SUMMARIZE,
+            vec![KeyValue::new(SUMMARY_MESSAGES, messages as i64)],
+        )
+    }
+
+    /// Ends a summary's span; `failed` says why there is no summary.
+    pub(crate) fn summarized(&self, step: StepSpan, failed: Option<&str>) {
+        let span = step.cx.span();
+        if let Some(why) = failed {
+            span.set_attribute(KeyValue::new(ERROR_TYPE, "summary_failed"));
+            span.set_status(Status::error(why.to_owned()));
+        }
+        span.end();
     }
 
     /// Ends the chat span of the call that just finished.
@@ -232,15 +303,23 @@ impl RunTrace {
         match ended {
             ChatEnd::Answered {
                 model,
+                response_id,
                 finish_reason,
                 input_tokens,
                 output_tokens,
+                output,
             } => {
                 span.set_attributes([
                     KeyValue::new(RESPONSE_MODEL, model.to_owned()),
                     KeyValue::new(USAGE_INPUT_TOKENS, input_tokens as i64),
                     KeyValue::new(USAGE_OUTPUT_TOKENS, output_tokens as i64),
                 ]);
+                if let Some(id) = response_id {
+                    span.set_attribute(KeyValue::new(RESPONSE_ID, id.to_owned()));
+                }
+                if let Some(output) = output {
+                    span.set_attribute(KeyValue::new(OUTPUT_MESSAGES, output));
+                }
                 attributes.push(KeyValue::new(RESPONSE_MODEL, model.to_owned()));
                 for (kind, tokens) in [("input", input_tokens), ("output", output_tokens)] {
                     let mut by_type = attributes.clone();
@@ -314,13 +393,29 @@ pub(crate) struct ChatSpan {
     attributes: Vec<KeyValue>,
 }
 
+/// The span of a step the runtime takes for a run: a Judge's evaluation, a summary.
+pub(crate) struct StepSpan {
+    cx: Context,
+}
+
+/// What a model was sent, in the GenAI conventions' JSON (`gen_ai.system_instructions`,
+/// `gen_ai.input.messages`).
+pub(crate) struct ChatInput {
+    pub system: String,
+    pub messages: String,
+}
+
 /// How a model call ended.
 pub(crate) enum ChatEnd<'a> {
     Answered {
         model: &'a str,
+        response_id: Option<&'a str>,
         finish_reason: Option<&'a str>,
         input_tokens: u64,
         output_tokens: u64,
+        /// The answer in the conventions' JSON (`gen_ai.output.messages`), when content is
+        /// captured.
+        output: Option<String>,
     },
     Failed {
         error_type: &'a str,

@@ -32,6 +32,9 @@ impl EventParser {
         let mut parsed = Decoded::default();
         match event {
             WireEvent::MessageStart { message } => {
+                if let Some(id) = message.id.filter(|i| !i.is_empty()) {
+                    parsed.deltas.push(StreamDelta::ResponseId { id });
+                }
                 if let Some(usage) = message.usage {
                     // Cached prompt tokens are reported apart; the prompt is all of them.
                     self.input_tokens = usage.input_tokens.unwrap_or(0)
@@ -163,6 +166,8 @@ enum WireEvent {
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct WireMessageStart {
+    #[serde(default)]
+    id: Option<String>,
     usage: Option<WireUsage>,
 }
 

@@ -179,6 +179,7 @@ fn a_tool_turn_assembles_into_text_one_call_and_usage() {
     assert_eq!(r.tool_calls[0].name, "read");
     assert_eq!(r.tool_calls[0].arguments, r#"{"path": "a.txt"}"#);
     assert_eq!(r.finish, Some(FinishReason::ToolCalls));
+    assert_eq!(r.id.as_deref(), Some("msg_1"));
     assert_eq!(
         r.usage,
         Some(Usage {

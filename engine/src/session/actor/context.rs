@@ -8,7 +8,7 @@ use super::{next_step, SessionMsg, SessionState};
 use crate::callback::Callback;
 use crate::context::{prune_to_budget, summary, Cut};
 use crate::event::EventKind;
-use crate::llm_stream::{Heartbeat, LlmMsg, ModelAnswer, ModelReply, StreamJob};
+use crate::llm_stream::{Heartbeat, LlmMsg, ModelAnswer, ModelReply, Purpose, StreamJob};
 use crate::provider::ProviderError;
 use crate::session::run::{AfterBilling, AfterCompaction, Phase};
 use ractor::ActorRef;
@@ -160,7 +160,7 @@ impl SessionState {
         let job = StreamJob {
             request: summary::request(&dropped[..cut.drop]),
             events: run.events.clone(),
-            publish_text: false,
+            purpose: Purpose::Summary { messages: cut.drop },
             cancel: run.call_cancel.clone(),
             heartbeat: run.heartbeat.clone(),
             input_tokens: cut.tokens,

@@ -8,7 +8,7 @@ use super::{next_step, SessionMsg, SessionState};
 use crate::callback::Callback;
 use crate::event::{EventKind, RunStatus};
 use crate::guardian::{CallReport, Review, TurnReport};
-use crate::llm_stream::{Heartbeat, LlmMsg, ModelAnswer, ModelReply, StreamJob};
+use crate::llm_stream::{Heartbeat, LlmMsg, ModelAnswer, ModelReply, Purpose, StreamJob};
 use crate::message::{Message, ToolCall};
 use crate::provider::FinishReason;
 use crate::provider::{ChatRequest, ProviderError};
@@ -61,7 +61,7 @@ impl SessionState {
         let job = StreamJob {
             request,
             events: run.events.clone(),
-            publish_text: true,
+            purpose: Purpose::Turn,
             cancel: run.call_cancel.clone(),
             heartbeat: run.heartbeat.clone(),
             input_tokens: self.request_tokens(),

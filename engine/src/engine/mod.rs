@@ -1,5 +1,7 @@
 //! The engine: the actor tree started, addressed, and stopped as one.
 
+mod gauges;
+
 use crate::checkpoint::{Checkpoint, Writer};
 use crate::config::{
     AgentConfig, BudgetConfig, DirectorConfig, EmbeddingConfig, ModelConfig, SandboxMode,
@@ -307,6 +309,10 @@ impl Engine {
             .await
             .map_err(|e| EngineError::Actors(e.to_string()))?;
         let (stopped_tx, stopped) = watch::channel(false);
+        if let Some(telemetry) = &telemetry {
+            let (runs, waiting) = (in_flight.clone(), approvals.clone());
+            gauges::observe(telemetry, runs, waiting, store.clone(), stopped.clone());
+        }
         tokio::spawn(async move {
             if let Err(e) = root_done.await {
                 tracing::error!("the root supervisor's task failed: {e}");
