@@ -185,7 +185,7 @@ struct Asked<'a> {
 async fn evaluate(args: &JudgeArgs, asked: Asked<'_>, model_allowed: bool) -> Evaluated {
     let events = asked.events;
     let span = events.trace().map(|t| t.judging(asked.goal.criteria.len()));
-    let evaluated = judge(args, &asked, model_allowed, span.as_ref()).await;
+    let evaluated = evaluate_within(args, &asked, model_allowed, span.as_ref()).await;
     if let (Some(trace), Some(span)) = (events.trace(), span) {
         trace.judged(span, &evaluated.judgement);
     }
@@ -193,7 +193,7 @@ async fn evaluate(args: &JudgeArgs, asked: Asked<'_>, model_allowed: bool) -> Ev
 }
 
 /// [`evaluate`], in the Judge's span `within` when the run is traced.
-async fn judge(
+async fn evaluate_within(
     args: &JudgeArgs,
     asked: &Asked<'_>,
     model_allowed: bool,

@@ -11,6 +11,7 @@ mod spans;
 
 pub(crate) use attempts::ModelChain;
 pub(crate) use spans::{end_chat, open_chat};
+use spans::{end_summary, open_summary};
 
 use crate::callback::Callback;
 use crate::event::RunEvents;
@@ -175,12 +176,7 @@ impl Actor for LlmStreamActor {
                             "the model call's task failed while it was being answered".into(),
                         ))
                     });
-                    let summary = match (purpose, events.trace()) {
-                        (Purpose::Summary { messages }, Some(trace)) => {
-                            Some(trace.summarizing(messages))
-                        }
-                        _ => None,
-                    };
+                    let summary = open_summary(&events, purpose);
                     let chat = open_chat(&events, summary.as_ref(), &chain, &request);
                     let streaming = chain.answer(
                         &request,
@@ -193,13 +189,7 @@ impl Actor for LlmStreamActor {
                         _ = cancel.cancelled() => None,
                     };
                     end_chat(&events, chat, result.as_ref());
-                    if let (Some(trace), Some(summary)) = (events.trace(), summary) {
-                        let failed = match &result {
-                            Some(answer) => answer.result.as_ref().err().map(|e| e.to_string()),
-                            None => Some("the run ended first".to_owned()),
-                        };
-                        trace.summarized(summary, failed.as_deref());
-                    }
+                    end_summary(&events, summary, result.as_ref());
                     // Release the history snapshot before answering, so the session can append
                     // without copying it.
                     drop(request);

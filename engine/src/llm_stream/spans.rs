@@ -1,10 +1,11 @@
 //! A model call's `chat` span, when its run is traced: opened with what the model was sent
-//! (only when `[otel] capture_content` is on), ended with how the call ended.
+//! (only when `[otel] capture_content` is on), ended with how the call ended; and a summary's
+//! span around its call.
 //!
 //! Contents are written as the GenAI conventions' JSON: a list of messages, each a `role` and
 //! its `parts` (`text`, `tool_call`, `tool_call_response`).
 
-use super::{ModelAnswer, ModelChain};
+use super::{ModelAnswer, ModelChain, Purpose};
 use crate::event::RunEvents;
 use crate::message::Message;
 use crate::provider::{AssistantResponse, ChatRequest};
@@ -53,6 +54,30 @@ pub(crate) fn end_chat(events: &RunEvents, chat: Option<ChatSpan>, result: Optio
         },
     };
     trace.chat_ended(chat, ended);
+}
+
+/// Opens a summary's span, when `purpose` is one and the run is traced.
+pub(super) fn open_summary(events: &RunEvents, purpose: Purpose) -> Option<StepSpan> {
+    match purpose {
+        Purpose::Summary { messages } => Some(events.trace()?.summarizing(messages)),
+        Purpose::Turn => None,
+    }
+}
+
+/// Ends a summary's span with its call's result (`None`: cancelled with its run).
+pub(super) fn end_summary(
+    events: &RunEvents,
+    summary: Option<StepSpan>,
+    result: Option<&ModelAnswer>,
+) {
+    let (Some(trace), Some(summary)) = (events.trace(), summary) else {
+        return;
+    };
+    let failed = match result {
+        Some(answer) => answer.result.as_ref().err().map(|e| e.to_string()),
+        None => Some("the run ended first".to_owned()),
+    };
+    trace.summarized(summary, failed.as_deref());
 }
 
 /// One message of the conversation, as the conventions write it.
