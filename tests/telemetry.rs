@@ -26,6 +26,18 @@ fn otel(endpoint: &str, capture: bool) -> String {
     format!("[otel]\nenabled = true\nendpoint = \"{endpoint}\"\ncapture_content = {capture}\n")
 }
 
+/// Runs `request` to completion, then stops the runtime: its last flush exports every span.
+async fn completes_then_stops(h: &Harness, request: ryvos::RunRequest) {
+    let (_, outcome) = h.run(request).await;
+    assert_eq!(
+        outcome.status,
+        ryvos::RunStatus::Completed,
+        "{:?}",
+        outcome.reason
+    );
+    h.runtime.shutdown().await.unwrap();
+}
+
 fn named<'a>(spans: &'a [ReceivedSpan], name: &str) -> Vec<&'a ReceivedSpan> {
     spans.iter().filter(|s| s.name == name).collect()
 }
@@ -245,14 +257,7 @@ async fn a_director_runs_steps_hang_under_its_run_span() {
         config.otel.endpoint = endpoint;
     })
     .await;
-    let (_, outcome) = h.run(h.request("count them").director()).await;
-    assert_eq!(
-        outcome.status,
-        ryvos::RunStatus::Completed,
-        "{:?}",
-        outcome.reason
-    );
-    h.runtime.shutdown().await.unwrap();
+    completes_then_stops(&h, h.request("count them").director()).await;
 
     let spans = collector.spans();
     let runs = named(&spans, "invoke_agent ryvos");
@@ -318,14 +323,7 @@ async fn a_summary_is_a_span_of_its_own_with_its_model_call_under_it() {
         let text = format!("page {i}: {}", "the quick brown fox jumps ".repeat(20));
         std::fs::write(h.workspace.path().join(format!("page{i}.txt")), text).unwrap();
     }
-    let (_, outcome) = h.run(h.request("read every page")).await;
-    assert_eq!(
-        outcome.status,
-        ryvos::RunStatus::Completed,
-        "{:?}",
-        outcome.reason
-    );
-    h.runtime.shutdown().await.unwrap();
+    completes_then_stops(&h, h.request("read every page")).await;
 
     let spans = collector.spans();
     let run = named(&spans, "invoke_agent ryvos")[0];
