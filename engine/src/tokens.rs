@@ -1,10 +1,16 @@
-//! Token counting with tiktoken.
+//! Token sizes: counted exactly with tiktoken's o200k tokenizer where they decide something,
+//! bounded from above by the text's bytes where they do not.
 //!
-//! One tokenizer for the process, loaded lazily; [`warm_up`] loads it on a background thread at
-//! start-up so the first turn does not pay for it. Each message is counted once, when it enters
-//! the history, and its count is stored with it: budgeting never re-tokenizes old messages.
+//! Building the tokenizer takes a tenth of a second and ~45 MiB, more than the rest of a
+//! run, so it is built only when a count is needed: a text's bytes bound its tokens (no token
+//! is shorter than a byte), and while a conversation's bound stays under every limit that
+//! depends on it (the memory flush, the Guardian's token budget, pruning), no count can change
+//! a decision. Once the tokenizer is built, sizes are counted exactly. Each message is sized
+//! once, when it enters the history, and its size is kept with it.
 
 use crate::message::Message;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 use tiktoken_rs::CoreBPE;
 
 /// Text beyond this many bytes is not tokenized but estimated from its length, so a pathological
@@ -14,12 +20,53 @@ const EXACT_COUNT_LIMIT: usize = 64 * 1024;
 /// The tokens a message costs beyond its text (role and framing), as OpenAI documents it.
 const PER_MESSAGE_OVERHEAD: u32 = 4;
 
-fn tokenizer() -> &'static CoreBPE {
-    tiktoken_rs::o200k_base_singleton()
+static TOKENIZER: OnceLock<CoreBPE> = OnceLock::new();
+
+/// Whether a thread building the tokenizer was started.
+static WARMING: AtomicBool = AtomicBool::new(false);
+
+/// A size in tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Size {
+    /// Counted with the tokenizer.
+    Counted(u32),
+    /// Not counted: at most this many.
+    AtMost(u32),
 }
 
-/// Loads the tokenizer on a background thread.
+impl Size {
+    /// The count, or the bound.
+    pub(crate) fn tokens(self) -> u32 {
+        match self {
+            Size::Counted(n) | Size::AtMost(n) => n,
+        }
+    }
+
+    /// The count, if counted.
+    pub(crate) fn counted(self) -> Option<u32> {
+        match self {
+            Size::Counted(n) => Some(n),
+            Size::AtMost(_) => None,
+        }
+    }
+}
+
+fn tokenizer() -> &'static CoreBPE {
+    TOKENIZER.get_or_init(|| {
+        tiktoken_rs::o200k_base().expect("the o200k tokenizer's tables are built into tiktoken-rs")
+    })
+}
+
+/// Whether the tokenizer is built, so that counting costs only the counting.
+pub(crate) fn loaded() -> bool {
+    TOKENIZER.get().is_some()
+}
+
+/// Builds the tokenizer on a background thread, once, if it is not built yet.
 pub fn warm_up() {
+    if loaded() || WARMING.swap(true, Ordering::Relaxed) {
+        return;
+    }
     std::thread::Builder::new()
         .name("ryvos-tokenizer".into())
         .spawn(|| {
@@ -29,17 +76,36 @@ pub fn warm_up() {
         .unwrap_or_else(|e| tracing::warn!("could not start the tokenizer warm-up thread: {e}"));
 }
 
-/// Waits until the tokenizer is loaded: called off the async workers (`spawn_blocking`) before
-/// a run's first count, so that no worker ever blocks on its loading.
-pub(crate) fn ready() {
+/// Builds the tokenizer if it is not built yet, blocking: for callers already off the async
+/// workers.
+pub(crate) fn build() {
     tokenizer();
 }
 
-/// The number of tokens in `text`.
+/// Builds the tokenizer if it is not built yet, blocking. On a multi-threaded runtime the
+/// calling worker first hands its other tasks to the others, so nothing waits behind it.
+pub(crate) fn ready() {
+    if loaded() {
+        return;
+    }
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(|| {
+                tokenizer();
+            })
+        }
+        _ => {
+            tokenizer();
+        }
+    }
+}
+
+/// The number of tokens in `text`, counted (building the tokenizer if it must).
 pub fn count_text(text: &str) -> u32 {
     if text.is_empty() {
         return 0;
     }
+    ready();
     if text.len() <= EXACT_COUNT_LIMIT {
         return tokenizer().count_ordinary(text) as u32;
     }
@@ -53,13 +119,39 @@ pub fn count_text(text: &str) -> u32 {
     estimate.min(u32::MAX as u64) as u32
 }
 
-/// The tokens `message` occupies in a request.
+/// The tokens `message` occupies in a request, counted (building the tokenizer if it must).
 pub fn count_message(message: &Message) -> u32 {
     PER_MESSAGE_OVERHEAD
         + message
             .text_for_counting()
             .map(count_text)
             .fold(0u32, u32::saturating_add)
+}
+
+/// `text`'s size: counted when the tokenizer is built, else bounded by its bytes.
+pub(crate) fn size_text(text: &str) -> Size {
+    if loaded() {
+        Size::Counted(count_text(text))
+    } else {
+        Size::AtMost(bytes(text))
+    }
+}
+
+/// `message`'s size in a request: counted when the tokenizer is built, else bounded by its
+/// bytes.
+pub(crate) fn size_message(message: &Message) -> Size {
+    if loaded() {
+        return Size::Counted(count_message(message));
+    }
+    let text = message
+        .text_for_counting()
+        .map(bytes)
+        .fold(0u32, u32::saturating_add);
+    Size::AtMost(PER_MESSAGE_OVERHEAD.saturating_add(text))
+}
+
+fn bytes(text: &str) -> u32 {
+    u32::try_from(text.len()).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
@@ -75,5 +167,20 @@ mod tests {
         let big = count_text(&blob);
         assert!(big > 100_000, "{big}");
         assert!(count_message(&Message::user("hi")) > PER_MESSAGE_OVERHEAD);
+    }
+
+    #[test]
+    fn a_bound_is_never_below_the_count() {
+        for text in ["", "hello world", "ünïcödé ✓ 漢字", &"x".repeat(10_000)] {
+            let bound = u32::try_from(text.len()).unwrap();
+            assert!(count_text(text) <= bound, "{text}");
+        }
+        let message = Message::user("a bound holds for a message too");
+        assert!(count_message(&message) <= PER_MESSAGE_OVERHEAD + 31);
+        // Built (by the counts above), sizes are counts.
+        assert_eq!(
+            size_message(&message),
+            Size::Counted(count_message(&message))
+        );
     }
 }

@@ -184,7 +184,6 @@ impl Engine {
             providers,
             RetryPolicy::from_config(&config.model),
         ));
-        crate::tokens::warm_up();
         let store = open_store(&config).await?;
         let slots = Slots::new();
         let in_flight = RunsInFlight::default();

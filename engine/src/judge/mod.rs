@@ -243,10 +243,7 @@ async fn evaluate_within(
     }
     let request = rubric::request(goal, &judged, conversation, answer);
     let chat = open_chat(events, within, &args.models, &request);
-    let called = args
-        .models
-        .answer(&request, None, &Heartbeat::new(), 0)
-        .await;
+    let called = args.models.answer(&request, None, &Heartbeat::new()).await;
     end_chat(events, chat, Some(&called));
     let (opinion, judge_call) = match called.result {
         Ok(reply) => {

@@ -9,9 +9,11 @@
 
 use super::{Heartbeat, ModelAnswer, ModelReply};
 use crate::event::{EventKind, RunEvents};
+use crate::message::Message;
 use crate::provider::retry::{Backoffs, RetryPolicy};
 use crate::provider::{
-    ChatRequest, Provider, ProviderError, Recovery, ResponseAssembler, StreamDelta, Usage,
+    AssistantResponse, ChatRequest, Provider, ProviderError, Recovery, ResponseAssembler,
+    StreamDelta, Usage,
 };
 use crate::text::truncate;
 use crate::tokens;
@@ -66,13 +68,11 @@ impl ModelChain {
         request: &ChatRequest,
         events: Option<&RunEvents>,
         heartbeat: &Heartbeat,
-        input_tokens: u64,
     ) -> ModelAnswer {
         let mut call = Call {
             request,
             events,
             heartbeat,
-            input_tokens,
             failures: Vec::new(),
             last_error: None,
             cut_calls: Vec::new(),
@@ -136,13 +136,7 @@ impl ModelChain {
             let key = provider.key_label();
             let attempt = tokio::time::timeout_at(
                 deadline,
-                one_attempt(
-                    provider,
-                    call.request,
-                    call.events,
-                    call.heartbeat,
-                    call.input_tokens,
-                ),
+                one_attempt(provider, call.request, call.events, call.heartbeat),
             )
             .await;
             let Ok(attempt) = attempt else {
@@ -273,7 +267,6 @@ struct Call<'a> {
     request: &'a ChatRequest,
     events: Option<&'a RunEvents>,
     heartbeat: &'a Heartbeat,
-    input_tokens: u64,
     /// Every failed attempt, described, oldest first.
     failures: Vec<String>,
     last_error: Option<ProviderError>,
@@ -321,7 +314,6 @@ async fn one_attempt(
     request: &ChatRequest,
     events: Option<&RunEvents>,
     heartbeat: &Heartbeat,
-    input_tokens: u64,
 ) -> Attempt {
     let mut attempt = Attempt {
         result: Err(ProviderError::StreamCut(String::new())),
@@ -352,32 +344,54 @@ async fn one_attempt(
         }
         answer.push(delta);
     }
-    attempt.result = answer.finish(true).map(|response| {
-        let (usage, usage_estimated) = match response.usage {
-            Some(usage) => (usage, false),
-            None => (
-                Usage {
-                    input_tokens,
-                    output_tokens: estimate_output_tokens(&response),
-                },
-                true,
-            ),
-        };
-        ModelReply {
-            response,
-            usage,
-            usage_estimated,
-            model: provider.model().to_owned(),
+    let response = match answer.finish(true) {
+        Ok(response) => response,
+        Err(e) => {
+            attempt.result = Err(e);
+            return attempt;
         }
+    };
+    let (usage, usage_estimated) = match response.usage {
+        Some(usage) => (usage, false),
+        None => (estimate_usage(request, &response).await, true),
+    };
+    attempt.result = Ok(ModelReply {
+        response,
+        usage,
+        usage_estimated,
+        model: provider.model().to_owned(),
     });
     attempt
 }
 
-fn estimate_output_tokens(response: &crate::provider::AssistantResponse) -> u64 {
-    let calls: u64 = response
-        .tool_calls
-        .iter()
-        .map(|c| (tokens::count_text(&c.name) + tokens::count_text(&c.arguments)) as u64)
-        .sum();
-    tokens::count_text(&response.text) as u64 + calls
+/// The usage of a call the server reported none for: the request and the answer, counted off
+/// the async workers (building the tokenizer if it must).
+async fn estimate_usage(request: &ChatRequest, response: &AssistantResponse) -> Usage {
+    let request = request.clone();
+    let answer = Message::Assistant {
+        content: response.text.clone(),
+        tool_calls: response.tool_calls.clone(),
+    };
+    let counting = tokio::task::spawn_blocking(move || {
+        tokens::build();
+        let specs = serde_json::to_string(&*request.tools).unwrap_or_default();
+        let messages: u64 = request
+            .messages
+            .iter()
+            .map(|m| u64::from(tokens::count_message(m)))
+            .sum();
+        Usage {
+            input_tokens: u64::from(tokens::count_text(&request.system))
+                + u64::from(tokens::count_text(&specs))
+                + messages,
+            output_tokens: answer
+                .text_for_counting()
+                .map(|text| u64::from(tokens::count_text(text)))
+                .sum(),
+        }
+    });
+    counting.await.unwrap_or_else(|e| {
+        tracing::warn!("counting the tokens of a call the server reported no usage for: {e}");
+        Usage::default()
+    })
 }

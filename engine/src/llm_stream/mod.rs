@@ -109,9 +109,6 @@ pub(crate) struct StreamJob {
     pub cancel: CancellationToken,
     /// Beaten on every delta.
     pub heartbeat: Heartbeat,
-    /// The request's size in tokens as the session counted it, used when the server reports no
-    /// usage.
-    pub input_tokens: u64,
     /// Receives the answer (a cancelled job answers with its fallback, which the run ignores).
     pub on_done: Callback<ModelAnswer>,
 }
@@ -166,7 +163,6 @@ impl Actor for LlmStreamActor {
                         purpose,
                         cancel,
                         heartbeat,
-                        input_tokens,
                         on_done,
                     } = job;
                     // From here on the model may be asked: a task that fails now has not lost
@@ -182,7 +178,6 @@ impl Actor for LlmStreamActor {
                         &request,
                         (purpose == Purpose::Turn).then_some(&events),
                         &heartbeat,
-                        input_tokens,
                     );
                     let result = tokio::select! {
                         result = streaming => Some(result),

@@ -2,8 +2,9 @@
 //!
 //! The messages live in an `Arc<Vec<Arc<Message>>>`: a request to the model takes a snapshot by
 //! cloning one pointer, and appending copies nothing once that request is done with it. Every
-//! message's token count is computed once, when it enters, and the total is kept as it goes, so
-//! per-turn work does not grow with the length of the history.
+//! message is sized once, when it enters (counted, or bounded while no count can matter: see
+//! [`crate::tokens`]), and the total is kept as it goes, so per-turn work does not grow with
+//! the length of the history.
 //!
 //! What the model sees is a window over the stored history: after a compaction the messages
 //! before it are left out (they stay in the store), and a summary, when there is one, stands
@@ -20,7 +21,11 @@ use std::sync::Arc;
 #[derive(Default)]
 pub struct History {
     messages: Arc<Vec<Arc<Message>>>,
+    /// Each message's size in tokens: counted, or where `bounded` says so, a bound.
     tokens: Vec<u32>,
+    bounded: Vec<bool>,
+    /// How many of `tokens` are only bounds.
+    uncounted: usize,
     /// The stored seq of each message of the window; `None` for the summary and for results
     /// supplied in memory by a repair.
     seqs: Vec<Option<u64>>,
@@ -89,7 +94,12 @@ impl History {
             if orphaned.contains(&i) {
                 continue;
             }
-            history.insert_loaded(m.message, m.tokens, Some(m.seq));
+            // A message stored uncounted (0) is bounded again.
+            let size = match m.tokens {
+                0 => tokens::size_message(&m.message),
+                counted => tokens::Size::Counted(counted),
+            };
+            history.insert_loaded(m.message, size, Some(m.seq));
             for extra in mended_here.remove(&i).unwrap_or_default() {
                 history.put(Arc::new(extra), None);
             }
@@ -100,32 +110,52 @@ impl History {
         history
     }
 
-    /// Adds a message to the window only (not to be stored), counting its tokens.
+    /// Adds a message to the window only (not to be stored), sizing it.
     fn put(&mut self, message: Arc<Message>, seq: Option<u64>) {
-        let tokens = tokens::count_message(&message);
-        self.insert_loaded(message, tokens, seq);
+        let size = tokens::size_message(&message);
+        self.insert_loaded(message, size, seq);
     }
 
-    fn insert_loaded(&mut self, message: Arc<Message>, tokens: u32, seq: Option<u64>) {
+    fn insert_loaded(&mut self, message: Arc<Message>, size: tokens::Size, seq: Option<u64>) {
         Arc::make_mut(&mut self.messages).push(message);
-        self.tokens.push(tokens);
+        let bounded = size.counted().is_none();
+        self.tokens.push(size.tokens());
+        self.bounded.push(bounded);
+        self.uncounted += usize::from(bounded);
         self.seqs.push(seq);
-        self.total_tokens += u64::from(tokens);
+        self.total_tokens += u64::from(size.tokens());
     }
 
-    /// Appends `message`, counting its tokens; returns its seq.
+    /// Appends `message`, sizing it; returns its seq.
     pub fn push(&mut self, message: Message) -> u64 {
-        let tokens = tokens::count_message(&message);
+        let size = tokens::size_message(&message);
         let message = Arc::new(message);
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.insert_loaded(message.clone(), tokens, Some(seq));
+        self.insert_loaded(message.clone(), size, Some(seq));
         self.unsubmitted.push(StoredMessage {
             seq,
-            tokens,
+            // Stored uncounted as 0; counted later, it is counted again when loaded.
+            tokens: size.counted().unwrap_or(0),
             message,
         });
         seq
+    }
+
+    /// Counts every message only bounded so far (building the tokenizer if it must).
+    pub fn count_exactly(&mut self) {
+        if self.uncounted == 0 {
+            return;
+        }
+        let sized = self.tokens.iter_mut().zip(self.bounded.iter_mut());
+        for ((tokens, bounded), message) in sized.zip(self.messages.iter()) {
+            if std::mem::take(bounded) {
+                let counted = tokens::count_message(message);
+                self.total_tokens -= u64::from(*tokens) - u64::from(counted);
+                *tokens = counted;
+            }
+        }
+        self.uncounted = 0;
     }
 
     /// The conversation as it stands, shared.
@@ -149,12 +179,17 @@ impl History {
         self.next_seq
     }
 
-    /// The conversation's size in tokens.
+    /// The conversation's size in tokens: counted when [`Self::is_counted`], else a bound.
     pub fn total_tokens(&self) -> u64 {
         self.total_tokens
     }
 
-    /// Each message's token count, in order.
+    /// Whether every message's size is counted, not only bounded.
+    pub fn is_counted(&self) -> bool {
+        self.uncounted == 0
+    }
+
+    /// Each message's size in tokens (counted, or bounded), in order.
     pub fn token_counts(&self) -> &[u32] {
         &self.tokens
     }
@@ -171,16 +206,23 @@ impl History {
             .copied()
             .unwrap_or(self.next_seq);
         let kept_messages = self.messages[drop..].to_vec();
-        let kept_tokens = self.tokens[drop..].to_vec();
+        let kept_sizes: Vec<tokens::Size> = (drop..self.tokens.len())
+            .map(|i| match self.bounded[i] {
+                true => tokens::Size::AtMost(self.tokens[i]),
+                false => tokens::Size::Counted(self.tokens[i]),
+            })
+            .collect();
         let kept_seqs = self.seqs[drop..].to_vec();
         self.messages = Arc::new(Vec::with_capacity(kept_messages.len() + 1));
         self.tokens.clear();
+        self.bounded.clear();
+        self.uncounted = 0;
         self.seqs.clear();
         self.total_tokens = 0;
         if let Some(text) = &summary {
             self.put(Arc::new(crate::context::summary::message(text)), None);
         }
-        for ((m, t), seq) in kept_messages.into_iter().zip(kept_tokens).zip(kept_seqs) {
+        for ((m, t), seq) in kept_messages.into_iter().zip(kept_sizes).zip(kept_seqs) {
             self.insert_loaded(m, t, seq);
         }
         self.compaction = Some(Compaction {
@@ -361,11 +403,16 @@ mod tests {
             .iter()
             .map(|m| u64::from(tokens::count_message(m)))
             .sum();
+        // Sizes not counted yet are bounds, never below the count.
+        assert!(h.total_tokens() >= counted);
+        h.count_exactly();
+        assert!(h.is_counted());
         assert_eq!(h.total_tokens(), counted, "the total is the window's");
         // The store reads only the window.
         let window: Vec<StoredMessage> = stored.into_iter().filter(|m| m.seq >= 4).collect();
-        let reloaded = History::load(window, 6, Some(&compaction), &[]);
+        let mut reloaded = History::load(window, 6, Some(&compaction), &[]);
         assert_eq!(*reloaded.snapshot(), *view);
+        reloaded.count_exactly();
         assert_eq!(reloaded.total_tokens(), h.total_tokens());
         assert_eq!(reloaded.next_seq(), 6);
     }

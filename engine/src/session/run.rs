@@ -154,8 +154,9 @@ pub(super) struct ActiveRun {
     pub pruned_for_overflow: bool,
     /// This turn's model call was lost with its actor and asked again; a second loss fails.
     pub resent_lost_call: bool,
-    /// The system prompt's size, part of the context the token budget measures.
-    pub system_tokens: u64,
+    /// The system prompt's size (counted, or bounded), part of the context the token budget
+    /// measures.
+    pub system_size: crate::tokens::Size,
     /// The seq of the first message of the turn in progress.
     pub turn_first_seq: u64,
     pub turn_input_tokens: u64,
@@ -194,7 +195,7 @@ impl ActiveRun {
             events,
             sandbox: sandbox.for_run(&workspace),
             workspace,
-            system_tokens: crate::tokens::count_text(&system) as u64,
+            system_size: crate::tokens::size_text(&system),
             system_base: system.clone(),
             system,
             goal: None,
@@ -248,7 +249,7 @@ impl ActiveRun {
 
     /// Gives the run its system prompt (the goal's focus layer follows it).
     pub(super) fn set_system(&mut self, system: Arc<str>) {
-        self.system_tokens = crate::tokens::count_text(&system) as u64;
+        self.system_size = crate::tokens::size_text(&system);
         self.system_base = system.clone();
         self.system = system;
         self.refocus(None);
@@ -262,7 +263,7 @@ impl ActiveRun {
                 self.system_base,
                 crate::judge::goal::focus(goal, status)
             );
-            self.system_tokens = crate::tokens::count_text(&system) as u64;
+            self.system_size = crate::tokens::size_text(&system);
             self.system = system.into();
         }
     }

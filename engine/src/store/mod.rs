@@ -46,6 +46,7 @@ use std::sync::Arc;
 #[derive(Clone, Debug, PartialEq)]
 pub struct StoredMessage {
     pub seq: u64,
+    /// Its tokens, counted; 0 when it was stored uncounted (see [`crate::tokens`]).
     pub tokens: u32,
     pub message: Arc<Message>,
 }

@@ -155,13 +155,14 @@ impl ToolRegistry {
         self.current.load().specs.clone()
     }
 
-    /// The tokens the specs take in every request (their JSON, counted once): part of an
-    /// estimate of what a request weighs when the server reports no usage.
+    /// The tokens the specs take in every request (their JSON, sized once: counted when the
+    /// tokenizer is built, else bounded): part of an estimate of what a request weighs when the
+    /// server reports no usage.
     pub fn specs_tokens(&self) -> u64 {
         let snapshot = self.current.load();
         *snapshot.specs_tokens.get_or_init(|| {
             let json = serde_json::to_string(&*snapshot.specs).unwrap_or_default();
-            crate::tokens::count_text(&json) as u64
+            crate::tokens::size_text(&json).tokens().into()
         })
     }
 

@@ -142,6 +142,8 @@ pub struct StatusResult {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HistoryMessage {
     pub seq: u64,
+    /// The message's tokens, as counted when it was stored; 0 when it was not counted (sizes
+    /// are counted only once a conversation nears its limits).
     pub tokens: u32,
     /// Shared with the loaded history rather than copied.
     pub message: Arc<Message>,

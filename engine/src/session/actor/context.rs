@@ -11,6 +11,7 @@ use crate::event::EventKind;
 use crate::llm_stream::{Heartbeat, LlmMsg, ModelAnswer, ModelReply, Purpose, StreamJob};
 use crate::provider::ProviderError;
 use crate::session::run::{AfterBilling, AfterCompaction, Phase};
+use crate::tokens::Size;
 use ractor::ActorRef;
 
 /// After pruning, the conversation is brought down to this share of `max_context_tokens`,
@@ -24,6 +25,39 @@ const MEMORY_WRITE: &str = "memory_write";
 const SUMMARY_RESERVE_PERCENT: u64 = 5;
 
 impl SessionState {
+    /// The smallest context at which its size decides something: the memory flush, the
+    /// Guardian's warning and its hard limit (where pruning starts).
+    fn decision_floor(&self) -> u64 {
+        let agent = &self.services.agent;
+        let guardian = &agent.guardian;
+        let percent = u64::from(guardian.token_budget_soft.min(guardian.token_budget_hard))
+            .min(FLUSH_PERCENT);
+        agent.max_context_tokens.saturating_mul(percent) / 100
+    }
+
+    /// Counts the context exactly once its bound reaches [`Self::decision_floor`], so that
+    /// every decision is made on counts; from half of it the tokenizer is built in the
+    /// background, so that the count rarely waits for it.
+    pub(super) fn count_near_limits(&mut self) {
+        let counted = self.history.is_counted()
+            && self
+                .run
+                .as_ref()
+                .is_none_or(|r| r.system_size.counted().is_some());
+        let floor = self.decision_floor();
+        let bound = self.context_tokens();
+        if counted || bound < floor / 2 {
+            return;
+        }
+        if bound < floor {
+            return crate::tokens::warm_up();
+        }
+        self.history.count_exactly();
+        if let Some(run) = self.run.as_mut() {
+            run.system_size = Size::Counted(crate::tokens::count_text(&run.system));
+        }
+    }
+
     /// The cut to make now, if the context has reached the point where the Guardian would stop
     /// the run (`token_budget_hard` of `max_context_tokens`). The check is O(1).
     pub(super) fn cut_needed(&self) -> Option<Cut> {
@@ -41,7 +75,10 @@ impl SessionState {
     pub(super) fn cut_down_to(&self, target: u64) -> Option<Cut> {
         let agent = &self.services.agent;
         let max = agent.max_context_tokens;
-        let system = self.run.as_ref().map_or(0, |r| r.system_tokens);
+        let system = self
+            .run
+            .as_ref()
+            .map_or(0, |r| r.system_size.tokens().into());
         let target = target.saturating_sub(system);
         let reserve = if agent.enable_summarization {
             max.saturating_mul(SUMMARY_RESERVE_PERCENT) / 100
@@ -96,9 +133,12 @@ impl SessionState {
     /// pruned to [`PRUNE_TARGET_PERCENT`] of its size (or of the budget, if smaller) and the
     /// call made again, once per turn.
     pub(super) fn prune_for_overflow(&mut self, myself: &ActorRef<SessionMsg>, why: String) {
+        // The model's window is smaller than the budget said: shrink from where it is now,
+        // counted.
+        self.history.count_exactly();
         let Some(run) = self.run.as_mut() else { return };
+        run.system_size = Size::Counted(crate::tokens::count_text(&run.system));
         let first = !std::mem::replace(&mut run.pruned_for_overflow, true);
-        // The model's window is smaller than the budget said: shrink from where it is now.
         let max = self.services.agent.max_context_tokens;
         let target = (max.min(self.context_tokens())).saturating_mul(PRUNE_TARGET_PERCENT) / 100;
         match self.cut_down_to(target).filter(|_| first) {
@@ -163,7 +203,6 @@ impl SessionState {
             purpose: Purpose::Summary { messages: cut.drop },
             cancel: run.call_cancel.clone(),
             heartbeat: run.heartbeat.clone(),
-            input_tokens: cut.tokens,
             on_done: Callback::new(
                 move |answer| {
                     if me.cast(SessionMsg::SummaryDone { step, answer }).is_err() {

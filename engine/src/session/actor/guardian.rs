@@ -57,9 +57,13 @@ impl SessionState {
         );
     }
 
-    /// The conversation's size as the next request would carry it.
+    /// The conversation's size as the next request would carry it: counted, or (while no
+    /// decision depends on it) bounded.
     pub(super) fn context_tokens(&self) -> u64 {
-        let system = self.run.as_ref().map_or(0, |r| r.system_tokens);
+        let system = self
+            .run
+            .as_ref()
+            .map_or(0, |r| r.system_size.tokens().into());
         self.history.total_tokens() + system
     }
 

@@ -208,6 +208,7 @@ impl SessionState {
     /// The run's first model call; a prompt that brings the conversation past its budget is
     /// made room for first.
     pub(super) fn first_call(&mut self, myself: &ActorRef<SessionMsg>) {
+        self.count_near_limits();
         self.prompt_memory_flush();
         if let Some(cut) = self.cut_needed() {
             return self.compact_then(myself, cut, AfterCompaction::CallModel);
@@ -248,11 +249,6 @@ async fn prepare(question: Question) -> Preparation {
         .extend(services.mcp.unavailable().into_iter().map(|(server, why)| {
             format!("the MCP server '{server}' is unavailable ({why}); its tools cannot be called until it is back")
         }));
-    // The run counts tokens from its first step on: a tokenizer still loading is waited for
-    // here, off the async workers, never in the session's handlers.
-    if let Err(e) = tokio::task::spawn_blocking(crate::tokens::ready).await {
-        tracing::warn!("waiting for the tokenizer failed: {e}");
-    }
     Preparation {
         admitted,
         assembled: Some(assembled),

@@ -64,7 +64,6 @@ impl SessionState {
             purpose: Purpose::Turn,
             cancel: run.call_cancel.clone(),
             heartbeat: run.heartbeat.clone(),
-            input_tokens: self.request_tokens(),
             on_done: Callback::new(
                 move |answer| {
                     if me.cast(SessionMsg::ModelDone { step, answer }).is_err() {
@@ -234,6 +233,7 @@ impl SessionState {
             reports,
             tools_called,
         };
+        self.count_near_limits();
         // Asked before any pruning, so a turn that jumps past both thresholds is not skipped.
         self.prompt_memory_flush();
         if let Some(cut) = self.cut_needed() {
@@ -254,6 +254,7 @@ impl SessionState {
         if !self.services.agent.guardian.enabled {
             return self.store_turn(myself, turn.tools_called, None);
         }
+        self.count_near_limits();
         let context_tokens = self.context_tokens();
         let Some(run) = self.run.as_mut() else { return };
         run.step = next_step();
