@@ -74,6 +74,8 @@ struct Shared {
     captured: Mutex<Vec<Captured>>,
     /// Woken at every request received.
     arrived: tokio::sync::Notify,
+    /// When each request's answer was sent to its end, by the request's index.
+    finished: Mutex<std::collections::HashMap<usize, std::time::Instant>>,
 }
 
 /// What the server saw of one request besides its body.
@@ -82,8 +84,10 @@ pub struct Captured {
     pub path: String,
     /// Header names lower-cased, in the order received.
     pub headers: Vec<(String, String)>,
-    /// When it arrived.
+    /// When it arrived (its headers).
     pub at: std::time::Instant,
+    /// The body's size in bytes.
+    pub bytes: usize,
 }
 
 impl Captured {
@@ -127,13 +131,20 @@ impl ScriptedModelServer {
         let serving = shared.clone();
         let accept_loop = serve(listener, move |req| {
             let shared = serving.clone();
-            async move { answer(&shared, req).await }
+            async move { answer(shared, req).await }
         });
         Self {
             addr,
             shared,
             accept_loop,
         }
+    }
+
+    /// When the answer to the request at `index` (as [`Self::captured`] orders them) was sent
+    /// to its end; `None` while it is not.
+    pub fn finished(&self, index: usize) -> Option<std::time::Instant> {
+        let finished = self.shared.finished.lock().expect("finished lock");
+        finished.get(&index).copied()
     }
 
     /// The base URL to configure as `model.base_url`.
@@ -184,8 +195,8 @@ impl Drop for ScriptedModelServer {
     }
 }
 
-async fn answer(shared: &Shared, req: Request<hyper::body::Incoming>) -> Response<Body> {
-    let captured = Captured {
+async fn answer(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) -> Response<Body> {
+    let mut captured = Captured {
         path: req.uri().path().to_owned(),
         headers: req
             .headers()
@@ -198,6 +209,7 @@ async fn answer(shared: &Shared, req: Request<hyper::body::Incoming>) -> Respons
             })
             .collect(),
         at: std::time::Instant::now(),
+        bytes: 0,
     };
     let format = if captured.path.ends_with("/messages") {
         Format::Anthropic
@@ -208,6 +220,7 @@ async fn answer(shared: &Shared, req: Request<hyper::body::Incoming>) -> Respons
         Ok(collected) => collected.to_bytes(),
         Err(e) => return plain(400, &format!("could not read the request body: {e}")),
     };
+    captured.bytes = body.len();
     let json: Value = serde_json::from_slice(&body)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
     let streamed = json.get("stream").and_then(Value::as_bool).unwrap_or(false);
@@ -219,12 +232,13 @@ async fn answer(shared: &Shared, req: Request<hyper::body::Incoming>) -> Respons
         .is_none()
         .then(|| shared.router.as_ref().and_then(|route| route(&json)))
         .flatten();
-    {
+    let index = {
         // Both logs under one lock, so their indices always agree.
         let mut log = shared.captured.lock().expect("captured lock");
         log.push(captured);
         shared.requests.lock().expect("requests lock").push(json);
-    }
+        log.len() - 1
+    };
     shared.arrived.notify_waiters();
     if let Some(why) = refused {
         let body =
@@ -249,32 +263,49 @@ async fn answer(shared: &Shared, req: Request<hyper::body::Incoming>) -> Respons
     for (name, value) in headers {
         response = response.header(name, value);
     }
+    // The answer's end is noted when its last frame has been handed over.
+    let noted = move || {
+        let now = std::time::Instant::now();
+        shared
+            .finished
+            .lock()
+            .expect("finished lock")
+            .insert(index, now);
+    };
     response
-        .body(BodyExt::boxed(StreamBody::new(frames(parts, cut))))
+        .body(BodyExt::boxed(StreamBody::new(frames(parts, cut, noted))))
         .unwrap_or_else(|e| plain(500, &format!("building the reply: {e}")))
 }
 
 /// A reply's body as it is sent: its parts with their pauses, then, if `cut`, a broken
-/// connection.
+/// connection; `ended` is called when the last part has been handed over.
 fn frames(
     parts: Vec<Part>,
     cut: bool,
+    ended: impl FnOnce() + Send + 'static,
 ) -> impl futures_util::Stream<Item = Result<Frame<Bytes>, std::io::Error>> {
     futures_util::stream::unfold(
-        (VecDeque::from(parts), cut),
-        |(mut parts, cut)| async move {
+        (VecDeque::from(parts), cut, Some(ended)),
+        |(mut parts, cut, mut ended)| async move {
             loop {
                 match parts.pop_front() {
                     Some(Part::Pause(d)) => tokio::time::sleep(d).await,
-                    Some(Part::Bytes(b)) => return Some((Ok(Frame::data(b)), (parts, cut))),
-                    None if cut => {
+                    Some(Part::Bytes(b)) => {
+                        return Some((Ok(Frame::data(b)), (parts, cut, ended)));
+                    }
+                    None => {
+                        if let Some(ended) = ended.take() {
+                            ended();
+                        }
+                        if !cut {
+                            return None;
+                        }
                         let error = std::io::Error::new(
                             std::io::ErrorKind::ConnectionAborted,
                             "scripted cut",
                         );
-                        return Some((Err(error), (parts, false)));
+                        return Some((Err(error), (parts, false, None)));
                     }
-                    None => return None,
                 }
             }
         },

@@ -1,0 +1,415 @@
+//! What users feel, measured from outside: the real `ryvos` and `ryvosd` binaries against a
+//! scripted model server on 127.0.0.1 that logs when each request arrived and when its answer
+//! ended.
+//!
+//! The workload is 20 file reads then an answer: W1 in a fresh session, W2 in a session that
+//! already ran it 10 times. Each is run in-process (`ryvos run`, no daemon) and through a fresh
+//! daemon (`ryvosd`, with `ryvos run` following the events). Reported, as medians of
+//! [`REPEATS`] runs: wall time, CPU time and peak RSS of client and daemon (from `wait4` and
+//! `/proc/<pid>/stat`, not sampled), process start to the first model request, the runtime's
+//! gap per turn at the server (an answer's end to the next request), and the last request's
+//! size. Also: `ryvosd` start to its socket answering, and its resident memory when idle.
+//!
+//! `cargo bench --bench outside`; `RYVOS_BENCH_BIN=<dir>` measures the binaries in another
+//! build's directory instead (for before/after figures).
+
+use ryvos_testkit::{Reply, ScriptedModelServer};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs measured per figure.
+const REPEATS: usize = 7;
+/// File reads per run.
+const READS: usize = 20;
+/// Runs already in a W2 session.
+const EARLIER_RUNS: usize = 10;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(SPAWN) {
+        return spawner(&args[2..]);
+    }
+    let binaries = Binaries::find();
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime for the model server");
+    println!("outside: the real binaries in {}", binaries.dir.display());
+    for daemon in [false, true] {
+        for earlier in [0, EARLIER_RUNS] {
+            let runs: Vec<Measured> = (0..REPEATS)
+                .map(|_| runtime.block_on(measure(&binaries, daemon, earlier)))
+                .collect();
+            report(daemon, earlier, &runs);
+        }
+    }
+    let starts: Vec<(Duration, u64)> = (0..REPEATS).map(|_| daemon_start(&binaries)).collect();
+    let answered = median(starts.iter().map(|s| s.0.as_secs_f64() * 1e3).collect());
+    let idle = median(starts.iter().map(|s| s.1 as f64 / 1024.0).collect());
+    println!(
+        "ryvosd start -> socket answers: p50 {answered:6.1} ms   target <= 20 ms: {}",
+        verdict(answered <= 20.0)
+    );
+    println!(
+        "ryvosd idle resident memory:    p50 {idle:6.1} MiB  target <= 15 MiB: {}",
+        verdict(idle <= 15.0)
+    );
+}
+
+/// Where the binaries are.
+struct Binaries {
+    dir: PathBuf,
+}
+
+impl Binaries {
+    fn find() -> Binaries {
+        let dir = match std::env::var_os("RYVOS_BENCH_BIN") {
+            Some(dir) => PathBuf::from(dir),
+            None => Path::new(env!("CARGO_BIN_EXE_ryvos"))
+                .parent()
+                .expect("the binaries' directory")
+                .to_owned(),
+        };
+        Binaries { dir }
+    }
+
+    fn ryvos(&self) -> PathBuf {
+        self.dir.join("ryvos")
+    }
+
+    fn ryvosd(&self) -> PathBuf {
+        self.dir.join("ryvosd")
+    }
+}
+
+/// A home whose config points at `server`, and a workspace of [`READS`] files.
+struct Home {
+    home: tempfile::TempDir,
+    workspace: tempfile::TempDir,
+}
+
+impl Home {
+    fn new(server: &ScriptedModelServer) -> Home {
+        let home = tempfile::tempdir().expect("a home");
+        let workspace = tempfile::tempdir().expect("a workspace");
+        let config = format!(
+            "[model]\nbase_url = \"{}\"\nmodel = \"scripted\"\napi_key = \"\"\n",
+            server.base_url()
+        );
+        std::fs::write(home.path().join("config.toml"), config).expect("the config");
+        for i in 0..READS {
+            let text = format!("file {i}: {}\n", "the quick brown fox jumps ".repeat(40));
+            std::fs::write(workspace.path().join(format!("f{i}.txt")), text).expect("a file");
+        }
+        Home { home, workspace }
+    }
+
+    fn command(&self, program: &Path) -> Command {
+        let mut command = Command::new(program);
+        command
+            .env("RYVOS_HOME", self.home.path())
+            .arg("--config")
+            .arg(self.home.path().join("config.toml"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        command
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.home.path().join("ryvosd.sock")
+    }
+
+    /// `ryvos run` in session `session`, to its end: what it used, and when it started.
+    fn run(&self, binaries: &Binaries, session: &str) -> (Usage, Instant) {
+        let mut command = self.command(&binaries.ryvos());
+        command
+            .args(["run", "--workspace"])
+            .arg(self.workspace.path())
+            .args(["--session", session, "read every file"]);
+        let spawned = Spawned::start(&mut command);
+        let started = spawned.started;
+        let usage = spawned.wait();
+        assert_eq!(usage.status, 0, "ryvos run failed");
+        (usage, started)
+    }
+}
+
+/// The replies of one run: [`READS`] reads, then an answer.
+fn script() -> Vec<Reply> {
+    (0..READS)
+        .map(|i| {
+            let arguments = format!(r#"{{"path": "f{i}.txt"}}"#);
+            Reply::tool_calls(&[(&format!("r{i}"), "read", &arguments)])
+        })
+        .chain([Reply::text(&["Every file is read."])])
+        .collect()
+}
+
+/// The argument that makes this program a spawner: it starts the command after it, prints the
+/// command's pid, waits for it, and prints what it used.
+///
+/// A process's peak RSS as `wait4` reports it includes the peak of the process that started it
+/// (the kernel carries the high-water mark over `exec`), and this bench grows as its model
+/// server keeps every request; a spawner is small, so what it reports is the command's own.
+const SPAWN: &str = "--spawn";
+
+/// What a process used, from `wait4`.
+struct Usage {
+    status: i32,
+    cpu: Duration,
+    peak_rss_kib: u64,
+    wall: Duration,
+}
+
+/// A process started through a spawner.
+struct Spawned {
+    pid: u32,
+    spawner: Child,
+    started: Instant,
+}
+
+impl Spawned {
+    fn start(command: &mut Command) -> Spawned {
+        let mut through = Command::new(std::env::current_exe().expect("this bench's path"));
+        through
+            .arg(SPAWN)
+            .arg(command.get_program())
+            .args(command.get_args())
+            .envs(
+                command
+                    .get_envs()
+                    .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned()))),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let started = Instant::now();
+        let mut spawner = through.spawn().expect("the spawner starts");
+        let mut line = String::new();
+        let out = spawner.stdout.as_mut().expect("the spawner's stdout");
+        let mut byte = [0u8; 1];
+        // Read the pid line byte by byte, leaving the rest for `wait`.
+        while std::io::Read::read(out, &mut byte).expect("the spawner's pid") == 1
+            && byte[0] != b'\n'
+        {
+            line.push(byte[0] as char);
+        }
+        let pid = line.trim().parse().expect("a pid from the spawner");
+        Spawned {
+            pid,
+            spawner,
+            started,
+        }
+    }
+
+    /// Waits for the process to end and reads what it used.
+    fn wait(mut self) -> Usage {
+        let mut report = String::new();
+        let out = self.spawner.stdout.as_mut().expect("the spawner's stdout");
+        std::io::Read::read_to_string(out, &mut report).expect("the spawner's report");
+        let wall = self.started.elapsed();
+        self.spawner.wait().expect("the spawner ends");
+        let fields: Vec<u64> = report
+            .split_whitespace()
+            .map(|f| f.parse().expect("a number from the spawner"))
+            .collect();
+        Usage {
+            status: fields[0] as i32,
+            cpu: Duration::from_micros(fields[1]),
+            peak_rss_kib: fields[2],
+            wall,
+        }
+    }
+}
+
+/// The spawner: runs `command`, prints its pid, then `status cpu_us peak_rss_kib`.
+// The child is waited for with `wait4`, which reads what it used too.
+#[allow(clippy::zombie_processes)]
+fn spawner(command: &[String]) {
+    let child = Command::new(&command[0])
+        .args(&command[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the command starts");
+    let pid = child.id() as libc::pid_t;
+    println!("{pid}");
+    let mut status = 0;
+    // SAFETY: `rusage` is plain data the kernel fills; the pid is our own child's.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4: {}", std::io::Error::last_os_error());
+    let micros = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    println!(
+        "{code} {} {}",
+        micros(usage.ru_utime) + micros(usage.ru_stime),
+        usage.ru_maxrss
+    );
+}
+
+/// CPU time `pid` has used so far, from `/proc/<pid>/stat`.
+fn cpu_so_far(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the daemon's stat");
+    // The fields after the command's closing parenthesis; utime and stime are 14th and 15th.
+    let fields: Vec<&str> = stat[stat.rfind(')').expect("a stat line") + 2..]
+        .split(' ')
+        .collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf only reads a constant of the system.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    Duration::from_micros(ticks * 1_000_000 / per_second.max(1))
+}
+
+/// A daemon started on `home`, answering on its socket.
+fn start_daemon(binaries: &Binaries, home: &Home) -> (Spawned, Duration) {
+    let child = Spawned::start(&mut home.command(&binaries.ryvosd()));
+    let started = child.started;
+    let deadline = started + Duration::from_secs(10);
+    while !status_answers(&home.socket()) {
+        assert!(Instant::now() < deadline, "ryvosd did not answer in 10 s");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    (child, started.elapsed())
+}
+
+/// Whether a daemon answers a `status` request on `socket`.
+fn status_answers(socket: &Path) -> bool {
+    let Ok(mut stream) = UnixStream::connect(socket) else {
+        return false;
+    };
+    let asked = stream.write_all(b"{\"id\": 1, \"method\": \"status\"}\n");
+    let mut line = String::new();
+    asked.is_ok()
+        && BufReader::new(stream)
+            .read_line(&mut line)
+            .is_ok_and(|n| n > 0)
+}
+
+/// Stops a daemon (SIGTERM) and reads what it used over its life.
+fn stop_daemon(daemon: Spawned) -> Usage {
+    // SAFETY: signalling a process this bench started.
+    unsafe { libc::kill(daemon.pid as libc::pid_t, libc::SIGTERM) };
+    daemon.wait()
+}
+
+/// One measured run.
+struct Measured {
+    wall: Duration,
+    cpu: Duration,
+    client_rss_kib: u64,
+    daemon_rss_kib: Option<u64>,
+    to_first_request: Duration,
+    gap_p50: Duration,
+    last_request_bytes: usize,
+}
+
+/// Runs the workload once, after `earlier` runs in the same session, in-process or through a
+/// fresh daemon.
+async fn measure(binaries: &Binaries, daemon: bool, earlier: usize) -> Measured {
+    let scripts = (0..=earlier).flat_map(|_| script());
+    let server = ScriptedModelServer::start(scripts).await;
+    let home = Home::new(&server);
+    let daemon = daemon.then(|| start_daemon(binaries, &home).0);
+    let session = "s_bench";
+    for _ in 0..earlier {
+        home.run(binaries, session);
+    }
+    let first = server.captured().len();
+    let daemon_cpu_before = daemon.as_ref().map(|d| cpu_so_far(d.pid));
+    let (client, started) = home.run(binaries, session);
+    let daemon_cpu = daemon
+        .as_ref()
+        .zip(daemon_cpu_before)
+        .map(|(d, before)| cpu_so_far(d.pid).saturating_sub(before));
+    let daemon_rss_kib = daemon.map(|d| stop_daemon(d).peak_rss_kib);
+    let captured = server.captured();
+    let requests = &captured[first..];
+    let gaps: Vec<f64> = (1..requests.len())
+        .filter_map(|i| {
+            let answered = server.finished(first + i - 1)?;
+            Some(
+                requests[i]
+                    .at
+                    .saturating_duration_since(answered)
+                    .as_secs_f64(),
+            )
+        })
+        .collect();
+    Measured {
+        wall: client.wall,
+        cpu: client.cpu + daemon_cpu.unwrap_or_default(),
+        client_rss_kib: client.peak_rss_kib,
+        daemon_rss_kib,
+        to_first_request: requests[0].at.saturating_duration_since(started),
+        gap_p50: Duration::from_secs_f64(median(gaps)),
+        last_request_bytes: requests.last().map_or(0, |r| r.bytes),
+    }
+}
+
+/// `ryvosd` start to its socket answering, and its resident memory once idle.
+fn daemon_start(binaries: &Binaries) -> (Duration, u64) {
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let server = runtime.block_on(ScriptedModelServer::start([]));
+    let home = Home::new(&server);
+    let (daemon, answered) = start_daemon(binaries, &home);
+    std::thread::sleep(Duration::from_millis(500));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", daemon.pid)).unwrap();
+    let rss_kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0);
+    stop_daemon(daemon);
+    (answered, rss_kib)
+}
+
+fn report(daemon: bool, earlier: usize, runs: &[Measured]) {
+    let ms = |f: &dyn Fn(&Measured) -> Duration| {
+        median(runs.iter().map(|r| f(r).as_secs_f64() * 1e3).collect())
+    };
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    let client = median(runs.iter().map(|r| mib(r.client_rss_kib)).collect());
+    let both = median(
+        runs.iter()
+            .map(|r| mib(r.client_rss_kib + r.daemon_rss_kib.unwrap_or(0)))
+            .collect(),
+    );
+    let workload = if earlier == 0 { "W1" } else { "W2" };
+    let mode = if daemon { "daemon    " } else { "in-process" };
+    let start = ms(&|r| r.to_first_request);
+    let start_target = if daemon { 5.0 } else { 15.0 };
+    let gap = ms(&|r| r.gap_p50);
+    let cpu = ms(&|r| r.cpu);
+    let bytes = median(runs.iter().map(|r| r.last_request_bytes as f64).collect());
+    println!(
+        "{mode} {workload}: wall {:6.1} ms  cpu {cpu:6.1} ms (target <= 24: {})  peak RSS client {client:5.1} MiB, with daemon {both:5.1} MiB (target <= 20: {})  start -> first request {start:6.2} ms (target <= {start_target}: {})  gap per turn p50 {gap:5.3} ms (target <= 0.25: {})  last request {bytes:7.0} B",
+        ms(&|r| r.wall),
+        verdict(cpu <= 24.0),
+        verdict(both <= 20.0),
+        verdict(start <= start_target),
+        verdict(gap <= 0.25),
+    );
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "MISSED"
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
