@@ -91,6 +91,25 @@ pub struct Captured {
 }
 
 impl Captured {
+    /// What a request arriving now shows before its body.
+    fn of<B>(req: &Request<B>) -> Captured {
+        Captured {
+            path: req.uri().path().to_owned(),
+            headers: req
+                .headers()
+                .iter()
+                .map(|(n, v)| {
+                    (
+                        n.as_str().to_owned(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
+                .collect(),
+            at: std::time::Instant::now(),
+            bytes: 0,
+        }
+    }
+
     /// The value of header `name` (lower-case), if it was sent.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
@@ -196,21 +215,7 @@ impl Drop for ScriptedModelServer {
 }
 
 async fn answer(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) -> Response<Body> {
-    let mut captured = Captured {
-        path: req.uri().path().to_owned(),
-        headers: req
-            .headers()
-            .iter()
-            .map(|(n, v)| {
-                (
-                    n.as_str().to_owned(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect(),
-        at: std::time::Instant::now(),
-        bytes: 0,
-    };
+    let mut captured = Captured::of(&req);
     let format = if captured.path.ends_with("/messages") {
         Format::Anthropic
     } else {
