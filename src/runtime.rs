@@ -178,24 +178,11 @@ impl Runtime {
 
     /// Starts a run. Its events are followed from the first one through the handle.
     pub async fn run(&self, request: RunRequest) -> Result<RunHandle, RuntimeError> {
-        if let Some(id) = &request.session {
-            if !SessionId::is_well_formed(id.as_str()) {
-                return Err(RuntimeError::BadSessionId(id.to_string()));
-            }
-        }
+        let trace_parent = request.check()?;
         let workspace = match request.workspace {
             Some(dir) => Workspace::new(&dir)?,
             None => Workspace::new(&std::env::current_dir().unwrap_or_else(|_| ".".into()))?,
         };
-        if let Some(goal) = &request.goal {
-            goal.validate()?;
-        }
-        if request.director && request.prompt.trim().is_empty() {
-            return Err(RuntimeError::BadRequest(
-                "a Director run needs its task: give a prompt (the same task resumes its plan)"
-                    .into(),
-            ));
-        }
         let spec = RunSpec {
             prompt: request.prompt,
             workspace,
@@ -203,12 +190,7 @@ impl Runtime {
             // What the caller gives is the user's own: its commands run without approval.
             goal: request.goal.map(|g| Arc::new(g.from_user())),
             on_message: request.on_message,
-            trace_parent: request
-                .traceparent
-                .as_deref()
-                .map(TraceParent::parse)
-                .transpose()
-                .map_err(RuntimeError::BadRequest)?,
+            trace_parent,
         };
         let ticket = if request.director {
             self.engine.start_director(request.session, spec)?
@@ -399,6 +381,30 @@ pub struct RunRequest {
 }
 
 impl RunRequest {
+    /// Whether the request can run, wherever it runs (its workspace is checked where it does):
+    /// its session id, goal, Director prompt and trace context; the trace context, parsed.
+    pub fn check(&self) -> Result<Option<TraceParent>, RuntimeError> {
+        if let Some(id) = &self.session {
+            if !SessionId::is_well_formed(id.as_str()) {
+                return Err(RuntimeError::BadSessionId(id.to_string()));
+            }
+        }
+        if let Some(goal) = &self.goal {
+            goal.validate()?;
+        }
+        if self.director && self.prompt.trim().is_empty() {
+            return Err(RuntimeError::BadRequest(
+                "a Director run needs its task: give a prompt (the same task resumes its plan)"
+                    .into(),
+            ));
+        }
+        self.traceparent
+            .as_deref()
+            .map(TraceParent::parse)
+            .transpose()
+            .map_err(RuntimeError::BadRequest)
+    }
+
     /// A run of `prompt` on a new session in the current directory.
     pub fn new(prompt: impl Into<String>) -> Self {
         Self {

@@ -161,6 +161,15 @@ async fn queued_runs_spread_over_three_daemons_and_a_killed_daemons_runs_are_tak
     for home in &homes {
         ids.push(daemon_id(home).await);
     }
+    // A run that could not start is refused when it is submitted, not when it is claimed.
+    let mut bad = homes[0].command(env!("CARGO_BIN_EXE_ryvos"));
+    bad.args(["submit", "--workspace", shared_dir, "traced"])
+        .env("TRACEPARENT", "not-a-trace");
+    let refused = bad.output().await.unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("W3C"), "{said}");
+    assert!(runs(&homes[0]).await.is_empty(), "nothing was queued");
 
     // Sixty runs, submitted through all three: all complete, and every daemon ran some.
     let first = submit(&homes, shared_dir, 60, "task").await;

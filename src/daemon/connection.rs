@@ -299,7 +299,8 @@ async fn stream(
     send(write, &reply).await
 }
 
-fn run_error(e: RuntimeError) -> ErrorBody {
+/// A run that could not start, as the socket answers it.
+pub(super) fn run_error(e: RuntimeError) -> ErrorBody {
     match e {
         RuntimeError::Engine(EngineError::StartRun(e)) => {
             let code = match e {

@@ -1,6 +1,7 @@
 //! The run queue's methods: `submit`, `runs`, `wait` and `follow`. They read and write the
 //! shared store, so they answer the same through any daemon of the cluster.
 
+use super::connection::run_error;
 use super::reply::send;
 use super::run_request::run_request;
 use super::Shared;
@@ -22,10 +23,7 @@ const LOOK_AGAIN: Duration = Duration::from_secs(2);
 pub(super) async fn submit(params: RunParams, shared: &Shared) -> Result<QueuedRun, ErrorBody> {
     // Checked as `run` checks it, so that a bad run is refused now, not when it is claimed.
     let request = run_request(params.clone(), shared).await?;
-    if let Some(goal) = &request.goal {
-        goal.validate()
-            .map_err(|e| ErrorBody::new(ErrorCode::BadRequest, format!("the goal: {e}")))?;
-    }
+    request.check().map_err(run_error)?;
     let run = QueuedRun {
         id: QueuedRunId::generate(),
         session_id: request.session.unwrap_or_else(SessionId::generate),
