@@ -23,8 +23,10 @@ pub(super) struct Held {
     let_go: Option<Instant>,
     /// Another daemon took it: nothing more is written.
     lost: bool,
-    /// Taken without the session being told (a claim from the queue): what the session
-    /// remembers may be stale until its next taking says so.
+    /// Taken without the session being told (a claim from the queue): the session's start
+    /// is told by [`Leases::tell`], without taking it again.
+    untold: bool,
+    /// Untold, and changed hands: what the session remembers may be stale until it is told.
     stale: bool,
 }
 
@@ -73,10 +75,26 @@ impl Leases {
                 generation,
                 let_go: None,
                 lost: false,
+                untold,
                 stale: untold && !continuous,
             },
         );
         !continuous
+    }
+
+    /// The lease on `id` taken with a claim and not told yet, told now: the session that
+    /// starts learns whether it changed hands, and nothing is asked of the database again.
+    pub(super) fn tell(&self, id: &SessionId) -> Option<Lease> {
+        let mut held = self.held();
+        let h = held
+            .get_mut(id)
+            .filter(|h| h.untold && !h.lost && h.let_go.is_none())?;
+        h.untold = false;
+        let changed_hands = std::mem::take(&mut h.stale);
+        Some(Lease {
+            generation: h.generation as u64,
+            changed_hands,
+        })
     }
 
     /// How many leases this daemon holds and has not let go.
@@ -141,6 +159,10 @@ const HEARTBEAT: &str = "WITH beat AS ( \
 impl PostgresStore {
     /// Takes session `id` for this daemon, refused while another daemon's lease on it lives.
     pub(super) async fn take_lease(&self, id: &SessionId) -> Result<Lease, StoreError> {
+        // A run claimed from the queue was leased with its claim, moments ago.
+        if let Some(lease) = self.leases.tell(id) {
+            return Ok(lease);
+        }
         let doing = || format!("taking the lease on session {id}");
         let client = self.pool.get().await.pg(doing)?;
         let Some(generation) = self.lease_in(&client, id).await? else {

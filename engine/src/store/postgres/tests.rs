@@ -459,3 +459,43 @@ async fn last_relayed(client: &tokio_postgres::Client) -> i64 {
         .unwrap()
         .get(0)
 }
+
+#[tokio::test]
+async fn a_claimed_runs_session_starts_on_the_claims_lease_and_learns_it_changed_hands() {
+    let Some((a, b)) = two_daemons().await else {
+        return;
+    };
+    let s = SessionId::new("s_claimed");
+    // b ran the session last: a's run must load what b wrote.
+    b.lease(&s).await.unwrap();
+    b.write(&[WriteBatch::of(s.clone(), [message(0, 1, "b0".into())])])
+        .await
+        .unwrap();
+    b.release(&s).await.unwrap();
+    let run = ryvos_protocol::records::QueuedRun {
+        id: crate::ids::QueuedRunId::generate(),
+        session_id: s.clone(),
+        params: ryvos_protocol::socket::RunParams::new("go on", "/w"),
+        state: ryvos_protocol::records::QueueState::Queued,
+        owner: None,
+        attempts: 0,
+        submitted_at_ms: crate::store::now_ms(),
+        started_at_ms: None,
+        ended_at_ms: None,
+        outcome: None,
+    };
+    a.submit_run(&run).await.unwrap();
+    assert_eq!(a.claim_runs(1).await.unwrap().len(), 1);
+    let started = a.lease(&s).await.unwrap();
+    assert!(started.changed_hands, "{started:?}");
+    // b's taking was the first generation, the claim's the second; starting took none.
+    assert_eq!(started.generation, 2, "{started:?}");
+    // The claim's lease was the session's: the next taking is the first since.
+    let next = a.lease(&s).await.unwrap();
+    assert!(!next.changed_hands, "{next:?}");
+    assert_eq!(
+        next.generation,
+        started.generation + 1,
+        "{started:?} {next:?}"
+    );
+}
