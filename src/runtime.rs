@@ -2,7 +2,7 @@
 
 use crate::config::Config;
 use futures_util::{Stream, StreamExt};
-use ryvos_engine::telemetry::TraceParent;
+use ryvos_engine::TraceParent;
 use ryvos_engine::{
     ApprovalError, Approvals, Engine, EngineConfig, EngineError, Guardrail, Provider,
     RecordingProvider, RunSpec, Tool, Workspace,
@@ -383,7 +383,7 @@ pub struct RunRequest {
 impl RunRequest {
     /// Whether the request can run, wherever it runs (its workspace is checked where it does):
     /// its session id, goal, Director prompt and trace context; the trace context, parsed.
-    pub fn check(&self) -> Result<Option<TraceParent>, RuntimeError> {
+    pub(crate) fn check(&self) -> Result<Option<TraceParent>, RuntimeError> {
         if let Some(id) = &self.session {
             if !SessionId::is_well_formed(id.as_str()) {
                 return Err(RuntimeError::BadSessionId(id.to_string()));

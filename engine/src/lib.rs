@@ -51,7 +51,7 @@ mod security;
 mod session;
 mod store;
 mod supervision;
-pub mod telemetry;
+mod telemetry;
 mod text;
 mod tokens;
 mod tool_executor;
@@ -72,6 +72,7 @@ pub use sandbox::Sandbox;
 pub use security::{ApprovalError, Approvals};
 pub use session::{RunSpec, StartRunError};
 pub use store::{copy_store, now_ms, Change, Copied, Delivery, Lease, Relay, Store, StoreError};
+pub use telemetry::{TelemetryError, TraceParent};
 pub use tools::{builtin::all as builtin_tools, Tool, ToolContext, ToolError};
 pub use workspace::{Workspace, WorkspaceError};
 

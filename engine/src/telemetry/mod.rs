@@ -35,7 +35,7 @@ pub struct TelemetryError(String);
 
 /// The exporters and what makes spans and metric points: held by the engine while `[otel]
 /// enabled`.
-pub struct Telemetry {
+pub(crate) struct Telemetry {
     tracer: SdkTracer,
     traces: SdkTracerProvider,
     metrics: SdkMeterProvider,
@@ -48,7 +48,7 @@ pub struct Telemetry {
 
 impl Telemetry {
     /// The exporters `config` asks for, sending on `runtime`; `None` when it is off.
-    pub fn start(
+    pub(crate) fn start(
         config: &OtelConfig,
         runtime: tokio::runtime::Handle,
     ) -> Result<Option<Telemetry>, TelemetryError> {
@@ -120,18 +120,19 @@ impl Telemetry {
 
     /// Spans ended that have not reached the collector: exact after [`Self::shutdown`],
     /// before it those still queued count too.
-    pub fn spans_lost(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn spans_lost(&self) -> u64 {
         self.spans.lost()
     }
 
     /// What makes spans.
-    pub fn tracer(&self) -> &SdkTracer {
+    pub(crate) fn tracer(&self) -> &SdkTracer {
         &self.tracer
     }
 
     /// Reports `read()` as the gauge `name` (in `unit`) at each export; `None` reports nothing.
     /// `read` runs on the exporter's thread: it must be quick and must not block.
-    pub fn gauge(
+    pub(crate) fn gauge(
         &self,
         name: &'static str,
         unit: &'static str,
@@ -143,7 +144,7 @@ impl Telemetry {
 
     /// Exports what is still queued and stops the exporters, off the async workers (the
     /// SDK's last flush blocks, up to the exporters' timeouts).
-    pub async fn close(self: Arc<Self>) {
+    pub(crate) async fn close(self: Arc<Self>) {
         if let Err(e) = tokio::task::spawn_blocking(move || self.shutdown()).await {
             tracing::warn!("flushing telemetry: {e}");
         }
@@ -151,7 +152,7 @@ impl Telemetry {
 
     /// Exports what is still queued and stops the exporters. Blocking (up to the exporters'
     /// timeouts): call it off the async workers.
-    pub fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         if let Err(e) = self.traces.shutdown() {
             tracing::warn!("flushing the last spans: {e}");
         }
