@@ -82,21 +82,21 @@ pub(crate) fn build() {
     tokenizer();
 }
 
-/// Builds the tokenizer if it is not built yet, blocking. On a multi-threaded runtime the
-/// calling worker first hands its other tasks to the others, so nothing waits behind it.
-pub(crate) fn ready() {
-    if loaded() {
-        return;
-    }
+/// Runs `count` (which may build the tokenizer and count much text) where blocking is fine: on
+/// a multi-threaded runtime's worker, the worker first hands its other tasks to the others.
+pub(crate) fn blocking<T>(count: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(runtime) if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(|| {
-                tokenizer();
-            })
+            tokio::task::block_in_place(count)
         }
-        _ => {
-            tokenizer();
-        }
+        _ => count(),
+    }
+}
+
+/// Builds the tokenizer if it is not built yet (see [`blocking`]).
+fn ready() {
+    if !loaded() {
+        blocking(tokenizer);
     }
 }
 
@@ -143,6 +143,11 @@ pub(crate) fn size_message(message: &Message) -> Size {
     if loaded() {
         return Size::Counted(count_message(message));
     }
+    bound_message(message)
+}
+
+/// `message`'s size bounded by its bytes, whether or not the tokenizer is built.
+pub(crate) fn bound_message(message: &Message) -> Size {
     let text = message
         .text_for_counting()
         .map(bytes)

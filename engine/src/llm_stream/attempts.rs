@@ -149,7 +149,13 @@ impl ModelChain {
                 return Err(Stop::Model(GaveUp { why, shown: false }));
             };
             let error = match attempt.result {
-                Ok(reply) => return Ok(reply),
+                Ok(mut reply) => {
+                    // Counted past the deadline: the answer is had, and paid for.
+                    if reply.usage_estimated {
+                        reply.usage = estimate_usage(call.request, &reply.response).await;
+                    }
+                    return Ok(reply);
+                }
                 Err(error) => error,
             };
             if attempt.started {
@@ -351,9 +357,10 @@ async fn one_attempt(
             return attempt;
         }
     };
+    // Without the server's usage, the caller counts it, outside the attempt's deadline.
     let (usage, usage_estimated) = match response.usage {
         Some(usage) => (usage, false),
-        None => (estimate_usage(request, &response).await, true),
+        None => (Usage::default(), true),
     };
     attempt.result = Ok(ModelReply {
         response,

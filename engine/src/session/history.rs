@@ -94,9 +94,9 @@ impl History {
             if orphaned.contains(&i) {
                 continue;
             }
-            // A message stored uncounted (0) is bounded again.
+            // A message stored uncounted (0) is bounded again; counted when it matters.
             let size = match m.tokens {
-                0 => tokens::size_message(&m.message),
+                0 => tokens::bound_message(&m.message),
                 counted => tokens::Size::Counted(counted),
             };
             history.insert_loaded(m.message, size, Some(m.seq));

@@ -155,14 +155,13 @@ impl ToolRegistry {
         self.current.load().specs.clone()
     }
 
-    /// The tokens the specs take in every request (their JSON, sized once: counted when the
-    /// tokenizer is built, else bounded): part of an estimate of what a request weighs when the
-    /// server reports no usage.
+    /// The tokens the specs take in every request (their JSON, counted once): part of what a
+    /// cut call is billed. Counting may build the tokenizer: call it where blocking is fine.
     pub fn specs_tokens(&self) -> u64 {
         let snapshot = self.current.load();
         *snapshot.specs_tokens.get_or_init(|| {
             let json = serde_json::to_string(&*snapshot.specs).unwrap_or_default();
-            crate::tokens::size_text(&json).tokens().into()
+            crate::tokens::count_text(&json).into()
         })
     }
 

@@ -52,10 +52,17 @@ impl SessionState {
         if bound < floor {
             return crate::tokens::warm_up();
         }
-        self.history.count_exactly();
-        if let Some(run) = self.run.as_mut() {
-            run.system_size = Size::Counted(crate::tokens::count_text(&run.system));
-        }
+        self.count_exactly();
+    }
+
+    /// Counts every size only bounded so far: the conversation's and the system prompt's.
+    pub(super) fn count_exactly(&mut self) {
+        crate::tokens::blocking(|| {
+            self.history.count_exactly();
+            if let Some(run) = self.run.as_mut() {
+                run.system_size = Size::Counted(crate::tokens::count_text(&run.system));
+            }
+        })
     }
 
     /// The cut to make now, if the context has reached the point where the Guardian would stop
@@ -135,9 +142,8 @@ impl SessionState {
     pub(super) fn prune_for_overflow(&mut self, myself: &ActorRef<SessionMsg>, why: String) {
         // The model's window is smaller than the budget said: shrink from where it is now,
         // counted.
-        self.history.count_exactly();
+        self.count_exactly();
         let Some(run) = self.run.as_mut() else { return };
-        run.system_size = Size::Counted(crate::tokens::count_text(&run.system));
         let first = !std::mem::replace(&mut run.pruned_for_overflow, true);
         let max = self.services.agent.max_context_tokens;
         let target = (max.min(self.context_tokens())).saturating_mul(PRUNE_TARGET_PERCENT) / 100;

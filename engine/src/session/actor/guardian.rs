@@ -67,10 +67,12 @@ impl SessionState {
         self.history.total_tokens() + system
     }
 
-    /// What the next request weighs, estimated: the conversation, the system prompt and the
-    /// tools' specs. A call the server reports no usage for is billed this much input.
-    pub(super) fn request_tokens(&self) -> u64 {
-        self.context_tokens() + self.services.registry.specs_tokens()
+    /// What the next request weighs, counted: the conversation, the system prompt and the
+    /// tools' specs. A call cut after the server began answering is billed this much input.
+    pub(super) fn request_tokens(&mut self) -> u64 {
+        self.count_exactly();
+        let specs = crate::tokens::blocking(|| self.services.registry.specs_tokens());
+        self.context_tokens() + specs
     }
 
     /// Looks for a stall of the dispatch made at `step` after the stall timeout, or after
@@ -161,9 +163,11 @@ impl SessionState {
         if retry {
             let Some(run) = &self.run else { return };
             run.call_cancel.cancel();
-            // The cut call was paid for: its input at least, estimated.
+            // The cut call was paid for: its input at least, counted.
+            let input_tokens = self.request_tokens();
+            let Some(run) = &self.run else { return };
             let usage = Usage {
-                input_tokens: self.request_tokens(),
+                input_tokens,
                 output_tokens: 0,
             };
             let bill = Bill::estimated(run.turns + 1, &self.services.llm_model, usage);

@@ -28,6 +28,8 @@ pub(super) struct Held {
     untold: bool,
     /// Untold, and changed hands: what the session remembers may be stale until it is told.
     stale: bool,
+    /// When this daemon took it.
+    taken_at: Instant,
 }
 
 /// How long a let-go lease is remembered for fencing stragglers.
@@ -77,18 +79,20 @@ impl Leases {
                 lost: false,
                 untold,
                 stale: untold && !continuous,
+                taken_at: Instant::now(),
             },
         );
         !continuous
     }
 
-    /// The lease on `id` taken with a claim and not told yet, told now: the session that
-    /// starts learns whether it changed hands, and nothing is asked of the database again.
-    pub(super) fn tell(&self, id: &SessionId) -> Option<Lease> {
+    /// The lease on `id` taken with a claim within `fresh` and not told yet, told now: the
+    /// session that starts learns whether it changed hands, and nothing is asked of the
+    /// database again. An older claim's lease may have lapsed unseen: it is taken anew.
+    pub(super) fn tell(&self, id: &SessionId, fresh: Duration) -> Option<Lease> {
         let mut held = self.held();
-        let h = held
-            .get_mut(id)
-            .filter(|h| h.untold && !h.lost && h.let_go.is_none())?;
+        let h = held.get_mut(id).filter(|h| {
+            h.untold && !h.lost && h.let_go.is_none() && h.taken_at.elapsed() < fresh
+        })?;
         h.untold = false;
         let changed_hands = std::mem::take(&mut h.stale);
         Some(Lease {
@@ -160,7 +164,7 @@ impl PostgresStore {
     /// Takes session `id` for this daemon, refused while another daemon's lease on it lives.
     pub(super) async fn take_lease(&self, id: &SessionId) -> Result<Lease, StoreError> {
         // A run claimed from the queue was leased with its claim, moments ago.
-        if let Some(lease) = self.leases.tell(id) {
+        if let Some(lease) = self.leases.tell(id, self.lease_ttl / 3) {
             return Ok(lease);
         }
         let doing = || format!("taking the lease on session {id}");

@@ -158,6 +158,10 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE costs DROP CONSTRAINT costs_pkey;
     ALTER TABLE costs ADD PRIMARY KEY (key, writer);
     "#,
+    // 7: a message's token count of 0 now means "not counted" (counts are made only near the
+    // context's limits). Nothing changes in the tables; the new version keeps older daemons,
+    // which would read 0 as 0 and never prune, from claiming runs.
+    "SELECT 1",
 ];
 
 /// The schema version this binary writes.
