@@ -39,14 +39,9 @@ impl SessionState {
     /// every decision is made on counts; from half of it the tokenizer is built in the
     /// background, so that the count rarely waits for it.
     pub(super) fn count_near_limits(&mut self) {
-        let counted = self.history.is_counted()
-            && self
-                .run
-                .as_ref()
-                .is_none_or(|r| r.system_size.counted().is_some());
         let floor = self.decision_floor();
         let bound = self.context_tokens();
-        if counted || bound < floor / 2 {
+        if self.is_counted() || bound < floor / 2 {
             return;
         }
         if bound < floor {
@@ -55,8 +50,20 @@ impl SessionState {
         self.count_exactly();
     }
 
+    /// Whether the context's sizes are all counted, none only bounded.
+    fn is_counted(&self) -> bool {
+        self.history.is_counted()
+            && self
+                .run
+                .as_ref()
+                .is_none_or(|r| r.system_size.counted().is_some())
+    }
+
     /// Counts every size only bounded so far: the conversation's and the system prompt's.
     pub(super) fn count_exactly(&mut self) {
+        if self.is_counted() {
+            return;
+        }
         crate::tokens::blocking(|| {
             self.history.count_exactly();
             if let Some(run) = self.run.as_mut() {

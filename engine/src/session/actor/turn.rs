@@ -89,7 +89,12 @@ impl SessionState {
         }
         // Every attempt the server may have billed is recorded before the answer is used.
         let turn = run.turns + 1;
-        let mut bills = Bill::cut_calls(turn, &answer.cut_calls, self.request_tokens());
+        // Counted only when there is a cut call to bill: counting is not free.
+        let cut_input = match answer.cut_calls.is_empty() {
+            true => 0,
+            false => self.request_tokens(),
+        };
+        let mut bills = Bill::cut_calls(turn, &answer.cut_calls, cut_input);
         if let Ok(reply) = &answer.result {
             bills.push(Bill::of(turn, reply));
         }
