@@ -1,16 +1,14 @@
 //! One client connection: read request lines, answer each with events and a final line.
 
 use super::reply::send;
-use super::run_request::{internal, run_request};
+use super::run_request::{internal, run_error, run_request};
 use super::Shared;
 use crate::protocol::{
     CancelResult, ErrorBody, ErrorCode, HistoryResult, InterruptResult, Method, Reply, Request,
     RunParams, ShutdownResult, StatusResult, Undecodable, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
-use crate::runtime::{RunOutcome, RuntimeError};
+use crate::runtime::RunOutcome;
 use futures_util::StreamExt;
-use ryvos_engine::EngineError;
-use ryvos_engine::StartRunError;
 use ryvos_protocol::ids::SessionId;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -297,25 +295,4 @@ async fn stream(
         },
     };
     send(write, &reply).await
-}
-
-/// A run that could not start, as the socket answers it.
-pub(super) fn run_error(e: RuntimeError) -> ErrorBody {
-    match e {
-        RuntimeError::Engine(EngineError::StartRun(e)) => {
-            let code = match e {
-                StartRunError::Busy { .. }
-                | StartRunError::SessionBusy(_)
-                | StartRunError::Recovering(_) => ErrorCode::Busy,
-                StartRunError::ShuttingDown => ErrorCode::ShuttingDown,
-                StartRunError::Spawn(_) | StartRunError::Unanswered(_) => ErrorCode::Internal,
-            };
-            ErrorBody::new(code, e.to_string())
-        }
-        RuntimeError::Workspace(e) => ErrorBody::new(ErrorCode::BadRequest, e.to_string()),
-        e @ (RuntimeError::BadSessionId(_)
-        | RuntimeError::BadGoal(_)
-        | RuntimeError::BadRequest(_)) => ErrorBody::new(ErrorCode::BadRequest, e.to_string()),
-        other => ErrorBody::new(ErrorCode::Internal, other.to_string()),
-    }
 }

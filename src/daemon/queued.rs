@@ -1,9 +1,8 @@
 //! The run queue's methods: `submit`, `runs`, `wait` and `follow`. They read and write the
 //! shared store, so they answer the same through any daemon of the cluster.
 
-use super::connection::run_error;
 use super::reply::send;
-use super::run_request::run_request;
+use super::run_request::{run_error, run_request};
 use super::Shared;
 use crate::protocol::{ErrorBody, ErrorCode, QueuedRunParams, Reply, RunParams, RunsParams};
 use crate::runtime::RunOutcome;

@@ -2,7 +2,8 @@
 
 use super::Shared;
 use crate::protocol::{ErrorBody, ErrorCode, RunParams};
-use crate::runtime::RunRequest;
+use crate::runtime::{RunRequest, RuntimeError};
+use ryvos_engine::{EngineError, StartRunError};
 use ryvos_protocol::ids::SessionId;
 
 /// The run `params` asks for; a session to resume must exist.
@@ -62,4 +63,25 @@ pub(super) async fn run_request(
 /// The answer to a request the store failed.
 pub(super) fn internal(e: ryvos_engine::StoreError) -> ErrorBody {
     ErrorBody::new(ErrorCode::Internal, e.to_string())
+}
+
+/// A run that could not start, as the socket answers it.
+pub(super) fn run_error(e: RuntimeError) -> ErrorBody {
+    match e {
+        RuntimeError::Engine(EngineError::StartRun(e)) => {
+            let code = match e {
+                StartRunError::Busy { .. }
+                | StartRunError::SessionBusy(_)
+                | StartRunError::Recovering(_) => ErrorCode::Busy,
+                StartRunError::ShuttingDown => ErrorCode::ShuttingDown,
+                StartRunError::Spawn(_) | StartRunError::Unanswered(_) => ErrorCode::Internal,
+            };
+            ErrorBody::new(code, e.to_string())
+        }
+        RuntimeError::Workspace(e) => ErrorBody::new(ErrorCode::BadRequest, e.to_string()),
+        e @ (RuntimeError::BadSessionId(_)
+        | RuntimeError::BadGoal(_)
+        | RuntimeError::BadRequest(_)) => ErrorBody::new(ErrorCode::BadRequest, e.to_string()),
+        other => ErrorBody::new(ErrorCode::Internal, other.to_string()),
+    }
 }
