@@ -137,13 +137,7 @@ impl Home {
 
 /// The replies of one run: [`READS`] reads, then an answer.
 fn script() -> Vec<Reply> {
-    (0..READS)
-        .map(|i| {
-            let arguments = format!(r#"{{"path": "f{i}.txt"}}"#);
-            Reply::tool_calls(&[(&format!("r{i}"), "read", &arguments)])
-        })
-        .chain([Reply::text(&["Every file is read."])])
-        .collect()
+    Reply::reads_then(READS, "f", "Every file is read.")
 }
 
 /// The argument that makes this program a spawner: it starts the command after it, prints the

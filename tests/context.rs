@@ -33,13 +33,7 @@ fn long_script() -> Vec<Reply> {
 
 /// A script of `turns` reads of distinct pages, then an answer.
 fn script_of(turns: usize) -> Vec<Reply> {
-    (0..turns)
-        .map(|i| {
-            let args = format!(r#"{{"path": "page{i}.txt"}}"#);
-            Reply::tool_calls(&[(&format!("r{i}"), "read", &args)])
-        })
-        .chain([Reply::text(&["All pages read."])])
-        .collect()
+    Reply::reads_then(turns, "page", "All pages read.")
 }
 
 fn small_budget(c: &mut ryvos::Config) {
@@ -234,13 +228,7 @@ async fn the_onion_takes_each_file_from_the_first_place_that_has_it() {
 
 #[tokio::test]
 async fn the_memory_flush_prompt_appears_once_at_85_percent() {
-    let script: Vec<Reply> = (0..12)
-        .map(|i| {
-            let args = format!(r#"{{"path": "page{i}.txt"}}"#);
-            Reply::tool_calls(&[(&format!("r{i}"), "read", &args)])
-        })
-        .chain([Reply::text(&["Done."])])
-        .collect();
+    let script = Reply::reads_then(12, "page", "Done.");
     let h = Harness::start(script, |c| {
         c.agent.max_context_tokens = 4000;
         // No pruning in this test: only the flush point is crossed.
@@ -307,13 +295,7 @@ fn compaction_steps(events: &[Arc<ryvos::Event>]) -> Vec<&'static str> {
 #[tokio::test]
 async fn a_turn_that_jumps_past_both_thresholds_is_flushed_before_it_is_pruned() {
     // Eight small pages bring the context to about 70%; the ninth jumps it past 95%.
-    let script: Vec<Reply> = (0..9)
-        .map(|i| {
-            let args = format!(r#"{{"path": "page{i}.txt"}}"#);
-            Reply::tool_calls(&[(&format!("r{i}"), "read", &args)])
-        })
-        .chain([Reply::text(&["Done."])])
-        .collect();
+    let script = Reply::reads_then(9, "page", "Done.");
     let h = Harness::start(script, |c| {
         c.agent.max_context_tokens = 4000;
         c.agent.enable_summarization = false;
@@ -340,13 +322,7 @@ async fn a_turn_that_jumps_past_both_thresholds_is_flushed_before_it_is_pruned()
 
 #[tokio::test]
 async fn a_prompt_that_brings_the_session_past_its_budget_is_made_room_for_first() {
-    let mut script: Vec<Reply> = (0..8)
-        .map(|i| {
-            let args = format!(r#"{{"path": "page{i}.txt"}}"#);
-            Reply::tool_calls(&[(&format!("r{i}"), "read", &args)])
-        })
-        .chain([Reply::text(&["Read."])])
-        .collect();
+    let mut script = Reply::reads_then(8, "page", "Read.");
     script.push(Reply::text(&["Answered."]));
     let h = Harness::start(script, |c| {
         c.agent.max_context_tokens = 4000;

@@ -298,13 +298,7 @@ async fn a_director_runs_steps_hang_under_its_run_span() {
 async fn a_summary_is_a_span_of_its_own_with_its_model_call_under_it() {
     const TURNS: usize = 60;
     let collector = OtlpReceiver::start().await;
-    let script: Vec<Reply> = (0..TURNS)
-        .map(|i| {
-            let args = format!(r#"{{"path": "page{i}.txt"}}"#);
-            Reply::tool_calls(&[(&format!("r{i}"), "read", &args)])
-        })
-        .chain([Reply::text(&["All pages read."])])
-        .collect();
+    let script = Reply::reads_then(TURNS, "page", "All pages read.");
     let summaries: ryvos_testkit::Router = Arc::new(|request: &serde_json::Value| {
         let summary = request["messages"][0]["content"]
             .as_str()

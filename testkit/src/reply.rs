@@ -103,6 +103,17 @@ impl Reply {
         })
     }
 
+    /// A script of `n` turns, each reading `{stem}{i}.txt` (call id `r{i}`), then `answer`.
+    pub fn reads_then(n: usize, stem: &str, answer: &str) -> Vec<Reply> {
+        (0..n)
+            .map(|i| {
+                let arguments = format!(r#"{{"path": "{stem}{i}.txt"}}"#);
+                Reply::tool_calls(&[(&format!("r{i}"), "read", &arguments)])
+            })
+            .chain([Reply::text(&[answer])])
+            .collect()
+    }
+
     /// An answer with tool calls `(id, name, arguments)`. Each call's arguments are streamed in
     /// three fragments, the calls' fragments interleaved.
     pub fn tool_calls(calls: &[(&str, &str, &str)]) -> Self {
