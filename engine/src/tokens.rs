@@ -76,12 +76,6 @@ pub fn warm_up() {
         .unwrap_or_else(|e| tracing::warn!("could not start the tokenizer warm-up thread: {e}"));
 }
 
-/// Builds the tokenizer if it is not built yet, blocking: for callers already off the async
-/// workers.
-pub(crate) fn build() {
-    tokenizer();
-}
-
 /// Runs `count` (which may build the tokenizer and count much text) where blocking is fine: on
 /// a multi-threaded runtime's worker, the worker first hands its other tasks to the others.
 pub(crate) fn blocking<T>(count: impl FnOnce() -> T) -> T {
@@ -131,10 +125,9 @@ pub fn count_message(message: &Message) -> u32 {
 /// `text`'s size: counted when the tokenizer is built, else bounded by its bytes.
 pub(crate) fn size_text(text: &str) -> Size {
     if loaded() {
-        Size::Counted(count_text(text))
-    } else {
-        Size::AtMost(bytes(text))
+        return Size::Counted(count_text(text));
     }
+    Size::AtMost(bytes(text))
 }
 
 /// `message`'s size in a request: counted when the tokenizer is built, else bounded by its

@@ -171,7 +171,6 @@ impl Actor for JudgeActor {
 }
 
 /// What an evaluation looks at.
-#[derive(Clone, Copy)]
 struct Asked<'a> {
     goal: &'a Goal,
     answer: &'a str,
@@ -185,7 +184,7 @@ struct Asked<'a> {
 async fn evaluate(args: &JudgeArgs, asked: Asked<'_>, model_allowed: bool) -> Evaluated {
     let events = asked.events;
     let span = events.trace().map(|t| t.judging(asked.goal.criteria.len()));
-    let evaluated = evaluate_within(args, &asked, model_allowed, span.as_ref()).await;
+    let evaluated = evaluate_within(args, asked, model_allowed, span.as_ref()).await;
     if let (Some(trace), Some(span)) = (events.trace(), span) {
         trace.judged(span, &evaluated.judgement);
     }
@@ -195,7 +194,7 @@ async fn evaluate(args: &JudgeArgs, asked: Asked<'_>, model_allowed: bool) -> Ev
 /// [`evaluate`], in the Judge's span `within` when the run is traced.
 async fn evaluate_within(
     args: &JudgeArgs,
-    asked: &Asked<'_>,
+    asked: Asked<'_>,
     model_allowed: bool,
     within: Option<&StepSpan>,
 ) -> Evaluated {
@@ -205,7 +204,7 @@ async fn evaluate_within(
         conversation,
         ctx,
         events,
-    } = *asked;
+    } = asked;
     let timeout = Duration::from_secs(args.config.command_timeout_secs.max(1));
     let mut free: Vec<CriterionResult> = Vec::new();
     for criterion in goal.criteria.iter().filter(|c| c.kind.is_deterministic()) {
@@ -243,7 +242,10 @@ async fn evaluate_within(
     }
     let request = rubric::request(goal, &judged, conversation, answer);
     let chat = open_chat(events, within, &args.models, &request);
-    let called = args.models.answer(&request, None, &Heartbeat::new()).await;
+    let called = args
+        .models
+        .answer(&request, None, &Heartbeat::new(), None)
+        .await;
     end_chat(events, chat, Some(&called));
     let (opinion, judge_call) = match called.result {
         Ok(reply) => {

@@ -9,7 +9,6 @@
 
 use super::{Heartbeat, ModelAnswer, ModelReply};
 use crate::event::{EventKind, RunEvents};
-use crate::message::Message;
 use crate::provider::retry::{Backoffs, RetryPolicy};
 use crate::provider::{
     AssistantResponse, ChatRequest, Provider, ProviderError, Recovery, ResponseAssembler,
@@ -68,11 +67,13 @@ impl ModelChain {
         request: &ChatRequest,
         events: Option<&RunEvents>,
         heartbeat: &Heartbeat,
+        counted_input: Option<u64>,
     ) -> ModelAnswer {
         let mut call = Call {
             request,
             events,
             heartbeat,
+            counted_input,
             failures: Vec::new(),
             last_error: None,
             cut_calls: Vec::new(),
@@ -152,7 +153,8 @@ impl ModelChain {
                 Ok(mut reply) => {
                     // Counted past the deadline: the answer is had, and paid for.
                     if reply.usage_estimated {
-                        reply.usage = estimate_usage(call.request, &reply.response).await;
+                        reply.usage =
+                            estimate_usage(call.request, &reply.response, call.counted_input);
                     }
                     return Ok(reply);
                 }
@@ -273,6 +275,8 @@ struct Call<'a> {
     request: &'a ChatRequest,
     events: Option<&'a RunEvents>,
     heartbeat: &'a Heartbeat,
+    /// The request's size as the session counted it, when it did.
+    counted_input: Option<u64>,
     /// Every failed attempt, described, oldest first.
     failures: Vec<String>,
     last_error: Option<ProviderError>,
@@ -371,34 +375,33 @@ async fn one_attempt(
     attempt
 }
 
-/// The usage of a call the server reported none for: the request and the answer, counted off
-/// the async workers (building the tokenizer if it must).
-async fn estimate_usage(request: &ChatRequest, response: &AssistantResponse) -> Usage {
-    let request = request.clone();
-    let answer = Message::Assistant {
-        content: response.text.clone(),
-        tool_calls: response.tool_calls.clone(),
-    };
-    let counting = tokio::task::spawn_blocking(move || {
-        tokens::build();
-        let specs = serde_json::to_string(&*request.tools).unwrap_or_default();
-        let messages: u64 = request
-            .messages
+/// The usage of a call the server reported none for, counted: its input as the caller counted
+/// it (`input`), else the request itself; and the answer. Counting may build the tokenizer: see
+/// [`tokens::blocking`].
+fn estimate_usage(
+    request: &ChatRequest,
+    response: &AssistantResponse,
+    input: Option<u64>,
+) -> Usage {
+    let count = |text: &str| u64::from(tokens::count_text(text));
+    tokens::blocking(|| {
+        let input_tokens = input.unwrap_or_else(|| {
+            let specs = serde_json::to_string(&*request.tools).unwrap_or_default();
+            let messages: u64 = request
+                .messages
+                .iter()
+                .map(|m| u64::from(tokens::count_message(m)))
+                .sum();
+            count(&request.system) + count(&specs) + messages
+        });
+        let calls: u64 = response
+            .tool_calls
             .iter()
-            .map(|m| u64::from(tokens::count_message(m)))
+            .map(|c| count(&c.name) + count(&c.arguments))
             .sum();
         Usage {
-            input_tokens: u64::from(tokens::count_text(&request.system))
-                + u64::from(tokens::count_text(&specs))
-                + messages,
-            output_tokens: answer
-                .text_for_counting()
-                .map(|text| u64::from(tokens::count_text(text)))
-                .sum(),
+            input_tokens,
+            output_tokens: count(&response.text) + calls,
         }
-    });
-    counting.await.unwrap_or_else(|e| {
-        tracing::warn!("counting the tokens of a call the server reported no usage for: {e}");
-        Usage::default()
     })
 }

@@ -106,6 +106,9 @@ pub(crate) struct StreamJob {
     pub request: ChatRequest,
     pub events: RunEvents,
     pub purpose: Purpose,
+    /// The request's size in tokens as the session counted it, when every part of it is
+    /// counted: a reply without usage is billed this much input without counting again.
+    pub counted_input: Option<u64>,
     pub cancel: CancellationToken,
     /// Beaten on every delta.
     pub heartbeat: Heartbeat,
@@ -161,6 +164,7 @@ impl Actor for LlmStreamActor {
                         request,
                         events,
                         purpose,
+                        counted_input,
                         cancel,
                         heartbeat,
                         on_done,
@@ -178,6 +182,7 @@ impl Actor for LlmStreamActor {
                         &request,
                         (purpose == Purpose::Turn).then_some(&events),
                         &heartbeat,
+                        counted_input,
                     );
                     let result = tokio::select! {
                         result = streaming => Some(result),

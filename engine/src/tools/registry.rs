@@ -155,13 +155,14 @@ impl ToolRegistry {
         self.current.load().specs.clone()
     }
 
-    /// The tokens the specs take in every request (their JSON, counted once): part of what a
-    /// cut call is billed. Counting may build the tokenizer: call it where blocking is fine.
+    /// The tokens the specs take in every request (their JSON, counted once, where blocking is
+    /// fine: see [`crate::tokens::blocking`]): part of what a request is billed when the server
+    /// reports no usage.
     pub fn specs_tokens(&self) -> u64 {
         let snapshot = self.current.load();
         *snapshot.specs_tokens.get_or_init(|| {
             let json = serde_json::to_string(&*snapshot.specs).unwrap_or_default();
-            crate::tokens::count_text(&json).into()
+            crate::tokens::blocking(|| crate::tokens::count_text(&json)).into()
         })
     }
 

@@ -51,7 +51,7 @@ impl SessionState {
     }
 
     /// Whether the context's sizes are all counted, none only bounded.
-    fn is_counted(&self) -> bool {
+    pub(super) fn is_counted(&self) -> bool {
         self.history.is_counted()
             && self
                 .run
@@ -214,6 +214,7 @@ impl SessionState {
             request: summary::request(&dropped[..cut.drop]),
             events: run.events.clone(),
             purpose: Purpose::Summary { messages: cut.drop },
+            counted_input: None,
             cancel: run.call_cancel.clone(),
             heartbeat: run.heartbeat.clone(),
             on_done: Callback::new(

@@ -71,8 +71,13 @@ impl SessionState {
     /// tools' specs. A call cut after the server began answering is billed this much input.
     pub(super) fn request_tokens(&mut self) -> u64 {
         self.count_exactly();
-        let specs = crate::tokens::blocking(|| self.services.registry.specs_tokens());
-        self.context_tokens() + specs
+        self.context_tokens() + self.services.registry.specs_tokens()
+    }
+
+    /// What the next request weighs, when every part of it is counted already.
+    pub(super) fn counted_request_tokens(&self) -> Option<u64> {
+        let counted = self.is_counted();
+        counted.then(|| self.context_tokens() + self.services.registry.specs_tokens())
     }
 
     /// Looks for a stall of the dispatch made at `step` after the stall timeout, or after

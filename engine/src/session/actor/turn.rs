@@ -57,11 +57,13 @@ impl SessionState {
         let Some(request) = self.guard_request(myself, request) else {
             return;
         };
+        let counted_input = self.counted_request_tokens();
         let Some(run) = self.run.as_mut() else { return };
         let job = StreamJob {
             request,
             events: run.events.clone(),
             purpose: Purpose::Turn,
+            counted_input,
             cancel: run.call_cancel.clone(),
             heartbeat: run.heartbeat.clone(),
             on_done: Callback::new(
@@ -259,7 +261,6 @@ impl SessionState {
         if !self.services.agent.guardian.enabled {
             return self.store_turn(myself, turn.tools_called, None);
         }
-        self.count_near_limits();
         let context_tokens = self.context_tokens();
         let Some(run) = self.run.as_mut() else { return };
         run.step = next_step();
