@@ -23,13 +23,11 @@ pub(super) struct Held {
     let_go: Option<Instant>,
     /// Another daemon took it: nothing more is written.
     lost: bool,
-    /// Taken without the session being told (a claim from the queue): the session's start
-    /// is told by [`Leases::tell`], without taking it again.
-    untold: bool,
+    /// Taken at this moment with a claim, without the session being told: the session's
+    /// start is told by [`Leases::tell`], without taking it again.
+    untold_since: Option<Instant>,
     /// Untold, and changed hands: what the session remembers may be stale until it is told.
     stale: bool,
-    /// When this daemon took it.
-    taken_at: Instant,
 }
 
 /// How long a let-go lease is remembered for fencing stragglers.
@@ -77,9 +75,8 @@ impl Leases {
                 generation,
                 let_go: None,
                 lost: false,
-                untold,
+                untold_since: untold.then(Instant::now),
                 stale: untold && !continuous,
-                taken_at: Instant::now(),
             },
         );
         !continuous
@@ -91,9 +88,10 @@ impl Leases {
     pub(super) fn tell(&self, id: &SessionId, fresh: Duration) -> Option<Lease> {
         let mut held = self.held();
         let h = held.get_mut(id).filter(|h| {
-            h.untold && !h.lost && h.let_go.is_none() && h.taken_at.elapsed() < fresh
+            let fresh_claim = h.untold_since.is_some_and(|at| at.elapsed() < fresh);
+            fresh_claim && !h.lost && h.let_go.is_none()
         })?;
-        h.untold = false;
+        h.untold_since = None;
         let changed_hands = std::mem::take(&mut h.stale);
         Some(Lease {
             generation: h.generation as u64,
@@ -121,6 +119,11 @@ impl Leases {
     pub(super) fn is_lost(&self, id: &SessionId) -> bool {
         self.held().get(id).is_some_and(|h| h.lost)
     }
+}
+
+/// How often leases lasting `ttl` are renewed; a claim's lease is trusted unseen for as long.
+fn renewal_interval(ttl: Duration) -> Duration {
+    ttl / 3
 }
 
 /// The error of a write into a session another daemon took over.
@@ -164,7 +167,7 @@ impl PostgresStore {
     /// Takes session `id` for this daemon, refused while another daemon's lease on it lives.
     pub(super) async fn take_lease(&self, id: &SessionId) -> Result<Lease, StoreError> {
         // A run claimed from the queue was leased with its claim, moments ago.
-        if let Some(lease) = self.leases.tell(id, self.lease_ttl / 3) {
+        if let Some(lease) = self.leases.tell(id, renewal_interval(self.lease_ttl)) {
             return Ok(lease);
         }
         let doing = || format!("taking the lease on session {id}");
@@ -294,7 +297,7 @@ impl Keeper {
     /// Renews `leases` three times per lease, until the store holding them is dropped.
     pub(super) fn spawn(self, leases: Weak<Leases>) {
         tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(self.ttl / 3);
+            let mut ticks = tokio::time::interval(renewal_interval(self.ttl));
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let mut failing = false;
             loop {
