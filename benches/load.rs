@@ -496,7 +496,6 @@ fn main() {
             daemon.turns_per_sec, daemon.cpu_ms_per_turn
         ));
         postgres_figures(&rt, &mut line);
-        otel_figures(&rt, &mut line);
         return;
     }
 

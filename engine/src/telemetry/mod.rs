@@ -40,6 +40,8 @@ pub(crate) struct Telemetry {
     traces: SdkTracerProvider,
     metrics: SdkMeterProvider,
     pub(crate) instruments: metrics::Instruments,
+    /// What makes the gauges.
+    meter: opentelemetry::metrics::Meter,
     /// Whether spans reach the collector, and how many did not.
     spans: Arc<Delivery>,
     /// Message contents, tool arguments and results go on spans.
@@ -107,9 +109,11 @@ impl Telemetry {
             })
             .with_resource(resource)
             .build();
-        let instruments = metrics::Instruments::new(&metrics.meter("ryvos"));
+        let meter = metrics.meter("ryvos");
+        let instruments = metrics::Instruments::new(&meter);
         Ok(Some(Telemetry {
             instruments,
+            meter,
             spans: delivery,
             tracer: traces.tracer("ryvos"),
             traces,
@@ -139,7 +143,7 @@ impl Telemetry {
         description: &'static str,
         read: impl Fn() -> Option<u64> + Send + Sync + 'static,
     ) {
-        metrics::observe(&self.metrics.meter("ryvos"), name, unit, description, read);
+        metrics::observe(&self.meter, name, unit, description, read);
     }
 
     /// Exports what is still queued and stops the exporters, off the async workers (the
