@@ -11,7 +11,9 @@
 //! size. Also: `ryvosd` start to its socket answering, and its resident memory when idle.
 //!
 //! `cargo bench --bench outside`; `RYVOS_BENCH_BIN=<dir>` measures the binaries in another
-//! build's directory instead (for before/after figures).
+//! build's directory instead (for before/after figures); `RYVOS_BENCH_ONLY=<names>` runs only
+//! the named figures, comma-separated, of `in-process-w1`, `in-process-w2`, `daemon-w1`,
+//! `daemon-w2` and `start` (for a profiler's run).
 
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use std::io::{BufRead, BufReader, Write};
@@ -35,13 +37,33 @@ fn main() {
     let binaries = Binaries::find();
     let runtime = tokio::runtime::Runtime::new().expect("a runtime for the model server");
     println!("outside: the real binaries in {}", binaries.dir.display());
+    let only = std::env::var("RYVOS_BENCH_ONLY").ok();
+    let wanted = |name: &str| {
+        only.as_ref()
+            .is_none_or(|o| o.split(',').any(|n| n == name))
+    };
     for daemon in [false, true] {
+        let mut gaps = Vec::new();
         for earlier in [0, EARLIER_RUNS] {
+            if !wanted(&figure_name(daemon, earlier)) {
+                continue;
+            }
             let runs: Vec<Measured> = (0..REPEATS)
                 .map(|_| runtime.block_on(measure(&binaries, daemon, earlier)))
                 .collect();
-            report(daemon, earlier, &runs);
+            gaps.push(report(daemon, earlier, &runs));
         }
+        if let [w1, w2] = gaps[..] {
+            let ratio = w1.max(w2) / w1.min(w2);
+            println!(
+                "{} gap per turn, W2 against W1: {ratio:4.2}x   target <= 1.2x: {}",
+                mode_name(daemon),
+                verdict(ratio <= 1.2)
+            );
+        }
+    }
+    if !wanted("start") {
+        return;
     }
     let starts: Vec<(Duration, u64)> = (0..REPEATS).map(|_| daemon_start(&binaries)).collect();
     let answered = median(starts.iter().map(|s| s.0.as_secs_f64() * 1e3).collect());
@@ -135,9 +157,13 @@ impl Home {
     }
 }
 
-/// The replies of one run: [`READS`] reads, then an answer.
+/// The replies of one run: [`READS`] reads, then an answer, each reporting the request's input
+/// as a real server counts it.
 fn script() -> Vec<Reply> {
     Reply::reads_then(READS, "f", "Every file is read.")
+        .into_iter()
+        .map(Reply::prompt_tokens_by_size)
+        .collect()
 }
 
 /// The argument that makes this program a spawner: it starts the command after it, prints the
@@ -364,7 +390,33 @@ fn daemon_start(binaries: &Binaries) -> (Duration, u64) {
     (answered, rss_kib)
 }
 
-fn report(daemon: bool, earlier: usize, runs: &[Measured]) {
+/// A figure's name, as `RYVOS_BENCH_ONLY` takes it.
+fn figure_name(daemon: bool, earlier: usize) -> String {
+    format!(
+        "{}-{}",
+        mode_name(daemon).trim(),
+        workload_name(earlier).to_lowercase()
+    )
+}
+
+fn mode_name(daemon: bool) -> &'static str {
+    if daemon {
+        "daemon    "
+    } else {
+        "in-process"
+    }
+}
+
+fn workload_name(earlier: usize) -> &'static str {
+    if earlier == 0 {
+        "W1"
+    } else {
+        "W2"
+    }
+}
+
+/// Prints a workload's medians, and returns its gap per turn in ms.
+fn report(daemon: bool, earlier: usize, runs: &[Measured]) -> f64 {
     let ms = |f: &dyn Fn(&Measured) -> Duration| {
         median(runs.iter().map(|r| f(r).as_secs_f64() * 1e3).collect())
     };
@@ -375,8 +427,7 @@ fn report(daemon: bool, earlier: usize, runs: &[Measured]) {
             .map(|r| mib(r.client_rss_kib + r.daemon_rss_kib.unwrap_or(0)))
             .collect(),
     );
-    let workload = if earlier == 0 { "W1" } else { "W2" };
-    let mode = if daemon { "daemon    " } else { "in-process" };
+    let (mode, workload) = (mode_name(daemon), workload_name(earlier));
     let start = ms(&|r| r.to_first_request);
     let start_target = if daemon { 5.0 } else { 15.0 };
     let gap = ms(&|r| r.gap_p50);
@@ -390,6 +441,7 @@ fn report(daemon: bool, earlier: usize, runs: &[Measured]) {
         verdict(start <= start_target),
         verdict(gap <= 0.25),
     );
+    gap
 }
 
 fn verdict(met: bool) -> &'static str {

@@ -79,7 +79,13 @@ pub struct Reply {
     pause_between: Duration,
     /// Send only this many body parts, then break the connection.
     cut_after: Option<usize>,
+    /// Report the request's size as its input, as a real server counts it.
+    pub(crate) prompt_by_size: bool,
 }
+
+/// The bytes per token of English prose in common BPE tokenizers, which
+/// [`Reply::prompt_tokens_by_size`] reports.
+const BYTES_PER_TOKEN: u64 = 4;
 
 impl Reply {
     fn new(content: Content) -> Self {
@@ -90,6 +96,7 @@ impl Reply {
             gate: None,
             pause_between: Duration::ZERO,
             cut_after: None,
+            prompt_by_size: false,
         }
     }
 
@@ -181,6 +188,22 @@ impl Reply {
     pub fn usage(mut self, usage: Option<(u64, u64)>) -> Self {
         if let Content::Chat { usage: u, .. } = &mut self.content {
             *u = usage;
+        }
+        self
+    }
+
+    /// Reports the request's input as a real server would count it (a token per 4 bytes of
+    /// the request's body), instead of a fixed figure.
+    pub fn prompt_tokens_by_size(mut self) -> Self {
+        self.prompt_by_size = true;
+        self
+    }
+
+    /// The usage as reported for a request of `bytes`.
+    pub(crate) fn for_request_of(mut self, bytes: usize) -> Self {
+        if let (true, Content::Chat { usage, .. }) = (self.prompt_by_size, &mut self.content) {
+            let output = usage.map_or(0, |(_, output)| output);
+            *usage = Some((bytes as u64 / BYTES_PER_TOKEN, output));
         }
         self
     }

@@ -159,6 +159,8 @@ pub(super) struct ActiveRun {
     pub system_size: crate::tokens::Size,
     /// The seq of the first message of the turn in progress.
     pub turn_first_seq: u64,
+    /// The window the turn's model call was asked with, which its reported input measures.
+    pub asked_with: crate::session::history::Mark,
     pub turn_input_tokens: u64,
     pub turn_output_tokens: u64,
     /// The latest non-empty text the model gave in this run: the output of a run that ends
@@ -225,6 +227,7 @@ impl ActiveRun {
             pruned_for_overflow: false,
             resent_lost_call: false,
             turn_first_seq: next_seq,
+            asked_with: Default::default(),
             turn_input_tokens: 0,
             turn_output_tokens: 0,
             last_text: String::new(),

@@ -60,11 +60,20 @@ impl SessionState {
     /// The conversation's size as the next request would carry it: counted, or (while no
     /// decision depends on it) bounded.
     pub(super) fn context_tokens(&self) -> u64 {
-        let system = self
-            .run
+        let bound = self.history.total_tokens() + self.system_tokens();
+        if self.is_counted() {
+            return bound;
+        }
+        self.history
+            .measured_tokens()
+            .map_or(bound, |measured| measured.min(bound))
+    }
+
+    /// The system prompt's size: counted, or bounded.
+    pub(super) fn system_tokens(&self) -> u64 {
+        self.run
             .as_ref()
-            .map_or(0, |r| r.system_size.tokens().into());
-        self.history.total_tokens() + system
+            .map_or(0, |r| r.system_size.tokens().into())
     }
 
     /// What the next request weighs, counted: the conversation, the system prompt and the

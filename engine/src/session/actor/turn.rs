@@ -58,7 +58,9 @@ impl SessionState {
             return;
         };
         let counted_input = self.counted_request_tokens();
+        let asked_with = self.history.mark();
         let Some(run) = self.run.as_mut() else { return };
+        run.asked_with = asked_with;
         let job = StreamJob {
             request,
             events: run.events.clone(),
@@ -123,6 +125,12 @@ impl SessionState {
         run.turns += 1;
         run.turn_input_tokens = reply.usage.input_tokens;
         run.turn_output_tokens = reply.usage.output_tokens;
+        let asked_with = run.asked_with;
+        if !reply.usage_estimated {
+            let system = self.system_tokens();
+            self.history
+                .measure(asked_with, reply.usage.input_tokens, system);
+        }
         if !self.guard_answer(myself, &reply.response) {
             return;
         }
