@@ -6,11 +6,14 @@
 //! is shorter than a byte), and while a conversation's bound stays under every limit that
 //! depends on it (the memory flush, the Guardian's token budget, pruning), no count can change
 //! a decision. Once the tokenizer is built, sizes are counted exactly. Each message is sized
-//! once, when it enters the history, and its size is kept with it.
+//! once, when it enters the history, and its size is kept with it. A tokenizer nobody used for
+//! [`IDLE_RELEASE`] is let go, and its memory given back: see [`release_when_idle`].
 
 use crate::message::Message;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use arc_swap::ArcSwapOption;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 use tiktoken_rs::CoreBPE;
 
 /// Text beyond this many bytes is not tokenized but estimated from its length, so a pathological
@@ -20,10 +23,71 @@ const EXACT_COUNT_LIMIT: usize = 64 * 1024;
 /// The tokens a message costs beyond its text (role and framing), as OpenAI documents it.
 const PER_MESSAGE_OVERHEAD: u32 = 4;
 
-static TOKENIZER: OnceLock<CoreBPE> = OnceLock::new();
+/// A tokenizer unused this long is let go (a daemon between bursts of work).
+pub(crate) const IDLE_RELEASE: Duration = Duration::from_secs(300);
+/// How often a daemon looks whether the tokenizer is idle.
+const IDLE_CHECK: Duration = Duration::from_secs(60);
+
+static TOKENIZER: Held<CoreBPE> = Held::new();
 
 /// Whether a thread building the tokenizer was started.
 static WARMING: AtomicBool = AtomicBool::new(false);
+
+/// A value built on demand and let go when unused: reading whether it is there never waits,
+/// and it is built once however many ask for it at once.
+pub(crate) struct Held<T> {
+    value: ArcSwapOption<T>,
+    building: Mutex<()>,
+    /// When it was last handed out, in ms since [`epoch`].
+    last_used_ms: AtomicU64,
+}
+
+impl<T> Held<T> {
+    pub(crate) const fn new() -> Self {
+        Self {
+            value: ArcSwapOption::const_empty(),
+            building: Mutex::new(()),
+            last_used_ms: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether the value is there now.
+    pub(crate) fn is_held(&self) -> bool {
+        self.value.load().is_some()
+    }
+
+    /// The value, built by `build` if it is not there.
+    pub(crate) fn get(&self, build: impl FnOnce() -> T) -> Arc<T> {
+        self.last_used_ms.store(ms_since_epoch(), Ordering::Relaxed);
+        if let Some(value) = self.value.load_full() {
+            return value;
+        }
+        let _building = self.building.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(value) = self.value.load_full() {
+            return value;
+        }
+        let value = Arc::new(build());
+        self.value.store(Some(value.clone()));
+        value
+    }
+
+    /// Lets the value go if nobody asked for it for `idle`; true if it was let go.
+    pub(crate) fn release_if_idle(&self, idle: Duration) -> bool {
+        let _building = self.building.lock().unwrap_or_else(|p| p.into_inner());
+        let unused_for = ms_since_epoch().saturating_sub(self.last_used_ms.load(Ordering::Relaxed));
+        if u128::from(unused_for) < idle.as_millis() {
+            return false;
+        }
+        self.value.swap(None).is_some()
+    }
+}
+
+/// Milliseconds since the first time this was asked, in this process.
+fn ms_since_epoch() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    let epoch = *EPOCH.get_or_init(Instant::now);
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
 
 /// A size in tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,15 +115,44 @@ impl Size {
     }
 }
 
-fn tokenizer() -> &'static CoreBPE {
-    TOKENIZER.get_or_init(|| {
+fn tokenizer() -> Arc<CoreBPE> {
+    TOKENIZER.get(|| {
         tiktoken_rs::o200k_base().expect("the o200k tokenizer's tables are built into tiktoken-rs")
     })
 }
 
 /// Whether the tokenizer is built, so that counting costs only the counting.
 pub(crate) fn loaded() -> bool {
-    TOKENIZER.get().is_some()
+    TOKENIZER.is_held()
+}
+
+/// Lets the tokenizer go once it has been unused for [`IDLE_RELEASE`], looking every
+/// [`IDLE_CHECK`] until `stopped`. Sessions that counted go back to bounds for what comes next,
+/// and count again (building it anew) only near a limit.
+pub(crate) async fn release_when_idle(mut stopped: tokio::sync::watch::Receiver<bool>) {
+    let mut ticks = tokio::time::interval(IDLE_CHECK);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            _ = stopped.wait_for(|stopped| *stopped) => return,
+        }
+        if TOKENIZER.release_if_idle(IDLE_RELEASE) {
+            WARMING.store(false, Ordering::Relaxed);
+            give_back_freed_memory();
+            tracing::debug!("the tokenizer was unused for {IDLE_RELEASE:?} and was let go");
+        }
+    }
+}
+
+/// Returns the allocator's free pages to the system: the tokenizer's tables are hundreds of
+/// thousands of small allocations, which `free` alone keeps in the heap.
+fn give_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases memory the allocator holds free.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// Builds the tokenizer on a background thread, once, if it is not built yet.
@@ -69,9 +162,7 @@ pub fn warm_up() {
     }
     std::thread::Builder::new()
         .name("ryvos-tokenizer".into())
-        .spawn(|| {
-            tokenizer();
-        })
+        .spawn(|| drop(tokenizer()))
         .map(drop)
         .unwrap_or_else(|e| tracing::warn!("could not start the tokenizer warm-up thread: {e}"));
 }
@@ -87,10 +178,11 @@ pub(crate) fn blocking<T>(count: impl FnOnce() -> T) -> T {
     }
 }
 
-/// Builds the tokenizer if it is not built yet (see [`blocking`]).
-fn ready() {
-    if !loaded() {
-        blocking(tokenizer);
+/// The tokenizer, built if it is not built yet (see [`blocking`]).
+fn ready() -> Arc<CoreBPE> {
+    match loaded() {
+        true => tokenizer(),
+        false => blocking(tokenizer),
     }
 }
 
@@ -99,15 +191,15 @@ pub fn count_text(text: &str) -> u32 {
     if text.is_empty() {
         return 0;
     }
-    ready();
+    let tokenizer = ready();
     if text.len() <= EXACT_COUNT_LIMIT {
-        return tokenizer().count_ordinary(text) as u32;
+        return tokenizer.count_ordinary(text) as u32;
     }
     let mut cut = EXACT_COUNT_LIMIT;
     while !text.is_char_boundary(cut) {
         cut -= 1;
     }
-    let head = tokenizer().count_ordinary(&text[..cut]) as u64;
+    let head = tokenizer.count_ordinary(&text[..cut]) as u64;
     // Extrapolate the rest at the head's density.
     let estimate = head * text.len() as u64 / cut as u64;
     estimate.min(u32::MAX as u64) as u32
@@ -155,6 +247,26 @@ fn bytes(text: &str) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_held_value_is_built_once_and_let_go_only_when_idle() {
+        let held: Held<String> = Held::new();
+        assert!(!held.is_held());
+        assert_eq!(*held.get(|| "built".into()), "built");
+        assert_eq!(*held.get(|| unreachable!("built once")), "built");
+        assert!(
+            !held.release_if_idle(Duration::from_secs(3600)),
+            "just used"
+        );
+        assert!(held.is_held());
+        assert!(held.release_if_idle(Duration::ZERO));
+        assert!(!held.is_held());
+        assert!(
+            !held.release_if_idle(Duration::ZERO),
+            "nothing left to let go"
+        );
+        assert_eq!(*held.get(|| "again".into()), "again");
+    }
 
     #[test]
     fn counts_words_and_caps_huge_text() {

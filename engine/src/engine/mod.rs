@@ -308,6 +308,7 @@ impl Engine {
             .await
             .map_err(|e| EngineError::Actors(e.to_string()))?;
         let (stopped_tx, stopped) = watch::channel(false);
+        tokio::spawn(crate::tokens::release_when_idle(stopped.clone()));
         if let Some(telemetry) = &telemetry {
             let (runs, waiting) = (in_flight.clone(), approvals.clone());
             gauges::observe(telemetry, runs, waiting, store.clone(), stopped.clone());

@@ -4,6 +4,21 @@ use ryvos::protocol::event::GuardianAction;
 use ryvos::{Event, EventKind, RunStatus};
 use std::io::{IsTerminal, Write};
 
+/// Writes a line to stderr in one system call. Stderr is unbuffered, and `eprintln!` writes
+/// each piece of its format on its own: a tool line took six.
+macro_rules! note {
+    ($($arg:tt)*) => {
+        write_note(format_args!($($arg)*))
+    };
+}
+
+fn write_note(args: std::fmt::Arguments) {
+    let mut line = args.to_string();
+    line.push('\n');
+    // Like `eprintln!`, but a closed stderr does not stop the run.
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
 const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
 /// How events are shown.
@@ -109,7 +124,7 @@ impl Renderer {
         if self.quiet && !matches!(event.kind, EventKind::ApprovalRequested { .. }) {
             match &event.kind {
                 EventKind::RunComplete { output, .. } => crate::out::outln!("{output}"),
-                EventKind::Error { message } => eprintln!("ryvos: error: {message}"),
+                EventKind::Error { message } => note!("ryvos: error: {message}"),
                 _ => {}
             }
             return;
@@ -122,7 +137,7 @@ impl Renderer {
             }
             EventKind::ToolStart { name, input, .. } => {
                 self.end_line();
-                eprintln!("  [{name}] {}", clip(&input.to_string(), 100));
+                note!("  [{name}] {}", clip(&input.to_string(), 100));
             }
             EventKind::ToolEnd {
                 name,
@@ -132,7 +147,7 @@ impl Renderer {
             } => {
                 let first = output.lines().next().unwrap_or_default();
                 let mark = if *is_error { "failed" } else { "done" };
-                eprintln!("  [{name}] {mark}: {}", clip(first, 100));
+                note!("  [{name}] {mark}: {}", clip(first, 100));
             }
             EventKind::CheckpointSaved { turn } => {
                 // A turn's commit overlaps the next model call, so this can arrive mid-answer;
@@ -141,12 +156,12 @@ impl Renderer {
                 if self.open_line {
                     self.held_notes.push(note);
                 } else {
-                    eprintln!("{note}");
+                    note!("{note}");
                 }
             }
             EventKind::Error { message } => {
                 self.end_line();
-                eprintln!("ryvos: error: {message}");
+                note!("ryvos: error: {message}");
             }
             EventKind::GuardianStall {
                 message, action, ..
@@ -154,9 +169,9 @@ impl Renderer {
                 // A retried call streams its answer again: the cut text ends here, marked.
                 self.end_line();
                 if *action == GuardianAction::Retry {
-                    eprintln!("  [guardian] {message}; the answer starts again below");
+                    note!("  [guardian] {message}; the answer starts again below");
                 } else {
-                    eprintln!("  [guardian] {message}");
+                    note!("  [guardian] {message}");
                 }
             }
             EventKind::ModelRetry {
@@ -172,9 +187,9 @@ impl Renderer {
                 // A retried call streams its answer again: the cut text ends here, marked.
                 self.end_line();
                 if *discarded_text {
-                    eprintln!("  [model] {message}; the text above is discarded, the answer starts again below");
+                    note!("  [model] {message}; the text above is discarded, the answer starts again below");
                 } else {
-                    eprintln!("  [model] {message}");
+                    note!("  [model] {message}");
                 }
             }
             EventKind::JudgeVerdict {
@@ -186,7 +201,7 @@ impl Renderer {
             } => {
                 self.end_line();
                 let when = if *periodic { " (progress check)" } else { "" };
-                eprintln!("  [judge] {verdict:?}{when}, score {score:.2}: {reason}");
+                note!("  [judge] {verdict:?}{when}, score {score:.2}: {reason}");
             }
             EventKind::DirectorPlan {
                 plan,
@@ -199,14 +214,14 @@ impl Renderer {
                     (false, 0) => "plan".to_owned(),
                     (false, n) => format!("plan, revision {n}"),
                 };
-                eprintln!("  [director] {what}:");
+                note!("  [director] {what}:");
                 for step in &plan.steps {
                     let after = if step.depends_on.is_empty() {
                         String::new()
                     } else {
                         format!(" (after {})", step.depends_on.join(", "))
                     };
-                    eprintln!("    {}: {}{after}", step.id, clip(&step.goal, 80));
+                    note!("    {}: {}{after}", step.id, clip(&step.goal, 80));
                 }
             }
             EventKind::DirectorStep {
@@ -217,7 +232,7 @@ impl Renderer {
             } => {
                 self.end_line();
                 let first = detail.lines().next().unwrap_or_default();
-                eprintln!("  [director] step {step} {status:?}: {}", clip(first, 100));
+                note!("  [director] step {step} {status:?}: {}", clip(first, 100));
             }
             EventKind::ApprovalRequested {
                 request_id,
@@ -241,7 +256,7 @@ impl Renderer {
                 } else {
                     String::new()
                 };
-                eprintln!(
+                note!(
                     "  [approval] {tool} {} needs approval, {tier:?}{why}{how}",
                     clip(&input.to_string(), 100)
                 );
@@ -254,7 +269,7 @@ impl Renderer {
                 ..
             } if decided_by == "policy" => {
                 self.end_line();
-                eprintln!("  [security] {tool} ({tier:?}) denied by the policy");
+                note!("  [security] {tool} ({tier:?}) denied by the policy");
             }
             EventKind::ApprovalResolved {
                 approved,
@@ -268,11 +283,11 @@ impl Renderer {
                     .as_deref()
                     .map(|r| format!(": {r}"))
                     .unwrap_or_default();
-                eprintln!("  [approval] {what} by {by}{why}");
+                note!("  [approval] {what} by {by}{why}");
             }
             EventKind::GuardianHint { message, .. } => {
                 self.end_line();
-                eprintln!(
+                note!(
                     "  [guardian hint] {}",
                     message.trim_start_matches("[Guardian] ")
                 );
@@ -284,7 +299,7 @@ impl Renderer {
                 ..
             } => {
                 self.end_line();
-                eprintln!("  [guardian] '{tool}' repeated {repeats} times with the same input and result ({action:?})");
+                note!("  [guardian] '{tool}' repeated {repeats} times with the same input and result ({action:?})");
             }
             EventKind::ContextPruned {
                 dropped_messages,
@@ -300,36 +315,36 @@ impl Renderer {
                 if self.open_line {
                     self.held_notes.push(note);
                 } else {
-                    eprintln!("{note}");
+                    note!("{note}");
                 }
             }
             EventKind::GuardianBudgetAlert { message, .. } => {
                 self.end_line();
-                eprintln!("  [budget] {message}");
+                note!("  [budget] {message}");
             }
             EventKind::BudgetWarning { message, .. } => {
                 self.end_line();
-                eprintln!("  [budget] warning: {message}");
+                note!("  [budget] warning: {message}");
             }
             EventKind::BudgetExceeded { message, .. } => {
                 self.end_line();
-                eprintln!("  [budget] limit reached: {message}");
+                note!("  [budget] limit reached: {message}");
             }
             EventKind::Interrupt { pending_calls, .. } if !pending_calls.is_empty() => {
                 self.end_line();
-                eprintln!(
+                note!(
                     "  [paused] {} tool call(s) left pending; `ryvos run --resume SESSION PROMPT` runs them first",
                     pending_calls.len()
                 );
             }
             EventKind::OutputTruncated { message, .. } => {
                 self.end_line();
-                eprintln!("  [truncated] {message}");
+                note!("  [truncated] {message}");
             }
             EventKind::RunComplete { truncated, .. } => {
                 self.end_line();
                 if *truncated {
-                    eprintln!(
+                    note!(
                         "ryvos: the answer was cut off at the model's output limit \
                          ([model] max_output_tokens)"
                     );
@@ -349,17 +364,17 @@ impl Renderer {
             return;
         }
         if status == RunStatus::Completed {
-            eprintln!(
+            note!(
                 "ryvos: session {session}; continue it with `ryvos run --resume {session} \
                  \"<next prompt>\"` (or `ryvos run --continue ...` here)"
             );
         } else if status.pauses() {
-            eprintln!(
+            note!(
                 "ryvos: the run paused with status {status}{why}; go on with `ryvos run --resume \
                  {session}`"
             );
         } else {
-            eprintln!(
+            note!(
                 "ryvos: the run ended with status {status}{why}; session {session}: `ryvos run \
                  --resume {session} \"<next prompt>\"` continues it"
             );
@@ -375,7 +390,7 @@ impl Renderer {
             self.open_line = false;
         }
         for note in self.held_notes.drain(..) {
-            eprintln!("{note}");
+            note!("{note}");
         }
     }
 }
