@@ -4,34 +4,50 @@ use super::Tool;
 use crate::provider::ToolSpec;
 use arc_swap::ArcSwap;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
-/// A tool with its spec and its compiled schema: compiled once, when it joins.
+/// A tool with its spec and its schema, compiled once.
 struct Registered {
     tool: Arc<dyn Tool>,
     spec: ToolSpec,
-    validator: jsonschema::Validator,
+    /// Compiled at the tool's first call if it is a fixed one, or as it joins if it is a
+    /// group's (so that a bad schema from an MCP server is left out at once). Compiling pulls
+    /// in the whole JSON Schema machinery, which a daemon that runs nothing should not hold.
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
 }
 
 impl Registered {
-    fn compile(tool: Arc<dyn Tool>) -> Result<Arc<Self>, RegistryError> {
-        let name = tool.name().to_owned();
-        let schema = tool.parameters();
-        let validator =
-            jsonschema::validator_for(&schema).map_err(|e| RegistryError::InvalidSchema {
-                name: name.clone(),
-                cause: e.to_string(),
-            })?;
+    /// The tool, its schema compiled when first needed.
+    fn new(tool: Arc<dyn Tool>) -> Arc<Self> {
         let spec = ToolSpec {
-            name,
+            name: tool.name().to_owned(),
             description: tool.description().to_owned(),
-            parameters: schema,
+            parameters: tool.parameters(),
         };
-        Ok(Arc::new(Self {
+        Arc::new(Self {
             tool,
             spec,
-            validator,
-        }))
+            validator: OnceLock::new(),
+        })
+    }
+
+    /// The tool, its schema compiled now.
+    fn compiled(tool: Arc<dyn Tool>) -> Result<Arc<Self>, RegistryError> {
+        let registered = Self::new(tool);
+        registered.validator()?;
+        Ok(registered)
+    }
+
+    fn validator(&self) -> Result<&jsonschema::Validator, RegistryError> {
+        let compiled = self.validator.get_or_init(|| {
+            jsonschema::validator_for(&self.spec.parameters).map_err(|e| e.to_string())
+        });
+        compiled
+            .as_ref()
+            .map_err(|cause| RegistryError::InvalidSchema {
+                name: self.spec.name.clone(),
+                cause: cause.clone(),
+            })
     }
 }
 
@@ -41,7 +57,7 @@ struct Snapshot {
     tools: HashMap<String, Arc<Registered>>,
     specs: Arc<Vec<ToolSpec>>,
     /// What the specs weigh in a request, counted once, when first asked.
-    specs_tokens: std::sync::OnceLock<u64>,
+    specs_tokens: OnceLock<u64>,
 }
 
 /// Tools by name, with their schemas compiled once.
@@ -87,17 +103,18 @@ impl Snapshot {
         Self {
             tools,
             specs: Arc::new(specs),
-            specs_tokens: std::sync::OnceLock::new(),
+            specs_tokens: OnceLock::new(),
         }
     }
 }
 
 impl ToolRegistry {
-    /// A registry of `tools`.
+    /// A registry of `tools`. Their schemas are compiled at each one's first call: one that
+    /// does not compile refuses that call (`validation_error`), naming what is wrong with it.
     pub fn new(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Result<Self, RegistryError> {
         let mut fixed: Vec<Arc<Registered>> = Vec::new();
         for tool in tools {
-            let registered = Registered::compile(tool)?;
+            let registered = Registered::new(tool);
             if fixed.iter().any(|r| r.spec.name == registered.spec.name) {
                 return Err(RegistryError::Duplicate(registered.spec.name.clone()));
             }
@@ -125,7 +142,7 @@ impl ToolRegistry {
         let mut joined = Vec::new();
         let mut left_out = Vec::new();
         for tool in tools {
-            match Registered::compile(tool) {
+            match Registered::compiled(tool) {
                 Ok(r) if taken.insert(r.spec.name.clone()) => joined.push(r),
                 Ok(r) => left_out.push(RegistryError::Duplicate(r.spec.name.clone())),
                 Err(e) => left_out.push(e),
@@ -200,8 +217,10 @@ impl ToolRegistry {
                  object that matches the tool's schema"
             ))
         })?;
-        let problems: Vec<String> = registered
-            .validator
+        let validator = registered
+            .validator()
+            .map_err(|e| ValidationError(format!("{e}; the call was not run")))?;
+        let problems: Vec<String> = validator
             .iter_errors(&input)
             .map(|e| {
                 let at = e.instance_path().to_string();
@@ -220,5 +239,69 @@ impl ToolRegistry {
                 problems.join("; ")
             )))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{SafetyTier, ToolContext, ToolError};
+    use serde_json::{json, Value};
+
+    /// A tool with the given schema.
+    struct Schema(&'static str, Value);
+
+    #[async_trait::async_trait]
+    impl Tool for Schema {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn description(&self) -> &str {
+            "a schema under test"
+        }
+        fn parameters(&self) -> Value {
+            self.1.clone()
+        }
+        fn tier(&self) -> SafetyTier {
+            SafetyTier::T0
+        }
+        async fn execute(&self, _: Value, _: &ToolContext) -> Result<String, ToolError> {
+            Ok(String::new())
+        }
+    }
+
+    fn bad_schema() -> Value {
+        json!({"type": "object", "properties": {"n": {"type": "no-such-type"}}})
+    }
+
+    #[test]
+    fn every_built_in_schema_compiles() {
+        let registry = ToolRegistry::new(crate::tools::builtin::all()).unwrap();
+        for tool in registry.current.load().tools.values() {
+            assert!(tool.validator().is_ok(), "{}", tool.spec.name);
+        }
+    }
+
+    #[test]
+    fn a_fixed_tool_with_a_bad_schema_has_its_calls_refused_naming_the_schema() {
+        let registry = ToolRegistry::new([Arc::new(Schema("bad", bad_schema())) as _]).unwrap();
+        let refused = registry.validate("bad", "{}").unwrap_err().to_string();
+        assert!(refused.contains("invalid JSON Schema"), "{refused}");
+        assert!(refused.contains("not run"), "{refused}");
+    }
+
+    #[test]
+    fn a_groups_tool_with_a_bad_schema_is_left_out_as_it_joins() {
+        let registry = ToolRegistry::default();
+        let good = Arc::new(Schema("good", json!({"type": "object"}))) as Arc<dyn Tool>;
+        let left_out = registry.replace_group(
+            "mcp",
+            vec![good, Arc::new(Schema("bad", bad_schema())) as _],
+        );
+        assert!(
+            matches!(&left_out[..], [RegistryError::InvalidSchema { name, .. }] if name == "bad")
+        );
+        assert_eq!(registry.names(), ["good"]);
+        assert!(registry.validate("good", "{}").is_ok());
     }
 }
