@@ -6,7 +6,7 @@
 //! already ran it 10 times. Each is run in-process (`ryvos run`, no daemon) and through a fresh
 //! daemon (`ryvosd`, with `ryvos run` following the events). Reported, as medians of
 //! [`REPEATS`] runs: wall time, CPU time and peak RSS of client and daemon (from `wait4` and
-//! `/proc/<pid>/stat`, not sampled), process start to the first model request, the runtime's
+//! `/proc/<pid>/task/*/schedstat`, not sampled), process start to the first model request, the runtime's
 //! gap per turn at the server (an answer's end to the next request), and the last request's
 //! size. Also: `ryvosd` start to its socket answering, and its resident memory when idle.
 //!
@@ -274,17 +274,17 @@ fn spawner(command: &[String]) {
     );
 }
 
-/// CPU time `pid` has used so far, from `/proc/<pid>/stat`.
+/// CPU time `pid` has used so far: the sum of its threads' run time in
+/// `/proc/<pid>/task/*/schedstat`, in nanoseconds (`/proc/<pid>/stat` counts in clock ticks,
+/// 10 ms here, too coarse for a run's share). A thread that ended meanwhile is not in it; none
+/// of the daemon's do during a run.
 fn cpu_so_far(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the daemon's stat");
-    // The fields after the command's closing parenthesis; utime and stime are 14th and 15th.
-    let fields: Vec<&str> = stat[stat.rfind(')').expect("a stat line") + 2..]
-        .split(' ')
-        .collect();
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    // SAFETY: sysconf only reads a constant of the system.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
-    Duration::from_micros(ticks * 1_000_000 / per_second.max(1))
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the daemon's threads");
+    let nanos: u64 = tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
+        .filter_map(|line| line.split(' ').next()?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(nanos)
 }
 
 /// A daemon started on `home`, answering on its socket.
