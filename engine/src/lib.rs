@@ -37,6 +37,7 @@ mod engine;
 mod event;
 mod guardian;
 mod guardrail;
+mod heartbeat;
 use ryvos_protocol::ids;
 mod interrupt;
 mod judge;

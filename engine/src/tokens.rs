@@ -9,11 +9,12 @@
 //! once, when it enters the history, and its size is kept with it. A tokenizer nobody used for
 //! [`IDLE_RELEASE`] is let go, and its memory given back: see [`release_when_idle`].
 
+use crate::heartbeat::Heartbeat;
 use crate::message::Message;
 use arc_swap::ArcSwapOption;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
 use tiktoken_rs::CoreBPE;
 
 /// Text beyond this many bytes is not tokenized but estimated from its length, so a pathological
@@ -28,7 +29,7 @@ pub(crate) const IDLE_RELEASE: Duration = Duration::from_secs(300);
 /// How often a daemon looks whether the tokenizer is idle.
 const IDLE_CHECK: Duration = Duration::from_secs(60);
 
-static TOKENIZER: Held<CoreBPE> = Held::new();
+static TOKENIZER: LazyLock<Held<CoreBPE>> = LazyLock::new(Held::new);
 
 /// Whether a thread building the tokenizer was started.
 static WARMING: AtomicBool = AtomicBool::new(false);
@@ -38,16 +39,16 @@ static WARMING: AtomicBool = AtomicBool::new(false);
 pub(crate) struct Held<T> {
     value: ArcSwapOption<T>,
     building: Mutex<()>,
-    /// When it was last handed out, in ms since [`epoch`].
-    last_used_ms: AtomicU64,
+    /// Beats whenever the value is handed out.
+    used: Heartbeat,
 }
 
 impl<T> Held<T> {
-    pub(crate) const fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             value: ArcSwapOption::const_empty(),
             building: Mutex::new(()),
-            last_used_ms: AtomicU64::new(0),
+            used: Heartbeat::new(),
         }
     }
 
@@ -58,7 +59,7 @@ impl<T> Held<T> {
 
     /// The value, built by `build` if it is not there.
     pub(crate) fn get(&self, build: impl FnOnce() -> T) -> Arc<T> {
-        self.last_used_ms.store(ms_since_epoch(), Ordering::Relaxed);
+        self.used.beat();
         if let Some(value) = self.value.load_full() {
             return value;
         }
@@ -74,19 +75,11 @@ impl<T> Held<T> {
     /// Lets the value go if nobody asked for it for `idle`; true if it was let go.
     pub(crate) fn release_if_idle(&self, idle: Duration) -> bool {
         let _building = self.building.lock().unwrap_or_else(|p| p.into_inner());
-        let unused_for = ms_since_epoch().saturating_sub(self.last_used_ms.load(Ordering::Relaxed));
-        if u128::from(unused_for) < idle.as_millis() {
+        if self.used.silent_for() < idle {
             return false;
         }
         self.value.swap(None).is_some()
     }
-}
-
-/// Milliseconds since the first time this was asked, in this process.
-fn ms_since_epoch() -> u64 {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    let epoch = *EPOCH.get_or_init(Instant::now);
-    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A size in tokens.

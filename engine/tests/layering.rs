@@ -40,6 +40,7 @@ const STACK: &[&str] = &[
     "telemetry",
     "config",
     "tokens",
+    "heartbeat",
     "text",
     "callback",
     "ids",

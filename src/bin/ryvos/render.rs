@@ -15,8 +15,12 @@ macro_rules! note {
 fn write_note(args: std::fmt::Arguments) {
     let mut line = args.to_string();
     line.push('\n');
-    // Like `eprintln!`, but a closed stderr does not stop the run.
-    let _ = std::io::stderr().write_all(line.as_bytes());
+    if std::io::stderr().write_all(line.as_bytes()).is_err() {
+        // Stderr is where the CLI reports errors, so a failure to write it has nowhere left to
+        // be reported. Unlike `eprintln!`, it does not panic and take an in-process run down
+        // with it: the run goes on, its answer still reaches stdout and its outcome the exit
+        // code.
+    }
 }
 
 const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
