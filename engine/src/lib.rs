@@ -67,7 +67,8 @@ pub use mcp::McpServers;
 pub use provider::recording::RecordingProvider;
 pub use provider::{
     from_config as provider_from_config, keys_set as provider_keys_set, probe as probe_provider,
-    ChatRequest, DeltaStream, FinishReason, Provider, ProviderError, StreamDelta, ToolSpec, Usage,
+    ChatRequest, DeltaStream, EncodedPrefix, FinishReason, Provider, ProviderError, StreamDelta,
+    ToolSpec, Usage,
 };
 pub use sandbox::Sandbox;
 pub use security::{ApprovalError, Approvals};

@@ -244,7 +244,7 @@ async fn evaluate_within(
     let chat = open_chat(events, within, &args.models, &request);
     let called = args
         .models
-        .answer(&request, None, &Heartbeat::new(), None)
+        .answer(&request, None, &Heartbeat::new(), None, &Default::default())
         .await;
     end_chat(events, chat, Some(&called));
     let (opinion, judge_call) = match called.result {

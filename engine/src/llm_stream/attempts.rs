@@ -11,8 +11,8 @@ use super::{Heartbeat, ModelAnswer, ModelReply};
 use crate::event::{EventKind, RunEvents};
 use crate::provider::retry::{Backoffs, RetryPolicy};
 use crate::provider::{
-    AssistantResponse, ChatRequest, Provider, ProviderError, Recovery, ResponseAssembler,
-    StreamDelta, Usage,
+    AssistantResponse, ChatRequest, EncodedPrefix, Provider, ProviderError, Recovery,
+    ResponseAssembler, StreamDelta, Usage,
 };
 use crate::text::truncate;
 use crate::tokens;
@@ -68,9 +68,11 @@ impl ModelChain {
         events: Option<&RunEvents>,
         heartbeat: &Heartbeat,
         counted_input: Option<u64>,
+        encoded: &EncodedPrefix,
     ) -> ModelAnswer {
         let mut call = Call {
             request,
+            encoded,
             events,
             heartbeat,
             counted_input,
@@ -137,7 +139,13 @@ impl ModelChain {
             let key = provider.key_label();
             let attempt = tokio::time::timeout_at(
                 deadline,
-                one_attempt(provider, call.request, call.events, call.heartbeat),
+                one_attempt(
+                    provider,
+                    call.request,
+                    call.encoded,
+                    call.events,
+                    call.heartbeat,
+                ),
             )
             .await;
             let Ok(attempt) = attempt else {
@@ -273,6 +281,8 @@ impl Call<'_> {
 /// One call in progress over the chain.
 struct Call<'a> {
     request: &'a ChatRequest,
+    /// What the run's last call encoded.
+    encoded: &'a EncodedPrefix,
     events: Option<&'a RunEvents>,
     heartbeat: &'a Heartbeat,
     /// The request's size as the session counted it, when it did.
@@ -322,6 +332,7 @@ fn round_ms(wait: Duration) -> Duration {
 async fn one_attempt(
     provider: &dyn Provider,
     request: &ChatRequest,
+    encoded: &EncodedPrefix,
     events: Option<&RunEvents>,
     heartbeat: &Heartbeat,
 ) -> Attempt {
@@ -330,7 +341,7 @@ async fn one_attempt(
         started: false,
         shown: false,
     };
-    let mut stream = match provider.stream(request).await {
+    let mut stream = match provider.stream_continuing(request, encoded).await {
         Ok(stream) => stream,
         Err(e) => {
             attempt.result = Err(e);

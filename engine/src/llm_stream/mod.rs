@@ -16,7 +16,7 @@ use spans::{end_summary, open_summary};
 use crate::callback::Callback;
 use crate::event::RunEvents;
 pub(crate) use crate::heartbeat::Heartbeat;
-use crate::provider::{AssistantResponse, ChatRequest, ProviderError, Usage};
+use crate::provider::{AssistantResponse, ChatRequest, EncodedPrefix, ProviderError, Usage};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -72,6 +72,9 @@ pub(crate) struct StreamJob {
     /// The request's size in tokens as the session counted it, when every part of it is
     /// counted: a reply without usage is billed this much input without counting again.
     pub counted_input: Option<u64>,
+    /// What the run's last call encoded, for this one to go on from (see
+    /// [`EncodedPrefix`]).
+    pub encoded: Arc<EncodedPrefix>,
     pub cancel: CancellationToken,
     /// Beaten on every delta.
     pub heartbeat: Heartbeat,
@@ -128,6 +131,7 @@ impl Actor for LlmStreamActor {
                         events,
                         purpose,
                         counted_input,
+                        encoded,
                         cancel,
                         heartbeat,
                         on_done,
@@ -146,6 +150,7 @@ impl Actor for LlmStreamActor {
                         (purpose == Purpose::Turn).then_some(&events),
                         &heartbeat,
                         counted_input,
+                        &encoded,
                     );
                     let result = tokio::select! {
                         result = streaming => Some(result),

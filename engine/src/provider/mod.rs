@@ -9,6 +9,7 @@ pub(crate) mod decode;
 pub(crate) mod http;
 pub(crate) mod keys;
 pub(crate) mod openai;
+mod prefix;
 mod probe;
 pub(crate) mod recording;
 pub(crate) mod replay;
@@ -17,6 +18,7 @@ pub(crate) mod sse;
 pub(crate) mod wait_hint;
 
 pub use assembler::{AssistantResponse, ResponseAssembler};
+pub use prefix::EncodedPrefix;
 pub use probe::{keys_set, probe};
 
 use crate::config::{default_api_key, default_base_url, Fallback, ModelConfig};
@@ -121,6 +123,17 @@ pub trait Provider: Send + Sync + 'static {
 
     /// Starts a streamed answer to `request`.
     async fn stream(&self, request: &ChatRequest) -> Result<DeltaStream, ProviderError>;
+
+    /// Starts a streamed answer to `request`, the next request of a run that passes the same
+    /// `encoded` with each: a provider may keep there what it encoded, and encode only the
+    /// messages added since. By default, [`Self::stream`].
+    async fn stream_continuing(
+        &self,
+        request: &ChatRequest,
+        _encoded: &EncodedPrefix,
+    ) -> Result<DeltaStream, ProviderError> {
+        self.stream(request).await
+    }
 
     /// Which of several API keys the next request carries ("key 2 of 3"), for the record of
     /// attempts; empty when there is only one.

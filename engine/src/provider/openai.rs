@@ -3,6 +3,7 @@
 
 use super::http::{self, truncate};
 use super::keys::ApiKeys;
+use super::prefix::{Conversation, EncodedPrefix, Encoder};
 use super::replay::{self, ReplayIds};
 use super::sse::{self, Decoded};
 use super::{
@@ -23,36 +24,82 @@ pub(crate) struct OpenAiProvider {
     model: String,
     keys: Arc<ApiKeys>,
     idle_timeout: Duration,
-    /// The output limit, and the field that carries it.
-    limit: OutputLimit,
+    /// Every request's fields but the messages and tools, encoded once: a JSON object.
+    settings: Vec<u8>,
     /// The endpoint is on loopback.
     local: bool,
-}
-
-/// The output limit of every request; none when 0.
-#[derive(Clone, Copy)]
-struct OutputLimit {
-    tokens: u32,
-    field: MaxTokensField,
+    /// Marks the prefixes this provider encoded.
+    encoder: Encoder,
 }
 
 impl OpenAiProvider {
     /// A provider for `config`'s endpoint and model, authenticating with `keys`.
     pub(crate) fn new(config: &ModelConfig, keys: Arc<ApiKeys>) -> Result<Self, ProviderError> {
         let (http, idle_timeout) = http::client(config)?;
+        let settings = serde_json::to_vec(&WireSettings::new(config)).map_err(encoding_failed)?;
         Ok(Self {
             http,
             url: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),
             model: config.model.clone(),
             keys,
             idle_timeout,
-            limit: OutputLimit {
-                tokens: config.max_output_tokens,
-                field: config.max_tokens_field,
-            },
+            settings,
             local: http::is_loopback(&config.base_url),
+            encoder: Encoder::unique(),
         })
     }
+
+    /// The body of a request for `request`: the messages and tools `encoded` holds from the
+    /// run's last request are copied, and only what was added since is encoded.
+    fn body(
+        &self,
+        request: &ChatRequest,
+        encoded: &EncodedPrefix,
+    ) -> Result<Vec<u8>, ProviderError> {
+        let mut prefix = encoded.take(&Conversation {
+            owner: self.encoder,
+            system: &request.system,
+            tools: &request.tools,
+            messages: &request.messages,
+        });
+        if prefix.messages_json.is_empty() && !request.system.is_empty() {
+            let system = WireMessage::System {
+                content: &request.system,
+            };
+            serde_json::to_writer(&mut prefix.messages_json, &system).map_err(encoding_failed)?;
+        }
+        for message in &request.messages[prefix.encoded()..] {
+            if !prefix.messages_json.is_empty() {
+                prefix.messages_json.push(b',');
+            }
+            let wire = WireMessage::of(message, &mut prefix.ids);
+            serde_json::to_writer(&mut prefix.messages_json, &wire).map_err(encoding_failed)?;
+        }
+        if prefix.tools_json.is_empty() && !request.tools.is_empty() {
+            let tools: Vec<WireTool<'_>> = request.tools.iter().map(WireTool::from).collect();
+            serde_json::to_writer(&mut prefix.tools_json, &tools).map_err(encoding_failed)?;
+        }
+        // The settings are an object: its closing brace makes room for the rest.
+        let open = &self.settings[..self.settings.len() - 1];
+        let mut body = Vec::with_capacity(
+            open.len() + prefix.messages_json.len() + prefix.tools_json.len() + 32,
+        );
+        body.extend_from_slice(open);
+        body.extend_from_slice(b",\"messages\":[");
+        body.extend_from_slice(&prefix.messages_json);
+        body.push(b']');
+        if !prefix.tools_json.is_empty() {
+            body.extend_from_slice(b",\"tools\":");
+            body.extend_from_slice(&prefix.tools_json);
+        }
+        body.push(b'}');
+        encoded.keep(prefix, &request.messages);
+        Ok(body)
+    }
+}
+
+fn encoding_failed(e: serde_json::Error) -> ProviderError {
+    ProviderError::Config(format!("encoding the request: {e}"))
 }
 
 #[async_trait]
@@ -66,8 +113,16 @@ impl Provider for OpenAiProvider {
     }
 
     async fn stream(&self, request: &ChatRequest) -> Result<DeltaStream, ProviderError> {
-        let body = serde_json::to_vec(&WireRequest::new(&self.model, request, self.limit))
-            .map_err(|e| ProviderError::Config(format!("encoding the request: {e}")))?;
+        self.stream_continuing(request, &EncodedPrefix::default())
+            .await
+    }
+
+    async fn stream_continuing(
+        &self,
+        request: &ChatRequest,
+        encoded: &EncodedPrefix,
+    ) -> Result<DeltaStream, ProviderError> {
+        let body = self.body(request, encoded)?;
         let http = self
             .http
             .post(&self.url)
@@ -154,12 +209,10 @@ fn parse_chunk(data: &str) -> Result<Vec<StreamDelta>, ProviderError> {
 
 // --- Wire format -------------------------------------------------------------------------
 
+/// Every request's fields but the messages and tools.
 #[derive(Serialize)]
-struct WireRequest<'a> {
+struct WireSettings<'a> {
     model: &'a str,
-    messages: Vec<WireMessage<'a>>,
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    tools: Vec<WireTool<'a>>,
     stream: bool,
     stream_options: StreamOptions,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -173,34 +226,20 @@ struct StreamOptions {
     include_usage: bool,
 }
 
-impl<'a> WireRequest<'a> {
-    fn new(model: &'a str, request: &'a ChatRequest, limit: OutputLimit) -> Self {
-        let mut messages = Vec::with_capacity(request.messages.len() + 1);
-        if !request.system.is_empty() {
-            messages.push(WireMessage::System {
-                content: &request.system,
-            });
-        }
-        let mut ids = ReplayIds::default();
-        messages.extend(
-            request
-                .messages
-                .iter()
-                .map(|m| WireMessage::of(m.as_ref(), &mut ids)),
-        );
+impl<'a> WireSettings<'a> {
+    /// The output limit (none when 0) goes in the field `config` names.
+    fn new(config: &'a ModelConfig) -> Self {
+        let limit = config.max_output_tokens;
+        let field = config.max_tokens_field;
         Self {
-            model,
-            messages,
-            tools: request.tools.iter().map(WireTool::from).collect(),
+            model: &config.model,
             stream: true,
             stream_options: StreamOptions {
                 include_usage: true,
             },
-            max_tokens: (limit.tokens > 0 && limit.field == MaxTokensField::MaxTokens)
-                .then_some(limit.tokens),
-            max_completion_tokens: (limit.tokens > 0
-                && limit.field == MaxTokensField::MaxCompletionTokens)
-                .then_some(limit.tokens),
+            max_tokens: (limit > 0 && field == MaxTokensField::MaxTokens).then_some(limit),
+            max_completion_tokens: (limit > 0 && field == MaxTokensField::MaxCompletionTokens)
+                .then_some(limit),
         }
     }
 }
@@ -228,7 +267,7 @@ enum WireMessage<'a> {
 impl<'a> WireMessage<'a> {
     /// `m` as the wire carries it: calls and results as every server accepts them (see
     /// [`replay`]).
-    fn of(m: &'a Message, ids: &mut ReplayIds<'a>) -> Self {
+    fn of(m: &'a Message, ids: &mut ReplayIds) -> Self {
         match m {
             Message::User { content } => WireMessage::User { content },
             Message::System { content } => WireMessage::System { content },
@@ -352,6 +391,8 @@ struct WireStreamError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::ToolCall;
+    use ryvos_protocol::ids::CallId;
 
     #[test]
     fn chunks_with_missing_optional_fields_parse() {
@@ -383,6 +424,122 @@ mod tests {
                 id: "chatcmpl-1".into()
             }
         );
+    }
+
+    fn call(id: &str) -> Arc<Message> {
+        Arc::new(Message::Assistant {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: CallId::new(id),
+                name: "read".into(),
+                arguments: r#"{"path":"a \"b\".txt"}"#.into(),
+            }],
+        })
+    }
+
+    fn result(id: &str) -> Arc<Message> {
+        Arc::new(Message::ToolResult {
+            call_id: CallId::new(id),
+            name: "read".into(),
+            content: "line\nwith \u{1} and é".into(),
+            is_error: false,
+        })
+    }
+
+    /// A conversation whose replayed ids need the whole history: an id the server must not
+    /// get ("bad id!"), and the same id used twice.
+    fn conversation() -> Vec<Arc<Message>> {
+        let mut messages = vec![Arc::new(Message::user("look"))];
+        for id in ["bad id!", "c1", "c1", "bad id!"] {
+            messages.push(call(id));
+            messages.push(result(id));
+        }
+        messages.push(Arc::new(Message::System {
+            content: "a hint".into(),
+        }));
+        messages.push(Arc::new(Message::Assistant {
+            content: "done".into(),
+            tool_calls: Vec::new(),
+        }));
+        messages
+    }
+
+    fn provider() -> OpenAiProvider {
+        let keys = Arc::new(ApiKeys::new("", &[], "api_key"));
+        OpenAiProvider::new(&ModelConfig::default(), keys).unwrap()
+    }
+
+    fn request(messages: &[Arc<Message>], tools: &Arc<Vec<ToolSpec>>) -> ChatRequest {
+        ChatRequest {
+            system: "be brief".into(),
+            messages: Arc::new(messages.to_vec()),
+            tools: tools.clone(),
+        }
+    }
+
+    #[test]
+    fn a_continued_request_is_encoded_as_the_whole_one_would_be() {
+        let provider = provider();
+        let tools = Arc::new(vec![ToolSpec {
+            name: "read".into(),
+            description: "reads".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }]);
+        let messages = conversation();
+        let encoded = EncodedPrefix::default();
+        // Each request continues the last one's messages, as a run's turns do.
+        let mut shared = Arc::new(Vec::new());
+        for message in &messages {
+            Arc::make_mut(&mut shared).push(message.clone());
+            let continued = ChatRequest {
+                system: "be brief".into(),
+                messages: shared.clone(),
+                tools: tools.clone(),
+            };
+            let whole = request(&shared, &tools);
+            let continued = provider.body(&continued, &encoded).unwrap();
+            let whole = provider.body(&whole, &EncodedPrefix::default()).unwrap();
+            assert_eq!(String::from_utf8(continued), String::from_utf8(whole));
+        }
+        let body: serde_json::Value = serde_json::from_slice(
+            &provider
+                .body(&request(&messages, &tools), &encoded)
+                .unwrap(),
+        )
+        .unwrap();
+        let ids: Vec<_> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m.get("tool_call_id"))
+            .collect();
+        assert_eq!(ids, ["bad_id_", "c1", "c1_2", "bad_id__2"]);
+    }
+
+    #[test]
+    fn a_conversation_that_changed_is_encoded_whole_again() {
+        let (provider, other) = (provider(), provider());
+        let tools = Arc::new(Vec::new());
+        let messages = conversation();
+        let encoded = EncodedPrefix::default();
+        let body = |messages: &[Arc<Message>], encoded: &EncodedPrefix| {
+            String::from_utf8(provider.body(&request(messages, &tools), encoded).unwrap()).unwrap()
+        };
+        body(&messages, &encoded);
+        // Pruned: the first exchanges are gone.
+        let pruned = &messages[5..];
+        assert_eq!(body(pruned, &encoded), body(pruned, &Default::default()));
+        // Rewritten: the same length, another message in the middle.
+        let mut rewritten = messages.clone();
+        rewritten[2] = result("c9");
+        assert_eq!(
+            body(&rewritten, &encoded),
+            body(&rewritten, &Default::default())
+        );
+        // Another provider (a fallback model) encodes for itself.
+        let by_other =
+            String::from_utf8(other.body(&request(&rewritten, &tools), &encoded).unwrap()).unwrap();
+        assert_eq!(by_other, body(&rewritten, &Default::default()));
     }
 
     #[test]

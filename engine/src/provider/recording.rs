@@ -5,7 +5,7 @@
 //! provider streamed it. [`ReplayProvider`] answers the n-th request with the n-th answer, so a
 //! recorded run can be shown again with no network and no key; the tools still run for real.
 
-use super::{ChatRequest, DeltaStream, Provider, ProviderError, StreamDelta};
+use super::{ChatRequest, DeltaStream, EncodedPrefix, Provider, ProviderError, StreamDelta};
 use crate::message::Message;
 use async_trait::async_trait;
 use futures_util::{Stream, StreamExt};
@@ -120,7 +120,16 @@ impl Provider for RecordingProvider {
     }
 
     async fn stream(&self, request: &ChatRequest) -> Result<DeltaStream, ProviderError> {
-        let inner = self.inner.stream(request).await?;
+        self.stream_continuing(request, &EncodedPrefix::default())
+            .await
+    }
+
+    async fn stream_continuing(
+        &self,
+        request: &ChatRequest,
+        encoded: &EncodedPrefix,
+    ) -> Result<DeltaStream, ProviderError> {
+        let inner = self.inner.stream_continuing(request, encoded).await?;
         Ok(Box::pin(Tee {
             inner,
             call: RecordedCall {

@@ -74,31 +74,34 @@ fn clean(text: &str) -> Cow<'_, str> {
 /// The ids a conversation's calls and results are replayed with, worked out as its messages
 /// are encoded, in order: a call takes its cleaned id, or a suffixed one when that was used
 /// before; a result takes the id its call was given.
+/// It owns what it remembers, so that a run's next request can go on from where the last one
+/// ended (see [`super::prefix`]).
 #[derive(Debug, Default)]
-pub(crate) struct ReplayIds<'a> {
-    used: HashSet<Cow<'a, str>>,
+pub(crate) struct ReplayIds {
+    used: HashSet<String>,
     /// Stored ids replayed under another one, to the latest id given.
-    renamed: HashMap<&'a str, String>,
+    renamed: HashMap<String, String>,
 }
 
-impl<'a> ReplayIds<'a> {
+impl ReplayIds {
     /// The id the call stored as `stored` is replayed with.
-    pub(crate) fn call(&mut self, stored: &'a str) -> Cow<'a, str> {
+    pub(crate) fn call<'a>(&mut self, stored: &'a str) -> Cow<'a, str> {
         let base = match clean(stored) {
             Cow::Borrowed("") => Cow::Borrowed("call"),
             cleaned => cleaned,
         };
         let mut id = base.clone();
         let mut n = 2;
-        while self.used.contains(&id) {
+        while self.used.contains(id.as_ref()) {
             let suffix = format!("_{n}");
             let keep = base.len().min(MAX_LEN - suffix.len());
             id = Cow::Owned(format!("{}{suffix}", &base[..keep]));
             n += 1;
         }
-        self.used.insert(id.clone());
+        self.used.insert(id.clone().into_owned());
         if id != stored {
-            self.renamed.insert(stored, id.clone().into_owned());
+            self.renamed
+                .insert(stored.to_owned(), id.clone().into_owned());
         } else {
             self.renamed.remove(stored);
         }
@@ -106,7 +109,7 @@ impl<'a> ReplayIds<'a> {
     }
 
     /// The id the result answering call `stored` is replayed with.
-    pub(crate) fn result(&self, stored: &'a str) -> Cow<'a, str> {
+    pub(crate) fn result<'a>(&self, stored: &'a str) -> Cow<'a, str> {
         match self.renamed.get(stored) {
             Some(id) => Cow::Owned(id.clone()),
             None => clean(stored),

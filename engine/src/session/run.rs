@@ -119,6 +119,8 @@ pub(super) struct ActiveRun {
     pub call_cancel: CancellationToken,
     /// When the model call in flight last streamed, or the tools in flight were dispatched.
     pub heartbeat: Heartbeat,
+    /// What the run's last model call encoded, for the next one to go on from.
+    pub encoded: Arc<crate::provider::EncodedPrefix>,
     /// Cancels `cancel` when the run is dropped, however that happens (a panicking actor too),
     /// so no stream or tool outlives its run.
     pub _cancel_on_drop: tokio_util::sync::DropGuard,
@@ -207,6 +209,7 @@ impl ActiveRun {
             held_prompt: None,
             call_cancel: cancel.child_token(),
             heartbeat: Heartbeat::new(),
+            encoded: Arc::default(),
             cancel: cancel.clone(),
             _cancel_on_drop: cancel.drop_guard(),
             started: Instant::now(),

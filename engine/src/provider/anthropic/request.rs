@@ -126,7 +126,7 @@ pub(super) fn wire_messages(messages: &[Arc<Message>]) -> Vec<WireMessage<'_>> {
 
 /// The role one message is sent as and its blocks; calls and results as every server accepts
 /// them (see [`replay`]).
-fn blocks_of<'a>(message: &'a Message, ids: &mut ReplayIds<'a>) -> (WireRole, Vec<WireBlock<'a>>) {
+fn blocks_of<'a>(message: &'a Message, ids: &mut ReplayIds) -> (WireRole, Vec<WireBlock<'a>>) {
     match message {
         Message::User { content } if content.trim().is_empty() => {
             (WireRole::User, vec![WireBlock::text("(empty message)")])

@@ -215,6 +215,7 @@ impl SessionState {
             events: run.events.clone(),
             purpose: Purpose::Summary { messages: cut.drop },
             counted_input: None,
+            encoded: Default::default(),
             cancel: run.call_cancel.clone(),
             heartbeat: run.heartbeat.clone(),
             on_done: Callback::new(

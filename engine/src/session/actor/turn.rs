@@ -66,6 +66,7 @@ impl SessionState {
             events: run.events.clone(),
             purpose: Purpose::Turn,
             counted_input,
+            encoded: run.encoded.clone(),
             cancel: run.call_cancel.clone(),
             heartbeat: run.heartbeat.clone(),
             on_done: Callback::new(
