@@ -5,6 +5,7 @@ use crate::protocol::{ErrorBody, ErrorCode, RunParams};
 use crate::runtime::{RunRequest, RuntimeError};
 use ryvos_engine::{EngineError, StartRunError};
 use ryvos_protocol::ids::SessionId;
+use std::path::Path;
 
 /// The run `params` asks for; a session to resume must exist.
 pub(super) async fn run_request(
@@ -24,6 +25,9 @@ pub(super) async fn run_request(
             "give session (use or create it) or resume (continue it, it must exist), not both"
                 .into(),
         ));
+    }
+    if let Some(config) = &params.config {
+        same_config(config, shared).map_err(bad)?;
     }
     let mut request = RunRequest::new(params.prompt).workspace(params.workspace);
     if let Some(cwd) = params.cwd {
@@ -58,6 +62,25 @@ pub(super) async fn run_request(
         request = request.session(SessionId::new(session));
     }
     Ok(request)
+}
+
+/// Whether this daemon runs on the config file `asked` (the caller's `--config`): a run it
+/// hosts uses the daemon's settings, so another file would be silently ignored.
+fn same_config(asked: &str, shared: &Shared) -> Result<(), String> {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    let ours = shared.config.source.as_deref();
+    if ours.map(canonical) == Some(canonical(Path::new(asked))) {
+        return Ok(());
+    }
+    let ours = ours.map_or_else(
+        || "the built-in defaults".into(),
+        |p| p.display().to_string(),
+    );
+    Err(format!(
+        "ryvosd is running on this home with {ours}, and a run it hosts uses that, not \
+         --config {asked}; stop it with `ryvos shutdown` to run on --config in-process, or drop \
+         --config"
+    ))
 }
 
 /// The answer to a request the store failed.

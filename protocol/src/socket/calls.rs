@@ -43,6 +43,10 @@ pub struct RunParams {
     /// the run's span is a child of the caller's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// The config file the caller means the run to use (an absolute path): a daemon running
+    /// on another one refuses the run (`bad_request`) rather than use its own silently.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
 }
 
 impl RunParams {
@@ -57,6 +61,7 @@ impl RunParams {
             goal: None,
             director: false,
             traceparent: None,
+            config: None,
         }
     }
 }

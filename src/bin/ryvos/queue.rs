@@ -58,6 +58,7 @@ pub async fn submit(mut args: RunArgs, given: Given, socket: &Path) -> u8 {
             .map(|c| c.display().to_string()),
         goal: asked.goal,
         director: args.director,
+        config: None,
         traceparent: crate::running::caller_trace(),
     };
     let mut client = match daemon(socket).await {

@@ -8,7 +8,7 @@ use crate::render::Renderer;
 use ryvos::client::Client;
 use ryvos::config::Config;
 use ryvos::protocol::{
-    Interrupt, NoParams, Reply, Run, RunParams, SessionParams, Sessions, Status,
+    ErrorCode, Interrupt, NoParams, Reply, Run, RunParams, SessionParams, Sessions,
 };
 use ryvos::{EventKind, RunRequest, Runtime, RuntimeError, SessionId};
 use std::path::PathBuf;
@@ -60,37 +60,6 @@ fn latest_in(
         .map(|s| s.session_id.to_string())
 }
 
-/// Whether the daemon answering runs on the config file `--config` named: a run it hosts
-/// uses the daemon's settings, so another file would be silently ignored.
-pub async fn same_config(client: &mut Client, config: &Config) -> Result<(), String> {
-    let status = match client.call::<Status>(&NoParams {}).await {
-        Ok(Ok(status)) => status,
-        Ok(Err(error)) => return Err(error.message),
-        Err(e) => return Err(e.to_string()),
-    };
-    let canonical = |p: &str| std::fs::canonicalize(p).unwrap_or_else(|_| PathBuf::from(p));
-    let ours = config
-        .source
-        .as_ref()
-        .map(|p| canonical(&p.display().to_string()));
-    let theirs = status.config.as_deref().map(canonical);
-    if ours == theirs {
-        return Ok(());
-    }
-    let theirs = status
-        .config
-        .unwrap_or_else(|| "the built-in defaults".into());
-    Err(format!(
-        "ryvosd is running on this home with {theirs}, and a run it hosts uses that, not \
-         --config {}; stop it with `ryvos shutdown` to run on --config in-process, or drop \
-         --config",
-        config
-            .source
-            .as_ref()
-            .map_or_else(String::new, |p| p.display().to_string())
-    ))
-}
-
 /// The daemon's most recent session of `workspace`; the exit code when there is none.
 async fn latest_remote(client: &mut Client, workspace: &std::path::Path) -> Result<String, u8> {
     match client.call::<Sessions>(&NoParams {}).await {
@@ -128,6 +97,8 @@ pub struct Remote {
     pub director: bool,
     /// The daemon's socket, to answer approval requests on.
     pub socket: PathBuf,
+    /// The config file `--config` named, which the daemon must be running on.
+    pub config: Option<PathBuf>,
 }
 
 pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
@@ -141,6 +112,7 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
         goal,
         director,
         socket,
+        config,
     } = run;
     let inline = inline_approval::wanted(json_out);
     let resume = match resume.as_deref() {
@@ -161,6 +133,7 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
         goal,
         director,
         traceparent: caller_trace(),
+        config: config.map(|c| std::fs::canonicalize(&c).unwrap_or(c).display().to_string()),
     };
     let mut renderer = Renderer::new(json_out).quiet(quiet);
     let mut session_seen: Option<String> = None;
@@ -197,7 +170,11 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
             }
             Ok(Reply::Error { error, .. }) => {
                 eprintln!("ryvos: {}", error.message);
-                return EXIT_RUN_FAILED;
+                // A run asked for wrongly (another config than the daemon's) is a usage error.
+                return match error.code {
+                    ErrorCode::BadRequest => EXIT_USAGE,
+                    _ => EXIT_RUN_FAILED,
+                };
             }
             Err(e) => {
                 let resume = session_seen

@@ -3,7 +3,7 @@
 
 use crate::cli::RunArgs;
 use crate::exit::{EXIT_DAEMON, EXIT_USAGE};
-use crate::running::{self, run_local, run_remote, Local, Remote};
+use crate::running::{run_local, run_remote, Local, Remote};
 use ryvos::client::{Client, ClientError};
 use ryvos::config::Config;
 use std::io::{IsTerminal, Read};
@@ -37,10 +37,8 @@ pub async fn run(mut args: RunArgs, given: Given, config: Config, socket: PathBu
         }
     };
     match Client::connect(&socket).await {
-        Ok(mut client) => {
-            if let Err(why) =
-                hosted_as_asked(&mut client, &config, recording, explicit_config, settings).await
-            {
+        Ok(client) => {
+            if let Err(why) = hosted_as_asked(&config, recording, settings) {
                 eprintln!("ryvos: {why}");
                 return EXIT_USAGE;
             }
@@ -54,6 +52,7 @@ pub async fn run(mut args: RunArgs, given: Given, config: Config, socket: PathBu
                 goal,
                 director: args.director,
                 socket,
+                config: config.source.clone().filter(|_| explicit_config),
             };
             run_remote(client, run).await
         }
@@ -118,14 +117,9 @@ pub fn asked(args: &mut RunArgs) -> Result<Asked, String> {
 }
 
 /// Why the daemon answering cannot host this run as it was asked for, if it cannot: it runs
-/// on its own config, so settings given here would be silently ignored.
-async fn hosted_as_asked(
-    client: &mut Client,
-    config: &Config,
-    recording: bool,
-    explicit_config: bool,
-    settings: bool,
-) -> Result<(), String> {
+/// on its own config, so settings given here would be silently ignored. (A `--config` it does
+/// not run on is refused by the daemon, with the run request.)
+fn hosted_as_asked(config: &Config, recording: bool, settings: bool) -> Result<(), String> {
     if recording {
         return Err(format!(
             "--record runs in-process, but ryvosd holds this RYVOS_HOME ({}); stop it with \
@@ -140,9 +134,6 @@ async fn hosted_as_asked(
              or stop it with `ryvos shutdown` to run in-process with them"
                 .into(),
         );
-    }
-    if explicit_config {
-        running::same_config(client, config).await?;
     }
     Ok(())
 }
