@@ -324,6 +324,11 @@ async fn requests_that_cannot_be_served_as_asked_are_refused_and_the_connection_
                 .to_owned(),
             "not both",
         ),
+        (
+            r#"{"id": 7, "method": "submit", "params": {"prompt": "p", "workspace": "/", "config": "/etc/ryvos.toml"}}"#
+                .to_owned(),
+            "config is for run",
+        ),
         (r#"{"id": 0, "method": "status"}"#.to_owned(), "id 0 is reserved"),
         (r#"{"id": 5, "method": "status", "extra": 1}"#.to_owned(), "`extra`"),
     ];
@@ -344,6 +349,25 @@ async fn requests_that_cannot_be_served_as_asked_are_refused_and_the_connection_
         let message = answer["error"]["message"].as_str().unwrap();
         assert!(message.contains(says), "{line}: {message}");
     }
+    // A run meant for another config file is refused as such, naming both.
+    let line = serde_json::json!({"id": 8, "method": "run", "params": {
+        "prompt": "p", "workspace": "/", "config": "/elsewhere/other.toml"}});
+    write
+        .write_all(format!("{line}\n").as_bytes())
+        .await
+        .unwrap();
+    let answer = tokio::time::timeout(WAIT, answers.next_line())
+        .await
+        .expect("answered")
+        .unwrap()
+        .expect("the connection stays open");
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["error"]["code"], "config_mismatch", "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("/elsewhere/other.toml") && message.contains("ryvosd is running on"),
+        "{message}"
+    );
     // The same connection still serves.
     write
         .write_all(b"{\"id\": 6, \"method\": \"status\"}\n")

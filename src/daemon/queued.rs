@@ -20,6 +20,13 @@ const LOOK_AGAIN: Duration = Duration::from_secs(2);
 
 /// Puts a run in the queue.
 pub(super) async fn submit(params: RunParams, shared: &Shared) -> Result<QueuedRun, ErrorBody> {
+    if params.config.is_some() {
+        return Err(ErrorBody::new(
+            ErrorCode::BadRequest,
+            "config is for run: a queued run is hosted by whichever daemon claims it, on that \
+             daemon's config",
+        ));
+    }
     // Checked as `run` checks it, so that a bad run is refused now, not when it is claimed.
     let request = run_request(params.clone(), shared).await?;
     request.check().map_err(run_error)?;

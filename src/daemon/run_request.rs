@@ -27,7 +27,8 @@ pub(super) async fn run_request(
         ));
     }
     if let Some(config) = &params.config {
-        same_config(config, shared).map_err(bad)?;
+        same_config(config, shared)
+            .map_err(|why| ErrorBody::new(ErrorCode::ConfigMismatch, why))?;
     }
     let mut request = RunRequest::new(params.prompt).workspace(params.workspace);
     if let Some(cwd) = params.cwd {

@@ -126,7 +126,8 @@ pub trait Provider: Send + Sync + 'static {
 
     /// Starts a streamed answer to `request`, the next request of a run that passes the same
     /// `encoded` with each: a provider may keep there what it encoded, and encode only the
-    /// messages added since. By default, [`Self::stream`].
+    /// messages added since. By default, [`Self::stream`]; a provider that wraps another
+    /// passes `encoded` on to the wrapped one's, or its requests are encoded whole each time.
     async fn stream_continuing(
         &self,
         request: &ChatRequest,

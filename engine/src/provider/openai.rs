@@ -469,77 +469,87 @@ mod tests {
         OpenAiProvider::new(&ModelConfig::default(), keys).unwrap()
     }
 
-    fn request(messages: &[Arc<Message>], tools: &Arc<Vec<ToolSpec>>) -> ChatRequest {
-        ChatRequest {
-            system: "be brief".into(),
-            messages: Arc::new(messages.to_vec()),
+    fn tools() -> Arc<Vec<ToolSpec>> {
+        Arc::new(vec![ToolSpec {
+            name: "read".into(),
+            description: "reads".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }])
+    }
+
+    /// The body `provider` sends for `messages`, continuing from `encoded`.
+    fn body(
+        provider: &OpenAiProvider,
+        (system, tools): (&Arc<str>, &Arc<Vec<ToolSpec>>),
+        messages: &Arc<Vec<Arc<Message>>>,
+        encoded: &EncodedPrefix,
+    ) -> String {
+        let request = ChatRequest {
+            system: system.clone(),
+            messages: messages.clone(),
             tools: tools.clone(),
-        }
+        };
+        String::from_utf8(provider.body(&request, encoded).unwrap()).unwrap()
     }
 
     #[test]
     fn a_continued_request_is_encoded_as_the_whole_one_would_be() {
         let provider = provider();
-        let tools = Arc::new(vec![ToolSpec {
-            name: "read".into(),
-            description: "reads".into(),
-            parameters: serde_json::json!({"type": "object"}),
-        }]);
-        let messages = conversation();
-        let encoded = EncodedPrefix::default();
-        // Each request continues the last one's messages, as a run's turns do.
-        let mut shared = Arc::new(Vec::new());
-        for message in &messages {
-            Arc::make_mut(&mut shared).push(message.clone());
-            let continued = ChatRequest {
-                system: "be brief".into(),
-                messages: shared.clone(),
-                tools: tools.clone(),
-            };
-            let whole = request(&shared, &tools);
-            let continued = provider.body(&continued, &encoded).unwrap();
-            let whole = provider.body(&whole, &EncodedPrefix::default()).unwrap();
-            assert_eq!(String::from_utf8(continued), String::from_utf8(whole));
+        for system in ["be brief", ""] {
+            for tools in [Arc::new(Vec::new()), tools()] {
+                let system: Arc<str> = system.into();
+                let encoded = EncodedPrefix::default();
+                // Each request continues the last one's messages, as a run's turns do: the
+                // same system prompt, tools and messages, shared.
+                let mut messages = Arc::new(Vec::new());
+                for message in conversation() {
+                    Arc::make_mut(&mut messages).push(message);
+                    let continued = body(&provider, (&system, &tools), &messages, &encoded);
+                    let whole = body(&provider, (&system, &tools), &messages, &Default::default());
+                    assert_eq!(continued, whole);
+                }
+                let sent: serde_json::Value =
+                    serde_json::from_str(&body(&provider, (&system, &tools), &messages, &encoded))
+                        .unwrap();
+                let ids: Vec<_> = sent["messages"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|m| m.get("tool_call_id"))
+                    .collect();
+                assert_eq!(ids, ["bad_id_", "c1", "c1_2", "bad_id__2"]);
+            }
         }
-        let body: serde_json::Value = serde_json::from_slice(
-            &provider
-                .body(&request(&messages, &tools), &encoded)
-                .unwrap(),
-        )
-        .unwrap();
-        let ids: Vec<_> = body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|m| m.get("tool_call_id"))
-            .collect();
-        assert_eq!(ids, ["bad_id_", "c1", "c1_2", "bad_id__2"]);
     }
 
     #[test]
     fn a_conversation_that_changed_is_encoded_whole_again() {
         let (provider, other) = (provider(), provider());
-        let tools = Arc::new(Vec::new());
-        let messages = conversation();
-        let encoded = EncodedPrefix::default();
-        let body = |messages: &[Arc<Message>], encoded: &EncodedPrefix| {
-            String::from_utf8(provider.body(&request(messages, &tools), encoded).unwrap()).unwrap()
+        let (system, no_tools): (Arc<str>, _) = ("be brief".into(), Arc::new(Vec::new()));
+        let whole = |messages: &Arc<Vec<Arc<Message>>>, tools: &Arc<Vec<ToolSpec>>| {
+            body(&provider, (&system, tools), messages, &Default::default())
         };
-        body(&messages, &encoded);
+        let messages = Arc::new(conversation());
+        let encoded = EncodedPrefix::default();
+        let next = |messages: &Arc<Vec<Arc<Message>>>, tools: &Arc<Vec<ToolSpec>>| {
+            body(&provider, (&system, tools), messages, &encoded)
+        };
+        next(&messages, &no_tools);
         // Pruned: the first exchanges are gone.
-        let pruned = &messages[5..];
-        assert_eq!(body(pruned, &encoded), body(pruned, &Default::default()));
-        // Rewritten: the same length, another message in the middle.
-        let mut rewritten = messages.clone();
+        let pruned = Arc::new(messages[5..].to_vec());
+        assert_eq!(next(&pruned, &no_tools), whole(&pruned, &no_tools));
+        // Rewritten: the same length as the last request, another message in the middle.
+        next(&messages, &no_tools);
+        let mut rewritten = (*messages).clone();
         rewritten[2] = result("c9");
-        assert_eq!(
-            body(&rewritten, &encoded),
-            body(&rewritten, &Default::default())
-        );
+        let rewritten = Arc::new(rewritten);
+        assert_eq!(next(&rewritten, &no_tools), whole(&rewritten, &no_tools));
+        // Tools joined (an MCP server came up).
+        let tools = tools();
+        assert_eq!(next(&rewritten, &tools), whole(&rewritten, &tools));
         // Another provider (a fallback model) encodes for itself.
-        let by_other =
-            String::from_utf8(other.body(&request(&rewritten, &tools), &encoded).unwrap()).unwrap();
-        assert_eq!(by_other, body(&rewritten, &Default::default()));
+        let by_other = body(&other, (&system, &tools), &rewritten, &encoded);
+        assert_eq!(by_other, whole(&rewritten, &tools));
     }
 
     #[test]

@@ -44,7 +44,8 @@ pub struct RunParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
     /// The config file the caller means the run to use (an absolute path): a daemon running
-    /// on another one refuses the run (`bad_request`) rather than use its own silently.
+    /// on another one refuses the run (`config_mismatch`) rather than use its own silently.
+    /// Only for `run`: a queued run is hosted by whichever daemon claims it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<String>,
 }

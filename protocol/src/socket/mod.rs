@@ -253,6 +253,8 @@ pub enum ErrorCode {
     /// Too many runs in flight, or the session has one; try again later.
     Busy,
     NotFound,
+    /// A `run` named a config file (`config`) the daemon does not run on.
+    ConfigMismatch,
     ShuttingDown,
     PermissionDenied,
     Internal,

@@ -170,9 +170,9 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
             }
             Ok(Reply::Error { error, .. }) => {
                 eprintln!("ryvos: {}", error.message);
-                // A run asked for wrongly (another config than the daemon's) is a usage error.
+                // A --config the daemon does not run on is a usage error, as in-process.
                 return match error.code {
-                    ErrorCode::BadRequest => EXIT_USAGE,
+                    ErrorCode::ConfigMismatch => EXIT_USAGE,
                     _ => EXIT_RUN_FAILED,
                 };
             }
