@@ -8,7 +8,7 @@ use crate::render::Renderer;
 use ryvos::client::Client;
 use ryvos::config::Config;
 use ryvos::protocol::{
-    ErrorCode, Interrupt, NoParams, Reply, Run, RunParams, SessionParams, Sessions,
+    ErrorBody, ErrorCode, Interrupt, NoParams, Reply, Run, RunParams, SessionParams, Sessions,
 };
 use ryvos::{EventKind, RunRequest, Runtime, RuntimeError, SessionId};
 use std::path::PathBuf;
@@ -168,14 +168,7 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
             Ok(Reply::Result { result, .. }) => {
                 return ended_remote(result, &mut renderer, ctrl_c.was_pressed());
             }
-            Ok(Reply::Error { error, .. }) => {
-                eprintln!("ryvos: {}", error.message);
-                // A --config the daemon does not run on is a usage error, as in-process.
-                return match error.code {
-                    ErrorCode::ConfigMismatch => EXIT_USAGE,
-                    _ => EXIT_RUN_FAILED,
-                };
-            }
+            Ok(Reply::Error { error, .. }) => return refused(error),
             Err(e) => {
                 let resume = session_seen
                     .map(|s| format!("; its completed turns are stored: `ryvos run --resume {s} ...` continues it"))
@@ -184,6 +177,16 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
                 return EXIT_DAEMON;
             }
         }
+    }
+}
+
+/// Reports a run the daemon refused; the exit code.
+fn refused(error: ErrorBody) -> u8 {
+    eprintln!("ryvos: {}", error.message);
+    match error.code {
+        // A --config the daemon does not run on is a usage error, as in-process.
+        ErrorCode::ConfigMismatch => EXIT_USAGE,
+        _ => EXIT_RUN_FAILED,
     }
 }
 
