@@ -1,6 +1,6 @@
 //! One client connection: read request lines, answer each with events and a final line.
 
-use super::reply::send;
+use super::reply::{send, EventLines};
 use super::run_request::{internal, run_error, run_request};
 use super::Shared;
 use crate::protocol::{
@@ -8,7 +8,7 @@ use crate::protocol::{
     RunParams, ShutdownResult, StatusResult, Undecodable, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use crate::runtime::RunOutcome;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use ryvos_protocol::ids::SessionId;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -258,15 +258,19 @@ async fn stream(
     tracing::info!(%session, %run, "run started");
     let mut outcome = None;
     let mut client_gone = false;
+    let mut lines = EventLines::new(id);
     while let Some(event) = handle.next_event().await {
-        outcome = RunOutcome::from_event(&event).or(outcome);
-        if !client_gone {
-            let reply = Reply::Event {
-                id,
-                event: (*event).clone(),
+        let mut ready = Some(event);
+        // The events already waiting join this one's write.
+        while let Some(event) = ready {
+            outcome = RunOutcome::from_event(&event).or(outcome);
+            client_gone = client_gone || lines.push(&event).is_err();
+            ready = match lines.full() {
+                true => None,
+                false => handle.next_event().now_or_never().flatten(),
             };
-            client_gone = send(write, &reply).await.is_err();
         }
+        client_gone = client_gone || lines.flush(write).await.is_err();
     }
     match &outcome {
         Some(o) => tracing::info!(

@@ -1,6 +1,8 @@
-//! Writing one reply line to a client.
+//! Writing reply lines to a client.
 
 use crate::protocol::Reply;
+use ryvos_protocol::event::Event;
+use serde::Serialize;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::OwnedWriteHalf;
@@ -18,4 +20,79 @@ pub(super) async fn send(write: &mut OwnedWriteHalf, reply: &Reply) -> std::io::
         .map_err(|_| {
             std::io::Error::new(std::io::ErrorKind::TimedOut, "the client stopped reading")
         })?
+}
+
+/// The most of a burst of events written at once: past it, what is encoded goes out before
+/// the next ready event is taken, so a fast stream of deltas reaches the client as it comes.
+const MAX_BURST_BYTES: usize = 64 * 1024;
+
+/// A run's events on their way to a client, as `Reply::Event` lines. Events that are ready
+/// together go out in one write (one system call, and one wake-up of the client, per burst
+/// rather than per event), each encoded from the run's shared event, not from a copy of it.
+pub(super) struct EventLines {
+    id: u64,
+    buffer: Vec<u8>,
+}
+
+/// `Reply::Event`, borrowing its event.
+#[derive(Serialize)]
+struct EventLine<'a> {
+    id: u64,
+    event: &'a Event,
+}
+
+impl EventLines {
+    /// Lines answering request `id`.
+    pub(super) fn new(id: u64) -> Self {
+        Self {
+            id,
+            buffer: Vec::new(),
+        }
+    }
+
+    /// Adds `event`'s line to the burst.
+    pub(super) fn push(&mut self, event: &Event) -> std::io::Result<()> {
+        let line = EventLine { id: self.id, event };
+        serde_json::to_writer(&mut self.buffer, &line).map_err(std::io::Error::other)?;
+        self.buffer.push(b'\n');
+        Ok(())
+    }
+
+    /// Whether the burst should go out before another event joins it.
+    pub(super) fn full(&self) -> bool {
+        self.buffer.len() >= MAX_BURST_BYTES
+    }
+
+    /// Writes the burst, as [`send`] writes a line.
+    pub(super) async fn flush(&mut self, write: &mut OwnedWriteHalf) -> std::io::Result<()> {
+        let written = tokio::time::timeout(WRITE_TIMEOUT, write.write_all(&self.buffer)).await;
+        self.buffer.clear();
+        written.map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::TimedOut, "the client stopped reading")
+        })?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ryvos_protocol::event::EventKind;
+    use ryvos_protocol::ids::{RunId, SessionId};
+
+    #[test]
+    fn an_event_line_is_the_event_reply_line() {
+        let event = Event {
+            session_id: SessionId::new("s_1"),
+            run_id: RunId::new("r_1"),
+            kind: EventKind::TextDelta {
+                text: "a \"quoted\" line\n".into(),
+            },
+        };
+        let mut lines = EventLines::new(7);
+        lines.push(&event).unwrap();
+        lines.push(&event).unwrap();
+        let reply = Reply::Event { id: 7, event };
+        let line = serde_json::to_string(&reply).unwrap() + "\n";
+        assert_eq!(String::from_utf8(lines.buffer).unwrap(), line.repeat(2));
+    }
 }
