@@ -1,7 +1,7 @@
 //! The run queue's methods: `submit`, `runs`, `wait` and `follow`. They read and write the
 //! shared store, so they answer the same through any daemon of the cluster.
 
-use super::reply::send;
+use super::reply::{send, EventLines};
 use super::run_request::{run_error, run_request};
 use super::Shared;
 use crate::protocol::{ErrorBody, ErrorCode, QueuedRunParams, Reply, RunParams, RunsParams};
@@ -227,11 +227,8 @@ pub(super) async fn follow(
                     continue;
                 }
                 let end = matches!(event.kind, EventKind::RunComplete { .. });
-                let reply = Reply::Event {
-                    id,
-                    event: (*event).clone(),
-                };
-                if send(write, &reply).await.is_err() {
+                let mut line = EventLines::new(id);
+                if line.push(&event).is_err() || line.flush(write).await.is_err() {
                     return Err(ErrorBody::new(ErrorCode::Internal, "the client left"));
                 }
                 if end {
