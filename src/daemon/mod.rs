@@ -44,6 +44,9 @@ pub enum DaemonError {
 pub(crate) struct Shared {
     pub runtime: Runtime,
     pub config: Config,
+    /// The file `config` was read from, resolved once (symlinks too), to compare the file a
+    /// run names with.
+    pub config_file: Option<PathBuf>,
     pub socket: PathBuf,
     pub started: Instant,
     /// Cancelled to stop the daemon.
@@ -85,6 +88,7 @@ pub async fn serve(
         .map_err(|e| setup(&format!("restricting {}", socket.display()), e))?;
     let shared = Arc::new(Shared {
         runtime,
+        config_file: config.source.as_deref().map(canonical),
         config,
         socket: socket.clone(),
         started: Instant::now(),
@@ -219,4 +223,9 @@ async fn accept_until_stopped(
         ));
     }
     Ok(())
+}
+
+/// `path` with its symlinks resolved, or as it is when it cannot be (it was removed).
+pub(crate) fn canonical(path: &std::path::Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
 }

@@ -1,6 +1,6 @@
 //! A socket `run` (or `submit`) request's parameters checked and turned into a run request.
 
-use super::Shared;
+use super::{canonical, Shared};
 use crate::protocol::{ErrorBody, ErrorCode, RunParams};
 use crate::runtime::{RunRequest, RuntimeError};
 use ryvos_engine::{EngineError, StartRunError};
@@ -68,12 +68,10 @@ pub(super) async fn run_request(
 /// Whether this daemon runs on the config file `asked` (the caller's `--config`): a run it
 /// hosts uses the daemon's settings, so another file would be silently ignored.
 fn same_config(asked: &str, shared: &Shared) -> Result<(), String> {
-    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
-    let ours = shared.config.source.as_deref();
-    if ours.map(canonical) == Some(canonical(Path::new(asked))) {
+    if shared.config_file.as_deref() == Some(canonical(Path::new(asked)).as_path()) {
         return Ok(());
     }
-    let ours = ours.map_or_else(
+    let ours = shared.config.source.as_deref().map_or_else(
         || "the built-in defaults".into(),
         |p| p.display().to_string(),
     );

@@ -133,7 +133,8 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
         goal,
         director,
         traceparent: caller_trace(),
-        config: config.map(|c| std::fs::canonicalize(&c).unwrap_or(c).display().to_string()),
+        // Absolute as loaded; the daemon resolves symlinks.
+        config: config.map(|c| c.display().to_string()),
     };
     let mut renderer = Renderer::new(json_out).quiet(quiet);
     let mut session_seen: Option<String> = None;
