@@ -32,7 +32,11 @@ pub(super) fn refusal(stream: &UnixStream) -> Option<&'static str> {
 
 /// Whether process `pid` runs with `no_new_privs` (the `NoNewPrivs:` line of its status).
 fn runs_with_no_new_privs(pid: i32) -> std::io::Result<bool> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let mut file = std::fs::File::open(format!("/proc/{pid}/status"))?;
+    // procfs reports a size of 0, so reading to the end would probe in 32-byte steps, a system
+    // call each; the status is ~1.5 KB, and reads continue until its end.
+    let mut status = String::with_capacity(4096);
+    std::io::Read::read_to_string(&mut file, &mut status)?;
     Ok(status
         .lines()
         .find_map(|line| line.strip_prefix("NoNewPrivs:"))
