@@ -8,12 +8,16 @@
 //! [`REPEATS`] runs: wall time, CPU time and peak RSS of client and daemon (from `wait4` and
 //! `/proc/<pid>/task/*/schedstat`, not sampled), process start to the first model request, the runtime's
 //! gap per turn at the server (an answer's end to the next request), and the last request's
-//! size. Also: `ryvosd` start to its socket answering, and its resident memory when idle.
+//! size. Also: `ryvosd` start to its socket answering, and its resident memory when idle; and
+//! the transport's floor: the same gap for a bare HTTP client (reqwest, as Ryvos uses) that
+//! replays a real run's requests and sends each as soon as the previous answer ended, so what
+//! the loopback, the HTTP stacks and the bench's own server take is seen apart from Ryvos's
+//! work.
 //!
 //! `cargo bench --bench outside`; `RYVOS_BENCH_BIN=<dir>` measures the binaries in another
 //! build's directory instead (for before/after figures); `RYVOS_BENCH_ONLY=<names>` runs only
 //! the named figures, comma-separated, of `in-process-w1`, `in-process-w2`, `daemon-w1`,
-//! `daemon-w2` and `start` (for a profiler's run).
+//! `daemon-w2`, `start` and `floor` (for a profiler's run).
 
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use std::io::{BufRead, BufReader, Write};
@@ -31,8 +35,10 @@ const EARLIER_RUNS: usize = 10;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some(SPAWN) {
-        return spawner(&args[2..]);
+    match args.get(1).map(String::as_str) {
+        Some(SPAWN) => return spawner(&args[2..]),
+        Some(REPLAY) => return replayer(&args[2], Path::new(&args[3])),
+        _ => {}
     }
     let binaries = Binaries::find();
     let runtime = tokio::runtime::Runtime::new().expect("a runtime for the model server");
@@ -42,6 +48,8 @@ fn main() {
         only.as_ref()
             .is_none_or(|o| o.split(',').any(|n| n == name))
     };
+    // Each figure's gap per turn, by name, for the transport floor's comparison.
+    let mut measured_gaps = Vec::new();
     for daemon in [false, true] {
         let mut gaps = Vec::new();
         for earlier in [0, EARLIER_RUNS] {
@@ -51,7 +59,9 @@ fn main() {
             let runs: Vec<Measured> = (0..REPEATS)
                 .map(|_| runtime.block_on(measure(&binaries, daemon, earlier)))
                 .collect();
-            gaps.push(report(daemon, earlier, &runs));
+            let gap = report(daemon, earlier, &runs);
+            gaps.push(gap);
+            measured_gaps.push((figure_name(daemon, earlier), gap));
         }
         if let [w1, w2] = gaps[..] {
             let ratio = w1.max(w2) / w1.min(w2);
@@ -59,6 +69,22 @@ fn main() {
                 "{} gap per turn, W2 against W1: {ratio:4.2}x   target <= 1.2x: {}",
                 mode_name(daemon),
                 verdict(ratio <= 1.2)
+            );
+        }
+    }
+    if wanted("floor") {
+        let floors: Vec<Duration> = (0..REPEATS)
+            .map(|_| runtime.block_on(transport_floor(&binaries)))
+            .collect();
+        let floor = median(floors.iter().map(|f| f.as_secs_f64() * 1e3).collect());
+        println!(
+            "transport floor: gap per turn p50 {floor:5.3} ms for a bare HTTP client replaying \
+             the same requests"
+        );
+        for (name, gap) in &measured_gaps {
+            println!(
+                "  {name}: Ryvos's own work per turn, its gap above the floor: {:5.3} ms",
+                gap - floor
             );
         }
     }
@@ -323,11 +349,14 @@ fn stop_daemon(daemon: Spawned) -> Usage {
 struct Measured {
     wall: Duration,
     cpu: Duration,
+    client_cpu: Duration,
     client_rss_kib: u64,
     daemon_rss_kib: Option<u64>,
     to_first_request: Duration,
     gap_p50: Duration,
     last_request_bytes: usize,
+    /// The connections the run's requests came on.
+    connections: usize,
 }
 
 /// Runs the workload once, after `earlier` runs in the same session, in-process or through a
@@ -351,26 +380,89 @@ async fn measure(binaries: &Binaries, daemon: bool, earlier: usize) -> Measured 
     let daemon_rss_kib = daemon.map(|d| stop_daemon(d).peak_rss_kib);
     let captured = server.captured();
     let requests = &captured[first..];
-    let gaps: Vec<f64> = (1..requests.len())
+    let gaps = gaps(&server, first);
+    Measured {
+        wall: client.wall,
+        cpu: client.cpu + daemon_cpu.unwrap_or_default(),
+        client_cpu: client.cpu,
+        client_rss_kib: client.peak_rss_kib,
+        daemon_rss_kib,
+        to_first_request: requests[0].at.saturating_duration_since(started),
+        gap_p50: gaps,
+        last_request_bytes: requests.last().map_or(0, |r| r.bytes),
+        connections: connections(requests),
+    }
+}
+
+/// The median gap at `server` between an answer's end and the next request, from request
+/// `first` on.
+fn gaps(server: &ScriptedModelServer, first: usize) -> Duration {
+    let captured = server.captured();
+    let gaps: Vec<f64> = (first + 1..captured.len())
         .filter_map(|i| {
-            let answered = server.finished(first + i - 1)?;
+            let answered = server.finished(i - 1)?;
             Some(
-                requests[i]
+                captured[i]
                     .at
                     .saturating_duration_since(answered)
                     .as_secs_f64(),
             )
         })
         .collect();
-    Measured {
-        wall: client.wall,
-        cpu: client.cpu + daemon_cpu.unwrap_or_default(),
-        client_rss_kib: client.peak_rss_kib,
-        daemon_rss_kib,
-        to_first_request: requests[0].at.saturating_duration_since(started),
-        gap_p50: Duration::from_secs_f64(median(gaps)),
-        last_request_bytes: requests.last().map_or(0, |r| r.bytes),
-    }
+    Duration::from_secs_f64(median(gaps))
+}
+
+/// How many connections `requests` came on.
+fn connections(requests: &[ryvos_testkit::Captured]) -> usize {
+    let peers: std::collections::HashSet<_> = requests.iter().map(|r| r.peer).collect();
+    peers.len()
+}
+
+/// The argument that makes this program a replayer: it sends the requests in a file, one JSON
+/// body per line, to a model server's URL, each as soon as the previous answer ended.
+const REPLAY: &str = "--replay";
+
+/// The gap per turn of a bare HTTP client: a real run's requests, replayed by a replayer.
+async fn transport_floor(binaries: &Binaries) -> Duration {
+    let recorded = ScriptedModelServer::start(script()).await;
+    let home = Home::new(&recorded);
+    home.run(binaries, "s_floor");
+    let bodies: String = recorded
+        .requests()
+        .iter()
+        .map(|body| format!("{body}\n"))
+        .collect();
+    let file = home.home.path().join("requests.jsonl");
+    std::fs::write(&file, bodies).expect("the recorded requests");
+    let replayed = ScriptedModelServer::start(script()).await;
+    let mut replay = Command::new(std::env::current_exe().expect("this bench's path"));
+    replay.arg(REPLAY).arg(replayed.base_url()).arg(&file);
+    let usage = Spawned::start(&mut replay).wait();
+    assert_eq!(usage.status, 0, "the replay failed");
+    gaps(&replayed, 0)
+}
+
+/// The replayer: posts each line of `requests` to `base_url`'s chat completions and reads the
+/// answer to its end. It runs as a task on a multi-threaded runtime, as Ryvos's model calls do
+/// (a future `block_on` runs itself is woken across threads at every read).
+fn replayer(base_url: &str, requests: &Path) {
+    let bodies = std::fs::read_to_string(requests).expect("the requests to replay");
+    let url = format!("{base_url}/chat/completions");
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let replay = runtime.spawn(async move {
+        let client = reqwest::Client::new();
+        for body in bodies.lines() {
+            let mut answer = client
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(body.to_owned())
+                .send()
+                .await
+                .expect("the server answers");
+            while answer.chunk().await.expect("the answer's body").is_some() {}
+        }
+    });
+    runtime.block_on(replay).expect("the replay ends");
 }
 
 /// `ryvosd` start to its socket answering, and its resident memory once idle.
@@ -432,9 +524,11 @@ fn report(daemon: bool, earlier: usize, runs: &[Measured]) -> f64 {
     let start_target = if daemon { 5.0 } else { 15.0 };
     let gap = ms(&|r| r.gap_p50);
     let cpu = ms(&|r| r.cpu);
+    let client_cpu = ms(&|r| r.client_cpu);
     let bytes = median(runs.iter().map(|r| r.last_request_bytes as f64).collect());
+    let connections = runs.iter().map(|r| r.connections).max().unwrap_or(0);
     println!(
-        "{mode} {workload}: wall {:6.1} ms  cpu {cpu:6.1} ms (target <= 24: {})  peak RSS client {client:5.1} MiB, with daemon {both:5.1} MiB (target <= 20: {})  start -> first request {start:6.2} ms (target <= {start_target}: {})  gap per turn p50 {gap:5.3} ms (target <= 0.25: {})  last request {bytes:7.0} B",
+        "{mode} {workload}: wall {:6.1} ms  cpu {cpu:6.1} ms (client {client_cpu:4.1}; target <= 24: {})  peak RSS client {client:5.1} MiB, with daemon {both:5.1} MiB (target <= 20: {})  start -> first request {start:6.2} ms (target <= {start_target}: {})  gap per turn p50 {gap:5.3} ms (target <= 0.25: {})  last request {bytes:7.0} B  HTTP connections {connections}",
         ms(&|r| r.wall),
         verdict(cpu <= 24.0),
         verdict(both <= 20.0),

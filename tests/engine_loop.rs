@@ -486,3 +486,24 @@ async fn a_reader_that_falls_behind_is_told_how_many_events_it_missed_and_still_
     assert_eq!(*status, RunStatus::Completed);
     assert!(handle.next().await.is_none(), "nothing after the end");
 }
+
+#[tokio::test]
+async fn a_runs_turns_share_one_http_connection() {
+    // A new connection per turn would cost a TCP (and, to a real provider, a TLS) handshake
+    // before every request.
+    let h = Harness::start(Reply::reads_then(4, "page", "All read."), |_| {}).await;
+    for i in 0..4 {
+        std::fs::write(h.workspace.path().join(format!("page{i}.txt")), "a page\n").unwrap();
+    }
+    let (_, outcome) = h.run(h.request("read every page")).await;
+
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    let requests = h.server.captured();
+    assert_eq!(requests.len(), 5);
+    let first = requests[0].peer.expect("the client's address");
+    assert!(
+        requests.iter().all(|r| r.peer == Some(first)),
+        "{:?}",
+        requests.iter().map(|r| r.peer).collect::<Vec<_>>()
+    );
+}

@@ -44,10 +44,11 @@ where
     Fut: std::future::Future<Output = Response<B>> + Send + 'static,
 {
     tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
+        while let Ok((stream, peer)) = listener.accept().await {
             let handle = handle.clone();
             tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req| {
+                let service = hyper::service::service_fn(move |mut req: Request<_>| {
+                    req.extensions_mut().insert(Peer(peer));
                     let answered = handle(req);
                     async move { Ok::<_, std::convert::Infallible>(answered.await) }
                 });
@@ -61,6 +62,10 @@ where
         }
     })
 }
+
+/// The client's address of the connection a request came on.
+#[derive(Clone, Copy, Debug)]
+struct Peer(SocketAddr);
 
 /// Answers some requests out of the script's order (say, every summary request).
 pub type Router = Arc<dyn Fn(&Value) -> Option<Reply> + Send + Sync>;
@@ -88,6 +93,8 @@ pub struct Captured {
     pub at: std::time::Instant,
     /// The body's size in bytes.
     pub bytes: usize,
+    /// The client's address: requests from one address came on one connection.
+    pub peer: Option<SocketAddr>,
 }
 
 impl Captured {
@@ -107,6 +114,7 @@ impl Captured {
                 .collect(),
             at: std::time::Instant::now(),
             bytes: 0,
+            peer: req.extensions().get::<Peer>().map(|p| p.0),
         }
     }
 
