@@ -80,8 +80,8 @@ impl RunLogger {
         let run = event.run_id.as_str();
         let base = |extra: Value| {
             let mut line = json!({"ts_ms": ryvos_engine::now_ms(), "session_id": event.session_id, "run_id": event.run_id});
-            if let (Some(line), Some(extra)) = (line.as_object_mut(), extra.as_object()) {
-                line.extend(extra.clone());
+            if let (Some(line), Value::Object(extra)) = (line.as_object_mut(), extra) {
+                line.extend(extra);
             }
             line
         };
