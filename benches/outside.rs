@@ -380,7 +380,7 @@ async fn measure(binaries: &Binaries, daemon: bool, earlier: usize) -> Measured 
     let daemon_rss_kib = daemon.map(|d| stop_daemon(d).peak_rss_kib);
     let captured = server.captured();
     let requests = &captured[first..];
-    let gaps = gaps(&server, first);
+    let gaps = gaps(&server, &captured, first);
     Measured {
         wall: client.wall,
         cpu: client.cpu + daemon_cpu.unwrap_or_default(),
@@ -395,9 +395,12 @@ async fn measure(binaries: &Binaries, daemon: bool, earlier: usize) -> Measured 
 }
 
 /// The median gap at `server` between an answer's end and the next request, from request
-/// `first` on.
-fn gaps(server: &ScriptedModelServer, first: usize) -> Duration {
-    let captured = server.captured();
+/// `first` of its `captured` requests on.
+fn gaps(
+    server: &ScriptedModelServer,
+    captured: &[ryvos_testkit::Captured],
+    first: usize,
+) -> Duration {
     let gaps: Vec<f64> = (first + 1..captured.len())
         .filter_map(|i| {
             let answered = server.finished(i - 1)?;
@@ -439,7 +442,7 @@ async fn transport_floor(binaries: &Binaries) -> Duration {
     replay.arg(REPLAY).arg(replayed.base_url()).arg(&file);
     let usage = Spawned::start(&mut replay).wait();
     assert_eq!(usage.status, 0, "the replay failed");
-    gaps(&replayed, 0)
+    gaps(&replayed, &replayed.captured(), 0)
 }
 
 /// The replayer: posts each line of `requests` to `base_url`'s chat completions and reads the

@@ -210,6 +210,7 @@ pub(super) async fn follow(
     let store = shared.runtime.engine.store();
     let mut changes = store.changes();
     let mut turns_seen = 0;
+    let mut lines = EventLines::new(id);
     loop {
         if let Some(outcome) = run.outcome.take() {
             return Ok(outcome);
@@ -227,8 +228,7 @@ pub(super) async fn follow(
                     continue;
                 }
                 let end = matches!(event.kind, EventKind::RunComplete { .. });
-                let mut line = EventLines::new(id);
-                if line.push(&event).is_err() || line.flush(write).await.is_err() {
+                if lines.push(&event).is_err() || lines.flush(write).await.is_err() {
                     return Err(ErrorBody::new(ErrorCode::Internal, "the client left"));
                 }
                 if end {

@@ -15,7 +15,12 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 pub(super) async fn send(write: &mut OwnedWriteHalf, reply: &Reply) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(reply).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    tokio::time::timeout(WRITE_TIMEOUT, write.write_all(&line))
+    write_within_timeout(write, &line).await
+}
+
+/// Writes `bytes`, giving up after [`WRITE_TIMEOUT`].
+async fn write_within_timeout(write: &mut OwnedWriteHalf, bytes: &[u8]) -> std::io::Result<()> {
+    tokio::time::timeout(WRITE_TIMEOUT, write.write_all(bytes))
         .await
         .map_err(|_| {
             std::io::Error::new(std::io::ErrorKind::TimedOut, "the client stopped reading")
@@ -65,11 +70,9 @@ impl EventLines {
 
     /// Writes the burst, as [`send`] writes a line.
     pub(super) async fn flush(&mut self, write: &mut OwnedWriteHalf) -> std::io::Result<()> {
-        let written = tokio::time::timeout(WRITE_TIMEOUT, write.write_all(&self.buffer)).await;
+        let written = write_within_timeout(write, &self.buffer).await;
         self.buffer.clear();
-        written.map_err(|_| {
-            std::io::Error::new(std::io::ErrorKind::TimedOut, "the client stopped reading")
-        })?
+        written
     }
 }
 
