@@ -113,8 +113,8 @@ impl ModelChain {
             }
         }
         let error = match call.last_error {
-            // A single attempt's error speaks for itself.
-            Some(error) if call.failures.len() == 1 => error,
+            // A single attempt's error speaks for itself (bounded: a server may say a lot).
+            Some(error) if call.failures.len() == 1 => bounded(error),
             _ => ProviderError::Exhausted(call.failures),
         };
         ModelAnswer {
@@ -171,7 +171,7 @@ impl ModelChain {
             if attempt.started {
                 call.cut_calls.push(model.to_owned());
             }
-            let repeated = call.note_failure(model, &key, &error);
+            call.note_failure(model, &key, &error);
             call.last_error = Some(error.clone());
             let gave_up = |why: String| {
                 Stop::Model(GaveUp {
@@ -182,14 +182,8 @@ impl ModelChain {
             let said = error.to_string();
             match error.recovery() {
                 Recovery::Prune => return Err(Stop::Call(error)),
-                Recovery::FailFast => return Err(gave_up(first_line(&said))),
-                // The server answers this request the same way each time: waiting will not
-                // change it.
-                Recovery::Retry if repeated => {
-                    return Err(gave_up(format!(
-                        "it failed the same way twice ({})",
-                        truncate(&first_line(&said), MAX_ATTEMPT_BYTES)
-                    )))
+                Recovery::FailFast => {
+                    return Err(gave_up(truncate(&first_line(&said), MAX_ATTEMPT_BYTES)))
                 }
                 Recovery::Retry => {}
             }
@@ -236,9 +230,9 @@ impl ModelChain {
 }
 
 impl Call<'_> {
-    /// Records a failed attempt of `model` with `key`; whether it failed as the one before did
-    /// (an error the server repeats for the same request).
-    fn note_failure(&mut self, model: &str, key: &str, error: &ProviderError) -> bool {
+    /// Records a failed attempt of `model` with `key`; an error said as the one before it was
+    /// is not repeated in full.
+    fn note_failure(&mut self, model: &str, key: &str, error: &ProviderError) {
         tracing::warn!(
             model,
             key = %key,
@@ -249,7 +243,7 @@ impl Call<'_> {
         let repeated = self
             .last_error
             .as_ref()
-            .is_some_and(|last| error.repeats_deterministically() && last.to_string() == said);
+            .is_some_and(|last| last.to_string() == said);
         let failure = if repeated {
             "the same error again".to_owned()
         } else {
@@ -257,7 +251,6 @@ impl Call<'_> {
         };
         self.failures
             .push(format!("{}: {failure}", attempt_name(model, key)));
-        repeated
     }
 
     /// Tells the run that `model`, which failed as `said` (after showing text, if `shown`),
@@ -306,6 +299,25 @@ enum Stop {
     Model(GaveUp),
     /// The whole call ends with this error (the conversation must be pruned first).
     Call(ProviderError),
+}
+
+/// `error` with what the server said cut to [`MAX_ATTEMPT_BYTES`].
+fn bounded(error: ProviderError) -> ProviderError {
+    match error {
+        ProviderError::Http {
+            status,
+            message,
+            retry_after,
+        } => ProviderError::Http {
+            status,
+            message: truncate(&message, MAX_ATTEMPT_BYTES),
+            retry_after,
+        },
+        ProviderError::Stream(message) => {
+            ProviderError::Stream(truncate(&message, MAX_ATTEMPT_BYTES))
+        }
+        other => other,
+    }
 }
 
 /// "gpt-4o (key 2 of 3)", or the model alone.

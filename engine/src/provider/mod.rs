@@ -284,6 +284,29 @@ fn numbered(items: &[String]) -> String {
     numbered.join("; ")
 }
 
+/// What servers say, lowercased, when they answer a request with a server error they will give
+/// it every time: llama.cpp's server parses the history and renders it with the model's chat
+/// template, and answers HTTP 500 when either fails, or when the model's output does not match
+/// the template's tool-call format.
+const DETERMINISTIC_SERVER_ERRORS: &[&str] = &[
+    "failed to parse",
+    "cannot have 2 or more assistant messages",
+    "expected 'content' to be",
+    "tool call without",
+    "unable to generate parser",
+    "error rendering template",
+    "chat template",
+];
+
+/// Whether a server error's text says the request itself cannot be served (so trying it again,
+/// now or after a resume, fails the same way).
+fn refuses_the_request(message: &str) -> bool {
+    let message = message.to_lowercase();
+    DETERMINISTIC_SERVER_ERRORS
+        .iter()
+        .any(|sign| message.contains(sign))
+}
+
 /// What to do about a failed attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Recovery {
@@ -311,14 +334,21 @@ impl ProviderError {
         }
     }
 
-    /// Whether the failure is worth another attempt: rate limits, server errors, dropped
-    /// connections, timeouts and streams cut short are; a rejected request is not.
+    /// Whether the failure is worth another attempt, as the providers' own SDKs decide: rate
+    /// limits, overloads, server errors (500 included: a real provider's transient 500 says
+    /// the same thing every time), dropped connections and timeouts are retried with the full
+    /// policy. Given up on at once: other 4xx, and a server error whose text is one a server
+    /// sends for a request it can never accept (see [`refuses_the_request`]).
     pub fn recovery(&self) -> Recovery {
         match self {
-            ProviderError::Http { status, .. } => match status {
+            ProviderError::Http {
+                status, message, ..
+            } => match status {
+                500 if refuses_the_request(message) => Recovery::FailFast,
                 408 | 409 | 425 | 429 | 500 | 502 | 503 | 504 | 529 => Recovery::Retry,
                 _ => Recovery::FailFast,
             },
+            ProviderError::Stream(message) if refuses_the_request(message) => Recovery::FailFast,
             ProviderError::Connect(_)
             | ProviderError::Stream(_)
             | ProviderError::StreamCut(_)
@@ -330,22 +360,41 @@ impl ProviderError {
         }
     }
 
-    /// Whether this failure, met twice in a row for the same request, is the server's answer
-    /// to that request rather than a passing fault: an HTTP 500 or an error inside the stream
-    /// (llama.cpp refusing a history it cannot parse). Rate limits, overloads, dropped
-    /// connections and timeouts are passing, however alike they look.
-    pub fn repeats_deterministically(&self) -> bool {
-        matches!(
-            self,
-            ProviderError::Http { status: 500, .. } | ProviderError::Stream(_)
-        )
-    }
-
     /// The wait the server asked for, if it did.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             ProviderError::Http { retry_after, .. } => *retry_after,
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http(status: u16, message: &str) -> ProviderError {
+        ProviderError::Http {
+            status,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    #[test]
+    fn server_errors_are_retried_unless_they_refuse_the_request_itself() {
+        let openai = "The server had an error while processing your request";
+        assert_eq!(http(500, openai).recovery(), Recovery::Retry);
+        assert_eq!(http(503, "overloaded").recovery(), Recovery::Retry);
+        assert_eq!(http(429, "slow down").recovery(), Recovery::Retry);
+        assert_eq!(http(404, "no such model").recovery(), Recovery::FailFast);
+        let llama = "Failed to parse tool call arguments as JSON: {";
+        assert_eq!(http(500, llama).recovery(), Recovery::FailFast);
+        let template = "Cannot have 2 or more assistant messages at the end of the list.";
+        assert_eq!(http(500, template).recovery(), Recovery::FailFast);
+        let stream = ProviderError::Stream("Failed to parse input at pos 12".into());
+        assert_eq!(stream.recovery(), Recovery::FailFast);
+        let stream = ProviderError::Stream("server_error: try again".into());
+        assert_eq!(stream.recovery(), Recovery::Retry);
     }
 }
