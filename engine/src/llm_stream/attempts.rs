@@ -230,8 +230,7 @@ impl ModelChain {
 }
 
 impl Call<'_> {
-    /// Records a failed attempt of `model` with `key`; an error said as the one before it was
-    /// is not repeated in full.
+    /// Records a failed attempt of `model` with `key`.
     fn note_failure(&mut self, model: &str, key: &str, error: &ProviderError) {
         tracing::warn!(
             model,
@@ -239,18 +238,9 @@ impl Call<'_> {
             attempt = self.failures.len() + 1,
             "a model call attempt failed: {error}"
         );
-        let said = error.to_string();
-        let repeated = self
-            .last_error
-            .as_ref()
-            .is_some_and(|last| last.to_string() == said);
-        let failure = if repeated {
-            "the same error again".to_owned()
-        } else {
-            truncate(&said, MAX_ATTEMPT_BYTES)
-        };
+        let said = truncate(&error.to_string(), MAX_ATTEMPT_BYTES);
         self.failures
-            .push(format!("{}: {failure}", attempt_name(model, key)));
+            .push(format!("{}: {said}", attempt_name(model, key)));
     }
 
     /// Tells the run that `model`, which failed as `said` (after showing text, if `shown`),
