@@ -33,13 +33,16 @@ pub use runtime::{
     Interrupter, OnMessage, RunHandle, RunOutcome, RunRequest, RunUpdate, Runtime, RuntimeBuilder,
     RuntimeError,
 };
+/// The body of `ryvos-sandbox`, the sandbox's inner layer.
+pub use ryvos_engine::sandbox_inner_main;
 pub use ryvos_engine::Provider;
-/// How commands the model runs are confined (Linux Landlock), as `[security.sandbox]` asks.
-pub use ryvos_engine::Sandbox;
 pub use ryvos_engine::{
     After, ApprovalError, Approvals, Before, Guardrail, Tool, ToolContext, ToolError, Workspace,
     WorkspaceError,
 };
+/// How commands the model runs are confined (bubblewrap's namespaces, Landlock and seccomp
+/// inside), as `[security.sandbox]` asks; where secrets live; what the machine offers.
+pub use ryvos_engine::{Sandbox, SandboxMachine, SandboxSite};
 pub use ryvos_protocol::event::{Event, EventKind, RunStatus};
 pub use ryvos_protocol::goal::{Constraints, Criterion, CriterionKind, Goal};
 pub use ryvos_protocol::ids::{CallId, RunId, SessionId};

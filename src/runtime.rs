@@ -104,6 +104,7 @@ impl RuntimeBuilder {
             node: node_id(&self.config.home).map_err(RuntimeError::Node)?,
             store: self.config.store,
             home: self.config.home.clone(),
+            config_file: self.config.source.clone(),
             model: self.config.model,
             agent: self.config.agent,
             budget: self.config.budget,

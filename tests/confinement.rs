@@ -147,7 +147,7 @@ async fn escape_attempts_through_the_daemon_leave_nothing_outside_the_workspace(
     let (code, status, _) = home.ryvos(&["status"]).await;
     assert_eq!(code, 0);
     assert!(
-        status.contains("sandbox: workspace-write, network allowed (Landlock ABI"),
+        status.contains("sandbox: workspace-write, no network, secrets hidden"),
         "{status}"
     );
 }
@@ -182,4 +182,258 @@ async fn network_false_refuses_connections_that_network_true_allows() {
             assert!(output.contains("network = false"), "{output}");
         }
     }
+}
+
+/// Who the daemon runs as in the default-sandbox test: the test's own user, and, when the
+/// tests run as root (as CI does), an unprivileged user made for the purpose, as users run
+/// `ryvosd`.
+fn daemon_users() -> Vec<Option<(u32, u32)>> {
+    let mut users = vec![None];
+    // SAFETY: getuid only reads the caller's id.
+    if unsafe { libc::getuid() } == 0 {
+        users.push(Some(common::unprivileged::user()));
+    }
+    users
+}
+
+/// Starts `daemon` (from [`Home::command`]) as `user`, handing it the home, the workspace and
+/// `more` first.
+async fn start_as(
+    home: &Home,
+    mut daemon: tokio::process::Command,
+    user: Option<(u32, u32)>,
+    more: &[&std::path::Path],
+) -> tokio::process::Child {
+    if let Some((uid, gid)) = user {
+        let mut paths = vec![home.path(), home.workspace.path()];
+        paths.extend(more);
+        common::unprivileged::hand_over(&paths, uid, gid);
+        daemon.uid(uid).gid(gid);
+    }
+    home.daemon_from(daemon).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn by_default_no_secret_is_read_nothing_leaves_and_nothing_is_planted() {
+    for user in daemon_users() {
+        default_sandbox_holds(user).await;
+    }
+}
+
+async fn default_sandbox_holds(user: Option<(u32, u32)>) {
+    // A HOME holding ordinary credentials, and secrets in the daemon's environment.
+    let user_home = tempfile::tempdir().unwrap();
+    let h = user_home.path();
+    std::fs::create_dir_all(h.join(".ssh")).unwrap();
+    std::fs::create_dir_all(h.join(".aws")).unwrap();
+    std::fs::write(h.join(".ssh/id_ed25519"), "SSH-PRIVATE-KEY-7Q").unwrap();
+    std::fs::write(h.join(".aws/credentials"), "AWS-SECRET-9Z").unwrap();
+    // Listeners a leak would reach, on this machine's loopback.
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    let tcp_port = tcp.local_addr().unwrap().port();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+
+    let ws_git = |home: &Home, script: &str| {
+        std::process::Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .current_dir(home.workspace.path())
+            .output()
+            .unwrap()
+    };
+    let tries = [
+        ("ssh", "cat ~/.ssh/id_ed25519".to_owned()),
+        ("aws", "cat ~/.aws/credentials".to_owned()),
+        ("config", "cat \"$RYVOS_HOME/config.toml\"".to_owned()),
+        ("env", "env".to_owned()),
+        (
+            "curl",
+            format!("curl -sS -m 5 http://127.0.0.1:{tcp_port}/leak"),
+        ),
+        ("tcp", format!("exec 3<>/dev/tcp/127.0.0.1/{tcp_port}")),
+        (
+            "udp",
+            format!(
+                "python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\
+                 .sendto(b'leak', ('127.0.0.1', {udp_port}))\""
+            ),
+        ),
+        ("dns", "getent hosts example.com".to_owned()),
+        (
+            "hook",
+            "echo 'touch /tmp/pwned' > .git/hooks/pre-commit".to_owned(),
+        ),
+        (
+            "fsmonitor",
+            "git config core.fsmonitor 'touch /tmp/pwned'".to_owned(),
+        ),
+        (
+            "alias",
+            "printf '[alias]\\n\\tst = !touch /tmp/pwned\\n' >> .git/config".to_owned(),
+        ),
+    ];
+    let mut calls: Vec<_> = tries.iter().map(|(id, c)| bash_call(id, c)).collect();
+    let write = |id: &str, path: &str| {
+        (
+            id.to_owned(),
+            "write".to_owned(),
+            json!({"path": path, "content": "#!/bin/sh\ntouch /tmp/pwned\n"}).to_string(),
+        )
+    };
+    calls.push(write("write_hook", ".git/hooks/post-checkout"));
+    calls.push(write("write_config", ".git/config"));
+    let read_key = format!("{}/.ssh/id_ed25519", h.display());
+    calls.push((
+        "read_key".to_owned(),
+        "read".to_owned(),
+        json!({ "path": read_key }).to_string(),
+    ));
+    let commit = "echo a > a.txt && git add a.txt && git commit -qm by-the-model";
+    let server = ScriptedModelServer::start([
+        asking(&calls),
+        asking(&[bash_call("commit", commit)]),
+        Reply::text(&["Nothing got out."]),
+    ])
+    .await;
+    let home = Home::with_sections(&server, "", EVERYTHING_ALLOWED, "# CONFIG-SECRET-4K\n");
+    let made = ws_git(
+        &home,
+        "git init -q . && git config user.email m@example.com && git config user.name M",
+    );
+    assert!(made.status.success());
+    let config_before = std::fs::read(home.workspace.path().join(".git/config")).unwrap();
+    let hooks_before = std::fs::read_dir(home.workspace.path().join(".git/hooks"))
+        .unwrap()
+        .count();
+
+    let mut daemon = home.command(env!("CARGO_BIN_EXE_ryvosd"));
+    daemon
+        .env("HOME", h)
+        .env("OPENAI_API_KEY", "sk-DAEMON-KEY-3X")
+        .env("GITHUB_TOKEN", "ghp-DAEMON-TOKEN-8W");
+    let _daemon = start_as(&home, daemon, user, &[h]).await;
+    let (code, stdout, stderr) = home
+        .ryvos_as(user, &["run", "--json", "try", "everything"])
+        .await;
+    let who = format!("as {user:?}");
+    assert_eq!(code, 0, "{who}: {stderr}");
+    let events = events(&stdout);
+    let results = results(&events);
+    for secret in [
+        "SSH-PRIVATE-KEY-7Q",
+        "AWS-SECRET-9Z",
+        "CONFIG-SECRET-4K",
+        "sk-DAEMON-KEY-3X",
+        "ghp-DAEMON-TOKEN-8W",
+    ] {
+        assert!(
+            !stdout.contains(secret),
+            "{who}: {secret} reached the model"
+        );
+    }
+    for id in ["curl", "tcp", "dns", "hook", "fsmonitor", "alias"] {
+        let (is_error, output) = &results[id];
+        assert!(*is_error, "{who}: {id} worked: {output}");
+    }
+    for id in ["write_hook", "write_config"] {
+        let (is_error, output) = &results[id];
+        assert!(
+            *is_error && output.starts_with("denied:"),
+            "{who}: {id}: {output}"
+        );
+        assert!(output.contains("git"), "{who}: {output}");
+    }
+    assert!(results["read_key"].0, "{who}");
+    assert!(results["env"].1.contains("PATH="), "{who}: env ran");
+    let (is_error, output) = &results["commit"];
+    assert!(!is_error, "{who}: the model commits: {output}");
+
+    // Nothing arrived; nothing was planted; the commit is there.
+    assert!(tcp.accept().is_err(), "{who}: a TCP connection arrived");
+    let mut buf = [0u8; 16];
+    assert!(
+        udp.recv_from(&mut buf).is_err(),
+        "{who}: a datagram arrived"
+    );
+    let ws = home.workspace.path();
+    assert_eq!(
+        std::fs::read(ws.join(".git/config")).unwrap(),
+        config_before
+    );
+    assert_eq!(
+        std::fs::read_dir(ws.join(".git/hooks")).unwrap().count(),
+        hooks_before,
+        "{who}"
+    );
+    let log = ws_git(&home, "git -c safe.directory='*' log --format=%s");
+    assert_eq!(String::from_utf8_lossy(&log.stdout).trim(), "by-the-model");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runaway_command_stops_at_its_limits_while_the_daemon_serves_on() {
+    for user in daemon_users() {
+        runaway_commands_stop(user).await;
+    }
+}
+
+async fn runaway_commands_stop(user: Option<(u32, u32)>) {
+    let fork_many = "python3 -c \"
+import os, time
+started = 0
+for _ in range(1200):
+    try:
+        pid = os.fork()
+    except OSError as e:
+        print('fork failed:', e)
+        break
+    if pid == 0:
+        time.sleep(3)
+        os._exit(0)
+    started += 1
+print('started', started)
+\"";
+    let hog = "python3 -c \"b = bytearray(3 * 1024 ** 3); b[::4096] = b'x' * len(b[::4096])\"";
+    let server = ScriptedModelServer::start([
+        asking(&[bash_call("forks", fork_many)]),
+        asking(&[bash_call("hog", hog)]),
+        Reply::text(&["Stopped."]),
+    ])
+    .await;
+    let home = Home::with_sections(
+        &server,
+        "",
+        EVERYTHING_ALLOWED,
+        "[security.sandbox]\nmax_memory_mb = 1024\n",
+    );
+    let daemon = home.command(env!("CARGO_BIN_EXE_ryvosd"));
+    let _daemon = start_as(&home, daemon, user, &[]).await;
+    let who = format!("as {user:?}");
+    let run = home.ryvos_as(user, &["run", "--json", "run", "away"]);
+    let status = async {
+        // The daemon answers while the command runs away.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        home.ryvos_as(user, &["status"]).await
+    };
+    let ((code, stdout, stderr), (status_code, status, _)) = tokio::join!(run, status);
+    assert_eq!(code, 0, "{who}: {stderr}");
+    assert_eq!(status_code, 0, "{who}: {status}");
+    assert!(
+        status.contains("at most 512 processes and 1024 MiB"),
+        "{who}: {status}"
+    );
+    let results = results(&events(&stdout));
+    let (_, forks) = &results["forks"];
+    let started: usize = forks
+        .lines()
+        .find_map(|l| l.strip_prefix("started "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{who}: {forks}"));
+    assert!(started < 512, "{who}: {started} processes started");
+    assert!(forks.contains("max_processes"), "{who}: {forks}");
+    let (is_error, hog) = &results["hog"];
+    assert!(*is_error, "{who}: 3 GiB under 1024 MiB: {hog}");
+    assert!(hog.contains("max_memory_mb"), "{who}: {hog}");
 }

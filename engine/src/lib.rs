@@ -70,7 +70,9 @@ pub use provider::{
     ChatRequest, DeltaStream, EncodedPrefix, FinishReason, Provider, ProviderError, StreamDelta,
     ToolSpec, Usage,
 };
-pub use sandbox::Sandbox;
+pub use sandbox::{
+    inner::main as sandbox_inner_main, Machine as SandboxMachine, Sandbox, Site as SandboxSite,
+};
 pub use security::{ApprovalError, Approvals};
 pub use session::{RunSpec, StartRunError};
 pub use store::{copy_store, now_ms, Change, Copied, Delivery, Lease, Relay, Store, StoreError};

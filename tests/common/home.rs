@@ -136,6 +136,15 @@ impl Home {
     pub async fn ryvos(&self, args: &[&str]) -> (i32, String, String) {
         cli::output(self.command(env!("CARGO_BIN_EXE_ryvos")).args(args)).await
     }
+
+    /// Runs `ryvos ARGS` as the user `ids` (uid, gid), or as this process's user.
+    pub async fn ryvos_as(&self, ids: Option<(u32, u32)>, args: &[&str]) -> (i32, String, String) {
+        let mut command = self.command(env!("CARGO_BIN_EXE_ryvos"));
+        if let Some((uid, gid)) = ids {
+            command.uid(uid).gid(gid);
+        }
+        cli::output(command.args(args)).await
+    }
 }
 
 /// A `ryvos run --json …` going on in the background, read event by event.

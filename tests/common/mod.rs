@@ -7,6 +7,7 @@ pub mod cli;
 pub mod home;
 pub mod mcp;
 pub mod terminal;
+pub mod unprivileged;
 
 use ryvos::config::Decision;
 use ryvos::provider::{ChatRequest, DeltaStream, Provider, ProviderError};

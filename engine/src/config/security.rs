@@ -39,7 +39,8 @@ impl Default for SecurityConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxConfig {
     pub mode: SandboxMode,
-    /// `false` denies TCP connect and bind (Landlock ABI 4 or later).
+    /// `false` (the default): no TCP, UDP, raw sockets or DNS, and no service on loopback.
+    /// `true` opens the whole network (dangerous).
     pub network: bool,
     /// More directories a command may write in, under `workspace-write` (`~/` and `${VAR}`
     /// are expanded; each must exist).
@@ -47,15 +48,30 @@ pub struct SandboxConfig {
     /// `false` refuses new unix sockets (the user's D-Bus and systemd, docker, ssh-agent lead
     /// out of any sandbox).
     pub unix_sockets: bool,
+    /// More paths no command may read (secrets are unreadable by default).
+    pub deny_read: Vec<String>,
+    /// Denied paths lifted knowingly (a path here uncovers a denied path it equals or holds).
+    pub allow_read: Vec<String>,
+    /// Environment variables a command may see though their names say they hold secrets.
+    pub env_keep: Vec<String>,
+    /// Processes a command may have alive at once, all its descendants together.
+    pub max_processes: u64,
+    /// Memory a command may use, all its descendants together, in MiB; 0: half the machine's.
+    pub max_memory_mb: u64,
 }
 
 impl Default for SandboxConfig {
     fn default() -> Self {
         Self {
             mode: SandboxMode::WorkspaceWrite,
-            network: true,
+            network: false,
             writable_paths: Vec::new(),
             unix_sockets: false,
+            deny_read: Vec::new(),
+            allow_read: Vec::new(),
+            env_keep: Vec::new(),
+            max_processes: 512,
+            max_memory_mb: 0,
         }
     }
 }

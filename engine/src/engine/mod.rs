@@ -22,7 +22,7 @@ use crate::memory::Memory;
 use crate::provider::retry::RetryPolicy;
 use crate::provider::{Provider, ProviderError};
 use crate::root::{RootArgs, RootMsg, RootSupervisor, Slots, SupervisorNotice};
-use crate::sandbox::Sandbox;
+use crate::sandbox::{Sandbox, Site};
 use crate::security::{ApprovalError, Approvals, Gate};
 use crate::session::{
     RunSpec, RunStarter, RunTicket, RunsInFlight, Services, SessionSupervisorArgs,
@@ -57,6 +57,8 @@ pub struct EngineConfig {
     pub node: String,
     /// `$RYVOS_HOME`: the last place context files are looked for, and the daily logs.
     pub home: PathBuf,
+    /// The config file these settings were read from, if any: unreadable for commands.
+    pub config_file: Option<PathBuf>,
     pub model: ModelConfig,
     pub agent: AgentConfig,
     pub budget: BudgetConfig,
@@ -219,7 +221,14 @@ impl Engine {
                 .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))?,
         )
         .map_err(EngineError::Security)?;
-        let sandbox = Sandbox::new(&config.security.sandbox, &config.home)
+        let site = Site {
+            ryvos_home: config.home.clone(),
+            config_file: config.config_file.clone(),
+            ..Site::default()
+        }
+        .with_vars_of(&(&config.model, &config.embedding, &config.mcp))
+        .with_vars_of(&(&config.store, &config.otel));
+        let sandbox = Sandbox::new(&config.security.sandbox, site)
             .map_err(|e| EngineError::Security(e.to_string()))?;
         match sandbox.unenforceable() {
             Some(_) => tracing::error!("sandbox: {}", sandbox.describe()),

@@ -1,17 +1,12 @@
-//! Landlock, as the sandbox uses it: a ruleset built in the parent (through the `landlock`
-//! crate, maintained by Landlock's authors) and applied in the child after fork.
-//!
-//! Between fork and exec a multi-threaded process may only make async-signal-safe calls, so the
-//! child does nothing but `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self(fd)` on a
-//! ruleset descriptor that is already complete. The descriptor is closed on exec (the kernel
-//! makes it close-on-exec) and in the parent once the command is dropped after spawning.
+//! Landlock, as the sandbox's inner layer uses it: a ruleset built through the `landlock` crate
+//! (maintained by Landlock's authors), then `prctl(PR_SET_NO_NEW_PRIVS)` and
+//! `landlock_restrict_self(fd)`. The descriptor is close-on-exec.
 
 use super::{SandboxError, ABI_FILES};
 use landlock::{
     path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd,
     Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
-use seccompiler::BpfProgram;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
@@ -39,31 +34,9 @@ pub(super) fn kernel_abi() -> i32 {
     i32::try_from(version).unwrap_or(0).max(0)
 }
 
-/// Makes `command` confine itself before it runs: read everything, write only under
-/// `writable`, without `network` no TCP connect or bind, and with `filter` the system calls
-/// it refuses.
-pub(super) fn confine(
-    command: &mut tokio::process::Command,
-    writable: &[PathBuf],
-    network: bool,
-    filter: Option<BpfProgram>,
-) -> Result<(), SandboxError> {
-    let ruleset = ruleset(writable, network)?;
-    // SAFETY: the hook only makes system calls on a descriptor and a program that stay alive
-    // until the command is dropped; it allocates nothing and takes no lock.
-    unsafe {
-        command.pre_exec(move || {
-            restrict_self(&ruleset)?;
-            if let Some(filter) = &filter {
-                seccompiler::apply_filter(filter).map_err(|_| io::Error::last_os_error())?;
-            }
-            Ok(())
-        });
-    }
-    Ok(())
-}
-
-fn ruleset(writable: &[PathBuf], network: bool) -> Result<OwnedFd, SandboxError> {
+/// The ruleset of a confined command: read everything, write only under `writable`, and
+/// without `network` no TCP connect or bind.
+pub(super) fn ruleset(writable: &[PathBuf], network: bool) -> Result<OwnedFd, SandboxError> {
     let prepare = |e: &dyn std::fmt::Display| SandboxError::Prepare(e.to_string());
     // A hard requirement: a kernel that cannot enforce every right asked for is an error here,
     // never a weaker sandbox.
@@ -116,8 +89,9 @@ fn ruleset(writable: &[PathBuf], network: bool) -> Result<OwnedFd, SandboxError>
     })
 }
 
-/// Runs in the child between fork and exec: no allocation, no locks.
-fn restrict_self(ruleset: &OwnedFd) -> io::Result<()> {
+/// Confines the calling process (single-threaded: the inner layer, or a child between fork
+/// and exec): no allocation, no locks.
+pub(super) fn restrict_self(ruleset: &OwnedFd) -> io::Result<()> {
     // SAFETY: plain system calls on integers; async-signal-safe.
     unsafe {
         let on: libc::c_ulong = 1;

@@ -1,41 +1,57 @@
 //! The OS sandbox of every process started on the model's behalf: the `bash` tool, `command:`
 //! criteria, and any tool that runs a program.
 //!
-//! On Linux it is Landlock. Under `workspace-write` (the default) the whole filesystem stays
-//! readable and writes are allowed only under the run's workspace, a private temporary
-//! directory made for the run (exported as `TMPDIR`) and `writable_paths`; `read-only` keeps
-//! only the temporary directory; `network = false` also denies TCP connect and bind. The
-//! ruleset is prepared in the parent and applied in the child between fork and exec (two plain
-//! system calls, no allocation), so the daemon itself is never restricted, and `no_new_privs`
-//! is set so a setuid program cannot lift the limits.
+//! Two layers, on Linux. Outside, namespaces made by bubblewrap (see [`bubblewrap`]): the
+//! filesystem is read-only but for the run's workspace, a private temporary directory made for
+//! the run (exported as `TMPDIR`) and `writable_paths`; secrets are covered (see [`secrets`]);
+//! git's hooks and config stay read-only (see [`git`]); without network the command has a
+//! network namespace of its own with nothing in it; it sees only its own processes, which all
+//! die with it. Inside, `ryvos-sandbox` (see [`inner`]) adds Landlock and a system-call filter
+//! before it becomes the command. The daemon itself is never restricted.
 //!
-//! Every command also runs in a session of its own (`setsid`), away from the terminal it could
-//! otherwise type into, and, unless `unix_sockets = true`, cannot open a unix socket (see
-//! [`seccomp`]). A workspace that holds the user's home, `$RYVOS_HOME` or `/` is refused under
+//! The environment is built, not inherited: secrets are left out (see [`secrets`]). Every
+//! command runs in a session of its own (`setsid`), away from the terminal it could otherwise
+//! type into, and, unless `unix_sockets = true`, cannot open a unix socket (see [`seccomp`]).
+//! A workspace that holds the user's home, `$RYVOS_HOME` or `/` is refused under
 //! `workspace-write`: commands could rewrite the shell's start-up files or Ryvos's own config.
 //!
-//! The security gate decides what to ask about; the sandbox is the guarantee. Where the kernel
-//! cannot enforce the chosen mode, commands are refused with the reason and the knob, never run
-//! unconfined.
+//! The security gate decides what to ask about; the sandbox is the guarantee. Where the machine
+//! cannot enforce the chosen mode (no bubblewrap, no user namespaces, no `ryvos-sandbox`),
+//! commands are refused with the reason and the knob, never run unconfined.
 
+mod bubblewrap;
+mod command;
+mod file_rules;
+pub(crate) mod git;
+pub(crate) mod inner;
 #[cfg(target_os = "linux")]
 mod landlock;
+mod limits;
+mod machine;
+mod notes;
+mod run;
 mod scratch;
 #[cfg(target_os = "linux")]
 mod seccomp;
+mod secrets;
+
+pub use machine::Machine;
+pub(crate) use run::RunSandbox;
+pub use secrets::Site;
 
 use crate::config::{expand_env, SandboxConfig, SandboxMode};
 use crate::workspace::Workspace;
+use limits::Limits;
 use scratch::Scratch;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The Landlock ABI a mode needs: 3 for the file rights (truncation is a write), 4 for the
-/// network rules.
+/// The Landlock ABI the inner layer uses: 3 for the file rights (truncation is a write), 4 for
+/// the network rules. Older kernels get the namespaces alone.
 const ABI_FILES: i32 = 3;
 const ABI_NETWORK: i32 = 4;
 
-/// The sandbox as configured and as the kernel allows it; shared by every run.
+/// The sandbox as configured and as the machine allows it; shared by every run.
 #[derive(Clone, Debug)]
 pub struct Sandbox {
     policy: Arc<Policy>,
@@ -50,21 +66,31 @@ struct Policy {
     writable: Vec<PathBuf>,
     /// Directories a writable workspace must not hold: `$RYVOS_HOME`, the user's home, `/`.
     protected: Vec<PathBuf>,
-    /// The kernel's Landlock ABI (0: none).
-    abi: i32,
+    /// Where secrets live (see [`secrets::hidden_paths`]).
+    site: Site,
+    deny_read: Vec<PathBuf>,
+    allow_read: Vec<PathBuf>,
+    env_keep: Vec<String>,
+    /// Per-command limits; none when the sandbox is off.
+    limits: Option<Limits>,
+    machine: Machine,
 }
 
 /// A `[security.sandbox]` setting that cannot be used.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SandboxConfigError {
-    #[error("security.sandbox.writable_paths: '{path}' cannot be used ({cause}); create it or remove it from the list")]
-    WritablePath { path: String, cause: String },
+    #[error("security.sandbox.{key}: '{path}' cannot be used ({cause}); create it or remove it from the list")]
+    Path {
+        key: &'static str,
+        path: String,
+        cause: String,
+    },
 }
 
 /// Why a command cannot be started confined.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SandboxError {
-    #[error("the sandbox cannot be enforced on this machine: {0}. The command was refused rather than run unconfined; to run commands without a sandbox, knowingly set [security.sandbox] mode = \"off\" in config.toml")]
+    #[error("the sandbox cannot be enforced on this machine: {0}. The command was refused rather than run unconfined (`ryvos doctor` says what is missing); to run commands without a sandbox, knowingly set [security.sandbox] mode = \"off\" in config.toml")]
     Unenforceable(String),
     #[error("the workspace {workspace} holds {protected}: commands could rewrite what lives there (shell start-up files, Ryvos's config and store). Run with --workspace set to a project directory, or use [security.sandbox] mode = \"read-only\"")]
     Workspace {
@@ -78,22 +104,30 @@ pub enum SandboxError {
 }
 
 impl Sandbox {
-    /// The sandbox `config` asks for, on this machine's kernel; `ryvos_home` is never a
-    /// writable workspace.
-    pub fn new(config: &SandboxConfig, ryvos_home: &Path) -> Result<Self, SandboxConfigError> {
-        Self::with_kernel_abi(config, ryvos_home, kernel_abi())
+    /// The sandbox `config` asks for, on this machine, keeping what `site` holds secret.
+    pub fn new(config: &SandboxConfig, site: Site) -> Result<Self, SandboxConfigError> {
+        let machine = match config.mode {
+            // Nothing to look for: commands run unconfined.
+            SandboxMode::Off => Machine {
+                bubblewrap: Err("not needed".into()),
+                inner: Err("not needed".into()),
+                landlock_abi: 0,
+            },
+            _ => Machine::detect(),
+        };
+        Self::on_machine(config, site, machine)
     }
 
-    /// The sandbox `config` asks for, as if the kernel offered Landlock ABI `abi` (0: none).
-    /// Only ever lowers what is enforced: a higher `abi` than the kernel's fails when a command
-    /// is confined, never silently.
-    pub fn with_kernel_abi(
+    /// The sandbox `config` asks for, as if the machine offered `machine`. Only ever lowers
+    /// what is enforced: a piece that is not really there fails when a command is confined,
+    /// never silently.
+    pub fn on_machine(
         config: &SandboxConfig,
-        ryvos_home: &Path,
-        abi: i32,
+        site: Site,
+        machine: Machine,
     ) -> Result<Self, SandboxConfigError> {
         let user_home = std::env::var_os("HOME").map(PathBuf::from);
-        let protected = [Some(ryvos_home.to_path_buf()), user_home, Some("/".into())]
+        let protected = [Some(site.ryvos_home.clone()), user_home, Some("/".into())]
             .into_iter()
             .flatten()
             .map(|p| p.canonicalize().unwrap_or(p))
@@ -102,9 +136,15 @@ impl Sandbox {
             SandboxMode::WorkspaceWrite => config
                 .writable_paths
                 .iter()
-                .map(|p| resolve_writable(p))
+                .map(|p| resolve_path(p, "writable_paths", true))
                 .collect::<Result<Vec<_>, _>>()?,
             SandboxMode::ReadOnly | SandboxMode::Off => Vec::new(),
+        };
+        let listed = |paths: &[String], key| {
+            paths
+                .iter()
+                .map(|p| resolve_path(p, key, false))
+                .collect::<Result<Vec<_>, _>>()
         };
         Ok(Self {
             policy: Arc::new(Policy {
@@ -113,7 +153,13 @@ impl Sandbox {
                 unix_sockets: config.unix_sockets,
                 writable,
                 protected,
-                abi,
+                site,
+                deny_read: listed(&config.deny_read, "deny_read")?,
+                allow_read: listed(&config.allow_read, "allow_read")?,
+                env_keep: config.env_keep.clone(),
+                limits: (config.mode != SandboxMode::Off)
+                    .then(|| Limits::detect(config.max_processes, config.max_memory_mb)),
+                machine,
             }),
         })
     }
@@ -130,28 +176,13 @@ impl Sandbox {
             return None;
         }
         if !cfg!(target_os = "linux") {
-            return Some("the sandbox uses Linux Landlock, and this is not Linux".into());
+            return Some("the sandbox uses Linux namespaces, and this is not Linux".into());
         }
-        if p.abi < 1 {
-            return Some(
-                "the kernel has no Landlock (not built in, or not enabled at boot: add \
-                 'landlock' to the lsm= kernel parameter)"
-                    .into(),
-            );
+        if let Err(why) = &p.machine.bubblewrap {
+            return Some(why.clone());
         }
-        if p.abi < ABI_FILES {
-            return Some(format!(
-                "the kernel's Landlock ABI is {}; confining writes needs ABI {ABI_FILES} \
-                 (Linux 6.2 or later)",
-                p.abi
-            ));
-        }
-        if !p.network && p.abi < ABI_NETWORK {
-            return Some(format!(
-                "the kernel's Landlock ABI is {}; network = false needs ABI {ABI_NETWORK} \
-                 (Linux 6.7 or later)",
-                p.abi
-            ));
+        if let Err(why) = &p.machine.inner {
+            return Some(why.clone());
         }
         None
     }
@@ -169,14 +200,24 @@ impl Sandbox {
                 p.mode.name()
             );
         }
-        let network = if p.network {
-            "network allowed"
-        } else {
-            "no network"
+        let network = match p.network {
+            true => "network allowed (network = true: dangerous)",
+            false => "no network",
         };
-        let mut line = format!("{}, {network} (Landlock ABI {})", p.mode.name(), p.abi);
+        let inner = match p.machine.landlock_abi {
+            abi if abi >= ABI_FILES => format!("Landlock ABI {abi} inside"),
+            _ => "no Landlock on this kernel".to_owned(),
+        };
+        let mut line = format!(
+            "{}, {network}, secrets hidden, git hooks and config read-only (bubblewrap \
+             namespaces; {inner})",
+            p.mode.name()
+        );
         if !p.unix_sockets {
             line.push_str(", no unix sockets");
+        }
+        if let Some(limits) = &p.limits {
+            line.push_str(&format!("; {}", limits.describe()));
         }
         if !p.writable.is_empty() {
             let paths: Vec<_> = p.writable.iter().map(|w| w.display().to_string()).collect();
@@ -193,148 +234,35 @@ impl Sandbox {
             scratch: Arc::new(Scratch::default()),
         }
     }
-}
 
-/// The sandbox of one run: its workspace and its private temporary directory (made at the
-/// first command, removed when the run is done with).
-#[derive(Clone, Debug)]
-pub struct RunSandbox {
-    sandbox: Sandbox,
-    workspace: PathBuf,
-    scratch: Arc<Scratch>,
-}
-
-impl RunSandbox {
-    /// A command running `program` in the workspace, confined as the mode says, with `TMPDIR`
-    /// set to the run's private temporary directory. Refused when the kernel cannot enforce
-    /// the mode.
-    pub fn command(&self, program: &str) -> Result<tokio::process::Command, SandboxError> {
-        let policy = &self.sandbox.policy;
-        if let Some(why) = self.sandbox.unenforceable() {
-            return Err(SandboxError::Unenforceable(why));
-        }
-        if policy.mode == SandboxMode::WorkspaceWrite {
-            if let Some(protected) = policy
-                .protected
-                .iter()
-                .find(|p| p.starts_with(&self.workspace))
-            {
-                return Err(SandboxError::Workspace {
-                    workspace: self.workspace.display().to_string(),
-                    protected: protected.display().to_string(),
-                });
-            }
-        }
-        let tmp = self.scratch.path().map_err(SandboxError::Scratch)?;
-        let mut command = tokio::process::Command::new(program);
-        command
-            .current_dir(&self.workspace)
-            .env("TMPDIR", &tmp)
-            .env("TMP", &tmp)
-            .env("TEMP", &tmp);
-        // SAFETY: setsid is async-signal-safe. A session of its own also makes the command
-        // the leader of its own process group, which is killed as a whole when it is stopped.
-        unsafe {
-            command.pre_exec(|| {
-                if libc::setsid() == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        if policy.mode == SandboxMode::Off {
-            return Ok(command);
-        }
-        let mut writable = vec![tmp];
-        if policy.mode == SandboxMode::WorkspaceWrite {
-            writable.push(self.workspace.clone());
-            writable.extend(policy.writable.iter().cloned());
-        }
-        #[cfg(target_os = "linux")]
-        {
-            let filter = match policy.unix_sockets {
-                true => None,
-                false => Some(seccomp::no_unix_sockets()?),
-            };
-            landlock::confine(&mut command, &writable, policy.network, filter)?;
-        }
-        Ok(command)
-    }
-
-    /// A note for the model when a confined command's output shows a refused write or
-    /// connection, so it can adapt; `None` when there is nothing to explain.
-    pub fn explain(&self, output: &str) -> Option<String> {
-        let policy = &self.sandbox.policy;
-        if policy.mode == SandboxMode::Off {
-            return None;
-        }
-        let lower = output.to_lowercase();
-        let shows = |signs: &[&str]| signs.iter().any(|sign| lower.contains(sign));
-        let write_refused = shows(WRITE_REFUSED);
-        let connect_refused = !policy.network && shows(CONNECT_REFUSED);
-        if !write_refused && !connect_refused {
-            return None;
-        }
-        if !write_refused {
-            return Some(
-                "[sandbox] This command runs in a sandbox without network: TCP connections \
-                 are refused (network = false)."
-                    .into(),
-            );
-        }
-        let tmp = self
-            .scratch
-            .created()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| "$TMPDIR".into());
-        let mut note = match policy.mode {
-            SandboxMode::ReadOnly => format!(
-                "[sandbox] This command runs in a read-only sandbox: it may write only in \
-                 $TMPDIR ({tmp}); any other write is refused (Permission denied)."
-            ),
-            _ => format!(
-                "[sandbox] This command runs in a sandbox: it may write only inside the \
-                 workspace ({}) and $TMPDIR ({tmp}); a write outside them is refused \
-                 (Permission denied). Keep your work inside the workspace.",
-                self.workspace.display()
-            ),
-        };
-        if !policy.network {
-            note.push_str(" Network connections are refused too (network = false).");
-        }
-        Some(note)
+    /// The paths a command must not read, as they are now.
+    fn hidden(&self) -> Vec<PathBuf> {
+        let p = &self.policy;
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        secrets::hidden_paths(
+            &p.site.ryvos_home,
+            p.site.config_file.as_deref(),
+            home.as_deref(),
+            &p.deny_read,
+            &p.allow_read,
+        )
     }
 }
 
-/// How a refused write shows in a program's output (lowercased): errno names and messages.
-const WRITE_REFUSED: &[&str] = &[
-    "permission denied",
-    "eacces",
-    "operation not permitted",
-    "eperm",
-    "cross-device link",
-    "exdev",
-    "read-only file system",
-];
-/// How a refused connection shows, under `network = false`.
-const CONNECT_REFUSED: &[&str] = &[
-    "couldn't connect",
-    "could not connect",
-    "failed to connect",
-    "unable to connect",
-    "connection refused",
-    "econnrefused",
-    "network is unreachable",
-];
-
-/// `~/` and `${VAR}` expanded, then resolved: the directory must exist.
-fn resolve_writable(raw: &str) -> Result<PathBuf, SandboxConfigError> {
-    let error = |cause: String| SandboxConfigError::WritablePath {
+/// `~/` and `${VAR}` expanded, then resolved; with `must_exist`, the path must exist (a path
+/// that does not is kept as written).
+fn resolve_path(
+    raw: &str,
+    key: &'static str,
+    must_exist: bool,
+) -> Result<PathBuf, SandboxConfigError> {
+    let error = |cause: String| SandboxConfigError::Path {
+        key,
         path: raw.to_owned(),
         cause,
     };
     let expanded =
-        expand_env(raw, "security.sandbox.writable_paths").map_err(|e| error(e.to_string()))?;
+        expand_env(raw, &format!("security.sandbox.{key}")).map_err(|e| error(e.to_string()))?;
     let path = match expanded.strip_prefix("~/") {
         Some(rest) => match std::env::var_os("HOME") {
             Some(home) => Path::new(&home).join(rest),
@@ -345,18 +273,10 @@ fn resolve_writable(raw: &str) -> Result<PathBuf, SandboxConfigError> {
     if !path.is_absolute() {
         return Err(error("the path must be absolute (or start with ~/)".into()));
     }
-    path.canonicalize().map_err(|e| error(e.to_string()))
-}
-
-/// The Landlock ABI the kernel offers; 0 when it has none.
-fn kernel_abi() -> i32 {
-    #[cfg(target_os = "linux")]
-    {
-        landlock::kernel_abi()
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        0
+    match path.canonicalize() {
+        Ok(real) => Ok(real),
+        Err(e) if must_exist => Err(error(e.to_string())),
+        Err(_) => Ok(path),
     }
 }
 

@@ -1,6 +1,9 @@
-//! The sandbox launcher on the real kernel: what a confined command can and cannot write.
+//! The sandbox launcher on the real machine (bubblewrap, the kernel, and `ryvos-sandbox` as
+//! built beside the test program): what a confined command can and cannot write, read, reach
+//! and leave behind.
 
 use super::*;
+use std::collections::BTreeSet;
 use std::process::Output;
 
 fn config(mode: SandboxMode, network: bool, writable: &[&Path]) -> SandboxConfig {
@@ -8,7 +11,7 @@ fn config(mode: SandboxMode, network: bool, writable: &[&Path]) -> SandboxConfig
         mode,
         network,
         writable_paths: writable.iter().map(|p| p.display().to_string()).collect(),
-        unix_sockets: false,
+        ..SandboxConfig::default()
     }
 }
 
@@ -36,13 +39,29 @@ fn ryvos_home() -> PathBuf {
 }
 
 fn kernel_sandbox(config: &SandboxConfig) -> Sandbox {
-    let sandbox = Sandbox::new(config, &ryvos_home()).unwrap();
+    let sandbox = Sandbox::new(config, Site::home(&ryvos_home())).unwrap();
     assert_eq!(
         sandbox.unenforceable(),
         None,
-        "these tests need Linux Landlock ABI 4 or later"
+        "these tests need bubblewrap and ryvos-sandbox (built by cargo test --workspace)"
     );
     sandbox
+}
+
+/// A machine missing `missing` (the other pieces as detected).
+fn machine_without(missing: &str) -> Machine {
+    let mut machine = Machine::detect();
+    match missing {
+        "bubblewrap" => machine.bubblewrap = Err("bubblewrap (bwrap) is not installed".into()),
+        _ => machine.inner = Err("ryvos-sandbox is not installed".into()),
+    }
+    machine
+}
+
+/// Whether the output says a write was refused, as either layer refuses it.
+fn refused_write(out: &Output) -> bool {
+    let said = stderr(out);
+    said.contains("Permission denied") || said.contains("Read-only file system")
 }
 
 async fn bash(run: &RunSandbox, script: &str) -> Output {
@@ -87,11 +106,7 @@ async fn workspace_write_allows_the_workspace_and_tmpdir_and_refuses_the_rest() 
     ] {
         let out = bash(&run, &escape).await;
         assert!(!out.status.success(), "{escape} ran");
-        assert!(
-            stderr(&out).contains("Permission denied"),
-            "{escape}: {}",
-            stderr(&out)
-        );
+        assert!(refused_write(&out), "{escape}: {}", stderr(&out));
         assert!(run.explain(&stderr(&out)).is_some());
     }
     assert_eq!(std::fs::read_dir(&d.outside).unwrap().count(), 0);
@@ -142,7 +157,7 @@ async fn read_only_allows_only_tmpdir_and_writable_paths_widen_workspace_write()
 }
 
 #[tokio::test]
-async fn network_false_refuses_tcp() {
+async fn network_false_refuses_tcp_udp_and_dns() {
     let d = dirs();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -157,36 +172,151 @@ async fn network_false_refuses_tcp() {
     let out = bash(&run, &connect).await;
     assert!(!out.status.success());
     assert!(run.explain(&stderr(&out)).unwrap().contains("network"));
+
+    // A datagram to a listener on the host's loopback never arrives; names do not resolve.
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let port = udp.local_addr().unwrap().port();
+    let send = format!(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); \
+         s.sendto(b'leak', ('127.0.0.1', {port}))\"; getent hosts example.com"
+    );
+    let out = bash(&run, &send).await;
+    assert!(!out.status.success(), "the lookup fails");
+    let mut buf = [0u8; 16];
+    assert!(udp.recv_from(&mut buf).is_err(), "nothing arrived");
 }
 
 #[tokio::test]
-async fn a_kernel_without_landlock_refuses_commands_instead_of_running_them() {
+async fn secrets_are_neither_readable_nor_in_the_environment() {
+    let d = dirs();
+    let home = d.outside.join("ryvos-home");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::write(home.join("config.toml"), "api_key = \"sk-in-home\"").unwrap();
+    let config_file = d.outside.join("elsewhere.toml");
+    std::fs::write(&config_file, "api_key = \"sk-elsewhere\"").unwrap();
+    let denied = d.workspace.root().join("deploy.key");
+    std::fs::write(&denied, "DENIED-SECRET").unwrap();
+    let mut config = config(SandboxMode::WorkspaceWrite, false, &[]);
+    config.deny_read = vec![denied.display().to_string()];
+    config.env_keep = vec!["RYVOS_TEST_KEPT_TOKEN".into()];
+    let site = Site {
+        ryvos_home: home.clone(),
+        config_file: Some(config_file.clone()),
+        config_vars: BTreeSet::from(["RYVOS_TEST_NAMED".to_owned()]),
+    };
+    let sandbox = Sandbox::new(&config, site).unwrap();
+    let run = sandbox.for_run(&d.workspace);
+    // The daemon's environment, as the command would inherit it.
+    let parent_env = [
+        ("RYVOS_TEST_NAMED", "named-value"),
+        ("RYVOS_TEST_API_KEY", "sk-env"),
+        ("RYVOS_TEST_KEPT_TOKEN", "kept-value"),
+    ];
+    for (name, value) in parent_env {
+        std::env::set_var(name, value);
+    }
+    let script = format!(
+        "cat {h}/config.toml {c} deploy.key; ls {h}; env",
+        h = home.display(),
+        c = config_file.display()
+    );
+    let out = bash(&run, &script).await;
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    for secret in [
+        "sk-in-home",
+        "sk-elsewhere",
+        "DENIED-SECRET",
+        "sk-env",
+        "named-value",
+    ] {
+        assert!(!said.contains(secret), "{secret} leaked: {said}");
+    }
+    assert!(said.contains("kept-value"), "env_keep passes it: {said}");
+    // The file tools follow the same rules.
+    let rules = run.file_rules();
+    assert!(rules.refuses_read(&denied).unwrap().contains("allow_read"));
+    assert!(rules.refuses_write(&denied).is_some());
+    assert!(rules
+        .refuses_read(&d.workspace.root().join("fine.txt"))
+        .is_none());
+    // The workspace itself is still there to work in.
+    assert!(bash(&run, "echo ok > fine.txt").await.status.success());
+}
+
+#[tokio::test]
+async fn git_hooks_and_config_stay_read_only_while_commits_work() {
+    let d = dirs();
+    let git = |script: &str| {
+        std::process::Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .current_dir(d.workspace.root())
+            .status()
+            .unwrap()
+    };
+    assert!(git("git init -q . && git config user.email a@b && git config user.name a").success());
+    let run =
+        kernel_sandbox(&config(SandboxMode::WorkspaceWrite, false, &[])).for_run(&d.workspace);
+    let config_before = std::fs::read(d.workspace.root().join(".git/config")).unwrap();
+    for plant in [
+        "echo 'touch /tmp/pwned' > .git/hooks/pre-commit",
+        "git config core.fsmonitor 'touch /tmp/pwned'",
+        "printf '[alias]\\n\\tst = !touch /tmp/pwned\\n' >> .git/config",
+        "mv .git .git-old",
+        "rm -rf .git/hooks",
+    ] {
+        let out = bash(&run, plant).await;
+        assert!(!out.status.success(), "{plant} worked");
+    }
+    assert_eq!(
+        std::fs::read(d.workspace.root().join(".git/config")).unwrap(),
+        config_before
+    );
+    assert!(!d.workspace.root().join(".git/hooks/pre-commit").exists());
+    let rules = run.file_rules();
+    let root = d.workspace.root();
+    assert!(rules
+        .refuses_write(&root.join(".git/hooks/pre-commit"))
+        .is_some());
+    assert!(rules.refuses_write(&root.join(".git/config")).is_some());
+    assert!(rules.refuses_write(&root.join(".git/objects/x")).is_none());
+    assert!(rules.refuses_read(&root.join(".git/config")).is_none());
+    let commit = bash(
+        &run,
+        "echo a > a.txt && git add a.txt && git commit -qm first",
+    )
+    .await;
+    assert!(commit.status.success(), "{}", stderr(&commit));
+    assert!(git("git log --oneline | grep -q first").success());
+}
+
+#[tokio::test]
+async fn a_machine_missing_a_piece_refuses_commands_instead_of_running_them() {
     let d = dirs();
     let marker = d.outside.join("ran");
-    for abi in [0, 2] {
-        let sandbox = Sandbox::with_kernel_abi(
-            &config(SandboxMode::WorkspaceWrite, true, &[]),
-            &ryvos_home(),
-            abi,
+    for missing in ["bubblewrap", "ryvos-sandbox"] {
+        let sandbox = Sandbox::on_machine(
+            &config(SandboxMode::WorkspaceWrite, false, &[]),
+            Site::home(&ryvos_home()),
+            machine_without(missing),
         )
         .unwrap();
         let why = sandbox.unenforceable().expect("cannot be enforced");
+        assert!(why.contains(missing), "{why}");
         assert!(sandbox.describe().contains("refused"), "{why}");
         let refused = sandbox.for_run(&d.workspace).command("touch").unwrap_err();
         let text = refused.to_string();
         assert!(text.contains("mode = \"off\""), "{text}");
+        assert!(text.contains(missing), "{text}");
     }
-    // network = false needs ABI 4.
-    let sandbox = Sandbox::with_kernel_abi(
-        &config(SandboxMode::WorkspaceWrite, false, &[]),
-        &ryvos_home(),
-        3,
+    // mode = "off" runs anywhere, unconfined.
+    let off = Sandbox::on_machine(
+        &config(SandboxMode::Off, true, &[]),
+        Site::home(&ryvos_home()),
+        machine_without("bubblewrap"),
     )
     .unwrap();
-    assert!(sandbox.unenforceable().unwrap().contains("network"));
-    // mode = "off" runs anywhere, unconfined.
-    let off =
-        Sandbox::with_kernel_abi(&config(SandboxMode::Off, true, &[]), &ryvos_home(), 0).unwrap();
     let out = off
         .for_run(&d.workspace)
         .command("touch")
@@ -206,13 +336,13 @@ fn writable_paths_must_exist_and_be_absolute() {
         true,
         &[Path::new("/no/such/dir/ryvos")],
     );
-    let err = Sandbox::with_kernel_abi(&missing, &ryvos_home(), 7).unwrap_err();
+    let err = Sandbox::new(&missing, Site::home(&ryvos_home())).unwrap_err();
     assert!(err.to_string().contains("/no/such/dir/ryvos"));
     let relative = SandboxConfig {
         writable_paths: vec!["cache".into()],
         ..SandboxConfig::default()
     };
-    assert!(Sandbox::with_kernel_abi(&relative, &ryvos_home(), 7)
+    assert!(Sandbox::new(&relative, Site::home(&ryvos_home()))
         .unwrap_err()
         .to_string()
         .contains("absolute"));
@@ -223,7 +353,10 @@ async fn commands_run_in_their_own_session_without_unix_sockets_unless_allowed()
     let d = dirs();
     let sandbox = kernel_sandbox(&config(SandboxMode::WorkspaceWrite, true, &[]));
     let run = sandbox.for_run(&d.workspace);
-    let own_session = "read -ra stat < /proc/$$/stat; [ \"${stat[5]}\" = \"$$\" ]";
+    // A session led inside the sandbox (a leader outside its PID namespace shows as 0), with
+    // no terminal.
+    let own_session =
+        "read -ra stat < /proc/$$/stat; [ \"${stat[5]}\" != 0 ] && [ \"${stat[6]}\" = 0 ]";
     assert!(bash(&run, own_session).await.status.success());
 
     let unix = "python3 -c 'import socket; socket.socket(socket.AF_UNIX)'";
@@ -250,7 +383,7 @@ async fn a_writable_workspace_holding_ryvos_home_or_the_home_is_refused() {
     let home = d.workspace.root().join(".ryvos");
     std::fs::create_dir(&home).unwrap();
     let config = config(SandboxMode::WorkspaceWrite, true, &[]);
-    let sandbox = Sandbox::new(&config, &home).unwrap();
+    let sandbox = Sandbox::new(&config, Site::home(&home)).unwrap();
     let refused = sandbox.for_run(&d.workspace).command("true").unwrap_err();
     assert!(refused.to_string().contains("--workspace"), "{refused}");
     let root = Workspace::new(Path::new("/")).unwrap();
@@ -260,6 +393,56 @@ async fn a_writable_workspace_holding_ryvos_home_or_the_home_is_refused() {
         mode: SandboxMode::ReadOnly,
         ..config
     };
-    let sandbox = Sandbox::new(&read_only, &home).unwrap();
+    let sandbox = Sandbox::new(&read_only, Site::home(&home)).unwrap();
     assert!(sandbox.for_run(&d.workspace).command("true").is_ok());
+}
+
+/// Forks up to 1,200 children that each stay alive for three seconds, and says how many it
+/// started before a fork failed.
+const FORK_MANY: &str = "python3 -c \"
+import os, time
+started = 0
+for _ in range(1200):
+    try:
+        pid = os.fork()
+    except OSError as e:
+        print('fork failed:', e)
+        break
+    if pid == 0:
+        time.sleep(3)
+        os._exit(0)
+    started += 1
+print('started', started)
+\"";
+
+#[tokio::test]
+async fn a_command_cannot_start_more_processes_or_take_more_memory_than_its_limits() {
+    let d = dirs();
+    let mut limited = config(SandboxMode::WorkspaceWrite, false, &[]);
+    limited.max_processes = 64;
+    limited.max_memory_mb = 256;
+    let sandbox = kernel_sandbox(&limited);
+    assert!(sandbox
+        .describe()
+        .contains("at most 64 processes and 256 MiB"));
+    let run = sandbox.for_run(&d.workspace);
+    let out = bash(&run, FORK_MANY).await;
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let started: usize = said
+        .lines()
+        .find_map(|l| l.strip_prefix("started "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said}{}", stderr(&out)));
+    assert!(started < 64, "{started} started under max_processes = 64");
+    assert!(said.contains("fork failed"), "{said}");
+    assert!(run.explain(&said).unwrap().contains("max_processes"));
+
+    let hog = "python3 -c \"b = bytearray(1024 * 1024 * 1024); b[::4096] = b'x' * len(b[::4096])\"";
+    let mut command = run.command("bash").unwrap();
+    let out = command.arg("-c").arg(hog).output().await.unwrap();
+    assert!(!out.status.success(), "1 GiB under max_memory_mb = 256");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    // The cgroup counts the kill; under rlimits the allocation fails with MemoryError.
+    let note = command.limit_met().or_else(|| run.explain(&said));
+    assert!(note.unwrap().contains("max_memory_mb"), "{said}");
 }

@@ -195,7 +195,12 @@ fn mcp_check(server: &McpServerStatus) -> Check {
 }
 
 fn sandbox_check(config: &Config) -> Check {
-    let result = ryvos::Sandbox::new(&config.security.sandbox, &config.home)
+    let site = ryvos::SandboxSite {
+        ryvos_home: config.home.clone(),
+        config_file: config.source.clone(),
+        ..Default::default()
+    };
+    let result = ryvos::Sandbox::new(&config.security.sandbox, site)
         .map_err(|e| format!("{e}; fix [security.sandbox]"))
         .and_then(|sandbox| match sandbox.unenforceable() {
             None => Ok(sandbox.describe()),

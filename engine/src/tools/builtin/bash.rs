@@ -72,7 +72,6 @@ impl Tool for Bash {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| ToolError::Execution(format!("cannot start bash in its sandbox: {e}")))?;
-        drop(command_line);
         let group = child.id().map(|id| id as i32);
         let stdout = tokio::spawn(capture(child.stdout.take()));
         let stderr = tokio::spawn(capture(child.stderr.take()));
@@ -87,7 +86,8 @@ impl Tool for Bash {
         }
         let (out, err) = drain(stdout, stderr, group).await;
         let mut text = render(out, err);
-        if let Some(note) = ctx.sandbox.explain(&text) {
+        let notes = [command_line.limit_met(), ctx.sandbox.explain(&text)];
+        for note in notes.into_iter().flatten() {
             text.push('\n');
             text.push_str(&note);
         }

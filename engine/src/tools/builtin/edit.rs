@@ -38,6 +38,9 @@ impl Tool for Edit {
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let path = ctx.workspace.resolve(str_arg(&input, "path"))?;
+        if let Some(why) = ctx.sandbox.file_rules().refuses_write(&path) {
+            return Err(ToolError::Denied(why));
+        }
         let old = str_arg(&input, "old_string").to_owned();
         let new = str_arg(&input, "new_string").to_owned();
         let shown = str_arg(&input, "path").to_owned();

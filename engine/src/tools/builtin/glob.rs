@@ -53,13 +53,17 @@ impl Tool for Glob {
             .map_err(|e| ToolError::Execution(format!("invalid glob pattern: {e}")))?
             .compile_matcher();
         let root = ctx.workspace.root().to_path_buf();
+        let rules = ctx.sandbox.file_rules();
         blocking(move || {
             let mut found = Vec::new();
             for entry in ignore::WalkBuilder::new(&root).build().flatten() {
                 let Ok(relative) = entry.path().strip_prefix(&root) else {
                     continue;
                 };
-                if entry.file_type().is_some_and(|t| t.is_file()) && matcher.is_match(relative) {
+                if entry.file_type().is_some_and(|t| t.is_file())
+                    && matcher.is_match(relative)
+                    && rules.refuses_read(entry.path()).is_none()
+                {
                     found.push(relative.display().to_string());
                 }
             }

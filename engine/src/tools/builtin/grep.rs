@@ -47,11 +47,17 @@ impl Tool for Grep {
             _ => ctx.workspace.root().to_path_buf(),
         };
         let workspace = ctx.workspace.clone();
+        let rules = ctx.sandbox.file_rules();
+        if let Some(why) = rules.refuses_read(&start) {
+            return Err(ToolError::Denied(why));
+        }
         blocking(move || {
             let mut out = String::new();
             let mut matches = 0usize;
             'files: for entry in ignore::WalkBuilder::new(&start).build().flatten() {
-                if !entry.file_type().is_some_and(|t| t.is_file()) {
+                if !entry.file_type().is_some_and(|t| t.is_file())
+                    || rules.refuses_read(entry.path()).is_some()
+                {
                     continue;
                 }
                 let Ok(file) = std::fs::File::open(entry.path()) else {

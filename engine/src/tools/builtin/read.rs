@@ -42,6 +42,9 @@ impl Tool for Read {
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let path = ctx.workspace.resolve(str_arg(&input, "path"))?;
+        if let Some(why) = ctx.sandbox.file_rules().refuses_read(&path) {
+            return Err(ToolError::Denied(why));
+        }
         let offset = input.get("offset").and_then(Value::as_u64).unwrap_or(1);
         let limit = input
             .get("limit")

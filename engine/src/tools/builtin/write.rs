@@ -37,6 +37,9 @@ impl Tool for Write {
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let path = ctx.workspace.resolve(str_arg(&input, "path"))?;
+        if let Some(why) = ctx.sandbox.file_rules().refuses_write(&path) {
+            return Err(ToolError::Denied(why));
+        }
         let content = str_arg(&input, "content").to_owned();
         let shown = str_arg(&input, "path").to_owned();
         blocking(move || {

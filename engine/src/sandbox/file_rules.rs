@@ -1,0 +1,41 @@
+//! What the file tools (`read`, `write`, `edit`, `glob`, `grep`) may not touch inside the
+//! workspace, as commands may not: covered secrets, and git's hooks and config.
+
+use super::git::GitGuard;
+use std::path::{Path, PathBuf};
+
+/// What the file tools may not touch inside the workspace (see [`RunSandbox::file_rules`]).
+#[derive(Clone, Debug, Default)]
+pub struct FileRules {
+    pub(super) hidden: Vec<PathBuf>,
+    pub(super) git: GitGuard,
+}
+
+impl FileRules {
+    /// Why `path` (resolved inside the workspace) may not be read, if it may not.
+    pub fn refuses_read(&self, path: &Path) -> Option<String> {
+        let secret = self.hidden.iter().find(|h| path.starts_with(h))?;
+        Some(format!(
+            "{} is kept from the model by the sandbox ({} is a secret: Ryvos's home, its \
+             config file, a credential place or [security.sandbox] deny_read); lift it \
+             knowingly with allow_read",
+            path.display(),
+            secret.display()
+        ))
+    }
+
+    /// Why `path` (resolved inside the workspace) may not be written, if it may not.
+    pub fn refuses_write(&self, path: &Path) -> Option<String> {
+        if let Some(why) = self.refuses_read(path) {
+            return Some(why);
+        }
+        self.git.protects(path).then(|| {
+            format!(
+                "{} is one of git's hooks or its config, which stay read-only: code written \
+                 there would run at the user's next git command, outside any sandbox. Configure \
+                 git with -c or environment variables instead",
+                path.display()
+            )
+        })
+    }
+}

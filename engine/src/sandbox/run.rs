@@ -1,0 +1,212 @@
+//! The sandbox of one run: the command line that starts a program confined, the rules the file
+//! tools follow, and the notes that tell the model why something was refused.
+
+use super::bubblewrap::View;
+use super::command::SandboxedCommand;
+use super::file_rules::FileRules;
+use super::git::GitGuard;
+use super::inner::InnerArgs;
+use super::limits::{self, Cgroup, Mechanism};
+use super::notes;
+use super::scratch::Scratch;
+use super::{secrets, Sandbox, SandboxError};
+use crate::config::SandboxMode;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The sandbox of one run: its workspace and its private temporary directory (made at the
+/// first command, removed when the run is done with).
+#[derive(Clone, Debug)]
+pub struct RunSandbox {
+    pub(super) sandbox: Sandbox,
+    pub(super) workspace: PathBuf,
+    pub(super) scratch: Arc<Scratch>,
+}
+
+impl RunSandbox {
+    /// A command running `program` in the workspace, confined as the mode says, with `TMPDIR`
+    /// set to the run's private temporary directory. Refused when the kernel cannot enforce
+    /// the mode.
+    pub fn command(&self, program: &str) -> Result<SandboxedCommand, SandboxError> {
+        let policy = &self.sandbox.policy;
+        if let Some(why) = self.sandbox.unenforceable() {
+            return Err(SandboxError::Unenforceable(why));
+        }
+        if policy.mode == SandboxMode::WorkspaceWrite {
+            if let Some(protected) = policy
+                .protected
+                .iter()
+                .find(|p| p.starts_with(&self.workspace))
+            {
+                return Err(SandboxError::Workspace {
+                    workspace: self.workspace.display().to_string(),
+                    protected: protected.display().to_string(),
+                });
+            }
+        }
+        let tmp = self.scratch.path().map_err(SandboxError::Scratch)?;
+        let cgroup = match &policy.limits {
+            Some(limits) => limits
+                .cgroup()
+                .map_err(|e| SandboxError::Prepare(format!("the command's cgroup: {e}")))?,
+            None => None,
+        };
+        let mut command = match policy.mode {
+            SandboxMode::Off => tokio::process::Command::new(program),
+            _ => self.confined(program, &tmp)?,
+        };
+        command
+            .current_dir(&self.workspace)
+            .env("TMPDIR", &tmp)
+            .env("TMP", &tmp)
+            .env("TEMP", &tmp);
+        let join = cgroup.as_ref().map(Cgroup::procs_files).unwrap_or_default();
+        // SAFETY: setsid and the cgroup's open/write/close are async-signal-safe, on strings
+        // made before the fork. A session of its own also makes the command the leader of its
+        // own process group, which is killed as a whole when it is stopped (and with
+        // bubblewrap, its namespaces and everything in them die too).
+        unsafe {
+            command.pre_exec(move || {
+                limits::join(&join)?;
+                if libc::setsid() == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Ok(SandboxedCommand { command, cgroup })
+    }
+
+    /// `program` inside both layers, with a built environment.
+    fn confined(&self, program: &str, tmp: &Path) -> Result<tokio::process::Command, SandboxError> {
+        let policy = &self.sandbox.policy;
+        let missing = |why: &String| SandboxError::Unenforceable(why.clone());
+        let bwrap = policy.machine.bubblewrap.as_ref().map_err(missing)?;
+        let inner = policy.machine.inner.as_ref().map_err(missing)?;
+        let mut writable = vec![tmp.to_path_buf()];
+        if policy.mode == SandboxMode::WorkspaceWrite {
+            writable.push(self.workspace.clone());
+            writable.extend(policy.writable.iter().cloned());
+        }
+        let in_writable = |p: &PathBuf| writable.iter().any(|w| p.starts_with(w));
+        let git = self.git();
+        let only_writable = |paths: &[PathBuf]| -> Vec<PathBuf> {
+            paths.iter().filter(|p| in_writable(p)).cloned().collect()
+        };
+        let view = View {
+            hidden: self.sandbox.hidden(),
+            read_only: only_writable(&git.read_only),
+            pinned: only_writable(git.git_dir.as_slice()),
+            writable: writable.clone(),
+            network: policy.network,
+            cwd: self.workspace.clone(),
+        };
+        // Without a cgroup, the inner layer sets rlimits.
+        let rlimits = policy
+            .limits
+            .as_ref()
+            .filter(|l| l.mechanism == Mechanism::Rlimits);
+        let inner_args = InnerArgs {
+            writable,
+            network: policy.network,
+            unix_sockets: policy.unix_sockets,
+            max_processes: rlimits.map(|l| l.max_processes),
+            max_memory: rlimits.map(|l| l.max_memory),
+            command: vec![program.into()],
+        };
+        let mut command = tokio::process::Command::new(bwrap);
+        command
+            .args(view.args())
+            .arg(inner)
+            .args(inner_args.to_args())
+            .env_clear()
+            .envs(secrets::command_env(
+                std::env::vars_os(),
+                &policy.site.config_vars,
+                &policy.env_keep,
+            ));
+        Ok(command)
+    }
+
+    /// What the file tools (`read`, `write`, `edit`, `glob`, `grep`) may touch, as commands
+    /// may: the secrets inside the workspace (a cover above the workspace does not hide the
+    /// workspace, which is bound over it) and, under `workspace-write`, git's hooks and config.
+    pub fn file_rules(&self) -> FileRules {
+        if self.sandbox.policy.mode == SandboxMode::Off {
+            return FileRules::default();
+        }
+        FileRules {
+            hidden: self
+                .sandbox
+                .hidden()
+                .into_iter()
+                .filter(|h| h.starts_with(&self.workspace) && *h != self.workspace)
+                .collect(),
+            git: self.git(),
+        }
+    }
+
+    /// The repository around the workspace as it is now (a command may have made one), under
+    /// `workspace-write`; nothing to guard otherwise (nothing there is writable).
+    fn git(&self) -> GitGuard {
+        match self.sandbox.policy.mode {
+            SandboxMode::WorkspaceWrite => GitGuard::around(&self.workspace),
+            SandboxMode::ReadOnly | SandboxMode::Off => GitGuard::default(),
+        }
+    }
+
+    /// A note for the model when a confined command's output shows a refused write or
+    /// connection, so it can adapt; `None` when there is nothing to explain.
+    pub fn explain(&self, output: &str) -> Option<String> {
+        let policy = &self.sandbox.policy;
+        if policy.mode == SandboxMode::Off {
+            return None;
+        }
+        let lower = output.to_lowercase();
+        let shows = |signs: &[&str]| signs.iter().any(|sign| lower.contains(sign));
+        let write_refused = shows(notes::WRITE_REFUSED);
+        let connect_refused = !policy.network && shows(notes::CONNECT_REFUSED);
+        if !write_refused && !connect_refused {
+            return shows(notes::LIMIT_MET)
+                .then(|| policy.limits.as_ref().map(notes::limit_note))
+                .flatten();
+        }
+        if !write_refused {
+            return Some(
+                "[sandbox] This command runs in a sandbox without network: no connection \
+                 leaves it, name lookups fail and services on this machine's loopback are \
+                 out of reach (network = false)."
+                    .into(),
+            );
+        }
+        let tmp = self
+            .scratch
+            .created()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "$TMPDIR".into());
+        let mut note = match policy.mode {
+            SandboxMode::ReadOnly => format!(
+                "[sandbox] This command runs in a read-only sandbox: it may write only in \
+                 $TMPDIR ({tmp}); any other write is refused (Permission denied or Read-only \
+                 file system)."
+            ),
+            _ => format!(
+                "[sandbox] This command runs in a sandbox: it may write only inside the \
+                 workspace ({}) and $TMPDIR ({tmp}); a write outside them is refused \
+                 (Permission denied or Read-only file system). Keep your work inside the \
+                 workspace.",
+                self.workspace.display()
+            ),
+        };
+        if self.git().git_dir.is_some() {
+            note.push_str(
+                " git's hooks and config are read-only (git add and git commit work; \
+                 configure git with -c or environment variables instead).",
+            );
+        }
+        if !policy.network {
+            note.push_str(" Network connections are refused too (network = false).");
+        }
+        Some(note)
+    }
+}
