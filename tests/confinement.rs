@@ -437,3 +437,66 @@ print('started', started)
     assert!(*is_error, "{who}: 3 GiB under 1024 MiB: {hog}");
     assert!(hog.contains("max_memory_mb"), "{who}: {hog}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn allowed_domains_open_named_hosts_through_the_proxy_and_audit_every_decision() {
+    for user in daemon_users() {
+        egress_through_the_proxy(user).await;
+    }
+}
+
+async fn egress_through_the_proxy(user: Option<(u32, u32)>) {
+    let target = ScriptedModelServer::start([]).await;
+    // The scripted server answers GET /v1/models; reached by name, as a registry would be.
+    let url = target.base_url().replace("127.0.0.1", "localhost");
+    let allowed = format!("curl -sS -m 10 -o /dev/null -w 'HTTP %{{http_code}}' {url}/models");
+    let refused = "curl -fsS -m 10 https://example.com/";
+    let server = ScriptedModelServer::start([
+        asking(&[
+            bash_call("allowed", &allowed),
+            bash_call("refused", refused),
+        ]),
+        Reply::text(&["done"]),
+    ])
+    .await;
+    let home = Home::with_sections(
+        &server,
+        "",
+        EVERYTHING_ALLOWED,
+        "[security.sandbox]\nallowed_domains = [\"localhost\"]\n",
+    );
+    let daemon = home.command(env!("CARGO_BIN_EXE_ryvosd"));
+    let _daemon = start_as(&home, daemon, user, &[]).await;
+    let who = format!("as {user:?}");
+    let (code, stdout, stderr) = home.ryvos_as(user, &["run", "--json", "fetch"]).await;
+    assert_eq!(code, 0, "{who}: {stderr}");
+    let events = events(&stdout);
+    let results = results(&events);
+    let (is_error, output) = &results["allowed"];
+    // The server answered (whatever it said): the connection was made.
+    assert!(!is_error && !output.contains("HTTP 000"), "{who}: {output}");
+    let (is_error, output) = &results["refused"];
+    assert!(*is_error, "{who}: {output}");
+    assert!(
+        output.contains("example.com") && output.contains("allowed_domains"),
+        "{who}: the model is told which name and the knob: {output}"
+    );
+    let decisions: Vec<(String, bool)> = events
+        .iter()
+        .filter(|e| e["type"] == "EgressDecision")
+        .map(|e| {
+            (
+                e["host"].as_str().unwrap().to_owned(),
+                e["allowed"] == json!(true),
+            )
+        })
+        .collect();
+    assert!(
+        decisions.contains(&("localhost".to_owned(), true)),
+        "{who}: {decisions:?}"
+    );
+    assert!(
+        decisions.contains(&("example.com".to_owned(), false)),
+        "{who}: {decisions:?}"
+    );
+}

@@ -96,6 +96,14 @@ pub enum EventKind {
         allowed: bool,
         decided_by: String,
     },
+    /// The sandbox's egress proxy decided about a connection a command asked for (under
+    /// `network = false` with `allowed_domains`): allowed, or refused with the reason.
+    EgressDecision {
+        host: String,
+        port: u16,
+        allowed: bool,
+        reason: String,
+    },
     /// An approval request was answered, or denied as unanswered (`by`: `unanswered`).
     ApprovalResolved {
         request_id: String,

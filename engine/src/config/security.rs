@@ -42,6 +42,9 @@ pub struct SandboxConfig {
     /// `false` (the default): no TCP, UDP, raw sockets or DNS, and no service on loopback.
     /// `true` opens the whole network (dangerous).
     pub network: bool,
+    /// Under `network = false`, names commands may reach through the daemon's proxy
+    /// (`crates.io`, or `*.npmjs.org` for its subdomains).
+    pub allowed_domains: Vec<String>,
     /// More directories a command may write in, under `workspace-write` (`~/` and `${VAR}`
     /// are expanded; each must exist).
     pub writable_paths: Vec<String>,
@@ -65,6 +68,7 @@ impl Default for SandboxConfig {
         Self {
             mode: SandboxMode::WorkspaceWrite,
             network: false,
+            allowed_domains: Vec::new(),
             writable_paths: Vec::new(),
             unix_sockets: false,
             deny_read: Vec::new(),

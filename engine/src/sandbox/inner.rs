@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! ryvos-sandbox [--write DIR]... [--network] [--unix-sockets] [--max-processes N]
-//!               [--max-memory BYTES] -- PROGRAM [ARG]...
+//!               [--max-memory BYTES] [--proxy SOCKET] -- PROGRAM [ARG]...
 //! ```
 
 use std::ffi::OsString;
@@ -24,6 +24,8 @@ pub(super) struct InnerArgs {
     pub max_processes: Option<u64>,
     /// `RLIMIT_AS` in bytes, where no cgroup holds the command (per process).
     pub max_memory: Option<u64>,
+    /// The egress proxy's socket, bridged to from `127.0.0.1:3128` (see [`super::bridge`]).
+    pub proxy: Option<PathBuf>,
     pub command: Vec<OsString>,
 }
 
@@ -49,6 +51,10 @@ impl InnerArgs {
             args.push("--max-memory".into());
             args.push(bytes.to_string().into());
         }
+        if let Some(socket) = &self.proxy {
+            args.push("--proxy".into());
+            args.push(socket.into());
+        }
         args.push("--".into());
         args.extend(self.command.iter().cloned());
         args
@@ -67,6 +73,9 @@ impl InnerArgs {
                 Some("--unix-sockets") => parsed.unix_sockets = true,
                 Some("--max-processes") => parsed.max_processes = Some(number(args.next())?),
                 Some("--max-memory") => parsed.max_memory = Some(number(args.next())?),
+                Some("--proxy") => {
+                    parsed.proxy = Some(args.next().ok_or("--proxy needs a socket")?.into())
+                }
                 Some("--") => {
                     parsed.command = args.collect();
                     break;
@@ -99,6 +108,12 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         Ok(args) => args,
         Err(why) => return fail(why),
     };
+    #[cfg(target_os = "linux")]
+    if let Some(socket) = &args.proxy {
+        if let Err(why) = super::bridge::serve_beside_command(socket.clone()) {
+            return fail(why);
+        }
+    }
     if let Err(why) = confine(&args) {
         return fail(why);
     }
@@ -120,8 +135,9 @@ fn confine(args: &InnerArgs) -> Result<(), String> {
     if abi >= super::ABI_FILES {
         // Without network the namespace has none to offer; Landlock denies TCP too where it can.
         let network = args.network || abi < super::ABI_NETWORK;
-        let ruleset =
-            super::landlock::ruleset(&args.writable, network).map_err(|e| e.to_string())?;
+        let proxy_port = args.proxy.as_ref().map(|_| super::egress::BRIDGE_PORT);
+        let ruleset = super::landlock::ruleset(&args.writable, network, proxy_port)
+            .map_err(|e| e.to_string())?;
         super::landlock::restrict_self(&ruleset).map_err(|e| format!("Landlock: {e}"))?;
     } else {
         set_no_new_privs()?;
@@ -180,6 +196,7 @@ mod tests {
             unix_sockets: true,
             max_processes: Some(512),
             max_memory: None,
+            proxy: Some("/tmp/run/egress.sock".into()),
             command: vec!["bash".into(), "-c".into(), "--write".into()],
         };
         assert_eq!(InnerArgs::parse(args.to_args()).unwrap(), args);

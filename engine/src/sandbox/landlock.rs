@@ -4,8 +4,8 @@
 
 use super::{SandboxError, ABI_FILES};
 use landlock::{
-    path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd,
-    Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
+    path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath,
+    PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -35,8 +35,12 @@ pub(super) fn kernel_abi() -> i32 {
 }
 
 /// The ruleset of a confined command: read everything, write only under `writable`, and
-/// without `network` no TCP connect or bind.
-pub(super) fn ruleset(writable: &[PathBuf], network: bool) -> Result<OwnedFd, SandboxError> {
+/// without `network` no TCP connect or bind, but connecting to `proxy_port` when given.
+pub(super) fn ruleset(
+    writable: &[PathBuf],
+    network: bool,
+    proxy_port: Option<u16>,
+) -> Result<OwnedFd, SandboxError> {
     let prepare = |e: &dyn std::fmt::Display| SandboxError::Prepare(e.to_string());
     // A hard requirement: a kernel that cannot enforce every right asked for is an error here,
     // never a weaker sandbox.
@@ -70,6 +74,11 @@ pub(super) fn ruleset(writable: &[PathBuf], network: bool) -> Result<OwnedFd, Sa
             AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
         ))
         .map_err(|e| prepare(&e))?;
+    if let (false, Some(port)) = (network, proxy_port) {
+        created = created
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(|e| prepare(&e))?;
+    }
     for dir in writable {
         let fd = PathFd::new(dir).map_err(|e| {
             SandboxError::Prepare(format!(

@@ -19,8 +19,11 @@
 //! cannot enforce the chosen mode (no bubblewrap, no user namespaces, no `ryvos-sandbox`),
 //! commands are refused with the reason and the knob, never run unconfined.
 
+#[cfg(target_os = "linux")]
+mod bridge;
 mod bubblewrap;
 mod command;
+mod egress;
 mod file_rules;
 pub(crate) mod git;
 pub(crate) mod inner;
@@ -71,6 +74,8 @@ struct Policy {
     deny_read: Vec<PathBuf>,
     allow_read: Vec<PathBuf>,
     env_keep: Vec<String>,
+    /// Names reachable through the egress proxy under `network = false`.
+    allowed: egress::AllowedDomains,
     /// Per-command limits; none when the sandbox is off.
     limits: Option<Limits>,
     machine: Machine,
@@ -85,6 +90,8 @@ pub enum SandboxConfigError {
         path: String,
         cause: String,
     },
+    #[error("security.sandbox.allowed_domains: {0}")]
+    AllowedDomains(String),
 }
 
 /// Why a command cannot be started confined.
@@ -157,6 +164,8 @@ impl Sandbox {
                 deny_read: listed(&config.deny_read, "deny_read")?,
                 allow_read: listed(&config.allow_read, "allow_read")?,
                 env_keep: config.env_keep.clone(),
+                allowed: egress::AllowedDomains::parse(&config.allowed_domains)
+                    .map_err(SandboxConfigError::AllowedDomains)?,
                 limits: (config.mode != SandboxMode::Off)
                     .then(|| Limits::detect(config.max_processes, config.max_memory_mb)),
                 machine,
@@ -167,6 +176,23 @@ impl Sandbox {
     /// The configured mode.
     pub fn mode(&self) -> SandboxMode {
         self.policy.mode
+    }
+
+    /// What every run is warned of: a sandbox that is off, or a network that is open.
+    pub fn run_warning(&self) -> Option<String> {
+        let p = &self.policy;
+        if p.mode == SandboxMode::Off {
+            return Some(
+                "the sandbox is off ([security.sandbox] mode = \"off\"): the model's commands \
+                 can write anywhere this user can"
+                    .into(),
+            );
+        }
+        p.network.then(|| {
+            "the network is open to the model's commands ([security.sandbox] network = true): \
+             they can reach any host, this machine's own services included, and send data out"
+                .into()
+        })
     }
 
     /// Why commands cannot be confined as configured, if they cannot.
@@ -200,9 +226,13 @@ impl Sandbox {
                 p.mode.name()
             );
         }
-        let network = match p.network {
-            true => "network allowed (network = true: dangerous)",
-            false => "no network",
+        let network = match (p.network, p.allowed.is_empty()) {
+            (true, _) => "network allowed (network = true: dangerous)".to_owned(),
+            (false, true) => "no network".to_owned(),
+            (false, false) => format!(
+                "no network but {} through the egress proxy",
+                p.allowed.names().join(", ")
+            ),
         };
         let inner = match p.machine.landlock_abi {
             abi if abi >= ABI_FILES => format!("Landlock ABI {abi} inside"),
@@ -232,6 +262,8 @@ impl Sandbox {
             sandbox: self.clone(),
             workspace: workspace.root().to_path_buf(),
             scratch: Arc::new(Scratch::default()),
+            proxies: Arc::default(),
+            events: None,
         }
     }
 

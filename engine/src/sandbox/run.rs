@@ -3,6 +3,7 @@
 
 use super::bubblewrap::View;
 use super::command::SandboxedCommand;
+use super::egress::{EgressProxy, BRIDGE_PORT};
 use super::file_rules::FileRules;
 use super::git::GitGuard;
 use super::inner::InnerArgs;
@@ -11,19 +12,66 @@ use super::notes;
 use super::scratch::Scratch;
 use super::{secrets, Sandbox, SandboxError};
 use crate::config::SandboxMode;
+use crate::event::RunEvents;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The sandbox of one run: its workspace and its private temporary directory (made at the
 /// first command, removed when the run is done with).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct RunSandbox {
     pub(super) sandbox: Sandbox,
     pub(super) workspace: PathBuf,
     pub(super) scratch: Arc<Scratch>,
+    /// Numbers the commands' egress proxies' sockets.
+    pub(super) proxies: Arc<AtomicU64>,
+    /// Where the egress proxies' decisions are published.
+    pub(super) events: Option<RunEvents>,
 }
 
+impl std::fmt::Debug for RunSandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunSandbox")
+            .field("workspace", &self.workspace)
+            .field("scratch", &self.scratch)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The variables programs read their proxy from (curl, git, pip, cargo, npm, Go, Node).
+const PROXY_VARIABLES: &[&str] = &[
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "npm_config_proxy",
+    "npm_config_https_proxy",
+];
+
 impl RunSandbox {
+    /// The same sandbox, publishing its egress decisions on `events`.
+    pub(crate) fn publishing(mut self, events: RunEvents) -> Self {
+        self.events = Some(events);
+        self
+    }
+
+    /// A proxy for one command, when the policy needs one (the network closed, with names
+    /// allowed).
+    fn egress_proxy(&self, tmp: &Path) -> Result<Option<EgressProxy>, SandboxError> {
+        let policy = &self.sandbox.policy;
+        if policy.network || policy.allowed.is_empty() || policy.mode == SandboxMode::Off {
+            return Ok(None);
+        }
+        let n = self.proxies.fetch_add(1, Ordering::Relaxed);
+        let socket = tmp.join(format!(".ryvos-egress-{n}.sock"));
+        EgressProxy::start(socket, policy.allowed.clone(), self.events.clone())
+            .map(Some)
+            .map_err(|e| SandboxError::Prepare(format!("the egress proxy: {e}")))
+    }
+
     /// A command running `program` in the workspace, confined as the mode says, with `TMPDIR`
     /// set to the run's private temporary directory. Refused when the kernel cannot enforce
     /// the mode.
@@ -51,9 +99,10 @@ impl RunSandbox {
                 .map_err(|e| SandboxError::Prepare(format!("the command's cgroup: {e}")))?,
             None => None,
         };
+        let proxy = self.egress_proxy(&tmp)?;
         let mut command = match policy.mode {
             SandboxMode::Off => tokio::process::Command::new(program),
-            _ => self.confined(program, &tmp)?,
+            _ => self.confined(program, &tmp, proxy.as_ref())?,
         };
         command
             .current_dir(&self.workspace)
@@ -74,11 +123,20 @@ impl RunSandbox {
                 Ok(())
             });
         }
-        Ok(SandboxedCommand { command, cgroup })
+        Ok(SandboxedCommand {
+            command,
+            cgroup,
+            proxy,
+        })
     }
 
     /// `program` inside both layers, with a built environment.
-    fn confined(&self, program: &str, tmp: &Path) -> Result<tokio::process::Command, SandboxError> {
+    fn confined(
+        &self,
+        program: &str,
+        tmp: &Path,
+        proxy: Option<&EgressProxy>,
+    ) -> Result<tokio::process::Command, SandboxError> {
         let policy = &self.sandbox.policy;
         let missing = |why: &String| SandboxError::Unenforceable(why.clone());
         let bwrap = policy.machine.bubblewrap.as_ref().map_err(missing)?;
@@ -112,6 +170,7 @@ impl RunSandbox {
             unix_sockets: policy.unix_sockets,
             max_processes: rlimits.map(|l| l.max_processes),
             max_memory: rlimits.map(|l| l.max_memory),
+            proxy: proxy.map(|p| p.socket().to_path_buf()),
             command: vec![program.into()],
         };
         let mut command = tokio::process::Command::new(bwrap);
@@ -125,6 +184,14 @@ impl RunSandbox {
                 &policy.site.config_vars,
                 &policy.env_keep,
             ));
+        if inner_args.proxy.is_some() {
+            // The proxy resolves names: the command needs no DNS.
+            let proxy = format!("http://127.0.0.1:{BRIDGE_PORT}");
+            for name in PROXY_VARIABLES {
+                command.env(name, &proxy);
+            }
+            command.env_remove("NO_PROXY").env_remove("no_proxy");
+        }
         Ok(command)
     }
 

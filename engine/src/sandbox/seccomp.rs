@@ -1,4 +1,4 @@
-//! The sandbox's system-call filter: no new unix sockets.
+//! The sandbox's system-call filter: no new unix sockets, no tracing of other processes.
 //!
 //! Landlock does not confine connecting to a unix socket before ABI 9, and unix sockets lead
 //! out of any sandbox: the user's systemd and D-Bus (`systemd-run --user …` runs anything,
@@ -26,10 +26,18 @@ pub(super) fn no_unix_sockets() -> Result<BpfProgram, SandboxError> {
         libc::AF_UNIX as u64,
     )
     .map_err(|e| prepare(&e))?;
-    let rules = BTreeMap::from([(
-        libc::SYS_socket,
-        vec![SeccompRule::new(vec![unix_domain]).map_err(|e| prepare(&e))?],
-    )]);
+    // Tracing another process would let a command act through one outside its Landlock
+    // domain (the egress bridge): refused outright, as are reads and writes of another
+    // process's memory.
+    let rules = BTreeMap::from([
+        (
+            libc::SYS_socket,
+            vec![SeccompRule::new(vec![unix_domain]).map_err(|e| prepare(&e))?],
+        ),
+        (libc::SYS_ptrace, vec![]),
+        (libc::SYS_process_vm_readv, vec![]),
+        (libc::SYS_process_vm_writev, vec![]),
+    ]);
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,

@@ -443,6 +443,67 @@ async fn a_command_cannot_start_more_processes_or_take_more_memory_than_its_limi
     assert!(!out.status.success(), "1 GiB under max_memory_mb = 256");
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
     // The cgroup counts the kill; under rlimits the allocation fails with MemoryError.
-    let note = command.limit_met().or_else(|| run.explain(&said));
-    assert!(note.unwrap().contains("max_memory_mb"), "{said}");
+    let notes = [command.notes(), run.explain(&said).into_iter().collect()].concat();
+    assert!(notes.join("\n").contains("max_memory_mb"), "{said}");
+}
+
+/// A plain HTTP server on this machine's loopback answering every request with `body`.
+fn http_server(body: &'static str) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            use std::io::{Read, Write};
+            let mut stream = stream;
+            let mut request = [0u8; 4096];
+            let _request_read = stream.read(&mut request);
+            let response = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _answered = stream.write_all(response.as_bytes());
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn allowed_domains_are_reached_through_the_proxy_and_nothing_else_is() {
+    let d = dirs();
+    let port = http_server("reached-through-the-proxy");
+    let mut allowing = config(SandboxMode::WorkspaceWrite, false, &[]);
+    allowing.allowed_domains = vec!["localhost".into()];
+    let sandbox = kernel_sandbox(&allowing);
+    assert!(sandbox
+        .describe()
+        .contains("localhost through the egress proxy"));
+    let run = sandbox.for_run(&d.workspace);
+    let out = bash(&run, &format!("curl -sS -m 10 http://localhost:{port}/ok")).await;
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("reached-through-the-proxy"),
+        "{said}{}",
+        stderr(&out)
+    );
+    assert!(run.explain(&said).is_none(), "nothing was refused");
+    // A tunnel (CONNECT, as HTTPS goes) too.
+    let tunnel = format!("curl -fsS -p -m 10 http://localhost:{port}/tunnel");
+    let out = bash(&run, &tunnel).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let mut command = run.command("bash").unwrap();
+    let refused = "curl -fsS -m 10 http://example.com/";
+    let out = command.arg("-c").arg(refused).output().await.unwrap();
+    assert!(!out.status.success());
+    let notes = command.notes().join("\n");
+    assert!(
+        notes.contains("example.com") && notes.contains("allowed_domains"),
+        "{notes}"
+    );
+    // Around the proxy, nothing gets out at all.
+    let direct = format!("curl -sS -m 5 --noproxy '*' http://127.0.0.1:{port}/");
+    assert!(!bash(&run, &direct).await.status.success());
+    // Tracing the bridge is refused.
+    let trace = "python3 -c \"import ctypes; assert ctypes.CDLL(None).ptrace(16, 1, 0, 0) != 0\"";
+    assert!(bash(&run, trace).await.status.success());
 }

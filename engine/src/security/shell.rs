@@ -1,12 +1,17 @@
-//! Reading a shell command well enough to judge it: words (quotes and escapes resolved),
-//! simple commands split at `|`, `;`, `&&`, `||`, `&` and newlines, their redirections, and
-//! command substitutions. What cannot be read (an unclosed quote, a dangling escape) is an
-//! error, and an unreadable command is treated as the most dangerous kind.
+//! Reading a shell command well enough to judge it, with tree-sitter's bash grammar (as codex
+//! reads commands): words (quotes and escapes resolved), simple commands in the order they
+//! appear (pipelines, lists, compound statements and their bodies alike), their file
+//! redirections, and command and process substitutions. What cannot be read (an unclosed
+//! quote, a dangling redirection, any syntax error) is an error, and an unreadable command is
+//! treated as the most dangerous kind.
+
+use std::cell::RefCell;
+use tree_sitter::{Node, Parser};
 
 /// One simple command of a command line.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SimpleCommand {
-    /// The program and its arguments, quotes resolved.
+    /// The program and its arguments (assignments before it included), quotes resolved.
     pub words: Vec<String>,
     /// Files written by redirection (`>`, `>>`, `&>`, `2>`), as written.
     pub writes: Vec<String>,
@@ -18,7 +23,7 @@ pub struct SimpleCommand {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CommandLine {
     pub commands: Vec<SimpleCommand>,
-    /// The text of every `$(…)` and backquoted substitution, read as command lines too.
+    /// The text of every `$(…)`, backquoted and `<(…)` substitution, read as command lines too.
     pub substitutions: Vec<CommandLine>,
 }
 
@@ -40,252 +45,261 @@ pub enum ShellError {
 /// How deep substitutions may nest before the line counts as unreadable.
 const MAX_DEPTH: usize = 8;
 
-/// Reads `line`.
-pub fn parse(line: &str) -> Result<CommandLine, ShellError> {
-    parse_at(line, 0)
+thread_local! {
+    /// A parser per thread: making one loads the grammar.
+    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
 }
 
-/// Reads `line`, inside `depth` substitutions.
-///
-/// Long because it is one scanner over the characters: quoting, escapes, operators,
-/// redirections and substitutions all share the word being read, and split apart they would
-/// pass it, and each other's state, around.
-fn parse_at(line: &str, depth: usize) -> Result<CommandLine, ShellError> {
-    if depth > MAX_DEPTH {
-        return Err(ShellError::TooDeep);
+/// Reads `line`.
+pub fn parse(line: &str) -> Result<CommandLine, ShellError> {
+    let tree = PARSER.with(|cell| {
+        let mut parser = cell.borrow_mut();
+        let parser = parser.get_or_insert_with(|| {
+            let mut parser = Parser::new();
+            parser
+                .set_language(&tree_sitter_bash::LANGUAGE.into())
+                .expect("the bash grammar matches the tree-sitter it was built for");
+            parser
+        });
+        parser.parse(line, None)
+    });
+    let tree = tree.ok_or(ShellError::Unreadable("the command line"))?;
+    let root = tree.root_node();
+    if root.has_error() {
+        return Err(syntax_error(root, line));
     }
     let mut out = CommandLine::default();
-    let mut current = SimpleCommand::default();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut redirect = false;
-    let chars: Vec<char> = line.chars().collect();
-    let mut i = 0;
-    // Ends the word being read: a redirection's target, or the next word of the command.
-    let finish_word = |word: &mut String,
-                       in_word: &mut bool,
-                       redirect: &mut bool,
-                       current: &mut SimpleCommand| {
-        if *in_word {
-            let w = std::mem::take(word);
-            if *redirect {
-                current.writes.push(w);
-                *redirect = false;
-            } else {
-                current.words.push(w);
-            }
-            *in_word = false;
-        }
-    };
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            '\'' => {
-                let end = chars[i + 1..]
-                    .iter()
-                    .position(|&x| x == '\'')
-                    .ok_or(ShellError::UnclosedQuote('\''))?;
-                word.extend(&chars[i + 1..i + 1 + end]);
-                in_word = true;
-                i += end + 2;
-                continue;
-            }
-            '"' => {
-                let mut j = i + 1;
-                loop {
-                    match chars.get(j) {
-                        None => return Err(ShellError::UnclosedQuote('"')),
-                        Some('"') => break,
-                        Some('\\') if j + 1 < chars.len() => {
-                            word.push(chars[j + 1]);
-                            j += 2;
-                        }
-                        Some('$') if chars.get(j + 1) == Some(&'(') => {
-                            let (inner, next) = substitution(&chars, j + 2)?;
-                            out.substitutions.push(parse_at(&inner, depth + 1)?);
-                            word.push_str(&format!("$({inner})"));
-                            j = next;
-                        }
-                        Some('`') => {
-                            let end = chars[j + 1..]
-                                .iter()
-                                .position(|&x| x == '`')
-                                .ok_or(ShellError::UnclosedSubstitution)?;
-                            let inner: String = chars[j + 1..j + 1 + end].iter().collect();
-                            out.substitutions.push(parse_at(&inner, depth + 1)?);
-                            j += end + 2;
-                        }
-                        Some(&other) => {
-                            word.push(other);
-                            j += 1;
-                        }
-                    }
-                }
-                in_word = true;
-                i = j + 1;
-                continue;
-            }
-            '\\' => {
-                let next = chars.get(i + 1).ok_or(ShellError::UnclosedQuote('\\'))?;
-                if *next != '\n' {
-                    word.push(*next);
-                    in_word = true;
-                }
-                i += 2;
-                continue;
-            }
-            '$' if chars.get(i + 1) == Some(&'\'') => {
-                // ANSI-C quoting can spell any name; it is not read, so not trusted.
-                return Err(ShellError::Unreadable("$'…' quoting"));
-            }
-            '$' if chars.get(i + 1) == Some(&'(') => {
-                let (inner, next) = substitution(&chars, i + 2)?;
-                out.substitutions.push(parse_at(&inner, depth + 1)?);
-                word.push_str(&format!("$({inner})"));
-                in_word = true;
-                i = next;
-                continue;
-            }
-            '`' => {
-                let end = chars[i + 1..]
-                    .iter()
-                    .position(|&x| x == '`')
-                    .ok_or(ShellError::UnclosedSubstitution)?;
-                let inner: String = chars[i + 1..i + 1 + end].iter().collect();
-                out.substitutions.push(parse_at(&inner, depth + 1)?);
-                in_word = true;
-                i += end + 2;
-                continue;
-            }
-            ' ' | '\t' => {
-                finish_word(&mut word, &mut in_word, &mut redirect, &mut current);
-            }
-            '<' | '>' if chars.get(i + 1) == Some(&'(') => {
-                // Process substitution: a command line of its own.
-                let (inner, next) = substitution(&chars, i + 2)?;
-                out.substitutions.push(parse_at(&inner, depth + 1)?);
-                word.push_str(&format!("{c}({inner})"));
-                in_word = true;
-                i = next;
-                continue;
-            }
-            '>' => {
-                finish_word(&mut word, &mut in_word, &mut redirect, &mut current);
-                // A descriptor number before it (`2>`) was read as a word: take it back.
-                if current
-                    .words
-                    .last()
-                    .is_some_and(|w| w.chars().all(|c| c.is_ascii_digit()))
-                    && i > 0
-                    && chars[i - 1].is_ascii_digit()
-                {
-                    current.words.pop();
-                }
-                // `>>` appends and `>|` overwrites: writes all the same.
-                if matches!(chars.get(i + 1), Some('>' | '|')) {
-                    i += 1;
-                }
-                let to_descriptor = chars.get(i + 1) == Some(&'&')
-                    && chars
-                        .get(i + 2)
-                        .is_some_and(|c| c.is_ascii_digit() || *c == '-');
-                if chars.get(i + 1) == Some(&'&') && !to_descriptor {
-                    // `>&file`: both outputs to a file.
-                    i += 1;
-                } else if to_descriptor {
-                    // `>&2`: to another descriptor, not a file.
-                    i += 2;
-                    while chars
-                        .get(i)
-                        .is_some_and(|c| c.is_ascii_digit() || *c == '-')
-                    {
-                        i += 1;
-                    }
-                    continue;
-                }
-                redirect = true;
-            }
-            '<' => {
-                finish_word(&mut word, &mut in_word, &mut redirect, &mut current);
-                // Input is read, not written: its target is a plain word for our purposes.
-            }
-            '(' | ')' | '{' | '}' if !in_word || c == ')' || c == '}' => {
-                // Subshells and groups: their commands are commands like any.
-                finish_word(&mut word, &mut in_word, &mut redirect, &mut current);
-                if !current.words.is_empty() || !current.writes.is_empty() {
-                    out.commands.push(std::mem::take(&mut current));
-                }
-            }
-            '|' | ';' | '&' | '\n' => {
-                finish_word(&mut word, &mut in_word, &mut redirect, &mut current);
-                if redirect {
-                    return Err(ShellError::DanglingRedirection);
-                }
-                let double = chars.get(i + 1) == Some(&c);
-                if c == '&' && chars.get(i + 1) == Some(&'>') {
-                    // `&>file`: both outputs to a file.
-                    i += 1;
-                    redirect = true;
-                    i += 1;
-                    continue;
-                }
-                current.piped = c == '|' && !double;
-                if !current.words.is_empty() || !current.writes.is_empty() {
-                    out.commands.push(std::mem::take(&mut current));
-                }
-                current = SimpleCommand::default();
-                if double {
-                    i += 1;
-                }
-            }
-            '#' if !in_word => {
-                // A comment to the end of the line.
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            other => {
-                word.push(other);
-                in_word = true;
-            }
-        }
-        i += 1;
-    }
-    finish_word(&mut word, &mut in_word, &mut redirect, &mut current);
-    if redirect {
-        return Err(ShellError::DanglingRedirection);
-    }
-    if !current.words.is_empty() || !current.writes.is_empty() {
-        out.commands.push(current);
-    }
+    collect(root, line, &mut out, 0)?;
     Ok(out)
 }
 
-/// The text of a `$(…)` starting at `start` (just after the parenthesis), and the index after
-/// its closing parenthesis; nested parentheses and quotes are respected.
-fn substitution(chars: &[char], start: usize) -> Result<(String, usize), ShellError> {
-    let mut depth = 1;
-    let mut j = start;
-    let mut quote: Option<char> = None;
-    while j < chars.len() {
-        let c = chars[j];
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '\'' | '"') => quote = Some(c),
-            (None, '(') => depth += 1,
-            (None, ')') => {
-                depth -= 1;
-                if depth == 0 {
-                    return Ok((chars[start..j].iter().collect(), j + 1));
+/// What the first error in the tree is, as a person would name it.
+fn syntax_error(root: Node, src: &str) -> ShellError {
+    let Some(node) = first_error(root) else {
+        return ShellError::Unreadable("the command line");
+    };
+    if node.is_missing() {
+        return match node.kind() {
+            ")" | "`" => ShellError::UnclosedSubstitution,
+            "'" => ShellError::UnclosedQuote('\''),
+            "\"" => ShellError::UnclosedQuote('"'),
+            _ => ShellError::Unreadable("the command line"),
+        };
+    }
+    let text = src[node.byte_range()].trim();
+    match text.chars().next() {
+        Some(quote @ ('\'' | '"')) => ShellError::UnclosedQuote(quote),
+        Some('`') => ShellError::UnclosedSubstitution,
+        _ if text.starts_with("$(") => ShellError::UnclosedSubstitution,
+        _ if text.ends_with(['>', '<']) => ShellError::DanglingRedirection,
+        _ => ShellError::Unreadable("the command line"),
+    }
+}
+
+fn first_error(node: Node) -> Option<Node> {
+    if node.is_error() || node.is_missing() {
+        return Some(node);
+    }
+    let mut cursor = node.walk();
+    let children: Vec<Node> = node.children(&mut cursor).collect();
+    children.into_iter().find_map(first_error)
+}
+
+/// Adds the commands and substitutions under `node` to `out`, in source order.
+fn collect(node: Node, src: &str, out: &mut CommandLine, depth: usize) -> Result<(), ShellError> {
+    match node.kind() {
+        "command" => {
+            let command = simple_command(node, src, out, depth)?;
+            out.commands.push(command);
+        }
+        "pipeline" => {
+            let stages = named_children(node);
+            for (i, stage) in stages.iter().enumerate() {
+                let before = out.commands.len();
+                collect(*stage, src, out, depth)?;
+                if i + 1 < stages.len() && out.commands.len() > before {
+                    if let Some(last) = out.commands.last_mut() {
+                        last.piped = true;
+                    }
                 }
             }
-            _ => {}
         }
-        j += 1;
+        "redirected_statement" => {
+            let before = out.commands.len();
+            let mut writes = Vec::new();
+            for child in named_children(node) {
+                match child.kind() {
+                    "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
+                        redirections(child, src, out, depth, &mut writes)?
+                    }
+                    _ => collect(child, src, out, depth)?,
+                }
+            }
+            // `> file` alone is a command of its own, with nothing to run.
+            if out.commands.len() == before {
+                out.commands.push(SimpleCommand::default());
+            }
+            if let Some(last) = out.commands.last_mut() {
+                last.writes.extend(writes);
+            }
+        }
+        "command_substitution" | "process_substitution" => {
+            if depth >= MAX_DEPTH {
+                return Err(ShellError::TooDeep);
+            }
+            let mut inner = CommandLine::default();
+            for child in named_children(node) {
+                collect(child, src, &mut inner, depth + 1)?;
+            }
+            out.substitutions.push(inner);
+        }
+        "ansi_c_string" => {
+            // ANSI-C quoting can spell any name; it is not read, so not trusted.
+            return Err(ShellError::Unreadable("$'…' quoting"));
+        }
+        "comment" | "heredoc_body" => {}
+        _ => {
+            for child in named_children(node) {
+                collect(child, src, out, depth)?;
+            }
+        }
     }
-    Err(ShellError::UnclosedSubstitution)
+    Ok(())
+}
+
+/// A `command` node: its words, and the substitutions inside them.
+fn simple_command(
+    node: Node,
+    src: &str,
+    out: &mut CommandLine,
+    depth: usize,
+) -> Result<SimpleCommand, ShellError> {
+    let mut command = SimpleCommand::default();
+    for child in named_children(node) {
+        match child.kind() {
+            "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
+                redirections(child, src, out, depth, &mut command.writes)?
+            }
+            _ => {
+                substitutions_in(child, src, out, depth)?;
+                command.words.push(word(child, src)?);
+            }
+        }
+    }
+    Ok(command)
+}
+
+/// The files a redirection writes, added to `writes` (descriptor copies such as `2>&1` and
+/// reads are not writes); substitutions in it are read too.
+fn redirections(
+    node: Node,
+    src: &str,
+    out: &mut CommandLine,
+    depth: usize,
+    writes: &mut Vec<String>,
+) -> Result<(), ShellError> {
+    if node.kind() != "file_redirect" {
+        // A here-document may carry a file redirection of its own (`cat <<EOF > f`).
+        for child in named_children(node) {
+            if child.kind() == "file_redirect" {
+                redirections(child, src, out, depth, writes)?;
+            }
+        }
+        return Ok(());
+    }
+    let operator = node
+        .children(&mut node.walk())
+        .find(|c| !c.is_named())
+        .map_or("", |c| &src[c.byte_range()]);
+    let Some(target) = node.child_by_field_name("destination") else {
+        return Err(ShellError::DanglingRedirection);
+    };
+    substitutions_in(target, src, out, depth)?;
+    let target_text = word(target, src)?;
+    let to_descriptor = matches!(operator, ">&" | "<&" | ">&-" | "<&-")
+        && target_text.chars().all(|c| c.is_ascii_digit() || c == '-');
+    let writes_file = matches!(operator, ">" | ">>" | "&>" | "&>>" | ">|" | ">&" | "<>");
+    if writes_file && !to_descriptor {
+        writes.push(target_text);
+    }
+    Ok(())
+}
+
+/// Reads the command and process substitutions inside a word.
+fn substitutions_in(
+    node: Node,
+    src: &str,
+    out: &mut CommandLine,
+    depth: usize,
+) -> Result<(), ShellError> {
+    match node.kind() {
+        "command_substitution" | "process_substitution" | "ansi_c_string" => {
+            collect(node, src, out, depth)
+        }
+        _ => {
+            for child in named_children(node) {
+                substitutions_in(child, src, out, depth)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A word as the shell would pass it, quotes and escapes resolved; expansions and
+/// substitutions are kept as written.
+fn word(node: Node, src: &str) -> Result<String, ShellError> {
+    let text = &src[node.byte_range()];
+    Ok(match node.kind() {
+        "raw_string" => text
+            .strip_prefix('\'')
+            .and_then(|t| t.strip_suffix('\''))
+            .unwrap_or(text)
+            .to_owned(),
+        "string" => unescape(
+            text.strip_prefix('"')
+                .and_then(|t| t.strip_suffix('"'))
+                .unwrap_or(text),
+            |c| matches!(c, '"' | '\\' | '$' | '`'),
+        ),
+        "concatenation" | "command_name" => {
+            let mut joined = String::new();
+            for child in named_children(node) {
+                joined.push_str(&word(child, src)?);
+            }
+            if named_children(node).is_empty() {
+                joined.push_str(text);
+            }
+            joined
+        }
+        "ansi_c_string" => return Err(ShellError::Unreadable("$'…' quoting")),
+        "word" | "number" => unescape(text, |_| true),
+        _ => text.to_owned(),
+    })
+}
+
+/// `text` with a backslash before a character `escapable` accepts removed (and a backslash
+/// before a newline removed with it).
+fn unescape(text: &str, escapable: impl Fn(char) -> bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek().copied()) {
+            ('\\', Some('\n')) => {
+                chars.next();
+            }
+            ('\\', Some(next)) if escapable(next) => {
+                out.push(next);
+                chars.next();
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn named_children(node: Node) -> Vec<Node> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
 }
 
 #[cfg(test)]

@@ -193,11 +193,12 @@ impl ActiveRun {
         next_seq: u64,
     ) -> ActiveRun {
         let cancel = CancellationToken::new();
+        let sandbox = sandbox.for_run(&workspace).publishing(events.clone());
         ActiveRun {
             id,
             prompt,
             events,
-            sandbox: sandbox.for_run(&workspace),
+            sandbox,
             workspace,
             system_size: crate::tokens::size_text(&system),
             system_base: system.clone(),

@@ -275,6 +275,16 @@ impl Renderer {
                 self.end_line();
                 note!("  [security] {tool} ({tier:?}) denied by the policy");
             }
+            EventKind::EgressDecision {
+                host,
+                port,
+                allowed,
+                ..
+            } => {
+                self.end_line();
+                let what = if *allowed { "allowed" } else { "refused" };
+                note!("  [egress] {host}:{port} {what}");
+            }
             EventKind::ApprovalResolved {
                 approved,
                 reason,

@@ -176,12 +176,8 @@ impl SessionState {
         let record = run.record(None);
         let events = run.events.clone();
         self.submit(myself, None, Some(record));
-        if self.services.sandbox.mode() == crate::config::SandboxMode::Off {
-            events.emit(EventKind::Warning {
-                message: "the sandbox is off ([security.sandbox] mode = \"off\"): the model's \
-                          commands can write anywhere this user can"
-                    .into(),
-            });
+        if let Some(message) = self.services.sandbox.run_warning() {
+            events.emit(EventKind::Warning { message });
         }
         for message in assembled.warnings {
             events.emit(EventKind::Warning { message });

@@ -86,8 +86,9 @@ impl Tool for Bash {
         }
         let (out, err) = drain(stdout, stderr, group).await;
         let mut text = render(out, err);
-        let notes = [command_line.limit_met(), ctx.sandbox.explain(&text)];
-        for note in notes.into_iter().flatten() {
+        let mut notes = command_line.notes();
+        notes.extend(ctx.sandbox.explain(&text));
+        for note in notes {
             text.push('\n');
             text.push_str(&note);
         }
