@@ -253,10 +253,15 @@ impl Runtime {
 
     /// Approves `request_id` and the same call (the tool; for bash, the command) for the rest
     /// of its session, never a T4 one. Recorded in the audit as such.
-    pub async fn approve_always(&self, request_id: &str, by: &str) -> Result<(), ApprovalError> {
+    pub async fn approve_always(
+        &self,
+        request_id: &str,
+        reason: Option<String>,
+        by: &str,
+    ) -> Result<(), ApprovalError> {
         let answer = Answer {
             approved: true,
-            reason: None,
+            reason,
             by: by.to_owned(),
             always: true,
         };

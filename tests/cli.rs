@@ -273,7 +273,7 @@ async fn another_config_is_refused_while_a_daemon_serves_the_home_on_its_own() {
         .await;
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains("ryvosd is running on this home with") && stderr.contains("other.toml"),
+        stderr.contains("this daemon read") && stderr.contains("other.toml"),
         "{stderr}"
     );
     assert!(server.requests().is_empty(), "nothing ran");

@@ -6,7 +6,7 @@ mod common;
 
 use common::cli::json_lines as events;
 use common::home::Home;
-use ryvos_testkit::{Reply, ScriptedModelServer};
+use ryvos_testkit::{runaway, Reply, ScriptedModelServer};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -213,6 +213,20 @@ async fn start_as(
     home.daemon_from(daemon).await
 }
 
+/// A home on `server` with `sandbox` in its `[security.sandbox]` and every tier allowed, and
+/// its daemon started as `user`.
+async fn hosted_as(
+    server: &ScriptedModelServer,
+    user: Option<(u32, u32)>,
+    sandbox: &str,
+) -> (Home, tokio::process::Child) {
+    let section = format!("[security.sandbox]\n{sandbox}\n");
+    let home = Home::with_sections(server, "", EVERYTHING_ALLOWED, &section);
+    let daemon = home.command(env!("CARGO_BIN_EXE_ryvosd"));
+    let child = start_as(&home, daemon, user, &[]).await;
+    (home, child)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn by_default_no_secret_is_read_nothing_leaves_and_nothing_is_planted() {
     for user in daemon_users() {
@@ -380,36 +394,15 @@ async fn a_runaway_command_stops_at_its_limits_while_the_daemon_serves_on() {
 }
 
 async fn runaway_commands_stop(user: Option<(u32, u32)>) {
-    let fork_many = "python3 -c \"
-import os, time
-started = 0
-for _ in range(1200):
-    try:
-        pid = os.fork()
-    except OSError as e:
-        print('fork failed:', e)
-        break
-    if pid == 0:
-        time.sleep(3)
-        os._exit(0)
-    started += 1
-print('started', started)
-\"";
-    let hog = "python3 -c \"b = bytearray(3 * 1024 ** 3); b[::4096] = b'x' * len(b[::4096])\"";
+    let fork_many = runaway::FORK_MANY;
+    let hog = runaway::allocate(3 * 1024);
     let server = ScriptedModelServer::start([
         asking(&[bash_call("forks", fork_many)]),
-        asking(&[bash_call("hog", hog)]),
+        asking(&[bash_call("hog", &hog)]),
         Reply::text(&["Stopped."]),
     ])
     .await;
-    let home = Home::with_sections(
-        &server,
-        "",
-        EVERYTHING_ALLOWED,
-        "[security.sandbox]\nmax_memory_mb = 1024\n",
-    );
-    let daemon = home.command(env!("CARGO_BIN_EXE_ryvosd"));
-    let _daemon = start_as(&home, daemon, user, &[]).await;
+    let (home, _daemon) = hosted_as(&server, user, "max_memory_mb = 1024").await;
     let who = format!("as {user:?}");
     let run = home.ryvos_as(user, &["run", "--json", "run", "away"]);
     let status = async {
@@ -426,11 +419,7 @@ print('started', started)
     );
     let results = results(&events(&stdout));
     let (_, forks) = &results["forks"];
-    let started: usize = forks
-        .lines()
-        .find_map(|l| l.strip_prefix("started "))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{who}: {forks}"));
+    let started = runaway::started(forks).unwrap_or_else(|| panic!("{who}: {forks}"));
     assert!(started < 512, "{who}: {started} processes started");
     assert!(forks.contains("max_processes"), "{who}: {forks}");
     let (is_error, hog) = &results["hog"];
@@ -459,14 +448,7 @@ async fn egress_through_the_proxy(user: Option<(u32, u32)>) {
         Reply::text(&["done"]),
     ])
     .await;
-    let home = Home::with_sections(
-        &server,
-        "",
-        EVERYTHING_ALLOWED,
-        "[security.sandbox]\nallowed_domains = [\"localhost\"]\n",
-    );
-    let daemon = home.command(env!("CARGO_BIN_EXE_ryvosd"));
-    let _daemon = start_as(&home, daemon, user, &[]).await;
+    let (home, _daemon) = hosted_as(&server, user, "allowed_domains = [\"localhost\"]").await;
     let who = format!("as {user:?}");
     let (code, stdout, stderr) = home.ryvos_as(user, &["run", "--json", "fetch"]).await;
     assert_eq!(code, 0, "{who}: {stderr}");

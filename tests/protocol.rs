@@ -333,8 +333,39 @@ async fn requests_that_cannot_be_served_as_asked_are_refused_and_the_connection_
         (
             r#"{"id": 8, "method": "run", "params": {"prompt": "p", "workspace": "/", "config": "/elsewhere/other.toml"}}"#
                 .to_owned(),
-            "config_mismatch", "not --config /elsewhere/other.toml",
+            "config_mismatch", "names the config file /elsewhere/other.toml",
         ),
+        (
+            r#"{"id": 9, "method": "run", "params": {"prompt": "p", "workspace": "/", "config": "other.toml"}}"#
+                .to_owned(),
+            "bad_request", "config 'other.toml' is relative",
+        ),
+        // A parameter of the wrong type is named.
+        (
+            r#"{"id": 10, "method": "run", "params": {"prompt": 5, "workspace": "/"}}"#.to_owned(),
+            "bad_request", "`prompt`: invalid type: integer `5`, expected a string",
+        ),
+        (
+            r#"{"id": 11, "method": "run", "params": {"prompt": "p", "workspace": "/", "director": "yes"}}"#
+                .to_owned(),
+            "bad_request", "`director`",
+        ),
+        (
+            r#"{"id": 12, "method": "run", "params": {"prompt": "p", "workspace": "/", "session": 3}}"#
+                .to_owned(),
+            "bad_request", "`session`",
+        ),
+        (r#"{"id": 13, "method": "history", "params": {"session": 1}}"#.to_owned(), "bad_request", "`session`"),
+        (
+            r#"{"id": 14, "method": "approve", "params": {"request_id": "ap_x", "always": "yes"}}"#
+                .to_owned(),
+            "bad_request", "`always`",
+        ),
+        (
+            r#"{"id": 15, "method": "deny", "params": {"request_id": "ap_x", "by": ""}}"#.to_owned(),
+            "bad_request", "`by`",
+        ),
+        (r#"{"id": 16, "method": "run", "params": [1, 2]}"#.to_owned(), "bad_request", "must be an object"),
         (r#"{"id": 0, "method": "status"}"#.to_owned(), "bad_request", "id 0 is reserved"),
         (r#"{"id": 5, "method": "status", "extra": 1}"#.to_owned(), "bad_request", "`extra`"),
     ];
@@ -366,4 +397,167 @@ async fn requests_that_cannot_be_served_as_asked_are_refused_and_the_connection_
         "{answer}"
     );
     assert!(server.requests().is_empty(), "no run was started");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn after_shutdown_every_request_is_answered_shutting_down() {
+    let server = ScriptedModelServer::start([]).await;
+    let home = Home::new(&server, "");
+    let mut daemon = home.daemon().await;
+    let workspace = home.workspace.path().display().to_string();
+    let stream = UnixStream::connect(home.socket()).await.unwrap();
+    let (read, mut write) = stream.into_split();
+    let mut answers = BufReader::new(read).lines();
+    // All three at once, as a client that does not wait would send them.
+    let lines = format!(
+        "{{\"id\": 1, \"method\": \"shutdown\"}}\n{{\"id\": 2, \"method\": \"status\"}}\n{}\n",
+        serde_json::json!({"id": 3, "method": "run", "params": {"prompt": "p", "workspace": workspace}})
+    );
+    write.write_all(lines.as_bytes()).await.unwrap();
+    let mut seen = Vec::new();
+    while let Ok(Some(line)) = tokio::time::timeout(WAIT, answers.next_line())
+        .await
+        .expect("answered or closed")
+    {
+        seen.push(serde_json::from_str::<Value>(&line).unwrap());
+    }
+    assert_eq!(seen.len(), 3, "one final line per request: {seen:?}");
+    assert_eq!(seen[0]["result"]["stopping"], true);
+    for answer in &seen[1..] {
+        assert_eq!(answer["error"]["code"], "shutting_down", "{answer}");
+    }
+    tokio::time::timeout(WAIT, daemon.wait())
+        .await
+        .expect("the daemon stops")
+        .unwrap();
+    assert!(server.requests().is_empty(), "no run was started");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_empty_line_is_a_bad_frame() {
+    let server = ScriptedModelServer::start([]).await;
+    let home = Home::new(&server, "");
+    let _daemon = home.daemon().await;
+    let stream = UnixStream::connect(home.socket()).await.unwrap();
+    let (read, mut write) = stream.into_split();
+    let mut answers = BufReader::new(read).lines();
+    write.write_all(b"\n").await.unwrap();
+    let answer = tokio::time::timeout(WAIT, answers.next_line())
+        .await
+        .expect("answered")
+        .unwrap()
+        .expect("an answer before the close");
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["id"], 0);
+    assert_eq!(answer["error"]["code"], "bad_frame", "{answer}");
+    let closed = tokio::time::timeout(WAIT, answers.next_line())
+        .await
+        .expect("closed");
+    assert!(matches!(closed, Ok(None)), "the connection closes");
+}
+
+/// Sends `line` on a connection of its own and returns the final answer.
+async fn ask_once(home: &Home, line: &Value) -> Value {
+    let stream = UnixStream::connect(home.socket()).await.unwrap();
+    let (read, mut write) = stream.into_split();
+    write
+        .write_all(format!("{line}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut answers = BufReader::new(read).lines();
+    let answer = tokio::time::timeout(WAIT, answers.next_line())
+        .await
+        .expect("answered")
+        .unwrap()
+        .expect("an answer");
+    serde_json::from_str(&answer).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_always_approval_keeps_its_reason_and_names_who_answered() {
+    let write = r#"{"path": "notes.txt", "content": "x"}"#;
+    let server = ScriptedModelServer::start([
+        Reply::tool_calls(&[("w1", "write", write)]),
+        Reply::tool_calls(&[("w2", "write", write)]),
+        Reply::text(&["Written twice."]),
+    ])
+    .await;
+    let home = Home::with_sections(&server, "", "t2 = \"ask\"", "");
+    let _daemon = home.daemon().await;
+    let mut run = home.follow(&["run", "--json", "write twice"]);
+    let request_id = run
+        .until(|e| (e["type"] == "ApprovalRequested").then(|| e["request_id"].clone()))
+        .await;
+    let answer = ask_once(
+        &home,
+        &serde_json::json!({"id": 1, "method": "approve", "params": {
+            "request_id": request_id, "always": true, "reason": "looks fine", "by": "review-bot"
+        }}),
+    )
+    .await;
+    assert_eq!(answer["result"]["approved"], true, "{answer}");
+    let ended = run.rest().await;
+    assert_eq!(ended.code, Some(0), "{}", ended.stderr);
+    let resolved = ended
+        .events
+        .iter()
+        .find(|e| e["type"] == "ApprovalResolved")
+        .expect("resolved");
+    assert_eq!(resolved["reason"], "looks fine", "{resolved}");
+    assert_eq!(
+        resolved["by"], "review-bot (always, this session)",
+        "{resolved}"
+    );
+    let session = ended.events.last().unwrap()["session_id"].clone();
+    let history = ask_once(
+        &home,
+        &serde_json::json!({"id": 2, "method": "history", "params": {"session": session}}),
+    )
+    .await;
+    let audit = history["result"]["audit"].as_array().unwrap();
+    assert_eq!(audit[0]["reason"], "looks fine", "{audit:?}");
+    assert_eq!(audit[0]["decided_by"], "review-bot (always, this session)");
+    assert_eq!(audit[1]["decided_by"], "always_in_session", "{audit:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_title_is_at_most_80_bytes() {
+    let server = ScriptedModelServer::start([Reply::text(&["ok"])]).await;
+    let home = Home::new(&server, "");
+    let _daemon = home.daemon().await;
+    let prompt = "é".repeat(100);
+    let (code, _, stderr) = home.ryvos(&["run", "-q", &prompt]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let sessions = ask_once(&home, &serde_json::json!({"id": 1, "method": "sessions"})).await;
+    let title = sessions["result"][0]["title"].as_str().unwrap();
+    assert!(
+        title.len() <= 80 && title.ends_with('…'),
+        "{} bytes: {title}",
+        title.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_peer_that_already_sent_a_request_reads_its_refusal() {
+    let server = ScriptedModelServer::start([]).await;
+    let home = Home::new(&server, "");
+    let _daemon = home.daemon().await;
+    // A client with no_new_privs, as a sandboxed command would be, sends at once and reads.
+    let client = "import socket, sys\n\
+        s = socket.socket(socket.AF_UNIX)\n\
+        s.connect(sys.argv[1])\n\
+        s.sendall(b'{\"id\": 1, \"method\": \"status\"}\\n' * 50)\n\
+        print(s.makefile().readline().strip())";
+    for _ in 0..4 {
+        let out = tokio::process::Command::new("setpriv")
+            .args(["--no-new-privs", "python3", "-c", client])
+            .arg(home.socket())
+            .output()
+            .await
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        let answer: Value = serde_json::from_str(said.trim())
+            .unwrap_or_else(|e| panic!("{e}: {said}{}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(answer["error"]["code"], "permission_denied", "{answer}");
+    }
 }

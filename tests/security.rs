@@ -344,7 +344,7 @@ async fn always_allow_covers_the_same_call_for_the_rest_of_its_session_only() {
     let mut run = h.runtime.run(h.request("write twice")).await.unwrap();
     let (request, _) = approval_request(&mut run).await;
     h.runtime
-        .approve_always(&request, "the test")
+        .approve_always(&request, None, "the test")
         .await
         .unwrap();
     let (events, outcome) = common::collect(run).await;

@@ -18,6 +18,8 @@ pub struct Spend {
 
 /// Spending this month against the limits, per day and per session (`ryvos cost`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+// Closed in the schema: a client may rely on every field being documented.
+#[schemars(deny_unknown_fields)]
 pub struct CostReport {
     /// This month (UTC).
     pub month: Spend,

@@ -20,11 +20,8 @@ pub(super) async fn answer(
     approved: bool,
     shared: &Shared,
 ) -> Result<AnswerResult, ErrorBody> {
-    let by = if approved {
-        "ryvos approve"
-    } else {
-        "ryvos deny"
-    };
+    let by = answerer(&params, approved)?;
+    let by = by.as_str();
     let here = answer_here(&params, approved, by, shared).await;
     let answered = match here {
         Err(e @ ApprovalError::NotWaiting(_)) => {
@@ -51,6 +48,27 @@ pub(super) async fn answer(
     }
 }
 
+/// The longest `by` a client may give, in bytes.
+const MAX_BY_BYTES: usize = 100;
+
+/// Who answered, as the audit and `ApprovalResolved` say it: the client's own `by`, else the
+/// command line's words.
+fn answerer(params: &AnswerParams, approved: bool) -> Result<String, ErrorBody> {
+    match params.by.as_deref().map(str::trim) {
+        None => Ok(if approved {
+            "ryvos approve"
+        } else {
+            "ryvos deny"
+        }
+        .to_owned()),
+        Some(by) if by.is_empty() || by.len() > MAX_BY_BYTES => Err(ErrorBody::new(
+            ErrorCode::BadRequest,
+            format!("params: `by` names who answers, in 1 to {MAX_BY_BYTES} bytes"),
+        )),
+        Some(by) => Ok(by.to_owned()),
+    }
+}
+
 /// Gives the answer to a call of this daemon's waiting for it.
 async fn answer_here(
     params: &AnswerParams,
@@ -60,7 +78,8 @@ async fn answer_here(
 ) -> Result<(), ApprovalError> {
     let runtime = &shared.runtime;
     if approved && params.always {
-        runtime.approve_always(&params.request_id, by).await
+        let reason = params.reason.clone();
+        runtime.approve_always(&params.request_id, reason, by).await
     } else {
         let reason = params.reason.clone();
         runtime
@@ -161,6 +180,7 @@ pub(super) fn spawn(shared: Arc<Shared>) -> Option<tokio::task::JoinHandle<()>> 
                         request_id,
                         reason,
                         always,
+                        by: None,
                     };
                     let delivered = match answer_here(&params, approved, &by, &shared).await {
                         Ok(()) => Delivery::Delivered,

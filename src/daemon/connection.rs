@@ -19,46 +19,40 @@ use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 /// Serves one connection until the client leaves, sends a bad frame, or the daemon stops.
 pub(super) async fn serve(stream: UnixStream, shared: &Shared) {
     let refused = super::peer::refusal(&stream);
-    let (read, mut write) = stream.into_split();
+    let (read, write) = stream.into_split();
+    let mut frames = FramedRead::new(read, LinesCodec::new_with_max_length(MAX_FRAME_BYTES));
     if let Some(why) = refused {
         tracing::warn!("refused a connection: {why}");
-        let refusal = ErrorBody::new(ErrorCode::PermissionDenied, why);
-        send(
-            &mut write,
-            &Reply::Error {
-                id: 0,
-                error: refusal,
-            },
-        )
-        .await
-        .ok();
-        return;
+        let error = ErrorBody::new(ErrorCode::PermissionDenied, why);
+        // What the peer already sent is read before closing: unread input would make the
+        // kernel reset the connection and lose the answer.
+        return close_with(Reply::Error { id: 0, error }, frames, write).await;
     }
-    let mut frames = FramedRead::new(read, LinesCodec::new_with_max_length(MAX_FRAME_BYTES));
+    let mut write = write;
     loop {
         let frame = tokio::select! {
             f = frames.next() => f,
-            _ = shared.shutdown.cancelled() => return,
+            _ = shared.shutdown.cancelled() => {
+                return answer_the_rest_stopping(frames, write).await;
+            }
         };
         let line = match frame {
             None => return,
             Some(Ok(line)) => line,
             Some(Err(e)) => {
-                let message = match e {
-                    LinesCodecError::MaxLineLengthExceeded => {
-                        format!("the frame is longer than {MAX_FRAME_BYTES} bytes; the connection is closed")
-                    }
-                    LinesCodecError::Io(e) => {
-                        format!("the frame could not be read ({e}); the connection is closed")
-                    }
-                };
-                tracing::warn!("bad frame: {message}");
-                let error = ErrorBody::new(ErrorCode::BadFrame, message);
+                let error = unreadable(e);
+                tracing::warn!("bad frame: {}", error.message);
                 return close_with(Reply::Error { id: 0, error }, frames, write).await;
             }
         };
         if line.trim().is_empty() {
-            continue;
+            let error = ErrorBody::new(
+                ErrorCode::BadFrame,
+                "an empty line is not a request; send one JSON object per line; the connection \
+                 is closed"
+                    .to_owned(),
+            );
+            return close_with(Reply::Error { id: 0, error }, frames, write).await;
         }
         let request = match Request::decode(&line) {
             Ok(r) => r,
@@ -77,10 +71,63 @@ pub(super) async fn serve(stream: UnixStream, shared: &Shared) {
                 continue;
             }
         };
-        if answer(request, &mut write, shared).await.is_err() {
+        let answered = answer(request, &mut write, shared).await;
+        if answered.is_err() {
             return; // the client left
         }
     }
+}
+
+/// Why a frame could not be read.
+fn unreadable(e: LinesCodecError) -> ErrorBody {
+    let message = match e {
+        LinesCodecError::MaxLineLengthExceeded => {
+            format!("the frame is longer than {MAX_FRAME_BYTES} bytes; the connection is closed")
+        }
+        LinesCodecError::Io(e) => {
+            format!("the frame could not be read ({e}); the connection is closed")
+        }
+    };
+    ErrorBody::new(ErrorCode::BadFrame, message)
+}
+
+/// How long a connection of a stopping daemon waits for more requests already on their way.
+const STOPPING_PATIENCE: Duration = Duration::from_millis(200);
+
+/// The daemon is stopping: every request the client already sent is answered `shutting_down`
+/// (each request is owed one final line), until it sends nothing more for a moment.
+async fn answer_the_rest_stopping(
+    mut frames: FramedRead<OwnedReadHalf, LinesCodec>,
+    mut write: OwnedWriteHalf,
+) {
+    while let Ok(Some(Ok(line))) = tokio::time::timeout(STOPPING_PATIENCE, frames.next()).await {
+        let id = match Request::decode(&line) {
+            Ok(request) => request.id,
+            Err(Undecodable { id, .. }) => id,
+        };
+        if send(
+            &mut write,
+            &Reply::Error {
+                id,
+                error: stopping(),
+            },
+        )
+        .await
+        .is_err()
+        {
+            return;
+        }
+    }
+    if let Err(e) = write.shutdown().await {
+        tracing::debug!("closing a connection of a stopping daemon: {e}");
+    }
+}
+
+fn stopping() -> ErrorBody {
+    ErrorBody::new(
+        ErrorCode::ShuttingDown,
+        "the daemon is stopping: no new work is taken; start it again and retry".to_owned(),
+    )
 }
 
 /// How long a connection closed for a bad frame keeps swallowing what the client still sends.
@@ -108,27 +155,45 @@ async fn close_with(
     }
 }
 
+/// Every session, most recently updated first.
+async fn sessions(
+    shared: &Shared,
+) -> Result<Vec<ryvos_protocol::records::SessionRecord>, ErrorBody> {
+    let mut sessions = shared
+        .runtime
+        .engine
+        .store()
+        .sessions()
+        .await
+        .map_err(internal)?;
+    sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_at_ms));
+    Ok(sessions)
+}
+
+/// Answers one request (a stopping daemon takes no new work, whatever the request).
 async fn answer(
     request: Request,
     write: &mut OwnedWriteHalf,
     shared: &Shared,
 ) -> std::io::Result<()> {
     let id = request.id;
+    if shared.shutdown.is_cancelled() {
+        return send(
+            write,
+            &Reply::Error {
+                id,
+                error: stopping(),
+            },
+        )
+        .await;
+    }
     let reply = match request.method() {
         Err(error) => Err(error),
         Ok(Method::Run(params)) => return run(id, *params, write, shared).await,
         Ok(Method::Status(_)) => Ok(Reply::result(id, &status(shared).await)),
-        Ok(Method::Sessions(_)) => {
-            let store = shared.runtime.engine.store();
-            store
-                .sessions()
-                .await
-                .map_err(internal)
-                .map(|mut sessions| {
-                    sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_at_ms));
-                    Reply::result(id, &sessions)
-                })
-        }
+        Ok(Method::Sessions(_)) => sessions(shared)
+            .await
+            .map(|sessions| Reply::result(id, &sessions)),
         Ok(Method::History(params)) => history(&SessionId::new(params.session), shared)
             .await
             .map(|found| Reply::result(id, &found)),

@@ -27,6 +27,11 @@ pub(super) async fn run_request(
         ));
     }
     if let Some(config) = &params.config {
+        if !Path::new(config).is_absolute() {
+            return Err(bad(format!(
+                "config '{config}' is relative: give the absolute path of the config file"
+            )));
+        }
         same_config(config, shared)
             .map_err(|why| ErrorBody::new(ErrorCode::ConfigMismatch, why))?;
     }
@@ -76,9 +81,9 @@ fn same_config(asked: &str, shared: &Shared) -> Result<(), String> {
         |p| p.display().to_string(),
     );
     Err(format!(
-        "ryvosd is running on this home with {ours}, and a run it hosts uses that, not \
-         --config {asked}; stop it with `ryvos shutdown` to run on --config in-process, or drop \
-         --config"
+        "the run names the config file {asked}, but this daemon read {ours} and hosts its runs \
+         on that; leave `config` out to run on the daemon's settings, or stop the daemon \
+         (`shutdown`, `ryvos shutdown`) to run on {asked} in-process"
     ))
 }
 

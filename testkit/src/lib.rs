@@ -16,6 +16,7 @@ pub mod otlp;
 mod pairing;
 pub mod postgres;
 mod reply;
+pub mod runaway;
 mod strict;
 
 pub use pairing::pairing_faults;

@@ -3,6 +3,7 @@
 //! and leave behind.
 
 use super::*;
+use ryvos_testkit::runaway;
 use std::collections::BTreeSet;
 use std::process::Output;
 
@@ -397,24 +398,6 @@ async fn a_writable_workspace_holding_ryvos_home_or_the_home_is_refused() {
     assert!(sandbox.for_run(&d.workspace).command("true").is_ok());
 }
 
-/// Forks up to 1,200 children that each stay alive for three seconds, and says how many it
-/// started before a fork failed.
-const FORK_MANY: &str = "python3 -c \"
-import os, time
-started = 0
-for _ in range(1200):
-    try:
-        pid = os.fork()
-    except OSError as e:
-        print('fork failed:', e)
-        break
-    if pid == 0:
-        time.sleep(3)
-        os._exit(0)
-    started += 1
-print('started', started)
-\"";
-
 #[tokio::test]
 async fn a_command_cannot_start_more_processes_or_take_more_memory_than_its_limits() {
     let d = dirs();
@@ -426,20 +409,20 @@ async fn a_command_cannot_start_more_processes_or_take_more_memory_than_its_limi
         .describe()
         .contains("at most 64 processes and 256 MiB"));
     let run = sandbox.for_run(&d.workspace);
-    let out = bash(&run, FORK_MANY).await;
+    let out = bash(&run, runaway::FORK_MANY).await;
     let said = String::from_utf8_lossy(&out.stdout).into_owned();
-    let started: usize = said
-        .lines()
-        .find_map(|l| l.strip_prefix("started "))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{said}{}", stderr(&out)));
+    let started = runaway::started(&said).unwrap_or_else(|| panic!("{said}{}", stderr(&out)));
     assert!(started < 64, "{started} started under max_processes = 64");
     assert!(said.contains("fork failed"), "{said}");
     assert!(run.explain(&said).unwrap().contains("max_processes"));
 
-    let hog = "python3 -c \"b = bytearray(1024 * 1024 * 1024); b[::4096] = b'x' * len(b[::4096])\"";
     let mut command = run.command("bash").unwrap();
-    let out = command.arg("-c").arg(hog).output().await.unwrap();
+    let out = command
+        .arg("-c")
+        .arg(runaway::allocate(1024))
+        .output()
+        .await
+        .unwrap();
     assert!(!out.status.success(), "1 GiB under max_memory_mb = 256");
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
     // The cgroup counts the kill; under rlimits the allocation fails with MemoryError.

@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 
 /// One decision of the security gate.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+// Closed in the schema: a client may rely on every field being documented.
+#[schemars(deny_unknown_fields)]
 pub struct AuditRecord {
     pub at_ms: u64,
     pub session_id: SessionId,
@@ -44,6 +46,8 @@ pub struct Answer {
 /// A request for a person's approval, as listed to people and kept in the store while its run
 /// is paused.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+// Closed in the schema: a client may rely on every field being documented.
+#[schemars(deny_unknown_fields)]
 pub struct PendingApproval {
     pub request_id: String,
     pub session_id: SessionId,

@@ -38,6 +38,8 @@ impl QueueState {
 
 /// A run in the queue.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+// Closed in the schema: a client may rely on every field being documented.
+#[schemars(deny_unknown_fields)]
 pub struct QueuedRun {
     pub id: QueuedRunId,
     /// The session it runs in (a new one, unless the submission named one).

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 /// A session's summary.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+// Closed in the schema: a client may rely on every field being documented.
+#[schemars(deny_unknown_fields)]
 pub struct SessionRecord {
     pub session_id: SessionId,
     pub created_at_ms: u64,
@@ -35,6 +37,8 @@ pub struct SessionRecord {
 
 /// A run, from its start to its end.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+// Closed in the schema: a client may rely on every field being documented.
+#[schemars(deny_unknown_fields)]
 pub struct RunRecord {
     pub run_id: RunId,
     pub session_id: SessionId,

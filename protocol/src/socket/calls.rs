@@ -103,10 +103,16 @@ pub struct AnswerParams {
     /// With `approve`: the same call needs no approval again in this session (never T4).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub always: bool,
+    /// Who answers, as the audit and `ApprovalResolved` name them (default: `ryvos approve`
+    /// or `ryvos deny`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// `status`'s result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+// Closed in the schema: a client may rely on every field being documented.
+#[schemars(deny_unknown_fields)]
 pub struct StatusResult {
     pub pid: u32,
     pub version: String,
@@ -157,6 +163,8 @@ pub struct HistoryMessage {
 
 /// `history`'s result: everything stored about a session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+// Closed in the schema: a client may rely on every field being documented.
+#[schemars(deny_unknown_fields)]
 pub struct HistoryResult {
     pub session: SessionRecord,
     pub messages: Vec<HistoryMessage>,
@@ -168,6 +176,8 @@ pub struct HistoryResult {
 
 /// `approve`'s and `deny`'s result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+// Closed in the schema: a client may rely on every field being documented.
+#[schemars(deny_unknown_fields)]
 pub struct AnswerResult {
     pub request_id: String,
     pub approved: bool,
@@ -175,18 +185,24 @@ pub struct AnswerResult {
 
 /// `interrupt`'s result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+// Closed in the schema: a client may rely on every field being documented.
+#[schemars(deny_unknown_fields)]
 pub struct InterruptResult {
     pub interrupting: bool,
 }
 
 /// `cancel`'s result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+// Closed in the schema: a client may rely on every field being documented.
+#[schemars(deny_unknown_fields)]
 pub struct CancelResult {
     pub cancelled: bool,
 }
 
 /// `shutdown`'s result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+// Closed in the schema: a client may rely on every field being documented.
+#[schemars(deny_unknown_fields)]
 pub struct ShutdownResult {
     pub stopping: bool,
 }

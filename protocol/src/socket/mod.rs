@@ -49,6 +49,8 @@ pub trait Call {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Request {
+    /// From 1: 0 answers lines that could not be read.
+    #[schemars(range(min = 1))]
     pub id: u64,
     pub method: String,
     /// May be left out (or `null`) for a method without parameters.
@@ -115,11 +117,21 @@ impl Request {
         } else {
             &self.params
         };
-        C::Params::deserialize(params).map_err(|e| {
-            ErrorBody::new(
-                ErrorCode::BadRequest,
-                format!("params of {}: {e}", C::METHOD),
-            )
+        let bad = |message: String| ErrorBody::new(ErrorCode::BadRequest, message);
+        if !params.is_object() {
+            return Err(bad(format!(
+                "params of {} must be an object ({{\"name\": value, ...}}), not {}",
+                C::METHOD,
+                kind_of(params)
+            )));
+        }
+        serde_path_to_error::deserialize(params).map_err(|e| {
+            let path = e.path().to_string();
+            match path.as_str() {
+                // Missing and unknown fields name themselves.
+                "." => bad(format!("params of {}: {}", C::METHOD, e.inner())),
+                _ => bad(format!("params of {}: `{path}`: {}", C::METHOD, e.inner())),
+            }
         })
     }
 
@@ -157,6 +169,18 @@ impl Request {
                 ))
             }
         })
+    }
+}
+
+/// What kind of JSON value `value` is, for an error.
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 

@@ -105,6 +105,7 @@ pub fn answer_remote(socket: PathBuf, request_id: String) {
             request_id: request_id.clone(),
             reason: answer(approved).reason,
             always: false,
+            by: None,
         };
         let answered = match Client::connect(&socket).await {
             Ok(mut client) => {

@@ -116,6 +116,7 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
                 request_id,
                 reason: None,
                 always,
+                by: None,
             };
             simple::<Approve>(&socket, &params, |_| outln!("approved")).await
         }
@@ -124,6 +125,7 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
                 request_id,
                 reason,
                 always: false,
+                by: None,
             };
             simple::<Deny>(&socket, &params, |_| outln!("denied")).await
         }
