@@ -247,3 +247,22 @@ async fn a_model_served_on_loopback_is_free_and_raises_no_price_alert() {
         "counted, at no cost: {report:?}"
     );
 }
+
+#[tokio::test]
+async fn a_runs_turns_share_one_connection() {
+    // Twenty turns of reads, then an answer: each body is read to its end, so the connection
+    // goes back to the pool for the next turn instead of a new one (a TLS handshake, against a
+    // real provider).
+    // Each body's last chunk comes a moment after its end marker.
+    let script = Reply::reads_then(20, "notes", "Done.")
+        .into_iter()
+        .map(|r| r.linger(std::time::Duration::from_millis(20)))
+        .collect();
+    let h = Harness::start(script, |c| c.agent.max_turns = 30).await;
+    let (_, outcome) = h.run(h.request("read twenty times")).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    let captured = h.server.captured();
+    assert_eq!(captured.len(), 21);
+    let peers: std::collections::HashSet<_> = captured.iter().map(|c| c.peer).collect();
+    assert_eq!(peers.len(), 1, "{peers:?}");
+}

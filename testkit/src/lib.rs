@@ -272,7 +272,12 @@ async fn answer(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) -> Res
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }
-    let (status, headers, parts, cut) = reply.for_request_of(body.len()).render(streamed, format);
+    let linger = reply.linger;
+    let (status, headers, mut parts, cut) =
+        reply.for_request_of(body.len()).render(streamed, format);
+    if !linger.is_zero() {
+        parts.push(Part::Pause(linger));
+    }
     let mut response = Response::builder().status(status);
     for (name, value) in headers {
         response = response.header(name, value);

@@ -81,6 +81,8 @@ pub struct Reply {
     cut_after: Option<usize>,
     /// Report the request's size as its input, as a real server counts it.
     pub(crate) prompt_by_size: bool,
+    /// How long the body stays open after its last part (its end marker, for a stream).
+    pub(crate) linger: Duration,
 }
 
 /// The bytes per token of English prose in common BPE tokenizers, which
@@ -97,6 +99,7 @@ impl Reply {
             pause_between: Duration::ZERO,
             cut_after: None,
             prompt_by_size: false,
+            linger: Duration::ZERO,
         }
     }
 
@@ -215,6 +218,13 @@ impl Reply {
         if let Content::Chat { cut_at_limit, .. } = &mut self.content {
             *cut_at_limit = true;
         }
+        self
+    }
+
+    /// Keeps the body open this long after its last part, as a server whose last chunk comes
+    /// apart from the end marker does.
+    pub fn linger(mut self, linger: Duration) -> Self {
+        self.linger = linger;
         self
     }
 

@@ -10,6 +10,13 @@ use futures_util::StreamExt;
 use std::collections::VecDeque;
 use std::time::Duration;
 
+/// How long the rest of a body is read after its end marker: the body's last chunk is usually
+/// there already, and reading it lets the connection go back to the pool for the next turn
+/// (dropping a body before its end closes the connection: a new TLS handshake per turn).
+const DRAIN_AFTER_END: Duration = Duration::from_millis(200);
+/// The most events read after the end marker.
+const MAX_EVENTS_AFTER_END: usize = 16;
+
 /// What one event's data amounts to.
 #[derive(Debug, Default, PartialEq)]
 pub(crate) struct Decoded {
@@ -52,7 +59,23 @@ struct Reading<D> {
     pending: VecDeque<StreamDelta>,
     saw_finish: bool,
     done: bool,
+    /// The end marker came (so the rest of the body is read before letting go of it).
+    ended: bool,
     idle_timeout: Duration,
+}
+
+/// Reads what is left of a body after its end marker, briefly and boundedly.
+async fn drain(events: &mut SseEvents) {
+    let rest = async {
+        for _ in 0..MAX_EVENTS_AFTER_END {
+            if !matches!(events.next().await, Some(Ok(_))) {
+                return;
+            }
+        }
+    };
+    if tokio::time::timeout(DRAIN_AFTER_END, rest).await.is_err() {
+        tracing::debug!("the model server kept the body open after its end marker");
+    }
 }
 
 /// The deltas of `response`'s body, decoded event by event with `decode`. The stream ends at
@@ -84,6 +107,7 @@ where
         pending: VecDeque::new(),
         saw_finish: false,
         done: false,
+        ended: false,
         idle_timeout,
     };
     Box::pin(futures_util::stream::unfold(reading, |mut st| async move {
@@ -92,6 +116,9 @@ where
                 return Some((Ok(delta), st));
             }
             if st.done {
+                if st.ended {
+                    drain(&mut st.events).await;
+                }
                 return None;
             }
             match st.events.next().await {
@@ -121,6 +148,7 @@ where
                                 .any(|d| matches!(d, StreamDelta::Finish { .. }));
                             st.pending.extend(decoded.deltas);
                             st.done = decoded.end;
+                            st.ended = decoded.end;
                         }
                         Err(e) => {
                             st.done = true;
