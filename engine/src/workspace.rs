@@ -2,7 +2,9 @@
 //!
 //! A path may be relative or absolute and may contain `..`, as long as where it leads stays
 //! inside the workspace; symlinks are followed and must stay inside too. Anything else is
-//! refused before any file is touched.
+//! refused before any file is touched. The file is then opened beneath the workspace again, at
+//! open time ([`Workspace::open`]): a symlink a concurrent command swaps in between the check
+//! and the open cannot lead out either.
 
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -12,6 +14,14 @@ use std::sync::Arc;
 #[derive(Clone, Debug)]
 pub struct Workspace {
     root: Arc<Path>,
+}
+
+/// What a file is opened for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    /// Created, or truncated.
+    Write,
 }
 
 /// A path the tools will not use.
@@ -110,6 +120,33 @@ impl Workspace {
         Ok(real)
     }
 
+    /// Opens `path` (as [`Workspace::resolve`] gave it) for `access`, resolving it beneath the
+    /// workspace as it is opened (cap-std: `openat2` with `RESOLVE_BENEATH` where the kernel
+    /// has it): a path that leads out by then, through a symlink or `..`, is refused.
+    /// `Access::Write` creates the file (and its missing directories) or truncates it.
+    pub fn open(&self, path: &Path, access: Access) -> io::Result<std::fs::File> {
+        let inside = path.strip_prefix(&self.root).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("{} is outside the workspace", path.display()),
+            )
+        })?;
+        let root = cap_std::fs::Dir::open_ambient_dir(&self.root, cap_std::ambient_authority())?;
+        let mut options = cap_std::fs::OpenOptions::new();
+        match access {
+            Access::Read => {
+                options.read(true);
+            }
+            Access::Write => {
+                if let Some(parent) = inside.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    root.create_dir_all(parent)?;
+                }
+                options.write(true).create(true).truncate(true);
+            }
+        }
+        Ok(root.open_with(inside, &options)?.into_std())
+    }
+
     /// `path` relative to the workspace, for output.
     pub fn display<'p>(&self, path: &'p Path) -> std::path::Display<'p> {
         path.strip_prefix(&self.root).unwrap_or(path).display()
@@ -149,5 +186,36 @@ mod tests {
             );
         }
         assert_eq!(ws.resolve(""), Err(WorkspaceError::Empty));
+    }
+
+    #[test]
+    fn a_symlink_swapped_in_after_resolving_does_not_lead_out() {
+        use std::io::{Read, Write};
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "outside").unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let resolved = ws.resolve("sub/secret").unwrap();
+        // A command replaces the directory with a link out between the check and the open.
+        std::fs::remove_dir(dir.path().join("sub")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("sub")).unwrap();
+        assert!(ws.open(&resolved, Access::Read).is_err());
+        assert!(ws.open(&resolved, Access::Write).is_err());
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("secret")).unwrap(),
+            "outside"
+        );
+        // Inside, both work, missing directories made.
+        let mut file = ws
+            .open(&ws.resolve("a/b/c.txt").unwrap(), Access::Write)
+            .unwrap();
+        file.write_all(b"inside").unwrap();
+        let mut text = String::new();
+        ws.open(&ws.resolve("a/b/c.txt").unwrap(), Access::Read)
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, "inside");
     }
 }

@@ -2,8 +2,10 @@
 
 use super::{blocking, str_arg};
 use crate::tools::{SafetyTier, Tool, ToolContext, ToolError};
+use crate::workspace::Access;
 use async_trait::async_trait;
 use serde_json::{json, Value};
+use std::io::{Read, Write};
 
 /// Replaces text in a file.
 pub struct Edit;
@@ -44,8 +46,12 @@ impl Tool for Edit {
         let old = str_arg(&input, "old_string").to_owned();
         let new = str_arg(&input, "new_string").to_owned();
         let shown = str_arg(&input, "path").to_owned();
+        let workspace = ctx.workspace.clone();
         blocking(move || {
-            let text = std::fs::read_to_string(&path)
+            let mut text = String::new();
+            workspace
+                .open(&path, Access::Read)
+                .and_then(|mut file| file.read_to_string(&mut text))
                 .map_err(|e| ToolError::Execution(format!("cannot read '{shown}': {e}")))?;
             match text.matches(old.as_str()).count() {
                 0 => Err(ToolError::Execution(format!(
@@ -53,9 +59,13 @@ impl Tool for Edit {
                      exactly, whitespace included"
                 ))),
                 1 => {
-                    std::fs::write(&path, text.replacen(old.as_str(), &new, 1)).map_err(|e| {
-                        ToolError::Execution(format!("cannot write '{shown}': {e}"))
-                    })?;
+                    let edited = text.replacen(old.as_str(), &new, 1);
+                    workspace
+                        .open(&path, Access::Write)
+                        .and_then(|mut file| file.write_all(edited.as_bytes()))
+                        .map_err(|e| {
+                            ToolError::Execution(format!("cannot write '{shown}': {e}"))
+                        })?;
                     Ok(format!("edited {shown}: replaced 1 occurrence"))
                 }
                 n => Err(ToolError::Execution(format!(

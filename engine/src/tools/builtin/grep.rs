@@ -2,6 +2,7 @@
 
 use super::{blocking, str_arg};
 use crate::tools::{SafetyTier, Tool, ToolContext, ToolError};
+use crate::workspace::Access;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
@@ -60,7 +61,7 @@ impl Tool for Grep {
                 {
                     continue;
                 }
-                let Ok(file) = std::fs::File::open(entry.path()) else {
+                let Ok(file) = workspace.open(entry.path(), Access::Read) else {
                     continue;
                 };
                 let mut reader = BufReader::new(file);

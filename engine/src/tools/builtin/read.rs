@@ -2,6 +2,7 @@
 
 use super::{blocking, str_arg};
 use crate::tools::{SafetyTier, Tool, ToolContext, ToolError};
+use crate::workspace::Access;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
@@ -51,13 +52,15 @@ impl Tool for Read {
             .and_then(Value::as_u64)
             .unwrap_or(DEFAULT_LIMIT);
         let shown = str_arg(&input, "path").to_owned();
+        let workspace = ctx.workspace.clone();
         blocking(move || {
             if path.is_dir() {
                 return Err(ToolError::Execution(format!(
                     "'{shown}' is a directory; use glob to list what it holds"
                 )));
             }
-            let file = std::fs::File::open(&path)
+            let file = workspace
+                .open(&path, Access::Read)
                 .map_err(|e| ToolError::Execution(format!("cannot open '{shown}': {e}")))?;
             let mut out = String::new();
             let mut total = 0u64;

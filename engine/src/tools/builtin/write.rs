@@ -2,8 +2,10 @@
 
 use super::{blocking, str_arg};
 use crate::tools::{SafetyTier, Tool, ToolContext, ToolError};
+use crate::workspace::Access;
 use async_trait::async_trait;
 use serde_json::{json, Value};
+use std::io::Write as _;
 
 /// Writes a whole file.
 pub struct Write;
@@ -42,14 +44,14 @@ impl Tool for Write {
         }
         let content = str_arg(&input, "content").to_owned();
         let shown = str_arg(&input, "path").to_owned();
+        let workspace = ctx.workspace.clone();
         blocking(move || {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| {
-                    ToolError::Execution(format!("cannot create the directory of '{shown}': {e}"))
-                })?;
-            }
-            std::fs::write(&path, content.as_bytes())
-                .map_err(|e| ToolError::Execution(format!("cannot write '{shown}': {e}")))?;
+            let cannot =
+                |e: std::io::Error| ToolError::Execution(format!("cannot write '{shown}': {e}"));
+            workspace
+                .open(&path, Access::Write)
+                .and_then(|mut file| file.write_all(content.as_bytes()))
+                .map_err(cannot)?;
             Ok(format!("wrote {} bytes to {shown}", content.len()))
         })
         .await
