@@ -281,6 +281,12 @@ impl Runtime {
         self.engine.mcp().reports()
     }
 
+    /// How the store's connections are secured (encrypted, the server verified), for a store
+    /// reached over a network; `None` for a local file.
+    pub fn store_security(&self) -> Option<String> {
+        self.engine.store().security()
+    }
+
     /// Every session's record, most recently updated first.
     pub async fn sessions(&self) -> Result<Vec<SessionRecord>, RuntimeError> {
         let mut sessions = self

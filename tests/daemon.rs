@@ -621,3 +621,33 @@ async fn an_interrupted_run_keeps_its_waiting_call_across_a_restart_and_resumes_
     assert!(!listed.contains(&request_id), "{listed}");
     server.assert_no_orphans();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn status_and_doctor_say_the_store_is_encrypted_and_verified() {
+    use ryvos_testkit::postgres::{PostgresServer, Unavailable};
+    let db = match PostgresServer::start_tls() {
+        Ok(db) => db,
+        Err(Unavailable::NotInstalled(why)) => {
+            eprintln!("skipped: needs a PostgreSQL server and openssl: {why}");
+            return;
+        }
+        Err(Unavailable::Failed(why)) => panic!("the TLS test server: {why}"),
+    };
+    let url = format!(
+        "{}&sslmode=verify-full&sslrootcert={}",
+        db.database().unwrap().replace("127.0.0.1", "localhost"),
+        db.ca().display()
+    );
+    let server = ScriptedModelServer::start([]).await;
+    let home = Home::new(&server, "").sharing(&url, 30);
+    let daemon = home.daemon().await;
+    let (code, status, stderr) = home.ryvos(&["status"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        status.contains("store: postgres (encrypted, the server's certificate and name verified (sslmode=verify-full))"),
+        "{status}"
+    );
+    let (_, doctor, _) = home.ryvos(&["doctor"]).await;
+    assert!(doctor.contains("name verified"), "{doctor}");
+    home.shutdown(daemon).await;
+}

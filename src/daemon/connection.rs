@@ -277,6 +277,7 @@ async fn status(shared: &Shared) -> StatusResult {
             .as_ref()
             .map(|p| p.display().to_string()),
         store_fault: store.fault(),
+        store_security: store.security(),
     }
 }
 

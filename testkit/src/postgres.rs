@@ -26,6 +26,8 @@ pub struct PostgresServer {
     as_root: bool,
     /// Whether commits reach the disk (`fsync`); tests need not wait for it.
     durable: bool,
+    /// Whether it offers TLS, with a certificate for `localhost` signed by its own test CA.
+    tls: bool,
 }
 
 /// Why no server could be started.
@@ -77,16 +79,23 @@ impl PostgresServer {
     /// Creates a cluster in a new temporary directory and starts it, without `fsync` (for
     /// tests: nothing is measured, and a stop is never a power cut).
     pub fn start() -> Result<Self, Unavailable> {
-        Self::start_with(false)
+        Self::start_with(false, false)
+    }
+
+    /// As [`PostgresServer::start`], offering TLS with a certificate for the name `localhost`
+    /// (not for the address 127.0.0.1) signed by a CA made for it ([`PostgresServer::ca`]);
+    /// [`PostgresServer::other_ca`] signed nothing it shows. Needs `openssl`.
+    pub fn start_tls() -> Result<Self, Unavailable> {
+        Self::start_with(false, true)
     }
 
     /// As [`PostgresServer::start`], with every commit on disk as on a production server (for
     /// benchmarks).
     pub fn start_durable() -> Result<Self, Unavailable> {
-        Self::start_with(true)
+        Self::start_with(true, false)
     }
 
-    fn start_with(durable: bool) -> Result<Self, Unavailable> {
+    fn start_with(durable: bool, tls: bool) -> Result<Self, Unavailable> {
         let bin = bin_dir().ok_or_else(|| {
             Unavailable::NotInstalled(
                 "PostgreSQL's server is not installed (no initdb): install the `postgresql` \
@@ -107,6 +116,7 @@ impl PostgresServer {
             port,
             as_root,
             durable,
+            tls,
         };
         server.prepare_directory()?;
         server.run(
@@ -123,8 +133,135 @@ impl PostgresServer {
                 "--locale=C",
             ],
         )?;
+        if tls {
+            server.make_certificates()?;
+        }
         server.up()?;
         Ok(server)
+    }
+
+    /// The test CA's certificate, which signed the server's.
+    pub fn ca(&self) -> PathBuf {
+        self.dir.path().join("ca.crt")
+    }
+
+    /// A CA that signed nothing the server shows.
+    pub fn other_ca(&self) -> PathBuf {
+        self.dir.path().join("other-ca.crt")
+    }
+
+    /// Makes the test CA, the server's certificate and key (the server's own, mode 0600, as
+    /// PostgreSQL requires), and the other CA.
+    fn make_certificates(&self) -> Result<(), Unavailable> {
+        let dir = self.dir.path();
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        let ca = [
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ];
+        std::fs::write(
+            dir.join("server.ext"),
+            "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+        )
+        .map_err(|e| Unavailable::Failed(format!("writing the certificate's extensions: {e}")))?;
+        let steps: [Vec<&str>; 4] = [
+            [
+                &["req", "-x509"][..],
+                &ec,
+                &[
+                    "-keyout",
+                    "ca.key",
+                    "-out",
+                    "ca.crt",
+                    "-days",
+                    "2",
+                    "-subj",
+                    "/CN=Ryvos test CA",
+                ],
+                &ca,
+            ]
+            .concat(),
+            [
+                &["req", "-x509"][..],
+                &ec,
+                &[
+                    "-keyout",
+                    "other-ca.key",
+                    "-out",
+                    "other-ca.crt",
+                    "-days",
+                    "2",
+                    "-subj",
+                    "/CN=Another CA",
+                ],
+                &ca,
+            ]
+            .concat(),
+            [
+                &["req"][..],
+                &ec,
+                &[
+                    "-keyout",
+                    "server.key",
+                    "-out",
+                    "server.csr",
+                    "-subj",
+                    "/CN=localhost",
+                ],
+            ]
+            .concat(),
+            vec![
+                "x509",
+                "-req",
+                "-in",
+                "server.csr",
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                "server.crt",
+                "-days",
+                "2",
+                "-extfile",
+                "server.ext",
+            ],
+        ];
+        for args in steps {
+            let made = Command::new("openssl")
+                .args(&args)
+                .current_dir(dir)
+                .output()
+                .map_err(|e| Unavailable::NotInstalled(format!("openssl cannot run: {e}")))?;
+            if !made.status.success() {
+                return Err(Unavailable::Failed(format!(
+                    "openssl {}: {}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&made.stderr)
+                )));
+            }
+        }
+        let key = dir.join("server.key");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| Unavailable::Failed(format!("{e}")))?;
+        if self.as_root {
+            let user = user_ids(SERVER_USER)
+                .ok_or_else(|| Unavailable::Failed(format!("no `{SERVER_USER}` user")))?;
+            for file in ["server.key", "server.crt"] {
+                std::os::unix::fs::chown(dir.join(file), Some(user.0), Some(user.1))
+                    .map_err(|e| Unavailable::Failed(format!("giving {file} away: {e}")))?;
+            }
+        }
+        Ok(())
     }
 
     /// Gives the directory to the server's user when running as root.
@@ -177,9 +314,17 @@ impl PostgresServer {
 
     /// Starts the server and waits until it accepts connections.
     pub fn up(&self) -> Result<(), Unavailable> {
+        let tls = match self.tls {
+            true => format!(
+                " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+                self.dir.path().join("server.crt").display(),
+                self.dir.path().join("server.key").display()
+            ),
+            false => String::new(),
+        };
         let options = format!(
             "-c listen_addresses=127.0.0.1 -p {} -k {} -c max_connections=400 \
-             -c shared_buffers=64MB{}",
+             -c shared_buffers=64MB{}{tls}",
             self.port,
             self.dir.path().display(),
             if self.durable {

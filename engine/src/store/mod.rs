@@ -110,6 +110,12 @@ pub trait Storage: Send + Sync + 'static {
     /// The backend's name, for `ryvos status` and logs.
     fn backend(&self) -> &'static str;
 
+    /// How the store's connections are secured, for a store reached over a network: whether
+    /// they are encrypted and the server verified. `None` for a local file.
+    fn security(&self) -> Option<String> {
+        None
+    }
+
     /// Why the store cannot write, while it cannot (an I/O error it is recovering from).
     fn fault(&self) -> Option<String> {
         None

@@ -133,6 +133,10 @@ pub struct StatusResult {
     /// fail until it can, and the daemon goes on serving.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_fault: Option<String>,
+    /// For a store reached over a network (PostgreSQL): whether its connections are encrypted
+    /// and the server verified, as the server reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_security: Option<String>,
     /// The configured MCP servers, by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp: Vec<crate::mcp::McpServerStatus>,

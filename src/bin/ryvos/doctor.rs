@@ -140,8 +140,13 @@ fn daemon_checks(status: &StatusResult) -> Vec<Check> {
         true => Ok(status.sandbox.clone()),
         false => Err(status.sandbox.clone()),
     };
+    let secured = status
+        .store_security
+        .as_ref()
+        .map(|s| format!(", {s}"))
+        .unwrap_or_default();
     let store = match &status.store_fault {
-        None => Ok(format!("{}, writable", status.store)),
+        None => Ok(format!("{}, writable{secured}", status.store)),
         Some(fault) => Err(format!(
             "{} cannot write: {fault}; free space or fix the disk, it reopens by itself",
             status.store
@@ -223,8 +228,12 @@ async fn store_and_mcp_checks(config: &Config) -> Vec<Check> {
         Err(e) => return vec![Check::new("store", Err(format!("{place}: {e}")))],
     };
     let servers = runtime.mcp_servers().await;
+    let secured = runtime
+        .store_security()
+        .map(|s| format!(", {s}"))
+        .unwrap_or_default();
     let store = match runtime.close().await {
-        Ok(()) => Ok(format!("{place}, opens and closes")),
+        Ok(()) => Ok(format!("{place}, opens and closes{secured}")),
         Err(e) => Err(format!("{place}: {e}")),
     };
     std::iter::once(Check::new("store", store))

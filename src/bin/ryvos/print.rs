@@ -15,12 +15,15 @@ pub fn status(s: &StatusResult) {
         s.home
     );
     outln!("sandbox: {}", s.sandbox);
+    let store = match &s.store_security {
+        Some(security) => format!("{} ({security})", s.store),
+        None => s.store.clone(),
+    };
     match &s.store_fault {
-        None => outln!("store: {}", s.store),
-        Some(fault) => outln!(
-            "store: {}, DEGRADED: it cannot write ({fault}); runs fail until it can",
-            s.store
-        ),
+        None => outln!("store: {store}"),
+        Some(fault) => {
+            outln!("store: {store}, DEGRADED: it cannot write ({fault}); runs fail until it can")
+        }
     }
     for server in &s.mcp {
         mcp_server(server);

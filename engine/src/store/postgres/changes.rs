@@ -16,7 +16,7 @@ const RECONNECT: Duration = Duration::from_secs(1);
 
 /// Listens on the queue's channels until `stop`, sending what it hears to `changes`.
 pub(super) fn spawn_listener(
-    config: tokio_postgres::Config,
+    reach: super::Reach,
     changes: broadcast::Sender<Change>,
     stop: CancellationToken,
 ) {
@@ -26,7 +26,7 @@ pub(super) fn spawn_listener(
         let mut inbox = Inbox::new();
         while !stop.is_cancelled() {
             let listened = tokio::select! {
-                listened = listen(&config, &changes, &mut inbox) => listened,
+                listened = listen(&reach, &changes, &mut inbox) => listened,
                 () = stop.cancelled() => return,
             };
             if let Err(e) = listened {
@@ -45,11 +45,11 @@ pub(super) fn spawn_listener(
 
 /// One connection's life: LISTEN, then every notification until the connection ends.
 async fn listen(
-    config: &tokio_postgres::Config,
+    reach: &super::Reach,
     changes: &broadcast::Sender<Change>,
     inbox: &mut Inbox,
 ) -> Result<(), tokio_postgres::Error> {
-    let (client, mut connection) = config.connect(tokio_postgres::NoTls).await?;
+    let (client, mut connection) = reach.config.connect(reach.tls.clone()).await?;
     let (messages_tx, mut messages) = tokio::sync::mpsc::unbounded_channel();
     // The connection is driven by this task; its messages come out here.
     let pump = tokio::spawn(async move {

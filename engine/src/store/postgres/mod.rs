@@ -12,6 +12,7 @@ mod queue;
 mod reads;
 mod relay;
 mod schema;
+mod tls;
 mod write;
 
 use super::{Change, Lease, Relay, SessionHistory, Storage, StoreError, WriteBatch};
@@ -56,6 +57,8 @@ pub(crate) struct PostgresStore {
     changes: broadcast::Sender<Change>,
     /// The database's schema version, as the heartbeat reads it.
     schema: Arc<schema::Watch>,
+    /// Whether its connections are encrypted and the server verified, as the server said.
+    security: Arc<str>,
     /// Stops the listener when the last handle on the store is dropped.
     _listening: Arc<DropGuard>,
 }
@@ -72,7 +75,7 @@ impl PostgresStore {
         lease_ttl: Duration,
         node: &str,
     ) -> Result<PostgresStore, StoreError> {
-        let (config, pool) = pool(url, pool_size)?;
+        let (reach, pool) = pool(url, pool_size)?;
         let stop = CancellationToken::new();
         let changes = broadcast::channel(1024).0;
         let store = PostgresStore {
@@ -84,11 +87,17 @@ impl PostgresStore {
             leases: Arc::default(),
             changes: changes.clone(),
             schema: Arc::default(),
+            security: "".into(),
             _listening: Arc::new(stop.clone().drop_guard()),
         };
         schema::migrate(&store.pool).await?;
+        let secured = security(&store.pool, &reach.settings).await?;
+        let store = PostgresStore {
+            security: secured.into(),
+            ..store
+        };
         store.requeue_orphans().await?;
-        changes::spawn_listener(config, changes, stop);
+        changes::spawn_listener(reach, changes, stop);
         let keeper = leases::Keeper {
             pool: store.pool.clone(),
             node: store.node.clone(),
@@ -106,10 +115,20 @@ impl PostgresStore {
     }
 }
 
-/// The pool for `url` (and its connections' settings): connections made lazily, each with a
-/// connect and a statement timeout.
-fn pool(url: &str, size: usize) -> Result<(tokio_postgres::Config, Pg), StoreError> {
+/// How the store reaches the server: its connections' settings and their TLS.
+#[derive(Clone)]
+pub(super) struct Reach {
+    pub config: tokio_postgres::Config,
+    pub tls: tokio_postgres_rustls::MakeRustlsConnect,
+    pub settings: tls::TlsSettings,
+}
+
+/// The pool for `url` (and how its connections reach the server): connections made lazily,
+/// each with a connect and a statement timeout, over TLS as `sslmode` says.
+fn pool(url: &str, size: usize) -> Result<(Reach, Pg), StoreError> {
     let doing = || "opening the PostgreSQL store".to_string();
+    let refused = |why: String| StoreError::from_cause(doing(), format!("[store] url: {why}"));
+    let (url, settings) = tls::split_url(url).map_err(refused)?;
     let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
         StoreError::from_cause(
             doing(),
@@ -120,6 +139,7 @@ fn pool(url: &str, size: usize) -> Result<(tokio_postgres::Config, Pg), StoreErr
             ),
         )
     })?;
+    config.ssl_mode(settings.driver_mode());
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
     }
@@ -132,9 +152,10 @@ fn pool(url: &str, size: usize) -> Result<(tokio_postgres::Config, Pg), StoreErr
         STATEMENT_TIMEOUT.as_millis()
     );
     config.options(options.trim());
+    let tls = tls::connector(&settings).map_err(refused)?;
     let manager = Manager::from_config(
         config.clone(),
-        tokio_postgres::NoTls,
+        tls.clone(),
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
@@ -147,7 +168,38 @@ fn pool(url: &str, size: usize) -> Result<(tokio_postgres::Config, Pg), StoreErr
         .recycle_timeout(Some(CONNECT_TIMEOUT))
         .build()
         .map_err(|e| StoreError::from_cause(doing(), e))?;
-    Ok((config, pool))
+    let reach = Reach {
+        config,
+        tls,
+        settings,
+    };
+    Ok((reach, pool))
+}
+
+/// Whether the store's connections are encrypted, and how the server was checked: asked of the
+/// server (`pg_stat_ssl`), so `prefer` says what it came to.
+async fn security(pool: &Pg, settings: &tls::TlsSettings) -> Result<String, StoreError> {
+    let doing = || "asking the server how the connection is secured".to_string();
+    let client = pool.get().await.pg(doing)?;
+    let row = client
+        .query_opt(
+            "SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            &[],
+        )
+        .await
+        .pg(doing)?;
+    let encrypted = row.as_ref().is_some_and(|r| r.get::<_, bool>(0));
+    let mode = settings.mode.name();
+    Ok(match (encrypted, settings.mode) {
+        (false, _) => format!("not encrypted (sslmode={mode})"),
+        (true, tls::SslMode::VerifyFull) => {
+            format!("encrypted, the server's certificate and name verified (sslmode={mode})")
+        }
+        (true, _) if settings.verifies_chain() => format!(
+            "encrypted, the server's certificate verified but not its name (sslmode={mode})"
+        ),
+        (true, _) => format!("encrypted, the server not verified (sslmode={mode})"),
+    })
 }
 
 /// An error and its causes, in one line: tokio-postgres says "db error" and keeps the server's
@@ -185,6 +237,10 @@ impl<T, E: std::error::Error + 'static> PgContext<T> for Result<T, E> {
 impl Storage for PostgresStore {
     fn backend(&self) -> &'static str {
         "postgres"
+    }
+
+    fn security(&self) -> Option<String> {
+        Some(self.security.to_string())
     }
 
     fn fault(&self) -> Option<String> {
