@@ -83,6 +83,28 @@ async fn an_mcp_client_runs_a_prompt_through_ryvos_mcp_server_with_and_without_a
         );
         let missing = call(&client, "history", serde_json::json!({"session": "s_none"})).await;
         assert_eq!(missing.is_error, Some(true), "{missing:?}");
+        // Input that does not fit the schema is a tool error the model can act on, naming the
+        // argument and what was expected.
+        for (tool, arguments, says) in [
+            (
+                "run",
+                serde_json::json!({"prompt": 5}),
+                "`prompt`: invalid type: integer `5`, expected a string",
+            ),
+            ("run", serde_json::json!({}), "missing field `prompt`"),
+            (
+                "run",
+                serde_json::json!({"prompt": "  "}),
+                "`prompt`: it is empty",
+            ),
+            ("history", serde_json::json!({"session": 1}), "`session`"),
+            ("sessions", serde_json::json!({"x": 1}), "unknown field `x`"),
+        ] {
+            let invalid = call(&client, tool, arguments).await;
+            assert_eq!(invalid.is_error, Some(true), "{invalid:?}");
+            let text = text_of(&invalid);
+            assert!(text.contains(says), "{tool}: {text}");
+        }
 
         client.cancel().await.unwrap();
         if let Some(daemon) = daemon {

@@ -154,89 +154,24 @@ impl PostgresServer {
     /// PostgreSQL requires), and the other CA.
     fn make_certificates(&self) -> Result<(), Unavailable> {
         let dir = self.dir.path();
-        let ec = [
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ];
-        let ca = [
-            "-addext",
-            "basicConstraints=critical,CA:TRUE",
-            "-addext",
-            "keyUsage=critical,keyCertSign,cRLSign",
-        ];
         std::fs::write(
             dir.join("server.ext"),
             "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
         )
         .map_err(|e| Unavailable::Failed(format!("writing the certificate's extensions: {e}")))?;
-        let steps: [Vec<&str>; 4] = [
-            [
-                &["req", "-x509"][..],
-                &ec,
-                &[
-                    "-keyout",
-                    "ca.key",
-                    "-out",
-                    "ca.crt",
-                    "-days",
-                    "2",
-                    "-subj",
-                    "/CN=Ryvos test CA",
-                ],
-                &ca,
-            ]
-            .concat(),
-            [
-                &["req", "-x509"][..],
-                &ec,
-                &[
-                    "-keyout",
-                    "other-ca.key",
-                    "-out",
-                    "other-ca.crt",
-                    "-days",
-                    "2",
-                    "-subj",
-                    "/CN=Another CA",
-                ],
-                &ca,
-            ]
-            .concat(),
-            [
-                &["req"][..],
-                &ec,
-                &[
-                    "-keyout",
-                    "server.key",
-                    "-out",
-                    "server.csr",
-                    "-subj",
-                    "/CN=localhost",
-                ],
-            ]
-            .concat(),
-            vec![
-                "x509",
-                "-req",
-                "-in",
-                "server.csr",
-                "-CA",
-                "ca.crt",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-out",
-                "server.crt",
-                "-days",
-                "2",
-                "-extfile",
-                "server.ext",
-            ],
+        let key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+        let ca = "-days 2 -addext basicConstraints=critical,CA:TRUE \
+                  -addext keyUsage=critical,keyCertSign,cRLSign";
+        let steps = [
+            format!("req -x509 {key} -keyout ca.key -out ca.crt -subj /CN=ryvos-test-ca {ca}"),
+            format!("req -x509 {key} -keyout other.key -out other-ca.crt -subj /CN=other-ca {ca}"),
+            format!("req {key} -keyout server.key -out server.csr -subj /CN=localhost"),
+            "x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt \
+             -days 2 -extfile server.ext"
+                .to_owned(),
         ];
-        for args in steps {
+        for step in &steps {
+            let args: Vec<&str> = step.split_whitespace().collect();
             let made = Command::new("openssl")
                 .args(&args)
                 .current_dir(dir)
@@ -244,8 +179,7 @@ impl PostgresServer {
                 .map_err(|e| Unavailable::NotInstalled(format!("openssl cannot run: {e}")))?;
             if !made.status.success() {
                 return Err(Unavailable::Failed(format!(
-                    "openssl {}: {}",
-                    args.join(" "),
+                    "openssl {step}: {}",
                     String::from_utf8_lossy(&made.stderr)
                 )));
             }

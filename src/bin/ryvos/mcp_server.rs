@@ -16,6 +16,7 @@ use ryvos::client::{Client, ClientError};
 use ryvos::config::Config;
 use ryvos::protocol::{Cancel, History, NoParams, Run, RunParams, SessionParams, Sessions};
 use ryvos::{RunOutcome, RunRequest, Runtime, SessionId};
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -125,6 +126,63 @@ fn tools() -> Vec<Tool> {
     ]
 }
 
+/// `run`'s arguments, as its input schema says.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunArguments {
+    prompt: NonEmpty,
+    #[serde(default)]
+    workspace: Option<String>,
+    #[serde(default)]
+    session: Option<String>,
+}
+
+/// `history`'s arguments.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HistoryArguments {
+    session: String,
+}
+
+/// `sessions` takes none.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoArguments {}
+
+/// A string with something in it.
+#[derive(Deserialize)]
+#[serde(try_from = "String")]
+struct NonEmpty(String);
+
+impl TryFrom<String> for NonEmpty {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        match text.trim().is_empty() {
+            true => Err("it is empty: say what the run should do".into()),
+            false => Ok(NonEmpty(text)),
+        }
+    }
+}
+
+impl From<NonEmpty> for String {
+    fn from(text: NonEmpty) -> String {
+        text.0
+    }
+}
+
+/// A tool's arguments read as `T`. Input that does not fit is a tool execution error (MCP
+/// 2025-11-25, SEP-1303), so the model can correct itself, naming the argument and what was
+/// expected.
+fn arguments_of<T: serde::de::DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(arguments).map_err(|e| {
+        let path = e.path().to_string();
+        match path.as_str() {
+            "." => format!("invalid arguments for {tool}: {}", e.inner()),
+            _ => format!("invalid arguments for {tool}: `{path}`: {}", e.inner()),
+        }
+    })
+}
+
 impl ServerHandler for RyvosServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -148,28 +206,27 @@ impl ServerHandler for RyvosServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let arguments = request.arguments.unwrap_or_default();
-        let text = |key: &str| {
-            arguments
-                .get(key)
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
         let result = match &*request.name {
-            "run" => {
-                let prompt = text("prompt")
-                    .filter(|p| !p.trim().is_empty())
-                    .ok_or_else(|| McpError::invalid_params("`prompt` is required", None))?;
-                let session = text("session");
-                self.run(prompt, text("workspace"), session, &context.ct)
-                    .await
-            }
-            "sessions" => self.sessions().await,
-            "history" => {
-                let session = text("session")
-                    .ok_or_else(|| McpError::invalid_params("`session` is required", None))?;
-                self.history(session).await
-            }
+            "run" => match arguments_of::<RunArguments>("run", arguments) {
+                Ok(RunArguments {
+                    prompt,
+                    workspace,
+                    session,
+                }) => {
+                    self.run(prompt.into(), workspace, session, &context.ct)
+                        .await
+                }
+                Err(invalid) => Err(invalid),
+            },
+            "sessions" => match arguments_of::<NoArguments>("sessions", arguments) {
+                Ok(NoArguments {}) => self.sessions().await,
+                Err(invalid) => Err(invalid),
+            },
+            "history" => match arguments_of::<HistoryArguments>("history", arguments) {
+                Ok(HistoryArguments { session }) => self.history(session).await,
+                Err(invalid) => Err(invalid),
+            },
             other => {
                 return Err(McpError::invalid_params(
                     format!("no tool named '{other}': the tools are run, sessions, history"),
