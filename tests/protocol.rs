@@ -561,3 +561,22 @@ async fn a_refused_peer_that_already_sent_a_request_reads_its_refusal() {
         assert_eq!(answer["error"]["code"], "permission_denied", "{answer}");
     }
 }
+
+#[test]
+fn results_and_events_are_closed_in_the_schema() {
+    let schemas = Schemas::new();
+    let event = serde_json::json!({"event": {"type": "TextDelta", "text": "hi", "session_id": "s_1", "run_id": "r_1"}});
+    schemas.check_answer("run", &event).unwrap();
+    let mut extra = event.clone();
+    extra["event"]["undocumented"] = Value::from(1);
+    assert!(schemas.check_answer("run", &extra).is_err(), "{extra}");
+    let result = serde_json::json!({"result": {"interrupting": true}});
+    schemas.check_answer("interrupt", &result).unwrap();
+    let extra = serde_json::json!({"result": {"interrupting": true, "undocumented": 1}});
+    assert!(schemas.check_answer("interrupt", &extra).is_err());
+    let zero = serde_json::json!({"id": 0, "method": "status"});
+    assert!(
+        check(&schemas.request, &zero, "request").is_err(),
+        "ids start at 1"
+    );
+}

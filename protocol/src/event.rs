@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 
 /// An event of one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+// Closed in the schema: a client may rely on every field being documented.
+#[schemars(deny_unknown_fields)]
 pub struct Event {
     pub session_id: SessionId,
     pub run_id: RunId,
