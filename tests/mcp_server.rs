@@ -120,14 +120,37 @@ async fn mcp_list_shows_each_server_its_state_and_tools() {
     };
     let model = ScriptedModelServer::start([]).await;
     let tag = format!("list-{}", std::process::id());
+    // Ryvos's own MCP server, reached by MCP as any server is: it speaks 2026-07-28.
+    let its_home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        its_home.path().join("config.toml"),
+        format!(
+            "[model]\nbase_url = \"{}\"\napi_key = \"\"\n",
+            model.base_url()
+        ),
+    )
+    .unwrap();
+    let ryvos = format!(
+        "\n[mcp.servers.ryvos]\ncommand = \"{}\"\nargs = [\"mcp-server\"]\nenv = {{ RYVOS_HOME = \"{}\" }}\n",
+        env!("CARGO_BIN_EXE_ryvos"),
+        its_home.path().display()
+    );
     let table = server_table("everything", &everything, &["stdio"], &tag, "")
-        + "\n[mcp.servers.broken]\ncommand = \"/nonexistent/server\"\n";
+        + "\n[mcp.servers.broken]\ncommand = \"/nonexistent/server\"\n"
+        + &ryvos;
     let home = Home::new(&model, &table);
     let (code, listed, stderr) = home.ryvos(&["mcp", "list", "--json"]).await;
     assert_eq!(code, 0, "{stderr}");
     let servers: Vec<serde_json::Value> = serde_json::from_str(&listed).unwrap();
     let by_name = |name: &str| servers.iter().find(|s| s["name"] == name).unwrap().clone();
     assert_eq!(by_name("everything")["state"], "ready", "{listed}");
+    eprintln!(
+        "server-everything speaks MCP {}",
+        by_name("everything")["revision"]
+    );
+    assert!(by_name("everything")["revision"].is_string(), "{listed}");
+    assert_eq!(by_name("ryvos")["state"], "ready", "{listed}");
+    assert_eq!(by_name("ryvos")["revision"], "2026-07-28", "{listed}");
     assert!(by_name("everything")["tools"]
         .as_array()
         .unwrap()
@@ -190,4 +213,37 @@ async fn a_run_request_the_client_cancels_cancels_the_run() {
     gate.open();
     client.cancel().await.unwrap();
     home.shutdown(daemon).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_speaking_2026_07_28_is_called_without_a_session() {
+    // Ryvos's own MCP server speaks the stateless revision: discovered, not initialized.
+    let model = ScriptedModelServer::start([
+        Reply::tool_calls(&[("c1", "ryvos__sessions", "{}")]),
+        Reply::text(&["listed"]),
+    ])
+    .await;
+    let its_home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        its_home.path().join("config.toml"),
+        format!(
+            "[model]\nbase_url = \"{}\"\napi_key = \"\"\n",
+            model.base_url()
+        ),
+    )
+    .unwrap();
+    let table = format!(
+        "[mcp.servers.ryvos]\ncommand = \"{}\"\nargs = [\"mcp-server\"]\nenv = {{ RYVOS_HOME = \"{}\" }}\n",
+        env!("CARGO_BIN_EXE_ryvos"),
+        its_home.path().display()
+    );
+    let home = Home::new(&model, &table);
+    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "list the sessions"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let ended = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["type"] == "ToolEnd" && e["call_id"] == "c1")
+        .expect("the call ended");
+    assert_eq!(ended["is_error"], false, "{ended}");
 }

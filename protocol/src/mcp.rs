@@ -15,6 +15,9 @@ pub struct McpServerStatus {
     pub reason: Option<String>,
     /// The names its tools are offered under (`NAME__tool`).
     pub tools: Vec<String>,
+    /// The MCP revision it speaks with Ryvos (`2026-07-28`, `2025-11-25`, …), once connected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
     /// How many times it was restarted.
     pub restarts: u32,
 }

@@ -10,12 +10,14 @@ use crate::config::{expand_env, McpServerConfig};
 use crate::tools::{Tool, ToolRegistry};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::ProtocolVersion;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::RunningService;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::service::{NotificationContext, RoleClient, RunningServiceCancellationToken};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, ServiceExt};
+use rmcp::ClientHandler;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
@@ -215,11 +217,14 @@ impl ServerState {
         if let Some(stderr) = stderr {
             tokio::spawn(log_stderr(self.args.name.clone(), stderr, said.clone()));
         }
-        handler.serve(transport).await.map_err(|e| {
-            let last = said.lock().unwrap_or_else(|p| p.into_inner());
-            let last: Vec<&str> = last.iter().map(String::as_str).collect();
-            format!("the handshake failed ({e}); it said: {}", last.join(" | "))
-        })
+        handler
+            .serve_with_lifecycle(transport, lifecycle())
+            .await
+            .map_err(|e| {
+                let last = said.lock().unwrap_or_else(|p| p.into_inner());
+                let last: Vec<&str> = last.iter().map(String::as_str).collect();
+                format!("the handshake failed ({e}); it said: {}", last.join(" | "))
+            })
     }
 
     /// Lists the server's tools into the registry, as its group, within the startup timeout.
@@ -248,8 +253,11 @@ impl ServerState {
         for left_out in args.registry.replace_group(&args.name, tools) {
             tracing::warn!(server = %args.name, "a tool is left out: {left_out}");
         }
+        let revision = peer
+            .peer_info()
+            .map(|info| info.protocol_version.to_string());
         args.servers
-            .ready(&args.name, args.registry.group_names(&args.name));
+            .ready(&args.name, args.registry.group_names(&args.name), revision);
         Ok(())
     }
 }
@@ -279,9 +287,19 @@ async fn reach_http(
         StreamableHttpClientTransportConfig::with_uri(expanded).custom_headers(headers),
     );
     handler
-        .serve(transport)
+        .serve_with_lifecycle(transport, lifecycle())
         .await
         .map_err(|e| format!("the handshake with {url} failed ({e})"))
+}
+
+/// How a connection starts: the newest revision the server offers, asked with
+/// `server/discover` (MCP 2026-07-28: stateless, no `initialize` and no session), else the
+/// `initialize` handshake of the revisions before it, for servers that do not know discovery.
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: None,
+    }
 }
 
 /// `value` of the server's `key`, with `${VAR}` expanded.

@@ -37,6 +37,7 @@ impl McpServers {
                     state: McpServerState::Starting,
                     reason: None,
                     tools: Vec::new(),
+                    revision: None,
                     restarts: 0,
                 };
                 (
@@ -68,11 +69,12 @@ impl McpServers {
         self.update(name, |e| e.report.state = McpServerState::Starting);
     }
 
-    pub(crate) fn ready(&self, name: &str, tools: Vec<String>) {
+    pub(crate) fn ready(&self, name: &str, tools: Vec<String>, revision: Option<String>) {
         self.update(name, |e| {
             e.report.state = McpServerState::Ready;
             e.report.reason = None;
             e.report.tools = tools;
+            e.report.revision = revision;
             e.settled = true;
         });
     }

@@ -49,9 +49,10 @@ pub fn mcp_server(server: &ryvos_protocol::mcp::McpServerStatus) {
     };
     match server.state {
         McpServerState::Ready => outln!(
-            "mcp: {} ready ({}), {} tools{restarts}: {}",
+            "mcp: {} ready ({}, MCP {}), {} tools{restarts}: {}",
             server.name,
             server.transport,
+            server.revision.as_deref().unwrap_or("revision unknown"),
             server.tools.len(),
             server.tools.join(", ")
         ),
