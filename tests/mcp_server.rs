@@ -113,6 +113,23 @@ async fn an_mcp_client_runs_a_prompt_through_ryvos_mcp_server_with_and_without_a
     }
 }
 
+/// `ryvos mcp-server` as the MCP server `ryvos` of a config (the table to add), in a home of
+/// its own (kept alive by the directory returned) whose model is `model`.
+fn ryvos_as_a_server(model: &ScriptedModelServer) -> (tempfile::TempDir, String) {
+    let its_home = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[model]\nbase_url = \"{}\"\napi_key = \"\"\n",
+        model.base_url()
+    );
+    std::fs::write(its_home.path().join("config.toml"), config).unwrap();
+    let table = format!(
+        "\n[mcp.servers.ryvos]\ncommand = \"{}\"\nargs = [\"mcp-server\"]\nenv = {{ RYVOS_HOME = \"{}\" }}\n",
+        env!("CARGO_BIN_EXE_ryvos"),
+        its_home.path().display()
+    );
+    (its_home, table)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn mcp_list_shows_each_server_its_state_and_tools() {
     let Some(everything) = server_entry("server-everything") else {
@@ -121,20 +138,7 @@ async fn mcp_list_shows_each_server_its_state_and_tools() {
     let model = ScriptedModelServer::start([]).await;
     let tag = format!("list-{}", std::process::id());
     // Ryvos's own MCP server, reached by MCP as any server is: it speaks 2026-07-28.
-    let its_home = tempfile::tempdir().unwrap();
-    std::fs::write(
-        its_home.path().join("config.toml"),
-        format!(
-            "[model]\nbase_url = \"{}\"\napi_key = \"\"\n",
-            model.base_url()
-        ),
-    )
-    .unwrap();
-    let ryvos = format!(
-        "\n[mcp.servers.ryvos]\ncommand = \"{}\"\nargs = [\"mcp-server\"]\nenv = {{ RYVOS_HOME = \"{}\" }}\n",
-        env!("CARGO_BIN_EXE_ryvos"),
-        its_home.path().display()
-    );
+    let (_its_home, ryvos) = ryvos_as_a_server(&model);
     let table = server_table("everything", &everything, &["stdio"], &tag, "")
         + "\n[mcp.servers.broken]\ncommand = \"/nonexistent/server\"\n"
         + &ryvos;
@@ -223,20 +227,7 @@ async fn a_server_speaking_2026_07_28_is_called_without_a_session() {
         Reply::text(&["listed"]),
     ])
     .await;
-    let its_home = tempfile::tempdir().unwrap();
-    std::fs::write(
-        its_home.path().join("config.toml"),
-        format!(
-            "[model]\nbase_url = \"{}\"\napi_key = \"\"\n",
-            model.base_url()
-        ),
-    )
-    .unwrap();
-    let table = format!(
-        "[mcp.servers.ryvos]\ncommand = \"{}\"\nargs = [\"mcp-server\"]\nenv = {{ RYVOS_HOME = \"{}\" }}\n",
-        env!("CARGO_BIN_EXE_ryvos"),
-        its_home.path().display()
-    );
+    let (_its_home, table) = ryvos_as_a_server(&model);
     let home = Home::new(&model, &table);
     let (code, stdout, stderr) = home.ryvos(&["run", "--json", "list the sessions"]).await;
     assert_eq!(code, 0, "{stderr}");
