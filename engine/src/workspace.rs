@@ -16,11 +16,27 @@ pub struct Workspace {
     root: Arc<Path>,
 }
 
+/// A file opened beneath the workspace.
+#[derive(Debug)]
+pub struct Opened {
+    pub file: std::fs::File,
+    /// Where it really is.
+    pub real: PathBuf,
+    /// This open made it.
+    pub created: bool,
+}
+
+/// Where an open file really is, as the kernel says.
+fn opened_path(file: &std::fs::File) -> io::Result<PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+}
+
 /// What a file is opened for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
     Read,
-    /// Created, or truncated.
+    /// Created if missing; read and written.
     Write,
 }
 
@@ -122,9 +138,12 @@ impl Workspace {
 
     /// Opens `path` (as [`Workspace::resolve`] gave it) for `access`, resolving it beneath the
     /// workspace as it is opened (cap-std: `openat2` with `RESOLVE_BENEATH` where the kernel
-    /// has it): a path that leads out by then, through a symlink or `..`, is refused.
-    /// `Access::Write` creates the file (and its missing directories) or truncates it.
-    pub fn open(&self, path: &Path, access: Access) -> io::Result<std::fs::File> {
+    /// has it): a path that leads out by then, through a symlink or `..`, is refused. Says
+    /// where the file really is (a symlink swapped in inside the workspace may lead elsewhere
+    /// in it: the caller checks that place) and whether this open made it. `Access::Write`
+    /// creates the file (and its missing directories) without truncating it: the caller
+    /// truncates once it has checked.
+    pub fn open(&self, path: &Path, access: Access) -> io::Result<Opened> {
         let inside = path.strip_prefix(&self.root).map_err(|_| {
             io::Error::new(
                 io::ErrorKind::PermissionDenied,
@@ -141,10 +160,25 @@ impl Workspace {
                 if let Some(parent) = inside.parent().filter(|p| !p.as_os_str().is_empty()) {
                     root.create_dir_all(parent)?;
                 }
-                options.write(true).create(true).truncate(true);
+                options.read(true).write(true).create_new(true);
             }
         }
-        Ok(root.open_with(inside, &options)?.into_std())
+        let (file, created) = match root.open_with(inside, &options) {
+            Ok(file) => (file, access == Access::Write),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let mut existing = cap_std::fs::OpenOptions::new();
+                existing.read(true).write(true);
+                (root.open_with(inside, &existing)?, false)
+            }
+            Err(e) => return Err(e),
+        };
+        let file = file.into_std();
+        let real = opened_path(&file)?;
+        Ok(Opened {
+            file,
+            real,
+            created,
+        })
     }
 
     /// `path` relative to the workspace, for output.
@@ -202,6 +236,14 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), dir.path().join("sub")).unwrap();
         assert!(ws.open(&resolved, Access::Read).is_err());
         assert!(ws.open(&resolved, Access::Write).is_err());
+        // A relative link that stays inside is followed, and the real place is told.
+        std::fs::create_dir(dir.path().join("real")).unwrap();
+        std::os::unix::fs::symlink("real", dir.path().join("alias")).unwrap();
+        let opened = ws
+            .open(&ws.resolve("alias/x").unwrap(), Access::Write)
+            .unwrap();
+        assert_eq!(opened.real, ws.root().join("real/x"));
+        assert!(opened.created);
         assert_eq!(
             std::fs::read_to_string(outside.path().join("secret")).unwrap(),
             "outside"
@@ -209,11 +251,13 @@ mod tests {
         // Inside, both work, missing directories made.
         let mut file = ws
             .open(&ws.resolve("a/b/c.txt").unwrap(), Access::Write)
-            .unwrap();
+            .unwrap()
+            .file;
         file.write_all(b"inside").unwrap();
         let mut text = String::new();
         ws.open(&ws.resolve("a/b/c.txt").unwrap(), Access::Read)
             .unwrap()
+            .file
             .read_to_string(&mut text)
             .unwrap();
         assert_eq!(text, "inside");

@@ -38,6 +38,7 @@ mod scratch;
 mod seccomp;
 mod secrets;
 
+pub(crate) use file_rules::FileRules;
 pub use machine::Machine;
 pub(crate) use run::RunSandbox;
 pub use secrets::Site;

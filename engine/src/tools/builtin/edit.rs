@@ -1,6 +1,6 @@
 //! `edit {path, old_string, new_string}`: replaces one exact occurrence in a file.
 
-use super::{blocking, str_arg};
+use super::{blocking, open_checked, str_arg};
 use crate::tools::{SafetyTier, Tool, ToolContext, ToolError};
 use crate::workspace::Access;
 use async_trait::async_trait;
@@ -47,11 +47,11 @@ impl Tool for Edit {
         let new = str_arg(&input, "new_string").to_owned();
         let shown = str_arg(&input, "path").to_owned();
         let workspace = ctx.workspace.clone();
+        let rules = ctx.sandbox.file_rules();
         blocking(move || {
             let mut text = String::new();
-            workspace
-                .open(&path, Access::Read)
-                .and_then(|mut file| file.read_to_string(&mut text))
+            open_checked(&workspace, &rules, &path, Access::Read, &shown)?
+                .read_to_string(&mut text)
                 .map_err(|e| ToolError::Execution(format!("cannot read '{shown}': {e}")))?;
             match text.matches(old.as_str()).count() {
                 0 => Err(ToolError::Execution(format!(
@@ -60,9 +60,8 @@ impl Tool for Edit {
                 ))),
                 1 => {
                     let edited = text.replacen(old.as_str(), &new, 1);
-                    workspace
-                        .open(&path, Access::Write)
-                        .and_then(|mut file| file.write_all(edited.as_bytes()))
+                    open_checked(&workspace, &rules, &path, Access::Write, &shown)?
+                        .write_all(edited.as_bytes())
                         .map_err(|e| {
                             ToolError::Execution(format!("cannot write '{shown}': {e}"))
                         })?;

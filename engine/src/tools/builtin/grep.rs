@@ -1,6 +1,6 @@
 //! `grep {pattern, path?}`: lines matching a regular expression.
 
-use super::{blocking, str_arg};
+use super::{blocking, open_checked, str_arg};
 use crate::tools::{SafetyTier, Tool, ToolContext, ToolError};
 use crate::workspace::Access;
 use async_trait::async_trait;
@@ -61,7 +61,8 @@ impl Tool for Grep {
                 {
                     continue;
                 }
-                let Ok(file) = workspace.open(entry.path(), Access::Read) else {
+                let Ok(file) = open_checked(&workspace, &rules, entry.path(), Access::Read, "")
+                else {
                     continue;
                 };
                 let mut reader = BufReader::new(file);

@@ -1,6 +1,6 @@
 //! `read {path, offset?, limit?}`: a file's lines, numbered.
 
-use super::{blocking, str_arg};
+use super::{blocking, open_checked, str_arg};
 use crate::tools::{SafetyTier, Tool, ToolContext, ToolError};
 use crate::workspace::Access;
 use async_trait::async_trait;
@@ -53,15 +53,14 @@ impl Tool for Read {
             .unwrap_or(DEFAULT_LIMIT);
         let shown = str_arg(&input, "path").to_owned();
         let workspace = ctx.workspace.clone();
+        let rules = ctx.sandbox.file_rules();
         blocking(move || {
             if path.is_dir() {
                 return Err(ToolError::Execution(format!(
                     "'{shown}' is a directory; use glob to list what it holds"
                 )));
             }
-            let file = workspace
-                .open(&path, Access::Read)
-                .map_err(|e| ToolError::Execution(format!("cannot open '{shown}': {e}")))?;
+            let file = open_checked(&workspace, &rules, &path, Access::Read, &shown)?;
             let mut out = String::new();
             let mut total = 0u64;
             for (i, line) in BufReader::new(file).split(b'\n').enumerate() {

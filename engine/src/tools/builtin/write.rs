@@ -1,6 +1,6 @@
 //! `write {path, content}`: creates or replaces a file.
 
-use super::{blocking, str_arg};
+use super::{blocking, open_checked, str_arg};
 use crate::tools::{SafetyTier, Tool, ToolContext, ToolError};
 use crate::workspace::Access;
 use async_trait::async_trait;
@@ -45,13 +45,11 @@ impl Tool for Write {
         let content = str_arg(&input, "content").to_owned();
         let shown = str_arg(&input, "path").to_owned();
         let workspace = ctx.workspace.clone();
+        let rules = ctx.sandbox.file_rules();
         blocking(move || {
-            let cannot =
-                |e: std::io::Error| ToolError::Execution(format!("cannot write '{shown}': {e}"));
-            workspace
-                .open(&path, Access::Write)
-                .and_then(|mut file| file.write_all(content.as_bytes()))
-                .map_err(cannot)?;
+            open_checked(&workspace, &rules, &path, Access::Write, &shown)?
+                .write_all(content.as_bytes())
+                .map_err(|e| ToolError::Execution(format!("cannot write '{shown}': {e}")))?;
             Ok(format!("wrote {} bytes to {shown}", content.len()))
         })
         .await
