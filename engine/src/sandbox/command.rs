@@ -12,16 +12,45 @@ pub struct SandboxedCommand {
     pub(super) command: tokio::process::Command,
     pub(super) cgroup: Option<Cgroup>,
     pub(super) proxy: Option<EgressProxy>,
+    /// The git directory's `commondir`, which did not exist when the command started.
+    pub(super) planted_commondir: Option<std::path::PathBuf>,
 }
 
 impl SandboxedCommand {
-    /// What the model should know about how the command ended: a limit its cgroup counted,
-    /// names its egress proxy refused.
-    pub fn notes(&self) -> Vec<String> {
-        [self.limit_met(), self.egress_refused()]
-            .into_iter()
-            .flatten()
-            .collect()
+    /// Undoes what the command planted for later, once it has ended, and says what the model
+    /// should know about how it ended: a limit its cgroup counted, names its egress proxy
+    /// refused, a git redirection taken away.
+    pub fn finish(&self) -> Vec<String> {
+        [
+            self.limit_met(),
+            self.egress_refused(),
+            self.commondir_removed(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    /// Removes a `commondir` the command made in the git directory (it would point git at a
+    /// config and hooks of the command's choosing, run at the user's next git command).
+    fn commondir_removed(&self) -> Option<String> {
+        let file = self.planted_commondir.as_ref()?;
+        if !file.exists() {
+            return None;
+        }
+        if let Err(e) = std::fs::remove_file(file) {
+            tracing::error!("a planted {} could not be removed: {e}", file.display());
+            return Some(format!(
+                "[sandbox] This command made {}, which redirects git's config and hooks; it \
+                 could not be removed ({e}): do not run git here before removing it.",
+                file.display()
+            ));
+        }
+        Some(format!(
+            "[sandbox] This command made {}, which would redirect git's config and hooks \
+             elsewhere; it was removed. git's hooks and config stay read-only.",
+            file.display()
+        ))
     }
 
     /// A note naming the names the command was refused, if any.
@@ -49,6 +78,18 @@ impl SandboxedCommand {
                 _ => "a process past it was killed.",
             }
         ))
+    }
+}
+
+impl Drop for SandboxedCommand {
+    /// A caller that did not [`finish`](SandboxedCommand::finish) still gets the git
+    /// redirection taken away.
+    fn drop(&mut self) {
+        if let Some(file) = self.planted_commondir.take().filter(|f| f.exists()) {
+            if let Err(e) = std::fs::remove_file(&file) {
+                tracing::error!("a planted {} could not be removed: {e}", file.display());
+            }
+        }
     }
 }
 

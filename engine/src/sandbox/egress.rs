@@ -29,6 +29,8 @@ const MAX_HEAD: usize = 16 * 1024;
 /// How long a client has to send its request's head, and an upstream to answer a connect.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// The longest an egress connection lives (a command's longest timeout).
+const LONGEST: Duration = Duration::from_secs(3600);
 
 /// The names `allowed_domains` lists: `crates.io` (that name only) or `*.npmjs.org` (its
 /// subdomains only), lowercased.
@@ -120,15 +122,21 @@ impl EgressProxy {
             refused: refused.clone(),
         });
         let task = tokio::spawn(async move {
+            // The connections live in the accepting task's set: when the proxy goes (the
+            // command is done), they go with it.
+            let mut connections = tokio::task::JoinSet::new();
             loop {
-                match listener.accept().await {
-                    Ok((stream, _)) => {
-                        tokio::spawn(serve(stream, shared.clone()));
-                    }
-                    Err(e) => {
-                        tracing::warn!("the egress proxy cannot accept: {e}");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
+                tokio::select! {
+                    accepted = listener.accept() => match accepted {
+                        Ok((stream, _)) => {
+                            connections.spawn(serve(stream, shared.clone()));
+                        }
+                        Err(e) => {
+                            tracing::warn!("the egress proxy cannot accept: {e}");
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                    },
+                    Some(_) = connections.join_next(), if !connections.is_empty() => {}
                 }
             }
         })
@@ -259,7 +267,7 @@ fn leads_elsewhere(
     host: &str,
     addresses: &[SocketAddr],
 ) -> Result<(), String> {
-    let local = |ip: IpAddr| match ip {
+    let local = |ip: IpAddr| match ip.to_canonical() {
         IpAddr::V4(v4) => v4.is_loopback() || v4.is_unspecified() || v4.is_link_local(),
         IpAddr::V6(v6) => v6.is_loopback() || v6.is_unspecified(),
     };
@@ -300,8 +308,16 @@ async fn relay(
         Some(head) => upstream.write_all(&head).await?,
     }
     upstream.write_all(&rest).await?;
-    tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
-    Ok(())
+    // Bounded by its command's life (the proxy's connections are aborted with it), and by
+    // LONGEST whatever the command's timeout.
+    let copying = tokio::io::copy_bidirectional(&mut client, &mut upstream);
+    match tokio::time::timeout(LONGEST, copying).await {
+        Ok(copied) => copied.map(drop),
+        Err(_) => {
+            tracing::debug!("an egress connection outlived {LONGEST:?}; closing it");
+            Ok(())
+        }
+    }
 }
 
 async fn answer(client: &mut UnixStream, status: u16, why: &str) {
@@ -462,6 +478,8 @@ mod tests {
         let rebinding = domains(&["cdn.example.com"]);
         assert!(leads_elsewhere(&rebinding, "cdn.example.com", &[outside]).is_ok());
         assert!(leads_elsewhere(&rebinding, "cdn.example.com", &[outside, loopback]).is_err());
+        let mapped: SocketAddr = "[::ffff:127.0.0.1]:80".parse().unwrap();
+        assert!(leads_elsewhere(&rebinding, "cdn.example.com", &[mapped]).is_err());
         let literal = domains(&["127.0.0.1"]);
         assert!(leads_elsewhere(&literal, "127.0.0.1", &[loopback]).is_ok());
     }

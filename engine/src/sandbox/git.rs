@@ -21,24 +21,30 @@ impl GitGuard {
     /// directory is made (empty, as `git init` makes it) so that it can be held read-only
     /// rather than created by a command.
     pub(crate) fn around(workspace: &Path) -> Self {
-        let Some(git_dir) = find_git_dir(workspace) else {
+        let Some((git_dir, dot_git_file)) = find_git_dir(workspace) else {
             return Self::default();
         };
-        let mut read_only = vec![git_dir.join("config")];
-        let hooks = git_dir.join("hooks");
-        if !hooks.exists() {
-            if let Err(e) = std::fs::create_dir(&hooks) {
-                tracing::warn!("cannot make {} to hold it read-only: {e}", hooks.display());
+        // A worktree's config and hooks are those of the repository it belongs to.
+        let common = std::fs::read_to_string(git_dir.join("commondir"))
+            .ok()
+            .map(|c| git_dir.join(c.trim()));
+        let mut read_only: Vec<PathBuf> = dot_git_file.into_iter().collect();
+        for dir in std::iter::once(&git_dir).chain(common.as_ref()) {
+            read_only.push(dir.join("config"));
+            read_only.push(made(dir.join("hooks")));
+            // Submodules keep their own config and hooks under modules/.
+            for module in modules(dir) {
+                read_only.push(module.join("config"));
+                read_only.push(made(module.join("hooks")));
             }
         }
-        read_only.push(hooks);
         // Relative hook paths are taken from the top of the working tree.
         let top = match git_dir.file_name() {
             Some(name) if name == ".git" => git_dir.parent().unwrap_or(workspace),
             _ => workspace,
         };
         if let Some(named) = hooks_path(&git_dir, top) {
-            read_only.push(named);
+            read_only.push(made(named));
         }
         let read_only = read_only
             .into_iter()
@@ -57,20 +63,54 @@ impl GitGuard {
 }
 
 /// The git directory of the repository holding `dir`: a `.git` directory, or the one a `.git`
-/// file points to (a worktree or submodule), in `dir` or above it.
-fn find_git_dir(dir: &Path) -> Option<PathBuf> {
+/// file points to (a worktree or submodule), in `dir` or above it; and that `.git` file, which
+/// must not be pointed elsewhere.
+fn find_git_dir(dir: &Path) -> Option<(PathBuf, Option<PathBuf>)> {
     for candidate in dir.ancestors() {
         let dot_git = candidate.join(".git");
         if dot_git.is_dir() {
-            return Some(dot_git);
+            return Some((dot_git, None));
         }
         if dot_git.is_file() {
             let text = std::fs::read_to_string(&dot_git).ok()?;
             let target = text.trim().strip_prefix("gitdir:")?.trim();
-            return Some(candidate.join(target));
+            return Some((candidate.join(target), Some(dot_git)));
         }
     }
     None
+}
+
+/// `dir`, made (empty, as `git init` makes a hooks directory) if it does not exist yet, so that
+/// it can be held read-only rather than created by a command.
+fn made(dir: PathBuf) -> PathBuf {
+    if !dir.exists() {
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            tracing::warn!("cannot make {} to hold it read-only: {e}", dir.display());
+        }
+    }
+    dir
+}
+
+/// The git directories of the submodules under `git_dir/modules`, nested ones included.
+fn modules(git_dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![git_dir.join("modules")];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten().filter(|e| e.path().is_dir()) {
+            let path = entry.path();
+            if path.join("HEAD").is_file() {
+                pending.push(path.join("modules"));
+                found.push(path);
+            } else {
+                // A submodule at a nested path (modules/lib/a) is a directory of directories.
+                pending.push(path);
+            }
+        }
+    }
+    found
 }
 
 /// The hooks directory `core.hooksPath` names in the repository's config, if any (relative
@@ -115,6 +155,9 @@ mod tests {
             "[core]\n\tbare = false\n\thooksPath = tools/hooks\n",
         )
         .unwrap();
+        std::fs::create_dir_all(ws.join(".git/modules/lib/a")).unwrap();
+        std::fs::write(ws.join(".git/modules/lib/a/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(ws.join(".git/modules/lib/a/config"), "").unwrap();
         // From a subdirectory of the repository too.
         let guard = GitGuard::around(&ws.join("sub"));
         assert_eq!(guard.git_dir, Some(ws.join(".git")));
@@ -122,6 +165,9 @@ mod tests {
         assert!(guard.protects(&ws.join(".git/hooks/pre-commit")));
         assert!(guard.protects(&ws.join(".git/config")));
         assert!(guard.protects(&ws.join("tools/hooks/post-checkout")));
+        assert!(guard.protects(&ws.join(".git/modules/lib/a/hooks/pre-commit")));
+        assert!(guard.protects(&ws.join(".git/modules/lib/a/config")));
+        assert!(!guard.protects(&ws.join(".git/modules/lib/a/objects/ab")));
         assert!(!guard.protects(&ws.join(".git/objects/ab")));
         assert!(!guard.protects(&ws.join(".git/index")));
     }

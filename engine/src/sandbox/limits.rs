@@ -32,6 +32,8 @@ pub(super) struct Limits {
     next: AtomicU64,
     /// The directories made for this sandbox, removed once it and its commands are gone.
     base: Arc<Base>,
+    /// Under cgroup v2: this sandbox's directory, made at the first command.
+    divided: std::sync::OnceLock<Result<(PathBuf, Arc<Base>), String>>,
 }
 
 /// Directories removed when the last holder lets go (see [`Limits::base`]).
@@ -77,6 +79,7 @@ impl Limits {
             mechanism,
             next: AtomicU64::new(0),
             base: Arc::new(base),
+            divided: std::sync::OnceLock::new(),
         }
     }
 
@@ -102,9 +105,15 @@ impl Limits {
         let name = format!("cmd-{}", self.next.fetch_add(1, Ordering::Relaxed));
         let made = match &self.mechanism {
             Mechanism::Rlimits => return Ok(None),
-            Mechanism::CgroupV2(parent) => {
+            Mechanism::CgroupV2(own) => {
+                let divided = self.divided.get_or_init(|| {
+                    divide_v2(own)
+                        .map(|base| (base.clone(), Arc::new(Base(vec![base]))))
+                        .map_err(|e| format!("dividing {}: {e}", own.display()))
+                });
+                let (parent, base) = divided.as_ref().map_err(|e| io::Error::other(e.clone()))?;
                 let dir = parent.join(&name);
-                let cgroup = Cgroup::make(vec![dir.clone()], &self.base)?;
+                let cgroup = Cgroup::make(vec![dir.clone()], base)?;
                 write(&dir.join("pids.max"), &self.max_processes.to_string())?;
                 write(&dir.join("memory.max"), &self.max_memory.to_string())?;
                 no_swap(&dir.join("memory.swap.max"), "0");
@@ -303,8 +312,8 @@ fn own_cgroup(text: &str, hierarchy: &str) -> Option<String> {
     })
 }
 
-/// cgroup v2, where this process's cgroup is delegated to it and offers `pids` and `memory`:
-/// the process moves into a leaf of its own, and commands' cgroups go beside it.
+/// cgroup v2, where this process's cgroup is delegated to it and offers `pids` and `memory`
+/// (divided at the first command: see [`divide_v2`]).
 fn cgroup_v2() -> Option<Mechanism> {
     let root = Path::new("/sys/fs/cgroup");
     if !root.join("cgroup.controllers").exists() {
@@ -322,36 +331,43 @@ fn cgroup_v2() -> Option<Mechanism> {
     if dir == root || !writable(&dir.join("cgroup.subtree_control")) {
         return None;
     }
+    remove_stale(&dir);
+    Some(Mechanism::CgroupV2(dir))
+}
+
+/// Divides this process's own cgroup `dir` for commands, at the first command (so a process
+/// that never runs one, `ryvos doctor` say, stays where it is): the process moves into a leaf
+/// of its own (`daemon`: a cgroup with processes cannot hand controllers to its children),
+/// `pids` and `memory` are handed down, and this sandbox gets a directory of its own, under
+/// which its commands' cgroups go.
+fn divide_v2(dir: &Path) -> io::Result<PathBuf> {
     let leaf = dir.join("daemon");
-    let moved = (|| -> io::Result<()> {
-        if !leaf.exists() {
-            std::fs::create_dir(&leaf)?;
-        }
-        write(&leaf.join("cgroup.procs"), &std::process::id().to_string())?;
-        write(&dir.join("cgroup.subtree_control"), "+pids +memory")
-    })();
-    match moved {
-        Ok(()) => Some(Mechanism::CgroupV2(dir)),
-        Err(e) => {
-            tracing::warn!(
-                "cgroup v2 at {} is not usable for command limits: {e}",
-                dir.display()
-            );
-            None
-        }
+    if !leaf.exists() {
+        std::fs::create_dir(&leaf)?;
     }
+    write(&leaf.join("cgroup.procs"), &std::process::id().to_string())?;
+    write(&dir.join("cgroup.subtree_control"), "+pids +memory")?;
+    let base = dir.join(sandbox_directory_name());
+    std::fs::create_dir(&base)?;
+    write(&base.join("cgroup.subtree_control"), "+pids +memory")?;
+    Ok(base)
+}
+
+/// `ryvos-PID-N`: one directory per sandbox, as a process may hold several (an embedding host,
+/// tests), and a daemon that died leaves its own to be swept.
+fn sandbox_directory_name() -> String {
+    static SANDBOXES: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "ryvos-{}-{}",
+        std::process::id(),
+        SANDBOXES.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// cgroup v1, where this process may make cgroups in the `pids` and `memory` hierarchies.
 fn cgroup_v1() -> Option<Mechanism> {
     let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    // One directory per sandbox: a process may hold several (an embedding host, tests).
-    static SANDBOXES: AtomicU64 = AtomicU64::new(0);
-    let base = format!(
-        "ryvos-{}-{}",
-        std::process::id(),
-        SANDBOXES.fetch_add(1, Ordering::Relaxed)
-    );
+    let base = sandbox_directory_name();
     let mut dirs = Vec::new();
     for hierarchy in ["pids", "memory"] {
         let mount = Path::new("/sys/fs/cgroup").join(hierarchy);

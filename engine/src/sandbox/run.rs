@@ -123,10 +123,18 @@ impl RunSandbox {
                 Ok(())
             });
         }
+        // A `commondir` file would send git to another directory's config and hooks: one that
+        // appears during the command is taken away after it.
+        let planted_commondir = self
+            .git()
+            .git_dir
+            .map(|dir| dir.join("commondir"))
+            .filter(|file| !file.exists());
         Ok(SandboxedCommand {
             command,
             cgroup,
             proxy,
+            planted_commondir,
         })
     }
 

@@ -266,6 +266,8 @@ async fn git_hooks_and_config_stay_read_only_while_commits_work() {
         "printf '[alias]\\n\\tst = !touch /tmp/pwned\\n' >> .git/config",
         "mv .git .git-old",
         "rm -rf .git/hooks",
+        "mkdir -p evil/hooks && echo 'touch /tmp/pwned' > evil/hooks/pre-commit && chmod +x \
+         evil/hooks/pre-commit && echo ../evil > .git/commondir && false",
     ] {
         let out = bash(&run, plant).await;
         assert!(!out.status.success(), "{plant} worked");
@@ -275,6 +277,10 @@ async fn git_hooks_and_config_stay_read_only_while_commits_work() {
         config_before
     );
     assert!(!d.workspace.root().join(".git/hooks/pre-commit").exists());
+    assert!(
+        !d.workspace.root().join(".git/commondir").exists(),
+        "a planted commondir is taken away"
+    );
     let rules = run.file_rules();
     let root = d.workspace.root();
     assert!(rules
@@ -434,7 +440,7 @@ async fn a_command_cannot_start_more_processes_or_take_more_memory_than_its_limi
     assert!(!out.status.success(), "1 GiB under max_memory_mb = 256");
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
     // The cgroup counts the kill; under rlimits the allocation fails with MemoryError.
-    let notes = [command.notes(), run.explain(&said).into_iter().collect()].concat();
+    let notes = [command.finish(), run.explain(&said).into_iter().collect()].concat();
     assert!(notes.join("\n").contains("max_memory_mb"), "{said}");
 }
 
@@ -486,7 +492,7 @@ async fn allowed_domains_are_reached_through_the_proxy_and_nothing_else_is() {
     let refused = "curl -fsS -m 10 http://example.com/";
     let out = command.arg("-c").arg(refused).output().await.unwrap();
     assert!(!out.status.success());
-    let notes = command.notes().join("\n");
+    let notes = command.finish().join("\n");
     assert!(
         notes.contains("example.com") && notes.contains("allowed_domains"),
         "{notes}"
