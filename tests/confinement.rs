@@ -196,6 +196,14 @@ fn daemon_users() -> Vec<Option<(u32, u32)>> {
     users
 }
 
+/// `ryvosd`, where `user` can run it.
+fn ryvosd_for(user: Option<(u32, u32)>) -> std::path::PathBuf {
+    match user {
+        Some(_) => common::unprivileged::program("ryvosd"),
+        None => env!("CARGO_BIN_EXE_ryvosd").into(),
+    }
+}
+
 /// Starts `daemon` (from [`Home::command`]) as `user`, handing it the home, the workspace and
 /// `more` first.
 async fn start_as(
@@ -222,7 +230,7 @@ async fn hosted_as(
 ) -> (Home, tokio::process::Child) {
     let section = format!("[security.sandbox]\n{sandbox}\n");
     let home = Home::with_sections(server, "", EVERYTHING_ALLOWED, &section);
-    let daemon = home.command(env!("CARGO_BIN_EXE_ryvosd"));
+    let daemon = home.command(ryvosd_for(user));
     let child = start_as(&home, daemon, user, &[]).await;
     (home, child)
 }
@@ -323,7 +331,7 @@ async fn default_sandbox_holds(user: Option<(u32, u32)>) {
         .unwrap()
         .count();
 
-    let mut daemon = home.command(env!("CARGO_BIN_EXE_ryvosd"));
+    let mut daemon = home.command(ryvosd_for(user));
     daemon
         .env("HOME", h)
         .env("OPENAI_API_KEY", "sk-DAEMON-KEY-3X")

@@ -77,7 +77,7 @@ impl Home {
         self.path().join("ryvosd.sock")
     }
 
-    pub fn command(&self, binary: &str) -> Command {
+    pub fn command(&self, binary: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut c = Command::new(binary);
         c.env("RYVOS_HOME", self.path())
             .env("RUST_LOG", "warn")
@@ -139,10 +139,11 @@ impl Home {
 
     /// Runs `ryvos ARGS` as the user `ids` (uid, gid), or as this process's user.
     pub async fn ryvos_as(&self, ids: Option<(u32, u32)>, args: &[&str]) -> (i32, String, String) {
-        let mut command = self.command(env!("CARGO_BIN_EXE_ryvos"));
-        if let Some((uid, gid)) = ids {
-            command.uid(uid).gid(gid);
-        }
+        let Some((uid, gid)) = ids else {
+            return self.ryvos(args).await;
+        };
+        let mut command = self.command(super::unprivileged::program("ryvos"));
+        command.uid(uid).gid(gid);
         cli::output(command.args(args)).await
     }
 }
