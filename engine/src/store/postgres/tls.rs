@@ -171,23 +171,25 @@ pub(crate) fn connector(settings: &TlsSettings) -> Result<MakeRustlsConnect, Str
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS: {e}"))?;
-    let builder = if settings.verifies_chain() {
-        let roots = Arc::new(roots(settings.root_cert.as_deref())?);
-        let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+    let chain = match settings.verifies_chain() {
+        true => Some(
+            WebPkiServerVerifier::builder_with_provider(
+                Arc::new(roots(settings.root_cert.as_deref())?),
+                provider.clone(),
+            )
             .build()
-            .map_err(|e| format!("TLS: {e}"))?;
-        let verifier: Arc<dyn ServerCertVerifier> = match settings.mode {
-            SslMode::VerifyFull => webpki,
-            _ => Arc::new(ChainOnly(webpki)),
-        };
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(verifier)
-    } else {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(Unverified(provider)))
+            .map_err(|e| format!("TLS: {e}"))?,
+        ),
+        false => None,
     };
+    let verifier = Verifier {
+        chain,
+        name: settings.mode == SslMode::VerifyFull,
+        provider,
+    };
+    let builder = builder
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier));
     let config = match (&settings.client_cert, &settings.client_key) {
         (Some(cert), Some(key)) => {
             let certs = CertificateDer::pem_file_iter(cert)
@@ -223,11 +225,19 @@ fn roots(root_cert: Option<&str>) -> Result<RootCertStore, String> {
     Ok(roots)
 }
 
-/// `verify-ca`: the chain must lead to a trusted root; the name in it is not checked.
+/// Checks the server as `sslmode` says: the chain against the roots (`verify-ca`, `require`
+/// with a root), and the name too (`verify-full`), or nothing (`prefer`, `require`: encrypted,
+/// whoever answers). The handshake's signatures are checked whatever the mode, so the session
+/// keys are the certificate holder's.
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
+struct Verifier {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    /// The certificate must name the host.
+    name: bool,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
 
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -236,15 +246,15 @@ impl ServerCertVerifier for ChainOnly {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
-            Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName))
-            | Err(rustls::Error::InvalidCertificate(
-                rustls::CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
-            other => other,
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::NotValidForName
+                | rustls::CertificateError::NotValidForNameContext { .. },
+            )) if !self.name => Ok(ServerCertVerified::assertion()),
+            checked => checked,
         }
     }
 
@@ -254,7 +264,8 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
     }
 
     fn verify_tls13_signature(
@@ -263,61 +274,14 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// `prefer` and `require`: encrypted, whoever answers (the handshake's signatures are still
-/// checked, so the session keys are the certificate holder's).
-#[derive(Debug)]
-struct Unverified(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
