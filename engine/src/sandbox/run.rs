@@ -100,9 +100,11 @@ impl RunSandbox {
             None => None,
         };
         let proxy = self.egress_proxy(&tmp)?;
+        // The repository as it is now (a command may have made one), looked at once.
+        let git = self.git();
         let mut command = match policy.mode {
             SandboxMode::Off => tokio::process::Command::new(program),
-            _ => self.confined(program, &tmp, proxy.as_ref())?,
+            _ => self.confined(program, &tmp, proxy.as_ref(), &git)?,
         };
         command
             .current_dir(&self.workspace)
@@ -125,8 +127,7 @@ impl RunSandbox {
         }
         // A `commondir` file would send git to another directory's config and hooks: one that
         // appears during the command is taken away after it.
-        let planted_commondir = self
-            .git()
+        let planted_commondir = git
             .git_dir
             .map(|dir| dir.join("commondir"))
             .filter(|file| !file.exists());
@@ -144,6 +145,7 @@ impl RunSandbox {
         program: &str,
         tmp: &Path,
         proxy: Option<&EgressProxy>,
+        git: &GitGuard,
     ) -> Result<tokio::process::Command, SandboxError> {
         let policy = &self.sandbox.policy;
         let missing = |why: &String| SandboxError::Unenforceable(why.clone());
@@ -155,7 +157,6 @@ impl RunSandbox {
             writable.extend(policy.writable.iter().cloned());
         }
         let in_writable = |p: &PathBuf| writable.iter().any(|w| p.starts_with(w));
-        let git = self.git();
         let only_writable = |paths: &[PathBuf]| -> Vec<PathBuf> {
             paths.iter().filter(|p| in_writable(p)).cloned().collect()
         };
