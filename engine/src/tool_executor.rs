@@ -295,12 +295,7 @@ fn joined_result(
         Ok(Ok(output)) => Ok(output),
         Ok(Err(e)) => Err(e.to_string()),
         Err(e) if e.is_panic() => {
-            let payload = e.into_panic();
-            let why = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
+            let why = crate::supervision::panic_message(&*e.into_panic());
             Err(format!("execution_error: the tool panicked: {why}"))
         }
         Err(_) => Err("execution_error: the call was aborted".into()),

@@ -74,11 +74,7 @@ fn commit(
         runtime.block_on(store.write(batches))
     }));
     written.unwrap_or_else(|panic| {
-        let why = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic".to_owned());
+        let why = crate::supervision::panic_message(&*panic);
         tracing::error!("the store's writer panicked while committing: {why}");
         Err(StoreError::from_cause(
             format!("writing {} batch(es) to the store", batches.len()),

@@ -75,6 +75,10 @@ pub struct EngineConfig {
 }
 
 /// The store `config` names: the redb file, or the PostgreSQL database.
+fn opening_store(e: impl std::fmt::Display) -> EngineError {
+    EngineError::Actors(format!("opening the store: {e}"))
+}
+
 async fn open_store(config: &EngineConfig) -> Result<Store, EngineError> {
     let durable = config.agent.checkpoint.enabled;
     match config.store.backend {
@@ -82,7 +86,7 @@ async fn open_store(config: &EngineConfig) -> Result<Store, EngineError> {
             let database = config.database.clone();
             tokio::task::spawn_blocking(move || Store::open(&database, durable))
                 .await
-                .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))?
+                .map_err(opening_store)?
                 .map_err(EngineError::Store)
         }
         StoreBackend::Postgres => {
@@ -203,22 +207,14 @@ impl Engine {
         .map_err(|e| EngineError::Memory(e.to_string()))?;
         let approvals = Approvals::default();
         // Requests whose runs paused before the last stop can still be answered.
-        approvals.restore(
-            store
-                .paused_approvals()
-                .await
-                .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))?,
-        );
+        approvals.restore(store.paused_approvals().await.map_err(opening_store)?);
         let registry = ToolRegistry::new(crate::memory::with_memory_tools(tools, &memory))?;
         let mcp = McpServers::new(&config.mcp);
         let gate = Gate::new(
             &config.security,
             approvals.clone(),
             checkpoint.clone(),
-            store
-                .always_allowed()
-                .await
-                .map_err(|e| EngineError::Actors(format!("opening the store: {e}")))?,
+            store.always_allowed().await.map_err(opening_store)?,
         )
         .map_err(EngineError::Security)?;
         let site = Site {
@@ -251,6 +247,7 @@ impl Engine {
             llm: slots.llm.clone(),
             judge: slots.judge.clone(),
             llm_model: models.model().into(),
+            model_retries: config.model.max_retries,
             home: config.home.clone(),
             memory: memory.clone(),
             tools: slots.tools.clone(),

@@ -1,14 +1,21 @@
 //! What a session has handed to the store, and what of it is durable.
 //!
 //! Batches are committed in the order they are handed over (one queue to one writer), so a
-//! count of each is enough to know when everything submitted is on disk.
+//! count of each is enough to know when everything submitted is on disk. Confirmations come
+//! back on a channel of the session's own, which its run's driver listens to while it waits.
 
+use crate::callback::Callback;
+use crate::checkpoint::CommitNotify;
 use crate::store::StoreError;
 use std::collections::VecDeque;
+use tokio::sync::mpsc;
+
+type Confirmed = Result<(), StoreError>;
 
 /// A session's commits in flight.
-#[derive(Default)]
 pub(super) struct Commits {
+    confirmations: mpsc::UnboundedReceiver<Confirmed>,
+    confirm: mpsc::UnboundedSender<Confirmed>,
     submitted: u64,
     durable: u64,
     /// Turns whose checkpoint rides in batch N, to report `CheckpointSaved` once it is durable.
@@ -25,13 +32,53 @@ pub(super) struct Confirmation {
     pub failure: Option<StoreError>,
 }
 
+impl Default for Commits {
+    fn default() -> Self {
+        let (confirm, confirmations) = mpsc::unbounded_channel();
+        Self {
+            confirmations,
+            confirm,
+            submitted: 0,
+            durable: 0,
+            pending_turns: VecDeque::new(),
+            error: None,
+        }
+    }
+}
+
 impl Commits {
-    /// A batch was handed to the store, carrying the checkpoint of `turn` if any.
-    pub(super) fn submitted(&mut self, turn: Option<u32>) {
+    /// A batch is handed to the store, carrying the checkpoint of `turn` if any: what to tell
+    /// when it is durable (or lost with a failed writer).
+    pub(super) fn submitted(&mut self, turn: Option<u32>) -> CommitNotify {
         self.submitted += 1;
         if let Some(turn) = turn {
             self.pending_turns.push_back((self.submitted, turn));
         }
+        let confirm = self.confirm.clone();
+        Callback::new(
+            move |result| {
+                // The session is gone when nobody listens: nothing is owed to anyone.
+                let _ = confirm.send(result);
+            },
+            || Err(crate::checkpoint::writer_gone()),
+        )
+    }
+
+    /// The next confirmation, when one comes (never while nothing is unconfirmed).
+    pub(super) async fn next(&mut self) -> Confirmed {
+        if self.all_confirmed() {
+            return std::future::pending().await;
+        }
+        match self.confirmations.recv().await {
+            Some(result) => result,
+            // Unreachable while `self` holds a sender.
+            None => Err(crate::checkpoint::writer_gone()),
+        }
+    }
+
+    /// A confirmation already in, if any.
+    pub(super) fn try_next(&mut self) -> Option<Confirmed> {
+        self.confirmations.try_recv().ok()
     }
 
     /// The oldest unconfirmed batch was committed, or failed.
@@ -77,9 +124,9 @@ mod tests {
     #[test]
     fn turns_become_durable_in_order_and_failures_are_kept_until_taken() {
         let mut c = Commits::default();
-        c.submitted(None);
-        c.submitted(Some(1));
-        c.submitted(Some(2));
+        for turn in [None, Some(1), Some(2)] {
+            let _ = c.submitted(turn);
+        }
         assert!(!c.all_confirmed());
         assert_eq!(c.confirmed(Ok(())).durable_turns, Vec::<u32>::new());
         assert_eq!(c.confirmed(Ok(())).durable_turns, vec![1]);
@@ -91,7 +138,7 @@ mod tests {
         );
         assert!(first.failure.is_some());
         assert!(c.all_confirmed());
-        c.submitted(Some(3));
+        let _ = c.submitted(Some(3));
         assert!(c.confirmed(Err(broken)).failure.is_some());
         assert!(c.take_error().is_some());
         assert!(c.take_error().is_none());

@@ -1,19 +1,20 @@
 //! Sessions: the ReAct loop.
 //!
-//! A [`SessionActor`] owns one conversation and drives its runs as a state machine: every step
-//! (model answer, tool results, commit confirmed, deadline) arrives as a message, so the actor
-//! stays responsive to a cancel or a deadline while a model streams or a tool runs. The
-//! [`SessionSupervisor`] starts session actors on demand, bounds the runs in flight, restarts a
-//! session that failed and ends its run with a reason.
+//! A session actor owns one conversation; each of its runs is driven by a [`driver`], one async
+//! task whose text reads in the order a run happens (start there). The [`SessionSupervisor`]
+//! starts session actors on demand, bounds the runs in flight, restarts a session that failed
+//! and ends its run with a reason.
 
 mod actor;
 mod commits;
+mod conversation;
+mod driver;
 mod history;
 mod notice;
-mod oversight;
 mod prompt;
 mod recovery;
 mod run;
+mod siblings;
 mod starter;
 mod supervisor;
 
@@ -49,6 +50,8 @@ pub(crate) struct Services {
     pub judge: ChildSlot<crate::judge::JudgeMsg>,
     /// The model the provider asks, for pricing calls that never answered.
     pub llm_model: Arc<str>,
+    /// How many times a model call lost with its actor is asked again (the model's retries).
+    pub model_retries: u32,
     /// `$RYVOS_HOME`.
     pub home: std::path::PathBuf,
     /// What agents remembered, recalled into each run's prompt.

@@ -1,84 +1,25 @@
 //! The state of the run a session is driving.
 
-use crate::context::Cut;
 use crate::event::{RunEvents, RunStatus};
-use crate::guardian::{CallReport, Hint};
+use crate::guardian::Hint;
 use crate::ids::RunId;
 use crate::interrupt::{Interrupter, OnMessage};
-use crate::judge::Judgement;
-use crate::llm_stream::{Heartbeat, ModelReply};
+use crate::llm_stream::Heartbeat;
 use crate::message::ToolCall;
-use crate::provider::{ProviderError, Usage};
+use crate::provider::Usage;
 use crate::store::{now_ms, RunRecord};
 use crate::tools::Workspace;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// Where a run is in its loop.
-pub(super) enum Phase {
-    /// The run has begun; what its first call needs (the ledger's leave, recalled memories,
-    /// the context files) is being gathered off the mailbox.
-    Preparing,
-    /// A model request is out.
-    AwaitingModel,
-    /// The model asked for calls with side effects; they wait until the turn that asked for
-    /// them is durable.
-    AwaitingDurability { calls: Vec<ToolCall> },
-    /// Tools are running.
-    RunningTools { calls: Vec<ToolCall> },
-    /// The turn is complete (its results appended); the Guardian and the ledger are consulted
-    /// before the next model call.
-    BetweenTurns,
-    /// The ledger is recording what the latest model calls used; the run goes on as `then`
-    /// says once its receipts are back. Nothing else waits meanwhile.
-    Billing { then: AfterBilling },
-    /// The Guardian is reviewing the finished turn, whose tools were `tools_called`.
-    Reviewing { tools_called: Vec<String> },
-    /// The conversation outgrew its budget: the model summarizes the first `cut.drop`
-    /// messages before they leave the window; then the run goes on as `then` says.
-    Summarizing { cut: Cut, then: AfterCompaction },
-    /// The model gave `answer` (its final one, unless `periodic`); the Judge is evaluating it.
-    Judging { answer: String, periodic: bool },
-    /// The run has ended; its last records are being committed.
-    Finishing(Ending),
-}
-
-/// Where the run goes on once the conversation is compacted.
-pub(super) enum AfterCompaction {
-    /// The turn that outgrew the budget ends (the Guardian's review, then the next call).
-    EndTurn(TurnEnd),
-    /// The model is asked (again): the run's prompt, or a request the model found too large,
-    /// outgrew the budget.
-    CallModel,
-}
-
-/// Where the run goes on once the ledger has recorded its calls.
-pub(super) enum AfterBilling {
-    /// The turn's model call answered (or failed): the answer is used.
-    Answer(Result<ModelReply, ProviderError>),
-    /// A stalled model call was cut: the model is asked again.
-    AskAgain,
-    /// The summary call answered, failed, or was cut: the conversation is compacted (with the
-    /// summary if there is one), then the run goes on as `then` says.
-    Summary {
-        cut: Cut,
-        then: AfterCompaction,
-        result: Result<ModelReply, ProviderError>,
-    },
-    /// The Judge has spoken on `answer`: its verdict is acted on.
-    Verdict {
-        answer: String,
-        periodic: bool,
-        judgement: Judgement,
-    },
-}
-
-/// What the end of a turn needs once the conversation is compacted.
-pub(super) struct TurnEnd {
-    /// The turn's calls, for the Guardian.
-    pub reports: Vec<CallReport>,
-    pub tools_called: Vec<String>,
+/// The calls of a turn between the model's answer and their results: what a run that ends
+/// meanwhile answers for them.
+pub(super) enum CallsInFlight {
+    /// Waiting until the turn that asked for them is durable: none has started.
+    AwaitingDurability(Vec<ToolCall>),
+    /// Running.
+    Running(Vec<ToolCall>),
 }
 
 /// How a run ends.
@@ -87,6 +28,17 @@ pub(super) struct Ending {
     pub status: RunStatus,
     pub output: String,
     pub reason: Option<String>,
+}
+
+impl Ending {
+    /// The run completed with `output`.
+    pub(super) fn completed(output: String) -> Self {
+        Self {
+            status: RunStatus::Completed,
+            output,
+            reason: None,
+        }
+    }
 }
 
 /// The run in flight.
@@ -131,10 +83,11 @@ pub(super) struct ActiveRun {
     /// For a run continuing without a prompt: the turns taken since the last prompt, before
     /// it began. They count against `max_turns` with its own.
     pub turns_before: u32,
-    /// The step of the latest dispatch (unique in the process); a reply carrying another step is
-    /// stale and ignored.
-    pub step: u64,
-    pub phase: Phase,
+    /// The calls of the turn in progress, from the answer that asked for them until their
+    /// results are appended.
+    pub in_flight: Option<CallsInFlight>,
+    /// The run holds the session and writes to it (not so for a run that could not take it).
+    pub writes: bool,
     pub usage: Usage,
     pub usage_estimated: bool,
     /// What the run's calls cost so far, in millionths of a cent, as the ledger priced them.
@@ -142,7 +95,7 @@ pub(super) struct ActiveRun {
     /// Model calls recorded with the ledger (cut ones too): each report's number.
     pub model_calls: u32,
     /// Set when the ledger's receipt for the last call said no further call may be made.
-    pub refusal: Option<super::oversight::Refusal>,
+    pub refusal: Option<super::siblings::Refusal>,
     /// The run has been told its model has no known price.
     pub unpriced_alerted: bool,
     /// The Guardian's view of the run as its last review left it, stored with the next batch.
@@ -154,8 +107,11 @@ pub(super) struct ActiveRun {
     /// The model rejected the current turn's request as too large, and the conversation was
     /// pruned for it: a second rejection fails the run.
     pub pruned_for_overflow: bool,
-    /// This turn's model call was lost with its actor and asked again; a second loss fails.
-    pub resent_lost_call: bool,
+    /// This turn's model call was lost with its actor and asked again this many times.
+    pub lost_calls: u32,
+    /// The next model call makes the last one again (it stalled, or was lost): it belongs to
+    /// the turn the last one began.
+    pub asking_again: bool,
     /// The system prompt's size (counted, or bounded), part of the context the token budget
     /// measures.
     pub system_size: crate::tokens::Size,
@@ -217,8 +173,8 @@ impl ActiveRun {
             started_at_ms: now_ms(),
             turns: 0,
             turns_before: 0,
-            step: 0,
-            phase: Phase::AwaitingModel,
+            in_flight: None,
+            writes: false,
             usage: Usage::default(),
             usage_estimated: false,
             cost_microcents: 0,
@@ -229,7 +185,8 @@ impl ActiveRun {
             pending_hints: Vec::new(),
             flush_prompted: false,
             pruned_for_overflow: false,
-            resent_lost_call: false,
+            lost_calls: 0,
+            asking_again: false,
             turn_first_seq: next_seq,
             asked_with: Default::default(),
             turn_input_tokens: 0,

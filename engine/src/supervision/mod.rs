@@ -11,3 +11,12 @@ pub(crate) use policy::{RestartDecision, RestartHistory, RestartPolicy};
 pub(crate) use slot::ChildSlot;
 #[cfg(feature = "testing")]
 pub(crate) use slot::Unavailable;
+
+/// What a caught panic said, for the report of the failure it caused.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}

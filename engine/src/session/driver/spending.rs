@@ -1,42 +1,22 @@
-//! How the loop spends: every model call is priced and recorded by the cost ledger, whose
-//! receipt says whether another call may be made. The ledger is asked off the mailbox, and
-//! the run goes on when its receipts come back.
+//! How the run spends: every model call is priced and recorded by the cost ledger, whose
+//! receipt says whether another call may be made.
 
-use super::asking::ask;
-use super::{next_step, SessionMsg, SessionState};
+use super::{Driver, Step};
 use crate::cost_ledger::{dollars, BudgetNotice, MICROCENTS_PER_CENT};
 use crate::cost_ledger::{PriceSource, Receipt, UsageReport};
-use crate::event::{BudgetScope, EventKind, RunEvents, RunStatus};
+use crate::event::{BudgetScope, EventKind, RunStatus};
 use crate::llm_stream::ModelReply;
 use crate::provider::Usage;
-use crate::session::oversight::{self, Refusal};
-use crate::session::run::{AfterBilling, Phase};
-use ractor::ActorRef;
+use crate::session::siblings::{self, Refusal};
 
-impl SessionState {
-    /// Ends the run because the ledger refused its next model call; `announced` when the
-    /// refusal was already published (as the call that reached the limit was recorded).
-    pub(super) fn refuse(
-        &mut self,
-        myself: &ActorRef<SessionMsg>,
-        refusal: Refusal,
-        announced: bool,
-    ) {
-        if let (Some(run), false) = (&self.run, announced) {
-            announce(&run.events, &refusal);
+impl Driver {
+    /// Has the ledger price and record `bills`, in order, and publishes what its receipts
+    /// say; a refusal they carry stops the run before its next call.
+    pub(super) async fn bill(&mut self, bills: Vec<Bill>) -> Step<()> {
+        if bills.is_empty() {
+            return Ok(());
         }
-        self.finish(myself, refusal.status, Some(refusal.reason));
-    }
-
-    /// Has the ledger price and record `bills`, in order, off the mailbox: the run waits in
-    /// [`Phase::Billing`] and goes on as `then` says once the receipts are back.
-    pub(super) fn bill_then(
-        &mut self,
-        myself: &ActorRef<SessionMsg>,
-        bills: Vec<Bill>,
-        then: AfterBilling,
-    ) {
-        let Some(run) = self.run.as_mut() else { return };
+        let run = &mut self.run;
         let mut reports = Vec::with_capacity(bills.len());
         for bill in &bills {
             run.model_calls += 1;
@@ -44,7 +24,7 @@ impl SessionState {
             run.usage.output_tokens += bill.usage.output_tokens;
             run.usage_estimated |= bill.estimated;
             reports.push(UsageReport {
-                session_id: self.id.clone(),
+                session_id: self.session.id.clone(),
                 run_id: run.id.clone(),
                 call: run.model_calls,
                 model: bill.model.clone(),
@@ -52,71 +32,21 @@ impl SessionState {
                 estimated: bill.estimated,
             });
         }
-        run.step = next_step();
-        run.phase = Phase::Billing { then };
-        let step = run.step;
-        let ledger = self.services.ledger.clone();
-        ask(
-            myself,
-            oversight::record_usage(ledger, reports),
-            move |receipts| SessionMsg::Billed {
-                step,
-                receipts: receipts.map(|r| bills.into_iter().zip(r).collect()),
-            },
-        );
-    }
-
-    /// The ledger's receipts are back: what they say is published, and the run goes on.
-    pub(super) fn on_billed(
-        &mut self,
-        myself: &ActorRef<SessionMsg>,
-        receipts: Result<Vec<(Bill, Receipt)>, String>,
-    ) {
-        let Some(run) = self.run.as_mut() else { return };
-        let Phase::Billing { then } = std::mem::replace(&mut run.phase, Phase::BetweenTurns) else {
-            return;
-        };
-        let receipts = match receipts {
-            Ok(receipts) => receipts,
-            Err(reason) => return self.fail(myself, reason),
-        };
-        for (bill, receipt) in receipts {
+        let ledger = self.session.services.ledger.clone();
+        let receipts = self
+            .wait(async move { ledger.record(reports).await })
+            .await?;
+        let receipts = receipts.map_err(|reason| self.failure(reason))?;
+        for (bill, receipt) in bills.into_iter().zip(receipts) {
             self.apply_receipt(bill, receipt);
         }
-        self.after_billing(myself, then);
-    }
-
-    /// Where the run goes once its calls are recorded.
-    fn after_billing(&mut self, myself: &ActorRef<SessionMsg>, then: AfterBilling) {
-        match then {
-            AfterBilling::Answer(result) => {
-                if let Some(run) = self.run.as_mut() {
-                    run.phase = Phase::AwaitingModel;
-                }
-                self.use_answer(myself, result);
-            }
-            AfterBilling::AskAgain => {
-                if let Some(run) = self.run.as_mut() {
-                    // The retried call belongs to the turn its cut predecessor began.
-                    run.phase = Phase::AwaitingModel;
-                }
-                self.begin_turn(myself);
-            }
-            AfterBilling::Summary { cut, then, result } => {
-                self.summarized(myself, cut, then, result);
-            }
-            AfterBilling::Verdict {
-                answer,
-                periodic,
-                judgement,
-            } => self.act_on_verdict(myself, answer, periodic, judgement),
-        }
+        Ok(())
     }
 
     /// Publishes what a receipt says: the call's cost, budget warnings, and a limit reached
     /// (which stops the run before its next call).
     fn apply_receipt(&mut self, bill: Bill, receipt: Receipt) {
-        let Some(run) = self.run.as_mut() else { return };
+        let run = &mut self.run;
         let Bill {
             turn,
             model,
@@ -156,7 +86,7 @@ impl SessionState {
                 ),
             });
         }
-        run.refusal = oversight::admit(receipt.next_call).err();
+        run.refusal = siblings::admit(receipt.next_call).err();
         // A goal's cost constraint is a per-run limit too.
         let goal_cents = run.goal.as_ref().and_then(|g| g.constraints.cost_cents);
         // As for every limit, 0 means none.
@@ -183,7 +113,7 @@ impl SessionState {
         }
         if let Some(refusal) = &run.refusal {
             // Said now, even if this call's answer ends the run.
-            announce(&run.events, refusal);
+            super::starting::announce(&run.events, refusal);
         }
     }
 }
@@ -229,15 +159,5 @@ impl Bill {
             usage: reply.usage,
             estimated: reply.usage_estimated,
         }
-    }
-}
-
-/// Publishes why the ledger refuses further calls.
-fn announce(events: &RunEvents, refusal: &Refusal) {
-    match &refusal.limit {
-        Some(limit) => events.emit(limit.exceeded()),
-        None => events.emit(EventKind::Error {
-            message: refusal.reason.clone(),
-        }),
     }
 }

@@ -1,0 +1,233 @@
+//! A session's conversation as this process holds it: its history, what of it is durable, and
+//! its record; how it is handed to the store and how it comes back from it.
+//!
+//! Between runs the session actor holds it; a run's driver takes it for the run's life and
+//! hands it back at the end (a driver that fails loses it, and the restarted actor reloads it
+//! from the store).
+
+use super::commits::Commits;
+use super::history::History;
+use super::notice::{NoticeRef, SessionNotice};
+use super::recovery::{self, Reloaded};
+use super::Services;
+use crate::event::SessionEvents;
+use crate::ids::{CallId, RunId, SessionId};
+use crate::store::{now_ms, SessionRecord, TurnCheckpoint, Write, WriteBatch};
+
+/// See the module documentation.
+pub(super) struct Conversation {
+    pub id: SessionId,
+    pub services: Services,
+    pub events: SessionEvents,
+    pub supervisor: NoticeRef,
+    /// After a failure: the run that was in flight, and why it failed. It is ended with status
+    /// `failed` and this reason once the session has reloaded.
+    pub recover: Option<(RunId, String)>,
+    pub history: History,
+    /// Why the session could not be loaded, if it could not.
+    pub load_error: Option<String>,
+    /// A commit failed: the memory may be ahead of the store, so reload before the next run.
+    pub needs_reload: bool,
+    pub commits: Commits,
+    created_at_ms: u64,
+    pub last_run: Option<RunId>,
+    /// The calls a paused run left pending, not yet taken up by another run.
+    pub paused_calls: Vec<CallId>,
+    /// The workspace of the latest run, kept on the session's record.
+    pub workspace: Option<String>,
+    /// The session's first prompt, clipped, kept on its record.
+    pub title: Option<String>,
+    /// How the latest run ended, kept on the session's record.
+    pub last_status: Option<crate::event::RunStatus>,
+}
+
+impl Conversation {
+    /// A session not yet loaded.
+    pub(super) fn new(
+        id: SessionId,
+        services: Services,
+        events: SessionEvents,
+        supervisor: NoticeRef,
+        recover: Option<(RunId, String)>,
+    ) -> Self {
+        Self {
+            id,
+            services,
+            events,
+            supervisor,
+            recover,
+            history: History::default(),
+            load_error: None,
+            needs_reload: true,
+            commits: Commits::default(),
+            created_at_ms: now_ms(),
+            last_run: None,
+            paused_calls: Vec::new(),
+            workspace: None,
+            title: None,
+            last_status: None,
+        }
+    }
+
+    /// Hands `batch` (with the session's record) to the store; its confirmation comes back
+    /// through [`Commits`].
+    pub(super) fn submit_batch(&mut self, mut batch: WriteBatch) {
+        for write in &batch.writes {
+            if let Write::Run(run) = write {
+                if Some(&run.run_id) == self.last_run.as_ref() && run.status.is_some() {
+                    self.last_status = run.status;
+                }
+            }
+        }
+        batch.push(Write::Session(SessionRecord {
+            session_id: self.id.clone(),
+            created_at_ms: self.created_at_ms,
+            updated_at_ms: now_ms(),
+            message_count: self.history.next_seq(),
+            last_run: self.last_run.clone(),
+            paused_calls: self.paused_calls.clone(),
+            workspace: self.workspace.clone(),
+            title: self.title.clone(),
+            last_status: self.last_status,
+        }));
+        let notify = self.commits.submitted(batch.checkpoint().map(|c| c.turn));
+        self.services.checkpoint.append(batch, notify);
+    }
+
+    /// Takes confirmations that came in between runs: a failure among them means the memory
+    /// may be ahead of the store, so the session reloads before its next run.
+    pub(super) fn settle_confirmations(&mut self) {
+        while let Some(result) = self.commits.try_next() {
+            if let Some(e) = self.commits.confirmed(result).failure {
+                tracing::warn!(session = %self.id, "a commit failed between runs: {e}");
+                self.needs_reload = true;
+            }
+        }
+        // A failure left from between runs belongs to no run; the reload deals with the store.
+        self.commits.take_error();
+    }
+
+    /// Reloads the session from the store, repairing what a crash left, and ends runs that
+    /// were cut off: the one being recovered from a failure is reported to its subscribers.
+    pub(super) async fn reload(&mut self) {
+        let recover = self.recover.take();
+        let loaded = match self.flush_store().await {
+            Ok(()) => {
+                recovery::load(
+                    &self.services.store,
+                    &self.id,
+                    recover.as_ref().map(|(run, _)| run),
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        let Reloaded {
+            history: loaded,
+            recovered_turns,
+        } = match loaded {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                if let Some((run_id, why)) = &recover {
+                    let why = format!("{why}; reloading the session failed: {e}");
+                    self.report_recovered(run_id, &why, &[], now_ms()).await;
+                }
+                return self.load_error = Some(e);
+            }
+        };
+        self.load_error = None;
+        self.needs_reload = false;
+        // Calls a paused run left stay pending; any other call without a result was cut off
+        // (a crash, a failed actor, a lost commit): it may have run, and gets a result saying so.
+        self.paused_calls = self.pending_calls(loaded.record.as_ref());
+        self.history = History::load(
+            loaded.messages,
+            loaded.next_seq,
+            loaded.compaction.as_ref(),
+            &self.paused_calls,
+        );
+        if let Some(record) = &loaded.record {
+            self.created_at_ms = record.created_at_ms;
+            self.last_run = record.last_run.clone();
+            self.workspace = record.workspace.clone();
+            self.title = record.title.clone();
+            self.last_status = record.last_status;
+        }
+        if let Some((run_id, why)) = &recover {
+            // Reported even when the run never reached the store: its subscribers need an end.
+            let started_at_ms = loaded
+                .unfinished_runs
+                .iter()
+                .find(|r| r.run_id == *run_id)
+                .map_or_else(now_ms, |r| r.started_at_ms);
+            self.report_recovered(run_id, why, &recovered_turns, started_at_ms)
+                .await;
+        }
+        let mut ended = recovery::end_unfinished(loaded.unfinished_runs, recover.as_ref());
+        // The repaired messages, and one run record per batch.
+        let repaired = self.history.take_unsubmitted().into_iter();
+        let mut batch = WriteBatch::of(self.id.clone(), repaired.map(Write::Message));
+        batch.writes.extend(ended.pop().map(Write::Run));
+        if !batch.is_empty() {
+            self.submit_batch(batch);
+        }
+        for run in ended {
+            self.submit_batch(WriteBatch::of(self.id.clone(), [Write::Run(run)]));
+        }
+    }
+
+    /// The calls that stay pending on load: those a paused run left (on the session's record),
+    /// and those whose approval request is kept. Such a call never ran: it waited for a person
+    /// (through a crash, perhaps), and is asked again.
+    fn pending_calls(&self, record: Option<&SessionRecord>) -> Vec<CallId> {
+        let mut pending = record.map(|r| r.paused_calls.clone()).unwrap_or_default();
+        for call in self.services.approvals.kept_calls(&self.id) {
+            if !pending.contains(&call) {
+                pending.push(call);
+            }
+        }
+        pending
+    }
+
+    /// Waits until every batch handed to the store before now is committed, so a reload reads
+    /// everything this session (or its failed predecessor) wrote.
+    async fn flush_store(&self) -> Result<(), String> {
+        crate::checkpoint::flush(&self.services.checkpoint)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Ends a run that failed with its actor: tells its subscribers, then the supervisor.
+    async fn report_recovered(
+        &self,
+        run_id: &RunId,
+        why: &str,
+        turns: &[TurnCheckpoint],
+        started_at_ms: u64,
+    ) {
+        let events = self.events.for_run(self.id.clone(), run_id.clone());
+        let key = crate::cost_ledger::run_key(run_id);
+        let cost = match self.services.store.cost_totals(&key).await {
+            Ok(totals) => Some(totals.unwrap_or_default().cents()),
+            Err(e) => {
+                tracing::warn!(session = %self.id, "the cost of a failed run is unknown: {e}");
+                None
+            }
+        };
+        recovery::report_failed_run(&events, why, turns, cost, started_at_ms);
+        self.forget_run(run_id);
+        let done = SessionNotice::RunFinished {
+            session_id: self.id.clone(),
+            run_id: run_id.clone(),
+        };
+        if self.supervisor.send_message(done).is_err() {
+            tracing::warn!(session = %self.id, "the session supervisor is gone");
+        }
+    }
+
+    /// Tells the Guardian and the ledger a run is over, so they drop what they keep of it.
+    pub(super) fn forget_run(&self, run_id: &RunId) {
+        self.services.guardian.run_ended(run_id);
+        self.services.ledger.run_ended(&self.id, run_id);
+    }
+}

@@ -1,0 +1,200 @@
+//! Asking the model for a turn and taking its answer: the request built (the Guardian's
+//! hints, the guardrails), the answer streamed (a silent call reported to the Guardian, a call
+//! lost with its actor asked again), every attempt billed, and the answer appended.
+
+use super::spending::Bill;
+use super::waiting::OnInterrupt;
+use super::{Driver, Step};
+use crate::event::{EventKind, StallPhase};
+use crate::llm_stream::{Heartbeat, ModelReply, Purpose, StreamJob};
+use crate::message::{Message, ToolCall};
+use crate::provider::{ChatRequest, FinishReason, ProviderError};
+
+impl Driver {
+    /// Asks the model for the turn's answer, billed; `None` when the call is to be made again
+    /// (it stalled and was cut, it was lost with its actor, or the context had to be made
+    /// smaller for it).
+    pub(super) async fn ask_model(&mut self) -> Step<Option<ModelReply>> {
+        // A call made again belongs to the turn its predecessor began.
+        if !std::mem::take(&mut self.run.asking_again) {
+            self.run.turn_first_seq = self.session.history.next_seq();
+        }
+        let request = self.request()?;
+        let counted_input = self.counted_request_tokens();
+        let run = &mut self.run;
+        run.asked_with = self.session.history.mark();
+        run.call_cancel = run.cancel.child_token();
+        run.heartbeat = Heartbeat::new();
+        let answer = self.session.services.llm.stream(|on_done| StreamJob {
+            request,
+            events: run.events.clone(),
+            purpose: Purpose::Turn,
+            counted_input,
+            encoded: run.encoded.clone(),
+            cancel: run.call_cancel.clone(),
+            heartbeat: run.heartbeat.clone(),
+            on_done,
+        });
+        let watched = self.watched(
+            answer,
+            StallPhase::Model,
+            Vec::new(),
+            OnInterrupt::AfterStep,
+        );
+        let Some(answer) = watched.await? else {
+            return self.cut_stalled_call().await;
+        };
+        let answer =
+            answer.unwrap_or_else(|| crate::llm_stream::ModelAnswer::lost("the model call"));
+        if answer.lost && self.run.lost_calls < self.session.services.model_retries {
+            return Ok(self.ask_again_after_loss());
+        }
+        // Every attempt the server may have billed is recorded before the answer is used.
+        let turn = self.run.turns + 1;
+        // Counted only when there is a cut call to bill: counting is not free.
+        let cut_input = match answer.cut_calls.is_empty() {
+            true => 0,
+            false => self.request_tokens(),
+        };
+        let mut bills = Bill::cut_calls(turn, &answer.cut_calls, cut_input);
+        if let Ok(reply) = &answer.result {
+            bills.push(Bill::of(turn, reply));
+        }
+        self.bill(bills).await?;
+        match answer.result {
+            Ok(reply) => Ok(Some(reply)),
+            Err(ProviderError::ContextOverflow(why)) => {
+                self.prune_for_overflow(why).await?;
+                Ok(None)
+            }
+            Err(e) => Err(self.failure(format!("the model call failed: {e}"))),
+        }
+    }
+
+    /// The request for the turn: the conversation with the Guardian's hints added, as the
+    /// guardrails let it go.
+    fn request(&mut self) -> Step<ChatRequest> {
+        for hint in std::mem::take(&mut self.run.pending_hints) {
+            self.run.events.emit(EventKind::GuardianHint {
+                message: hint.message.clone(),
+                level: hint.level,
+            });
+            let hint = Message::System {
+                content: hint.message,
+            };
+            self.session.history.push(hint);
+        }
+        let request = ChatRequest {
+            system: self.run.system.clone(),
+            messages: self.session.history.snapshot(),
+            tools: self.session.services.registry.specs(),
+        };
+        self.guard_request(request)
+    }
+
+    /// The Guardian had the silent call cut: it was paid for (its input at least, counted),
+    /// and it is made again.
+    async fn cut_stalled_call(&mut self) -> Step<Option<ModelReply>> {
+        self.run.call_cancel.cancel();
+        let input_tokens = self.request_tokens();
+        let usage = crate::provider::Usage {
+            input_tokens,
+            output_tokens: 0,
+        };
+        let model = self.session.services.llm_model.clone();
+        let bill = Bill::estimated(self.run.turns + 1, &model, usage);
+        self.bill(vec![bill]).await?;
+        self.run.asking_again = true;
+        Ok(None)
+    }
+
+    /// The model actor failed with the call in its mailbox: nothing was asked or billed, so it
+    /// is asked again of its next incarnation, as a cut stream would be, within the model's
+    /// retries.
+    fn ask_again_after_loss(&mut self) -> Option<ModelReply> {
+        self.run.lost_calls += 1;
+        let model = self.session.services.llm_model.to_string();
+        tracing::warn!(session = %self.session.id, "a model call was lost with its actor; asking again");
+        self.run.events.emit(EventKind::ModelRetry {
+            message: format!(
+                "{model} was not asked (the model stream actor failed with the call); asking \
+                 again once it is back"
+            ),
+            model,
+            attempt: self.run.lost_calls + 1,
+            wait_ms: 0,
+            discarded_text: false,
+        });
+        self.run.asking_again = true;
+        None
+    }
+
+    /// Takes the model's answer into the conversation (once the guardrails let it in); its
+    /// text and the calls it asks for.
+    pub(super) fn take_answer(&mut self, reply: ModelReply) -> Step<(String, Vec<ToolCall>)> {
+        let run = &mut self.run;
+        run.pruned_for_overflow = false;
+        run.lost_calls = 0;
+        run.turns += 1;
+        run.turn_input_tokens = reply.usage.input_tokens;
+        run.turn_output_tokens = reply.usage.output_tokens;
+        if !reply.usage_estimated {
+            let system = self.system_tokens();
+            let asked_with = self.run.asked_with;
+            let history = &mut self.session.history;
+            history.measure(asked_with, reply.usage.input_tokens, system);
+        }
+        self.guard_answer(&reply.response)?;
+        let run = &mut self.run;
+        let text = reply.response.text;
+        let calls = reply.response.tool_calls;
+        run.answer_cut = reply.response.finish == Some(FinishReason::Length);
+        if run.answer_cut {
+            run.events.emit(truncation_event(&reply.model, &calls));
+        }
+        if !text.is_empty() {
+            run.last_text = text.clone();
+        }
+        let answer = Message::Assistant {
+            content: text.clone(),
+            tool_calls: calls.clone(),
+        };
+        run.observe(&answer);
+        self.session.history.push(answer);
+        Ok((text, calls))
+    }
+
+    /// The model answered without calls: the run completes, or (goal-driven) the Judge says
+    /// whether it does.
+    pub(super) async fn final_answer(&mut self, text: String) -> Step<()> {
+        if self.run.goal.is_some() {
+            return self.judge(text, false).await;
+        }
+        Err(super::Ending::completed(text))
+    }
+}
+
+/// The event of an answer that stopped at the output limit, naming the calls it cut off.
+fn truncation_event(model: &str, calls: &[ToolCall]) -> EventKind {
+    let cut_calls: Vec<_> = calls
+        .iter()
+        .filter(|c| !crate::provider::replay::is_object(&c.arguments))
+        .map(|c| c.id.clone())
+        .collect();
+    let message = if !cut_calls.is_empty() {
+        format!(
+            "{model} stopped at its output limit (max_output_tokens) in the middle of a tool \
+             call: {} call(s) cut off will not run, and the model is told to make them smaller",
+            cut_calls.len()
+        )
+    } else if calls.is_empty() {
+        format!("{model} stopped at its output limit (max_output_tokens): the answer is incomplete")
+    } else {
+        format!("{model} stopped at its output limit (max_output_tokens) after its tool calls")
+    };
+    EventKind::OutputTruncated {
+        message,
+        model: model.to_owned(),
+        cut_calls,
+    }
+}

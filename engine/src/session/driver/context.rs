@@ -1,0 +1,258 @@
+//! Keeping the conversation within its budget: when the context would reach the Guardian's hard
+//! limit, the oldest messages leave the window (the store keeps them), summarized first by the
+//! model when `enable_summarization` is on. A summary that fails, or stalls, still lets the
+//! pruning happen: a session never becomes unusable because its history grew.
+
+use super::spending::Bill;
+use super::waiting::{OnInterrupt, Waited};
+use super::{Driver, Step};
+use crate::context::{prune_to_budget, summary, Cut};
+use crate::event::EventKind;
+use crate::llm_stream::{Heartbeat, ModelAnswer, Purpose, StreamJob};
+use crate::provider::ProviderError;
+use crate::tokens::Size;
+use tokio::time::Instant;
+
+/// After pruning, the conversation is brought down to this share of `max_context_tokens`,
+/// leaving room to grow before the next pruning.
+const PRUNE_TARGET_PERCENT: u64 = 60;
+/// At this share of `max_context_tokens` the model is asked to save memories.
+const FLUSH_PERCENT: u64 = 85;
+/// The tool the memory flush asks the model to use.
+const MEMORY_WRITE: &str = "memory_write";
+/// Room kept for the summary that replaces what is pruned, as a share of `max_context_tokens`.
+const SUMMARY_RESERVE_PERCENT: u64 = 5;
+
+impl Driver {
+    /// The smallest context at which its size decides something: the memory flush, the
+    /// Guardian's warning and its hard limit (where pruning starts).
+    fn decision_floor(&self) -> u64 {
+        let agent = &self.session.services.agent;
+        let guardian = &agent.guardian;
+        let percent = u64::from(guardian.token_budget_soft.min(guardian.token_budget_hard))
+            .min(FLUSH_PERCENT);
+        agent.max_context_tokens.saturating_mul(percent) / 100
+    }
+
+    /// Counts the context exactly once its bound reaches [`Self::decision_floor`], so that
+    /// every decision is made on counts; from half of it the tokenizer is built in the
+    /// background, so that the count rarely waits for it.
+    pub(super) fn count_near_limits(&mut self) {
+        let floor = self.decision_floor();
+        let bound = self.context_tokens();
+        if self.is_counted() || bound < floor / 2 {
+            return;
+        }
+        if bound < floor {
+            return crate::tokens::warm_up();
+        }
+        self.count_exactly();
+    }
+
+    /// Whether the context's sizes are all counted, none only bounded.
+    pub(super) fn is_counted(&self) -> bool {
+        self.session.history.is_counted() && self.run.system_size.counted().is_some()
+    }
+
+    /// Counts every size only bounded so far: the conversation's and the system prompt's.
+    pub(super) fn count_exactly(&mut self) {
+        if self.is_counted() {
+            return;
+        }
+        crate::tokens::blocking(|| {
+            self.session.history.count_exactly();
+            let run = &mut self.run;
+            run.system_size = Size::Counted(crate::tokens::count_text(&run.system));
+        })
+    }
+
+    /// The cut to make now, if the context has reached the point where the Guardian would stop
+    /// the run (`token_budget_hard` of `max_context_tokens`). The check is O(1).
+    pub(super) fn cut_needed(&self) -> Option<Cut> {
+        let agent = &self.session.services.agent;
+        let max = agent.max_context_tokens;
+        let trigger = max.saturating_mul(u64::from(agent.guardian.token_budget_hard)) / 100;
+        if self.context_tokens() < trigger {
+            return None;
+        }
+        self.cut_down_to(max.saturating_mul(PRUNE_TARGET_PERCENT) / 100)
+    }
+
+    /// The cut that brings the context (system prompt included) down to `target` tokens, if
+    /// one can.
+    pub(super) fn cut_down_to(&self, target: u64) -> Option<Cut> {
+        let agent = &self.session.services.agent;
+        let max = agent.max_context_tokens;
+        let system: u64 = self.run.system_size.tokens().into();
+        let target = target.saturating_sub(system);
+        let reserve = if agent.enable_summarization {
+            max.saturating_mul(SUMMARY_RESERVE_PERCENT) / 100
+        } else {
+            0
+        };
+        let history = &self.session.history;
+        prune_to_budget(
+            &history.snapshot(),
+            history.token_counts(),
+            history.total_tokens(),
+            target,
+            reserve,
+            agent.min_tail,
+        )
+    }
+
+    /// Once the context reaches [`FLUSH_PERCENT`] of its budget (and once more after each
+    /// pruning), asks the model to save what must outlive the oldest messages, when it has a
+    /// `memory_write` tool to do so.
+    pub(super) fn prompt_memory_flush(&mut self) {
+        let max = self.session.services.agent.max_context_tokens;
+        let context = self.context_tokens();
+        let has_tool = self.session.services.registry.get(MEMORY_WRITE).is_some();
+        let run = &mut self.run;
+        if run.flush_prompted || !has_tool || context < max.saturating_mul(FLUSH_PERCENT) / 100 {
+            return;
+        }
+        run.flush_prompted = true;
+        let percent = context.saturating_mul(100) / max.max(1);
+        let message = format!(
+            "[Memory] The conversation is at {percent}% of its context budget; its oldest \
+             messages will soon leave the context. If anything in them must be remembered \
+             beyond this conversation, save it now with {MEMORY_WRITE} (one fact per call), \
+             then go on with the task."
+        );
+        run.events.emit(EventKind::MemoryFlush {
+            message: message.clone(),
+            context_tokens: context,
+        });
+        let flush = crate::message::Message::System { content: message };
+        self.session.history.push(flush);
+    }
+
+    /// Makes room when the context has reached the Guardian's hard limit.
+    pub(super) async fn make_room(&mut self) -> Step<()> {
+        match self.cut_needed() {
+            Some(cut) => self.compact(cut).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The model found the request too large for its context window: the conversation is
+    /// pruned to [`PRUNE_TARGET_PERCENT`] of its size (or of the budget, if smaller) for the
+    /// call to be made again, once per turn.
+    pub(super) async fn prune_for_overflow(&mut self, why: String) -> Step<()> {
+        // The model's window is smaller than the budget said: shrink from where it is now,
+        // counted.
+        self.count_exactly();
+        let first = !std::mem::replace(&mut self.run.pruned_for_overflow, true);
+        let max = self.session.services.agent.max_context_tokens;
+        let target = (max.min(self.context_tokens())).saturating_mul(PRUNE_TARGET_PERCENT) / 100;
+        let Some(cut) = self.cut_down_to(target).filter(|_| first) else {
+            return Err(self.failure(format!(
+                "the request is too large for the model's context window and pruning cannot \
+                 make it smaller ({why}); lower [agent] max_context_tokens or min_tail"
+            )));
+        };
+        self.run.events.emit(EventKind::Warning {
+            message: format!(
+                "the model rejected the request as too large for its context window ({why}); \
+                 the oldest messages leave the context and the call is made again. Lower \
+                 [agent] max_context_tokens to match the model."
+            ),
+        });
+        self.compact(cut).await
+    }
+
+    /// Leaves the messages `cut` drops out of the window, behind the model's summary of them
+    /// when summarization is on and the budget allows a call.
+    pub(super) async fn compact(&mut self, cut: Cut) -> Step<()> {
+        let wants_summary =
+            self.session.services.agent.enable_summarization && self.run.refusal.is_none();
+        let summary = match wants_summary {
+            true => self.summarize(cut).await?,
+            false => None,
+        };
+        let before = self.context_tokens();
+        let summarized = summary.is_some();
+        self.session.history.compact(cut.drop, summary);
+        let after = self.context_tokens();
+        self.run.flush_prompted = false;
+        self.run.events.emit(EventKind::ContextPruned {
+            dropped_messages: cut.drop as u64,
+            summarized,
+            tokens_before: before,
+            tokens_after: after,
+        });
+        Ok(())
+    }
+
+    /// The model's summary of the messages `cut` drops, billed; `None` when it failed, gave no
+    /// text, or stayed silent for the stall timeout (then it is cut).
+    async fn summarize(&mut self, cut: Cut) -> Step<Option<String>> {
+        let dropped = self.session.history.snapshot();
+        let run = &mut self.run;
+        run.call_cancel = run.cancel.child_token();
+        run.heartbeat = Heartbeat::new();
+        let mut answer = self.session.services.llm.stream(|on_done| StreamJob {
+            request: summary::request(&dropped[..cut.drop]),
+            events: run.events.clone(),
+            purpose: Purpose::Summary { messages: cut.drop },
+            counted_input: None,
+            encoded: Default::default(),
+            cancel: run.call_cancel.clone(),
+            heartbeat: run.heartbeat.clone(),
+            on_done,
+        });
+        drop(dropped);
+        // The stall watch is the Guardian's: without it, the call has only its own deadline.
+        let watched = self.session.services.agent.guardian.enabled;
+        let timeout = self.stall_timeout();
+        let answer = loop {
+            let silent = self.run.heartbeat.silent_for();
+            if watched && silent >= timeout {
+                break self.cut_summary(silent);
+            }
+            let tick = Some(Instant::now() + (timeout - silent)).filter(|_| watched);
+            let waited = self
+                .wait_until(&mut answer, tick, OnInterrupt::AfterStep)
+                .await?;
+            if let Waited::Done(answer) = waited {
+                break answer.unwrap_or_else(|| ModelAnswer::lost("the summary call"));
+            }
+        };
+        let turn = self.run.turns;
+        let mut bills = Bill::cut_calls(turn, &answer.cut_calls, cut.tokens);
+        if let Ok(reply) = &answer.result {
+            // The summary was paid for like any call.
+            bills.push(Bill::of(turn, reply));
+        }
+        self.bill(bills).await?;
+        let failed = match answer.result {
+            Ok(reply) if !reply.response.text.trim().is_empty() => {
+                return Ok(Some(reply.response.text.trim().to_owned()))
+            }
+            Ok(_) => "the model answered with no text".to_owned(),
+            Err(e) => e.to_string(),
+        };
+        self.run.events.emit(EventKind::Error {
+            message: format!(
+                "summarizing the {} oldest messages failed ({failed}); they leave the context \
+                 without a summary",
+                cut.drop
+            ),
+        });
+        Ok(None)
+    }
+
+    /// A summary call silent for the stall timeout is cut: paid for (its input at least,
+    /// estimated), and the pruning goes on without it, so a hung summarizer never holds the
+    /// run.
+    fn cut_summary(&mut self, silent: std::time::Duration) -> ModelAnswer {
+        self.run.call_cancel.cancel();
+        let error = ProviderError::StreamCut(format!("silent for {} s", silent.as_secs()));
+        let mut answer = ModelAnswer::failed(error);
+        answer
+            .cut_calls
+            .push(self.session.services.llm_model.to_string());
+        answer
+    }
+}

@@ -1,0 +1,174 @@
+//! How a run ends: whatever is running is stopped, calls that will never finish get results,
+//! the end is committed, and `RunComplete` is published once it is durable.
+
+use super::{Driver, Ending};
+use crate::event::{EventKind, RunStatus};
+use crate::ids::SessionId;
+use crate::message::Message;
+use crate::session::notice::{NoticeRef, SessionNotice};
+use crate::session::run::{ActiveRun, CallsInFlight};
+use crate::session::Services;
+use std::time::Duration;
+
+/// How long a finished run may wait for its last commit before it is reported failed.
+const FINAL_COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Driver {
+    /// Ends the run with `ending` once everything it wrote is durable: how it ended.
+    pub(super) async fn finish(&mut self, mut ending: Ending) -> Ending {
+        self.run.cancel.cancel();
+        if self.run.writes {
+            self.answer_calls_in_flight(&ending);
+            self.give_held_prompt();
+            if ending.status.pauses() {
+                self.leave_calls_pending(&ending);
+            }
+            let checkpoint = self.turn_checkpoint(Vec::new());
+            let record = self.run.record(Some(&ending));
+            self.submit(checkpoint, Some(record));
+            self.last_commits().await;
+        }
+        if let Some(e) = self.session.commits.take_error() {
+            ending.status = RunStatus::Failed;
+            ending.reason = Some(format!("the run's turns could not be stored: {e}"));
+        }
+        ending
+    }
+
+    /// Calls that will never finish get results saying why; calls that never started stay
+    /// pending when the run pauses.
+    fn answer_calls_in_flight(&mut self, ending: &Ending) {
+        let stopped = match self.run.in_flight.take() {
+            // Never started: a pause leaves them pending for the next run.
+            Some(CallsInFlight::AwaitingDurability(_)) if ending.status.pauses() => Vec::new(),
+            Some(CallsInFlight::AwaitingDurability(calls) | CallsInFlight::Running(calls)) => calls,
+            None => Vec::new(),
+        };
+        for call in stopped {
+            self.session.history.push(Message::ToolResult {
+                call_id: call.id,
+                name: call.name,
+                content: format!(
+                    "execution_error: the call was stopped because the run ended ({})",
+                    ending.status
+                ),
+                is_error: true,
+            });
+        }
+    }
+
+    /// A prompt held back behind the calls a paused run left follows them once every one has
+    /// a result; otherwise the caller is told to give it again.
+    fn give_held_prompt(&mut self) {
+        let Some(prompt) = self.run.held_prompt.take().filter(|p| !p.is_empty()) else {
+            return;
+        };
+        if self.session.history.pending_calls().is_empty() {
+            self.session.history.push(Message::user(prompt));
+        } else {
+            self.run.events.emit(EventKind::Warning {
+                message: "the run's prompt was not given to the model: it waited behind tool \
+                          calls that are still pending; give it again when resuming"
+                    .into(),
+            });
+        }
+    }
+
+    /// A paused run says which calls it leaves pending, and the session keeps them (stored
+    /// with the run's end: on reload they stay pending).
+    fn leave_calls_pending(&mut self, ending: &Ending) {
+        let pending_calls: Vec<_> = self
+            .session
+            .history
+            .pending_calls()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        self.run.events.emit(EventKind::Interrupt {
+            reason: ending.reason.clone().unwrap_or_default(),
+            pending_calls: pending_calls.clone(),
+        });
+        self.session.paused_calls = pending_calls;
+    }
+
+    /// Waits for the run's last commits, at most [`FINAL_COMMIT_TIMEOUT`]; a failure among
+    /// them is kept for the report.
+    async fn last_commits(&mut self) {
+        let commits = &mut self.session.commits;
+        let confirmed = tokio::time::timeout(FINAL_COMMIT_TIMEOUT, async {
+            while !commits.all_confirmed() {
+                let result = commits.next().await;
+                let confirmation = commits.confirmed(result);
+                for turn in confirmation.durable_turns {
+                    self.run.events.emit(EventKind::CheckpointSaved { turn });
+                }
+                if let Some(e) = confirmation.failure {
+                    tracing::error!(session = %self.session.id, "commit failed: {e}");
+                    self.session.needs_reload = true;
+                }
+            }
+        })
+        .await;
+        if confirmed.is_err() {
+            self.session
+                .commits
+                .failed(crate::store::StoreError::from_cause(
+                    "committing the run's last turn",
+                    format!("no confirmation within {FINAL_COMMIT_TIMEOUT:?}"),
+                ));
+        }
+    }
+}
+
+/// A run that has ended, to be reported once its session is handed back.
+pub(in crate::session) struct Ended {
+    pub(super) run: ActiveRun,
+    pub(super) ending: Ending,
+    pub(super) session_id: SessionId,
+    pub(super) supervisor: NoticeRef,
+    pub(super) services: Services,
+}
+
+impl Ended {
+    /// Reports the run's end: to the supervisor first (a caller that starts the next run on
+    /// this session as soon as it sees `RunComplete` is queued behind this notice), then to
+    /// the sibling actors, then to the run's subscribers; and gives the session up.
+    pub(in crate::session) fn report(self) {
+        let Ended {
+            run,
+            ending,
+            session_id,
+            supervisor,
+            services,
+        } = self;
+        let finished = SessionNotice::RunFinished {
+            session_id: session_id.clone(),
+            run_id: run.id.clone(),
+        };
+        if supervisor.send_message(finished).is_err() {
+            tracing::warn!(session = %session_id, "the session supervisor is gone; a finished run was not reported to it");
+        }
+        services.guardian.run_ended(&run.id);
+        services.ledger.run_ended(&session_id, &run.id);
+        run.events.emit(EventKind::RunComplete {
+            status: ending.status,
+            output: ending.output.clone(),
+            turns: run.turns,
+            input_tokens: run.usage.input_tokens,
+            output_tokens: run.usage.output_tokens,
+            cost_cents: Some(run.cost_microcents as f64 / 1_000_000.0),
+            duration_ms: run.started.elapsed().as_millis() as u64,
+            reason: ending.reason.clone(),
+            truncated: ending.status == RunStatus::Completed && run.answer_cut,
+        });
+        let store = services.store;
+        if store.node().is_some() {
+            // Given up once the run's end is stored, so that any daemon may run it next.
+            tokio::spawn(async move {
+                if let Err(e) = store.release(&session_id).await {
+                    tracing::warn!(session = %session_id, "{e}; the lease lapses on its own");
+                }
+            });
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! How a run begins: the session is taken (and reloaded if it must be), the ledger asked for
+//! leave to spend, the system prompt assembled (context files, recalled memories), the prompt
+//! stored; then the calls a paused run left run before anything else, and room is made in the
+//! context before the first model call.
+
+use super::{Driver, Step};
+use crate::context::layers::Assembled;
+use crate::event::{EventKind, RunStatus};
+use crate::ids::RunId;
+use crate::message::{Message, ToolCall};
+use crate::session::conversation::Conversation;
+use crate::session::run::ActiveRun;
+use crate::session::siblings::Refusal;
+use crate::session::{prompt, RunSpec, Services};
+use crate::store::{Write, WriteBatch};
+use crate::tools::Workspace;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The run `spec` asks for, about to begin.
+pub(super) fn new_run(session: &Conversation, run_id: RunId, spec: &RunSpec) -> ActiveRun {
+    let parent = spec.trace_parent.as_ref();
+    let events = session
+        .events
+        .for_run_under(session.id.clone(), run_id.clone(), parent);
+    let mut run = ActiveRun::new(
+        run_id,
+        spec.prompt.clone(),
+        events,
+        spec.workspace.clone(),
+        &session.services.sandbox,
+        Arc::from(""),
+        session.history.next_seq(),
+    );
+    // The focus layer joins the system prompt once it is assembled (no tokenizer here).
+    run.goal = spec.goal.clone();
+    run.on_message = spec.on_message.clone();
+    run
+}
+
+impl Driver {
+    /// Takes the session and prepares the first call; the calls a paused run left pending,
+    /// which run first.
+    pub(super) async fn begin(&mut self) -> Step<Vec<ToolCall>> {
+        let spec = self.spec.take().expect("a run begins once");
+        let leased = self.take_session().await;
+        self.run.events.emit(EventKind::RunStarted);
+        let unready = match (&leased, &self.session.load_error) {
+            (Err(e), _) => Some(format!("the session could not be taken for this run: {e}")),
+            (Ok(_), Some(error)) => Some(format!("the session could not be loaded: {error}")),
+            (Ok(_), None) => None,
+        };
+        if let Some(reason) = unready {
+            // Nothing is written: the session is not this run's to write.
+            return Err(self.end(RunStatus::Failed, reason));
+        }
+        self.run.writes = true;
+        let session = &mut self.session;
+        session.last_run = Some(self.run.id.clone());
+        session.last_status = None;
+        session.workspace = Some(spec.workspace.root().display().to_string());
+        if session.title.is_none() {
+            session.title = title_of(&spec.prompt);
+        }
+        let question = Question {
+            services: session.services.clone(),
+            run_id: self.run.id.clone(),
+            prompt: spec.prompt,
+            workspace: spec.workspace,
+            caller_dir: spec.caller_dir,
+            doomed: self.nothing_to_continue(),
+        };
+        let prepared = self.wait(prepare(question)).await?;
+        self.prepared(prepared)
+    }
+
+    /// Takes the session for the run. Where daemons share the store, the run holds it: nobody
+    /// else writes to it meanwhile, and what this process remembers is stale if somebody did
+    /// since; then its history is read back first.
+    async fn take_session(&mut self) -> Result<crate::store::Lease, crate::store::StoreError> {
+        let session = &mut self.session;
+        session.settle_confirmations();
+        let leased = session.services.store.lease(&session.id).await;
+        if leased.as_ref().is_ok_and(|lease| lease.changed_hands) {
+            session.needs_reload = true;
+        }
+        if session.needs_reload && leased.is_ok() {
+            // The session's own store: the run cannot begin before its history is back.
+            session.reload().await;
+            self.run.turn_first_seq = self.session.history.next_seq();
+        }
+        leased
+    }
+
+    /// A run without a prompt continues the conversation: it needs one to continue.
+    fn nothing_to_continue(&self) -> bool {
+        let history = &self.session.history;
+        self.run.prompt.is_empty() && (history.is_empty() || history.ends_with_answer())
+    }
+
+    /// The first call is prepared: a run over budget is refused before its prompt enters the
+    /// conversation; otherwise the prompt is stored (after the calls a paused run left, if
+    /// any, which are returned).
+    fn prepared(&mut self, prepared: Preparation) -> Step<Vec<ToolCall>> {
+        if let Err(refusal) = prepared.admitted {
+            announce(&self.run.events, &refusal);
+            return Err(self.end(refusal.status, refusal.reason));
+        }
+        let Some(assembled) = prepared.assembled.filter(|_| !self.nothing_to_continue()) else {
+            return Err(self.failure(
+                "the run has no prompt and there is nothing to continue: the session is empty \
+                 or its last run ended with an answer; give a prompt"
+                    .into(),
+            ));
+        };
+        self.run.set_system(assembled.prompt.into());
+        let prompt = self.run.prompt.clone();
+        if prompt.is_empty() {
+            // Limits hold across resumes: the turns since the last prompt count here too.
+            self.run.turns_before = self.session.history.turns_since_prompt();
+        }
+        // Calls a paused run left come first: their results must follow the answer that asked
+        // for them, so the prompt waits until they have run.
+        let left = self.session.history.pending_calls();
+        // Taken up by this run: from its first batch on, a crash while they run leaves them
+        // cut off (repaired on reload), never pending again.
+        self.session.paused_calls.clear();
+        if left.is_empty() {
+            self.push_prompt(prompt);
+        } else {
+            self.run.held_prompt = Some(prompt);
+        }
+        self.run.turn_first_seq = self.session.history.next_seq();
+        let record = self.run.record(None);
+        self.submit(None, Some(record));
+        if let Some(message) = self.session.services.sandbox.run_warning() {
+            self.run.events.emit(EventKind::Warning { message });
+        }
+        for message in assembled.warnings {
+            self.run.events.emit(EventKind::Warning { message });
+        }
+        // Stale requests of calls no longer pending are done with.
+        let left_ids: Vec<_> = left.iter().map(|c| c.id.clone()).collect();
+        self.drop_stale_approvals(&left_ids);
+        Ok(left)
+    }
+
+    /// Runs the calls a paused run left (once this run is on record: after a crash from here
+    /// on, the run is found unfinished and their results are repaired rather than run again);
+    /// then the prompt follows them.
+    pub(super) async fn run_left_calls(&mut self, left: Vec<ToolCall>) -> Step<()> {
+        // An interrupt asked while the run was prepared pauses it before they run.
+        self.pause_if_interrupted()?;
+        self.run_tools(left, true).await?;
+        self.pause_if_interrupted()?;
+        let prompt = self.run.held_prompt.take().unwrap_or_default();
+        self.push_prompt(prompt);
+        self.submit(None, None);
+        self.run.turn_first_seq = self.session.history.next_seq();
+        Ok(())
+    }
+
+    /// Appends the run's prompt (none when it continues without one), shown to the host first.
+    pub(super) fn push_prompt(&mut self, prompt: String) {
+        if prompt.is_empty() {
+            return;
+        }
+        let message = Message::user(prompt);
+        self.run.observe(&message);
+        self.session.history.push(message);
+    }
+
+    /// Forgets the approval requests this session's paused runs left for calls that are not
+    /// pending any more (they got results another way), in memory and in the store.
+    fn drop_stale_approvals(&mut self, pending: &[crate::ids::CallId]) {
+        let session = &mut self.session;
+        let stale = session.services.approvals.drop_paused(&session.id, pending);
+        if stale.is_empty() {
+            return;
+        }
+        let forget = stale.into_iter().map(|request_id| Write::Approval {
+            request_id,
+            kept: None,
+        });
+        let batch = WriteBatch::of(session.id.clone(), forget);
+        session.submit_batch(batch);
+    }
+
+    /// Before the first model call: a prompt that brings the conversation past its budget is
+    /// made room for.
+    pub(super) async fn before_first_call(&mut self) -> Step<()> {
+        self.count_near_limits();
+        self.prompt_memory_flush();
+        self.make_room().await
+    }
+}
+
+/// Publishes why the ledger refuses further calls.
+pub(super) fn announce(events: &crate::event::RunEvents, refusal: &Refusal) {
+    match &refusal.limit {
+        Some(limit) => events.emit(limit.exceeded()),
+        None => events.emit(EventKind::Error {
+            message: refusal.reason.clone(),
+        }),
+    }
+}
+
+/// What a run's first call needs.
+struct Preparation {
+    /// Whether the ledger lets the run spend.
+    admitted: Result<(), Refusal>,
+    /// The system prompt and what went wrong assembling it; `None` when the run goes no
+    /// further (refused, or with nothing to continue).
+    assembled: Option<Assembled>,
+}
+
+/// What [`prepare`] is asked about.
+struct Question {
+    services: Services,
+    run_id: RunId,
+    prompt: String,
+    workspace: Workspace,
+    caller_dir: Option<PathBuf>,
+    /// The run cannot go on whatever the answers: the prompt is not worth assembling.
+    doomed: bool,
+}
+
+/// Asks the ledger, the memory and the context files what the run's first call needs.
+async fn prepare(question: Question) -> Preparation {
+    let services = &question.services;
+    let admitted = services.ledger.authorize(&question.run_id).await;
+    if admitted.is_err() || question.doomed {
+        return Preparation {
+            admitted,
+            assembled: None,
+        };
+    }
+    let mut recall_warnings = Vec::new();
+    let recalled = if question.prompt.is_empty() {
+        Vec::new()
+    } else {
+        prompt::recall(&services.memory, &question.prompt, &mut recall_warnings).await
+    };
+    let mut assembled = prompt::assemble(
+        &question.workspace,
+        question.caller_dir.as_deref(),
+        &services.home,
+        &recalled,
+    )
+    .await;
+    assembled.warnings.extend(recall_warnings);
+    // The first call offers every MCP tool there will be: servers still starting are waited
+    // for (bounded), and those that cannot run are named.
+    services.mcp.settled().await;
+    assembled
+        .warnings
+        .extend(services.mcp.unavailable().into_iter().map(|(server, why)| {
+            format!("the MCP server '{server}' is unavailable ({why}); its tools cannot be called until it is back")
+        }));
+    Preparation {
+        admitted,
+        assembled: Some(assembled),
+    }
+}
+
+/// What a session is shown by: the first line of its first prompt, up to 80 bytes.
+fn title_of(prompt: &str) -> Option<String> {
+    let line = prompt.trim().lines().next()?.trim();
+    Some(crate::text::truncate(line, 80)).filter(|t| !t.is_empty())
+}

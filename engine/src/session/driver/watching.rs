@@ -1,0 +1,173 @@
+//! How the run is watched: the guardrails around each model call (a tripwire ends the run
+//! `blocked`), the Guardian's review of each turn, and the stall watch on every model call
+//! and tool batch, with the hints and stops they lead to.
+
+use super::waiting::{OnInterrupt, Waited};
+use super::{Driver, Ending, Step};
+use crate::event::{EventKind, RunStatus, StallPhase};
+use crate::guardian::Review;
+use crate::guardrail::{After, Before};
+use crate::provider::{AssistantResponse, ChatRequest};
+use std::future::Future;
+use std::time::Duration;
+use tokio::time::Instant;
+
+impl Driver {
+    /// `request` as the guardrails let it go (passed or transformed).
+    pub(super) fn guard_request(&self, mut request: ChatRequest) -> Step<ChatRequest> {
+        for guardrail in self.session.services.guardrails.iter() {
+            match guardrail.before(&request) {
+                Before::Pass => {}
+                Before::Transform(changed) => request = changed,
+                Before::Block(reason) => {
+                    return Err(self.tripped(guardrail.name(), "before", reason))
+                }
+            }
+        }
+        Ok(request)
+    }
+
+    /// Whether the guardrails let `response` into the history.
+    pub(super) fn guard_answer(&self, response: &AssistantResponse) -> Step<()> {
+        for guardrail in self.session.services.guardrails.iter() {
+            if let After::Block(reason) = guardrail.after(response) {
+                return Err(self.tripped(guardrail.name(), "after", reason));
+            }
+        }
+        Ok(())
+    }
+
+    fn tripped(&self, guardrail: &str, stage: &str, reason: String) -> Ending {
+        self.run.events.emit(EventKind::GuardrailTripwire {
+            reason: reason.clone(),
+            guardrail: guardrail.to_owned(),
+            stage: stage.to_owned(),
+        });
+        let reason = format!("the guardrail {guardrail} blocked the run: {reason}");
+        self.end(RunStatus::Blocked, reason)
+    }
+
+    /// Publishes a review's events and keeps its hint for the next request; returns its stop.
+    pub(super) fn apply_review(&mut self, review: Review) -> Option<(RunStatus, String)> {
+        let run = &mut self.run;
+        for event in review.events {
+            run.events.emit(event);
+        }
+        if let Some(hint) = review.hint {
+            run.pending_hints.push(hint);
+        }
+        if review.watch.is_some() {
+            run.guardian_watch = review.watch;
+        }
+        review.stop
+    }
+
+    /// The end of a run the Guardian stopped, with a summary of where it stood as its output.
+    pub(super) fn stopped_by_guardian(&self, status: RunStatus, reason: String) -> Ending {
+        let run = &self.run;
+        let mut output = format!("The run was stopped after {} turn(s): {reason}.", run.turns);
+        if !run.last_text.is_empty() {
+            output.push_str("\n\nThe model's last message:\n");
+            output.push_str(&run.last_text);
+        }
+        if status == RunStatus::Failed {
+            run.events.emit(EventKind::Error {
+                message: reason.clone(),
+            });
+        }
+        Ending {
+            status,
+            output,
+            reason: Some(reason),
+        }
+    }
+
+    /// Waits for `work` (a model call, or a tool batch running `tools`), reporting to the
+    /// Guardian whenever nothing moved for the stall timeout; the Guardian may hint, stop the
+    /// run, or have a silent model call cut (`None`: the caller makes it again).
+    pub(super) async fn watched<F: Future + Unpin>(
+        &mut self,
+        mut work: F,
+        phase: StallPhase,
+        tools: Vec<String>,
+        on_interrupt: OnInterrupt,
+    ) -> Step<Option<F::Output>> {
+        let guardian_on = self.session.services.agent.guardian.enabled;
+        let timeout = self.stall_timeout();
+        let mut next_check = Some(Instant::now() + timeout).filter(|_| guardian_on);
+        loop {
+            let waited = self.wait_until(&mut work, next_check, on_interrupt).await?;
+            if let Waited::Done(value) = waited {
+                return Ok(Some(value));
+            }
+            let silent = self.run.heartbeat.silent_for();
+            if silent < timeout {
+                next_check = Some(Instant::now() + (timeout - silent));
+                continue;
+            }
+            next_check = Some(Instant::now() + timeout);
+            let guardian = self.session.services.guardian.clone();
+            let (session_id, run_id) = (self.session.id.clone(), self.run.id.clone());
+            let names = tools.clone();
+            let report = async move {
+                guardian
+                    .stalled(session_id, run_id, phase, silent, names)
+                    .await
+            };
+            let Some(review) = self.wait_as(report, on_interrupt).await? else {
+                continue;
+            };
+            // A model stream may have spoken while the Guardian was asked.
+            if phase == StallPhase::Model && self.run.heartbeat.silent_for() < timeout {
+                continue;
+            }
+            let retry = review.retry_model_call && phase == StallPhase::Model;
+            if let Some((status, reason)) = self.apply_review(review) {
+                return Err(self.stopped_by_guardian(status, reason));
+            }
+            if self.run.guardian_watch.is_some() {
+                self.submit(None, None);
+            }
+            if retry {
+                return Ok(None);
+            }
+            self.run.heartbeat.beat();
+        }
+    }
+
+    pub(super) fn stall_timeout(&self) -> Duration {
+        let secs = self.session.services.agent.guardian.stall_timeout_secs;
+        Duration::from_secs(secs.max(1))
+    }
+
+    /// The conversation's size as the next request would carry it: counted, or (while no
+    /// decision depends on it) bounded.
+    pub(super) fn context_tokens(&self) -> u64 {
+        let history = &self.session.history;
+        let bound = history.total_tokens() + self.system_tokens();
+        if self.is_counted() {
+            return bound;
+        }
+        history
+            .measured_tokens()
+            .map_or(bound, |measured| measured.min(bound))
+    }
+
+    /// The system prompt's size: counted, or bounded.
+    pub(super) fn system_tokens(&self) -> u64 {
+        self.run.system_size.tokens().into()
+    }
+
+    /// What the next request weighs, counted: the conversation, the system prompt and the
+    /// tools' specs. A call cut after the server began answering is billed this much input.
+    pub(super) fn request_tokens(&mut self) -> u64 {
+        self.count_exactly();
+        self.context_tokens() + self.session.services.registry.specs_tokens()
+    }
+
+    /// What the next request weighs, when every part of it is counted already.
+    pub(super) fn counted_request_tokens(&self) -> Option<u64> {
+        let specs = self.session.services.registry.specs_tokens();
+        self.is_counted().then(|| self.context_tokens() + specs)
+    }
+}
