@@ -61,8 +61,24 @@ async fn each_engine_actor_is_restarted_with_backoff_and_the_runtime_keeps_servi
     assert!(h.runtime.is_running());
 }
 
+/// A run in flight whose session breaks as `driver` says: its actor (the run goes on), or
+/// the run's own driver (the run ends). Returns the handle and the session.
+async fn break_mid_run(h: &Harness, driver: bool) -> (ryvos::RunHandle, ryvos::SessionId) {
+    let mut handle = h.runtime.run(h.request("first")).await.unwrap();
+    let session = handle.session_id.clone();
+    // Wait until the run's model request is in flight, then break it.
+    let started = handle.next_event().await.unwrap();
+    assert!(matches!(started.kind, EventKind::RunStarted));
+    tokio::time::timeout(Duration::from_secs(10), h.server.wait_for_requests(1))
+        .await
+        .expect("the model request left");
+    let engine = h.runtime.engine();
+    assert!(engine.inject_session_panic(session.clone(), driver).await);
+    (handle, session)
+}
+
 #[tokio::test]
-async fn a_session_that_panics_mid_run_ends_its_run_with_a_reason_and_serves_the_next() {
+async fn a_run_whose_driver_panics_ends_with_a_reason_and_the_session_serves_the_next() {
     let h = Harness::start(
         vec![
             Reply::text(&["slow"]).delay(Duration::from_secs(30)),
@@ -71,20 +87,7 @@ async fn a_session_that_panics_mid_run_ends_its_run_with_a_reason_and_serves_the
         |_| {},
     )
     .await;
-    let mut handle = h.runtime.run(h.request("first")).await.unwrap();
-    let session = handle.session_id.clone();
-    // Wait until the run's model request is in flight, then break its actor.
-    let started = handle.next_event().await.unwrap();
-    assert!(matches!(started.kind, EventKind::RunStarted));
-    tokio::time::timeout(Duration::from_secs(10), h.server.wait_for_requests(1))
-        .await
-        .expect("the model request left");
-    assert!(
-        h.runtime
-            .engine()
-            .inject_session_panic(session.clone())
-            .await
-    );
+    let (handle, session) = break_mid_run(&h, true).await;
     let outcome = tokio::time::timeout(Duration::from_secs(20), handle.outcome())
         .await
         .expect("the run ends, never hangs")
@@ -100,6 +103,32 @@ async fn a_session_that_panics_mid_run_ends_its_run_with_a_reason_and_serves_the
     assert_eq!(runs.len(), 2);
     assert_eq!(runs[0].status, Some(RunStatus::Failed));
     assert_eq!(runs[1].status, Some(RunStatus::Completed));
+}
+
+#[tokio::test]
+async fn a_session_actor_that_panics_mid_run_is_restarted_and_the_run_goes_on() {
+    let h = Harness::start(
+        vec![
+            Reply::text(&["answer after the fault"]).delay(Duration::from_secs(2)),
+            Reply::text(&["the next run"]),
+        ],
+        |_| {},
+    )
+    .await;
+    let (handle, session) = break_mid_run(&h, false).await;
+    let outcome = tokio::time::timeout(Duration::from_secs(20), handle.outcome())
+        .await
+        .expect("the run ends, never hangs")
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    assert_eq!(outcome.output, "answer after the fault");
+
+    let (_, next) = h.run(h.request("second").session(session.clone())).await;
+    assert_eq!(next.status, RunStatus::Completed);
+    assert_eq!(next.output, "the next run");
+    let runs = h.runtime.store().session_runs(&session).await.unwrap();
+    assert_eq!(runs.len(), 2);
+    assert!(runs.iter().all(|r| r.status == Some(RunStatus::Completed)));
 }
 
 #[tokio::test]

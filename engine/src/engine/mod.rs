@@ -1,5 +1,7 @@
 //! The engine: the actor tree started, addressed, and stopped as one.
 
+#[cfg(feature = "testing")]
+mod faults;
 mod gauges;
 
 use crate::checkpoint::{Checkpoint, Writer};
@@ -8,8 +10,6 @@ use crate::config::{
     SecurityConfig, StoreBackend, SupervisionConfig,
 };
 use crate::cost_ledger::CostLedgerArgs;
-#[cfg(feature = "testing")]
-use crate::cost_ledger::CostLedgerMsg;
 use crate::director::{Directing, Director, Directors};
 use crate::event::{Event, GlobalEvents, RunStatus, SessionEvents};
 use crate::guardian::{GuardianArgs, Thresholds};
@@ -557,41 +557,5 @@ impl Engine {
             Ok(flushed) => Ok(flushed?),
             Err(e) => Err(EngineError::Actors(format!("shutdown did not finish: {e}"))),
         }
-    }
-
-    /// Test hook: makes one of the root's children panic.
-    #[cfg(feature = "testing")]
-    pub fn inject_panic(&self, kind: crate::root::ChildKind) {
-        if self.root.cast(RootMsg::Panic(kind)).is_err() {
-            tracing::warn!("fault injection: the root is down");
-        }
-    }
-
-    /// Test hook: holds back the ledger's answers of one kind until the hold is released, as
-    /// a slow ledger (a slow disk) would.
-    #[cfg(feature = "testing")]
-    pub fn hold_ledger(
-        &self,
-        answer: crate::cost_ledger::LedgerAnswer,
-    ) -> crate::cost_ledger::LedgerHold {
-        let (hold, held) = crate::cost_ledger::hold(answer);
-        if self.slots.ledger.cast(CostLedgerMsg::Hold(held)).is_err() {
-            tracing::warn!("holding the ledger: the ledger is down");
-        }
-        hold
-    }
-
-    /// Test hook: makes a session's actor panic; answers whether the session was live.
-    #[cfg(feature = "testing")]
-    pub async fn inject_session_panic(&self, session_id: SessionId) -> bool {
-        let Ok(sessions) = self.slots.sessions.get() else {
-            return false;
-        };
-        ractor::call_t!(
-            sessions,
-            |reply| SessionSupervisorMsg::PanicSession { session_id, reply },
-            5_000
-        )
-        .unwrap_or(false)
     }
 }

@@ -8,6 +8,7 @@
 mod actor;
 mod commits;
 mod conversation;
+mod desk;
 mod driver;
 mod history;
 mod notice;

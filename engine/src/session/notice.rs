@@ -13,6 +13,9 @@ pub(crate) enum SessionNotice {
     },
     /// The session has been idle long enough; stop its actor if no run came in since.
     Hibernate { session_id: SessionId },
+    /// The driver of the session's run failed (`why`): the conversation was lost with it, so
+    /// the session is to be reloaded and its run reported failed.
+    DriverFailed { session_id: SessionId, why: String },
 }
 
 /// Where a session sends its notices.

@@ -3,11 +3,14 @@
 //! It starts a session's actor on its first run, routes runs to it, refuses past
 //! `max_in_flight_runs` with a clear "busy" (never an unbounded queue), and decides when an idle
 //! session hibernates, so a run is never routed to an actor that is stopping. A session actor
-//! that fails is restarted with backoff; the new one reloads from the store and ends the run
-//! that was in flight with status `failed` and the reason. Too many failures in the window and
-//! the session is given up, its run reported failed.
+//! that fails is restarted with backoff, and its run goes on (it is driven by a task of its
+//! own, kept on the session's desk); a run whose driver fails ends `failed` with the reason,
+//! once the restarted actor has reloaded the session from the store. Too many failures in the
+//! window and the session is given up, its run reported failed.
 
 use super::actor::{SessionActor, SessionArgs, SessionMsg};
+use super::desk::Desk;
+use super::driver::Control;
 use super::{RunSpec, Services, SessionNotice};
 use crate::event::{Event, RunStatus, SessionEvents};
 use crate::ids::{RunId, SessionId};
@@ -97,10 +100,12 @@ pub(crate) enum SessionSupervisorMsg {
         reason: String,
         reply: RpcReplyPort<bool>,
     },
-    /// Test hook: make a session's actor panic. Answers whether the session was found.
+    /// Test hook: make a session's actor panic, or (`driver`) its run's driver. Answers
+    /// whether the session was found.
     #[cfg(feature = "testing")]
     PanicSession {
         session_id: SessionId,
+        driver: bool,
         reply: RpcReplyPort<bool>,
     },
 }
@@ -108,6 +113,8 @@ pub(crate) enum SessionSupervisorMsg {
 struct Entry {
     /// `None` while the actor is being restarted.
     actor: Option<ActorRef<SessionMsg>>,
+    /// What outlives the actor: the conversation and the run in flight.
+    desk: Arc<Desk>,
     events: SessionEvents,
     active_run: Option<RunId>,
     restarts: RestartHistory,
@@ -215,6 +222,9 @@ impl Actor for SessionSupervisor {
                 }
                 state.answer_stop_all_if_done();
             }
+            SessionSupervisorMsg::Notice(SessionNotice::DriverFailed { session_id, why }) => {
+                state.driver_failed(session_id, why);
+            }
             SessionSupervisorMsg::Notice(SessionNotice::Hibernate { session_id }) => {
                 let idle = state
                     .sessions
@@ -234,14 +244,14 @@ impl Actor for SessionSupervisor {
                 state.shutting_down = true;
                 state.stopping = Some(reply);
                 for entry in state.sessions.values() {
-                    if let (Some(actor), Some(_)) = (&entry.actor, &entry.active_run) {
+                    if entry.active_run.is_some() {
                         // Paused, not closed: the runs go on when their sessions resume.
-                        let stop = SessionMsg::Interrupt {
+                        let stop = Control::Interrupt {
                             reason: reason.clone(),
                             now: true,
                         };
-                        if actor.cast(stop).is_err() {
-                            tracing::warn!("a session stopped before it could be told to stop");
+                        if !entry.desk.control(stop) {
+                            tracing::warn!("a run ended before it could be told to stop");
                         }
                     }
                 }
@@ -254,14 +264,7 @@ impl Actor for SessionSupervisor {
                 reason,
                 reply,
             } => {
-                let stopped = match state.sessions.get(&session_id) {
-                    Some(Entry {
-                        actor: Some(actor),
-                        active_run: Some(_),
-                        ..
-                    }) => actor.cast(SessionMsg::Stop { status, reason }).is_ok(),
-                    _ => false,
-                };
+                let stopped = state.control(&session_id, Control::Stop { status, reason });
                 if reply.send(stopped).is_err() {
                     tracing::debug!("the caller of a stop left");
                 }
@@ -271,16 +274,8 @@ impl Actor for SessionSupervisor {
                 reason,
                 reply,
             } => {
-                let asked = match state.sessions.get(&session_id) {
-                    Some(Entry {
-                        actor: Some(actor),
-                        active_run: Some(_),
-                        ..
-                    }) => actor
-                        .cast(SessionMsg::Interrupt { reason, now: false })
-                        .is_ok(),
-                    _ => false,
-                };
+                let interrupt = Control::Interrupt { reason, now: false };
+                let asked = state.control(&session_id, interrupt);
                 if reply.send(asked).is_err() {
                     tracing::debug!("the caller of an interrupt left");
                 }
@@ -297,7 +292,22 @@ impl Actor for SessionSupervisor {
                 }
             }
             #[cfg(feature = "testing")]
-            SessionSupervisorMsg::PanicSession { session_id, reply } => {
+            SessionSupervisorMsg::PanicSession {
+                session_id,
+                driver: true,
+                reply,
+            } => {
+                let found = state.control(&session_id, Control::Panic);
+                if reply.send(found).is_err() {
+                    tracing::debug!("the fault injector left");
+                }
+            }
+            #[cfg(feature = "testing")]
+            SessionSupervisorMsg::PanicSession {
+                session_id,
+                driver: false,
+                reply,
+            } => {
                 let actor = state
                     .sessions
                     .get(&session_id)
@@ -363,13 +373,15 @@ impl SessionSupervisorState {
         let session_id = session_id.unwrap_or_else(SessionId::generate);
         if !self.sessions.contains_key(&session_id) {
             let events = SessionEvents::new(self.args.services.global_events.clone());
+            let desk = Desk::new();
             let actor = self
-                .spawn_session(myself, &session_id, events.clone(), None)
+                .spawn_session(myself, &session_id, events.clone(), None, desk.clone())
                 .await?;
             self.sessions.insert(
                 session_id.clone(),
                 Entry {
                     actor: Some(actor),
+                    desk,
                     events,
                     active_run: None,
                     restarts: RestartHistory::default(),
@@ -409,6 +421,7 @@ impl SessionSupervisorState {
         session_id: &SessionId,
         events: SessionEvents,
         recover: Option<(RunId, String)>,
+        desk: Arc<Desk>,
     ) -> Result<ActorRef<SessionMsg>, StartRunError> {
         let args = SessionArgs {
             id: session_id.clone(),
@@ -416,6 +429,7 @@ impl SessionSupervisorState {
             events,
             supervisor: myself.get_derived(),
             recover,
+            desk,
         };
         let (actor, _) = Actor::spawn_linked(None, SessionActor, args, myself.get_cell())
             .await
@@ -438,28 +452,33 @@ impl SessionSupervisorState {
             return;
         };
         entry.actor = None;
-        let run = entry.active_run.take();
-        if run.is_some() {
-            self.args.in_flight.remove();
-        }
-        // A run still waiting to be reported by an actor that failed in its turn stays owed.
-        let run = run.or_else(|| entry.recover.take().map(|(r, _)| r));
         tracing::error!(session = %session_id, "session actor went down: {why}");
-        let reason = format!(
-            "the session's actor failed ({why}); the run was stopped at its last checkpoint"
-        );
         let decision = entry.restarts.on_failure(&self.args.policy, Instant::now());
         match decision {
             RestartDecision::Restart { after, attempt } if !self.shutting_down => {
                 tracing::warn!(session = %session_id, attempt, "restarting the session in {after:?}");
-                entry.recover = run.map(|r| (r, reason));
+                if entry.desk.is_driving() {
+                    tracing::warn!(session = %session_id, "its run goes on meanwhile");
+                } else if let Some(run_id) = entry.active_run.take() {
+                    // A run whose driver is gone without reporting: the restarted actor
+                    // reloads the session and reports it failed.
+                    self.args.in_flight.remove();
+                    entry.recover = Some((run_id, lost_run_reason(&why)));
+                }
                 let id = session_id.clone();
                 myself.send_after(after, move || SessionSupervisorMsg::Restart {
                     session_id: id,
                 });
             }
             decision => {
+                let run = entry.active_run.take();
+                if run.is_some() {
+                    self.args.in_flight.remove();
+                }
+                // A run still waiting to be reported by an actor that failed stays owed.
+                let run = run.or_else(|| entry.recover.take().map(|(r, _)| r));
                 if let Some(run_id) = run {
+                    let reason = lost_run_reason(&why);
                     let why = match decision {
                         RestartDecision::GiveUp { restarts_in_window } => format!(
                             "{reason}; it failed {restarts_in_window} times in a row, so the \
@@ -469,6 +488,7 @@ impl SessionSupervisorState {
                     };
                     report_lost_run(&entry.events, &session_id, run_id, why);
                 }
+                // Its desk goes with it, and a run still driven is stopped.
                 self.sessions.remove(&session_id);
             }
         }
@@ -482,8 +502,9 @@ impl SessionSupervisorState {
         let events = entry.events.clone();
         // Kept until the new actor reports the run (RunFinished), in case it fails first.
         let recover = entry.recover.clone();
+        let desk = entry.desk.clone();
         match self
-            .spawn_session(myself, &session_id, events.clone(), recover.clone())
+            .spawn_session(myself, &session_id, events.clone(), recover.clone(), desk)
             .await
         {
             Ok(actor) => {
@@ -506,6 +527,32 @@ impl SessionSupervisorState {
         }
     }
 
+    /// Tells the run in flight on `session_id`; whether there was one.
+    fn control(&self, session_id: &SessionId, control: Control) -> bool {
+        self.sessions
+            .get(session_id)
+            .is_some_and(|e| e.active_run.is_some() && e.desk.control(control))
+    }
+
+    /// The driver of `session_id`'s run failed: its actor is stopped, and restarted to reload
+    /// the session and report the run failed (see [`Self::on_session_down`]).
+    fn driver_failed(&mut self, id: SessionId, why: String) {
+        let Some(entry) = self.sessions.get_mut(&id) else {
+            return;
+        };
+        let why = format!("its run's driver panicked: {why}");
+        match &entry.actor {
+            Some(actor) => actor.stop(Some(why)),
+            // Being restarted already: the new actor reports the run.
+            None => {
+                if let Some(run_id) = entry.active_run.take() {
+                    self.args.in_flight.remove();
+                    entry.recover = Some((run_id, lost_run_reason(&why)));
+                }
+            }
+        }
+    }
+
     fn answer_stop_all_if_done(&mut self) {
         if self.args.in_flight.count() == 0 {
             if let Some(reply) = self.stopping.take() {
@@ -515,6 +562,11 @@ impl SessionSupervisorState {
             }
         }
     }
+}
+
+/// Why a run ended with its session's failure.
+fn lost_run_reason(why: &str) -> String {
+    format!("the session failed ({why}); the run was stopped at its last checkpoint")
 }
 
 /// Ends a run whose session could not be brought back: the caller is told, never left waiting.

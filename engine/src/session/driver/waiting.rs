@@ -15,6 +15,9 @@ pub(in crate::session) enum Control {
     /// Pause the run (status `interrupted`) after its current step, or at once (`now`: the
     /// daemon is stopping).
     Interrupt { reason: String, now: bool },
+    /// Test hook: panic inside the driver.
+    #[cfg(feature = "testing")]
+    Panic,
 }
 
 /// What an interrupt does to the step waiting.
@@ -128,6 +131,8 @@ impl Driver {
         });
         match control {
             Control::Stop { status, reason } => Err(self.end(status, reason)),
+            #[cfg(feature = "testing")]
+            Control::Panic => panic!("injected fault in the driver of run {}", self.run.id),
             Control::Interrupt { reason, now } => {
                 self.run.interrupter.interrupt(reason);
                 match on_interrupt {
