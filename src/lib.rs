@@ -34,15 +34,15 @@ pub use runtime::{
     RuntimeError,
 };
 /// The body of `ryvos-sandbox`, the sandbox's inner layer.
-pub use ryvos_engine::sandbox_inner_main;
-pub use ryvos_engine::Provider;
-pub use ryvos_engine::{
+pub use ryvos_actors::sandbox_inner_main;
+pub use ryvos_actors::Provider;
+pub use ryvos_actors::{
     After, ApprovalError, Approvals, Before, Guardrail, Tool, ToolContext, ToolError, Workspace,
     WorkspaceError,
 };
 /// How commands the model runs are confined (bubblewrap's namespaces, Landlock and seccomp
 /// inside), as `[security.sandbox]` asks; where secrets live; what the machine offers.
-pub use ryvos_engine::{Sandbox, SandboxMachine, SandboxSite};
+pub use ryvos_actors::{Sandbox, SandboxMachine, SandboxSite};
 pub use ryvos_protocol::event::{Event, EventKind, RunStatus};
 pub use ryvos_protocol::goal::{Constraints, Criterion, CriterionKind, Goal};
 pub use ryvos_protocol::ids::{CallId, RunId, SessionId};

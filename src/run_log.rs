@@ -79,7 +79,7 @@ impl RunLogger {
     fn record(&mut self, event: &Event) {
         let run = event.run_id.as_str();
         let base = |extra: Value| {
-            let mut line = json!({"ts_ms": ryvos_engine::now_ms(), "session_id": event.session_id, "run_id": event.run_id});
+            let mut line = json!({"ts_ms": ryvos_actors::now_ms(), "session_id": event.session_id, "run_id": event.run_id});
             if let (Some(line), Value::Object(extra)) = (line.as_object_mut(), extra) {
                 line.extend(extra);
             }

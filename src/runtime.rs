@@ -2,12 +2,12 @@
 
 use crate::config::Config;
 use futures_util::{Stream, StreamExt};
-use ryvos_engine::TraceParent;
-use ryvos_engine::{
+use ryvos_actors::TraceParent;
+use ryvos_actors::{
     ApprovalError, Approvals, Engine, EngineConfig, EngineError, Guardrail, Provider,
     RecordingProvider, RunSpec, Tool, Workspace,
 };
-pub use ryvos_engine::{Interrupter, OnMessage};
+pub use ryvos_actors::{Interrupter, OnMessage};
 pub use ryvos_protocol::event::RunOutcome;
 use ryvos_protocol::event::{Event, EventKind};
 use ryvos_protocol::goal::Goal;
@@ -30,7 +30,7 @@ pub enum RuntimeError {
     #[error(transparent)]
     Engine(#[from] EngineError),
     #[error("the workspace: {0}")]
-    Workspace(#[from] ryvos_engine::WorkspaceError),
+    Workspace(#[from] ryvos_actors::WorkspaceError),
     #[error("'{0}' is not a usable session id: use letters, digits, '_' and '-' (at most 128)")]
     BadSessionId(String),
     #[error("the run's event stream closed before the run reported its end")]
@@ -42,7 +42,7 @@ pub enum RuntimeError {
     #[error("{0}")]
     BadRequest(String),
     #[error("recording the model traffic: {0}")]
-    Recording(ryvos_engine::ProviderError),
+    Recording(ryvos_actors::ProviderError),
     #[error("this home's daemon id ($RYVOS_HOME/node): {0}")]
     Node(std::io::Error),
 }
@@ -153,7 +153,7 @@ fn recording(
     let inner = match provider {
         Some(provider) => provider,
         None => {
-            ryvos_engine::provider_from_config(&config.model).map_err(RuntimeError::Recording)?
+            ryvos_actors::provider_from_config(&config.model).map_err(RuntimeError::Recording)?
         }
     };
     let recorder = RecordingProvider::create(inner, path).map_err(RuntimeError::Recording)?;
@@ -165,7 +165,7 @@ impl Runtime {
     pub fn builder(config: Config) -> RuntimeBuilder {
         RuntimeBuilder {
             config,
-            tools: ryvos_engine::builtin_tools(),
+            tools: ryvos_actors::builtin_tools(),
             guardrails: Vec::new(),
             provider: None,
             record_to: None,

@@ -2,8 +2,8 @@
 //! through a [`Runtime`] to its engine and store.
 
 use crate::Runtime;
-pub use ryvos_engine::testing::*;
-pub use ryvos_engine::{Engine, Store};
+pub use ryvos_actors::testing::*;
+pub use ryvos_actors::{Engine, Store};
 
 /// Reaches through a runtime for tests.
 pub trait Inspect {

@@ -1,6 +1,6 @@
 //! The command line's rough edges, through the real binaries: a reader that goes away, the
 //! daemon's own name and help, an empty prompt, plain logs off a terminal, and `history`
-//! showing the audit the README promises.
+//! showing the audit the manual promises.
 
 mod common;
 
@@ -400,13 +400,13 @@ fn flags(text: &str) -> std::collections::BTreeSet<String> {
 }
 
 #[tokio::test]
-async fn the_readmes_synopsis_matches_the_commands_and_flags_of_ryvos_help() {
+async fn the_manuals_synopsis_matches_the_commands_and_flags_of_ryvos_help() {
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cli.md")).unwrap();
     let block = readme
         .split("```")
         .find(|b| b.contains("ryvosd [--config PATH]"))
-        .expect("the README has a synopsis block");
+        .expect("docs/cli.md has a synopsis block");
     // The synopsis, command by command: each `ryvos` line with its continuation lines.
     let mut synopsis: Vec<String> = Vec::new();
     for line in block.lines() {
@@ -469,7 +469,7 @@ async fn the_readmes_synopsis_matches_the_commands_and_flags_of_ryvos_help() {
     let in_readme: std::collections::BTreeSet<String> = documented.keys().cloned().collect();
     assert_eq!(
         in_readme, commands,
-        "the README's synopsis lists every command, and only those"
+        "the synopsis in docs/cli.md lists every command, and only those"
     );
     for command in &commands {
         let (_, help, _) = home.ryvos(&[command, "--help"]).await;
@@ -490,7 +490,7 @@ async fn the_readmes_synopsis_matches_the_commands_and_flags_of_ryvos_help() {
         }
         assert_eq!(
             written, actual,
-            "the flags of `ryvos {command}` in the README"
+            "the flags of `ryvos {command}` in docs/cli.md"
         );
     }
 }

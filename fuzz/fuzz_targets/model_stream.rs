@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ryvos_engine::testing::{decode_body, WireFormat};
+use ryvos_actors::testing::{decode_body, WireFormat};
 
 fuzz_target!(|data: &[u8]| {
     let Some((first, body)) = data.split_first() else {

@@ -6,6 +6,6 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(command) = std::str::from_utf8(data) {
-        let _ = ryvos_engine::testing::parse_shell(command);
+        let _ = ryvos_actors::testing::parse_shell(command);
     }
 });

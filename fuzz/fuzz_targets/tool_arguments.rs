@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ryvos_engine::testing::{builtin, ToolRegistry};
+use ryvos_actors::testing::{builtin, ToolRegistry};
 use std::sync::OnceLock;
 
 fn registry() -> &'static ToolRegistry {

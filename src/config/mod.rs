@@ -7,14 +7,14 @@
 mod overrides;
 
 pub use overrides::{Override, OverrideSyntaxError};
-use ryvos_engine::config::expand_env;
-pub use ryvos_engine::config::{
+use ryvos_actors::config::expand_env;
+pub use ryvos_actors::config::{
     AgentConfig, BudgetConfig, CheckpointConfig, Decision, DirectorConfig, EmbeddingConfig,
     Fallback, FallbackEndpoint, GuardianConfig, JudgeConfig, MaxTokensField, McpConfig,
     McpServerConfig, ModelConfig, OtelConfig, OtlpProtocol, Pricing, SandboxConfig, SandboxMode,
     SecurityConfig, StoreBackend, StoreConfig, SupervisionConfig, TierPolicy,
 };
-pub use ryvos_engine::GuardrailConfig;
+pub use ryvos_actors::GuardrailConfig;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

@@ -5,7 +5,7 @@
 use super::run_request::internal;
 use super::Shared;
 use crate::protocol::{AnswerParams, AnswerResult, ErrorBody, ErrorCode};
-use ryvos_engine::{ApprovalError, Change, Delivery, Relay};
+use ryvos_actors::{ApprovalError, Change, Delivery, Relay};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;

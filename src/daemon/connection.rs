@@ -229,16 +229,16 @@ async fn answer(
             shared.shutdown.cancel();
             Ok(Reply::result(id, &ShutdownResult { stopping: true }))
         }
-        Ok(Method::Submit(params)) => super::queued::submit(*params, shared)
+        Ok(Method::Submit(params)) => super::queue_methods::submit(*params, shared)
             .await
             .map(|run| Reply::result(id, &run)),
-        Ok(Method::Runs(params)) => super::queued::runs(params, shared)
+        Ok(Method::Runs(params)) => super::queue_methods::runs(params, shared)
             .await
             .map(|runs| Reply::result(id, &runs)),
-        Ok(Method::Wait(params)) => super::queued::wait(params, shared, write)
+        Ok(Method::Wait(params)) => super::queue_methods::wait(params, shared, write)
             .await
             .map(|outcome| Reply::result(id, &outcome)),
-        Ok(Method::Follow(params)) => super::queued::follow(id, params, shared, write)
+        Ok(Method::Follow(params)) => super::queue_methods::follow(id, params, shared, write)
             .await
             .map(|outcome| Reply::result(id, &outcome)),
     };

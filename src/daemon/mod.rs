@@ -10,8 +10,8 @@ mod approvals;
 mod connection;
 mod lock;
 mod peer;
-mod queue;
-mod queued;
+mod queue_methods;
+mod queue_worker;
 mod reply;
 mod run_request;
 
@@ -52,7 +52,7 @@ pub(crate) struct Shared {
     /// Cancelled to stop the daemon.
     pub shutdown: CancellationToken,
     /// The queued runs this daemon runs.
-    pub local: queue::LocalRuns,
+    pub local: queue_worker::LocalRuns,
 }
 
 /// Runs the daemon until it is told to stop. `ready` is called once the socket answers.
@@ -93,7 +93,7 @@ pub async fn serve(
         socket: socket.clone(),
         started: Instant::now(),
         shutdown: CancellationToken::new(),
-        local: queue::LocalRuns::default(),
+        local: queue_worker::LocalRuns::default(),
     });
     let store = shared.runtime.engine.store();
     tracing::info!(
@@ -104,7 +104,7 @@ pub async fn serve(
         "ryvosd is ready"
     );
     ready(&socket);
-    let worker = queue::spawn(shared.clone());
+    let worker = queue_worker::spawn(shared.clone());
     let relayer = approvals::spawn(shared.clone());
 
     let mut connections = tokio::task::JoinSet::new();

@@ -3,7 +3,7 @@
 use super::{canonical, Shared};
 use crate::protocol::{ErrorBody, ErrorCode, RunParams};
 use crate::runtime::{RunRequest, RuntimeError};
-use ryvos_engine::{EngineError, StartRunError};
+use ryvos_actors::{EngineError, StartRunError};
 use ryvos_protocol::ids::SessionId;
 use std::path::Path;
 
@@ -88,7 +88,7 @@ fn same_config(asked: &str, shared: &Shared) -> Result<(), String> {
 }
 
 /// The answer to a request the store failed.
-pub(super) fn internal(e: ryvos_engine::StoreError) -> ErrorBody {
+pub(super) fn internal(e: ryvos_actors::StoreError) -> ErrorBody {
     ErrorBody::new(ErrorCode::Internal, e.to_string())
 }
 

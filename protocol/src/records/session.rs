@@ -33,6 +33,26 @@ pub struct SessionRecord {
     /// stored before this was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_status: Option<RunStatus>,
+    /// The model server's count of the session's latest request, so that a resumed session
+    /// knows its size without counting it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<WindowMeasure>,
+}
+
+/// A model server's count of a request made from a session's context window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct WindowMeasure {
+    /// The seq the window started at (after the latest compaction; 0 without one): a count of
+    /// another window is not used.
+    pub window_start: u64,
+    /// The request carried the window's messages before this seq.
+    pub before_seq: u64,
+    /// The server's count of the request: those messages, the system prompt and the tools.
+    pub tokens: u64,
+    /// The system prompt's size then (counted, or bounded by its bytes): a longer one now
+    /// adds the difference.
+    pub system_tokens: u64,
 }
 
 /// A run, from its start to its end.

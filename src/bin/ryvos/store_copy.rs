@@ -5,7 +5,7 @@ use crate::exit::{EXIT_RUN_FAILED, EXIT_USAGE};
 use crate::out::outln;
 use ryvos::client::Client;
 use ryvos::config::{Config, StoreBackend};
-use ryvos_engine::{copy_store, Store};
+use ryvos_actors::{copy_store, Store};
 use std::path::Path;
 use std::time::Duration;
 
@@ -51,7 +51,7 @@ pub async fn copy(url: &str, config: &Config, socket: &Path) -> u8 {
     }
 }
 
-async fn copied(path: &Path, url: &str) -> Result<ryvos_engine::Copied, ryvos_engine::StoreError> {
+async fn copied(path: &Path, url: &str) -> Result<ryvos_actors::Copied, ryvos_actors::StoreError> {
     let from = Store::open(path, true)?;
     // Known to the other daemons by this name while it copies.
     let name = format!("copy-{}", ulid::Ulid::new());

@@ -19,6 +19,7 @@ use crate::message::{Message, ToolCall};
 use crate::store::repair::{self, interrupted_result};
 use crate::store::{Compaction, StoredMessage};
 use crate::tokens;
+use ryvos_protocol::records::WindowMeasure;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
@@ -44,6 +45,8 @@ pub struct History {
     epoch: u64,
     /// The server's count of the window's first messages, as it last reported it.
     measured: Option<Measured>,
+    /// The seq the window starts at: after the last compaction, 0 without one.
+    window_start: u64,
 }
 
 /// The window as a request to the model took it; see [`History::mark`].
@@ -59,6 +62,8 @@ pub struct Mark {
 struct Measured {
     len: usize,
     tokens: u64,
+    /// The system prompt's size (counted, or bounded) when it was measured.
+    system: u64,
 }
 
 /// A count under one token per this many bytes of the request's bound is not a count of the
@@ -90,6 +95,7 @@ impl History {
         let fault = repair::check(stored.iter().map(|m| m.message.as_ref()));
         let mut history = History {
             next_seq,
+            window_start: first_kept,
             ..History::default()
         };
         let last_non_result = stored
@@ -255,6 +261,7 @@ impl History {
         for ((m, t), seq) in kept_messages.into_iter().zip(kept_sizes).zip(kept_seqs) {
             self.insert_loaded(m, t, seq);
         }
+        self.window_start = first_kept_seq;
         self.compaction = Some(Compaction {
             first_kept_seq,
             summary,
@@ -285,14 +292,54 @@ impl History {
         self.measured = Some(Measured {
             len: mark.len,
             tokens: server_tokens,
+            system,
         });
     }
 
     /// The window's size by the server's last count (which covers the system prompt too)
-    /// and the sizes of the messages after it; `None` before any count.
-    pub fn measured_tokens(&self) -> Option<u64> {
+    /// and the sizes of the messages after it, with a system prompt now of `system` tokens
+    /// (what it grew by since is added); `None` before any count.
+    pub fn measured_tokens(&self, system: u64) -> Option<u64> {
         let m = self.measured?;
-        Some(m.tokens + self.sizes_from(m.len))
+        Some(m.tokens + self.sizes_from(m.len) + system.saturating_sub(m.system))
+    }
+
+    /// The server's last count as the session's record keeps it, so that a resumed session
+    /// knows its size without the tokenizer.
+    pub fn window_measure(&self) -> Option<WindowMeasure> {
+        let m = self.measured?;
+        // The first message the request did not carry; seqs rise along the window.
+        let before_seq = self.seqs[m.len..]
+            .iter()
+            .flatten()
+            .next()
+            .copied()
+            .unwrap_or(self.next_seq);
+        Some(WindowMeasure {
+            window_start: self.window_start,
+            before_seq,
+            tokens: m.tokens,
+            system_tokens: m.system,
+        })
+    }
+
+    /// Takes up a count kept on the session's record, if it is of this window.
+    pub fn restore_measure(&mut self, kept: &WindowMeasure) {
+        if kept.window_start != self.window_start || self.measured.is_some() {
+            return;
+        }
+        // The request carried every message before `before_seq` (the summary and repairs
+        // among them have no seq, and stand with their neighbours).
+        let len = self
+            .seqs
+            .iter()
+            .position(|seq| seq.is_some_and(|s| s >= kept.before_seq))
+            .unwrap_or(self.messages.len());
+        self.measured = Some(Measured {
+            len,
+            tokens: kept.tokens,
+            system: kept.system_tokens,
+        });
     }
 
     /// The sizes of the messages from index `first` on: the few appended since a request.

@@ -1,11 +1,11 @@
-//! McpHub: the supervisor of the MCP servers. It starts one [`McpServerActor`] per configured
+//! McpHub: the supervisor of the MCP servers. It starts one [`McpClientActor`] per configured
 //! server with the runtime, restarts one that fails (its process died, its connection dropped,
 //! it could not start) after a backoff that doubles up to `backoff_max_ms`, and never gives up
 //! on one or lets one take the runtime down: a server that cannot run only makes its tools
 //! unavailable. Stopping the hub stops every server and its processes.
 
+use super::client::{McpClientActor, ServerArgs};
 use super::link::Link;
-use super::server::{McpServerActor, ServerArgs};
 use super::status::McpServers;
 use crate::config::{McpConfig, SupervisionConfig};
 use crate::tools::ToolRegistry;
@@ -133,7 +133,7 @@ impl McpHubState {
             link: link.clone(),
             stopping: self.stopping.child_token(),
         };
-        match Actor::spawn_linked(None, McpServerActor, args, myself.get_cell()).await {
+        match Actor::spawn_linked(None, McpClientActor, args, myself.get_cell()).await {
             Ok((server, _)) => {
                 self.running.insert(server.get_id(), (name, Instant::now()));
             }

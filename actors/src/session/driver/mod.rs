@@ -23,6 +23,7 @@
 mod asking;
 mod context;
 mod ending;
+mod guardrails;
 mod judging;
 mod spending;
 mod starting;

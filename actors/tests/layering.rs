@@ -53,7 +53,7 @@ const RYVOS_STACK: &[&str] = &[
 ];
 
 /// The workspace's source folders, whose files and functions are measured.
-const SOURCE_DIRS: &[&str] = &["engine/src", "protocol/src", "src", "testkit/src"];
+const SOURCE_DIRS: &[&str] = &["actors/src", "protocol/src", "src", "testkit/src"];
 
 /// One source file: its module path (`session::actor` for `session/actor/mod.rs`) and the
 /// absolute module paths it names.

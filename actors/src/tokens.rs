@@ -148,6 +148,11 @@ fn give_back_freed_memory() {
     }
 }
 
+/// Whether this process built the tokenizer, or began to.
+pub fn asked_for() -> bool {
+    loaded() || WARMING.load(Ordering::Relaxed)
+}
+
 /// Builds the tokenizer on a background thread, once, if it is not built yet.
 pub fn warm_up() {
     if loaded() || WARMING.swap(true, Ordering::Relaxed) {

@@ -1,4 +1,4 @@
-//! McpServerActor: one MCP server's connection. It starts the server (a child process in a
+//! McpClientActor: one MCP server's connection. It starts the server (a child process in a
 //! process group of its own), lists its tools into the registry, refreshes them when the server
 //! says they changed, and fails when the connection drops, for the hub to restart it. When it
 //! stops, the whole process group goes with it.
@@ -45,7 +45,7 @@ pub(crate) enum ServerMsg {
     Lost(String),
 }
 
-pub(crate) struct McpServerActor;
+pub(crate) struct McpClientActor;
 
 pub(crate) struct ServerState {
     args: ServerArgs,
@@ -78,7 +78,7 @@ impl ClientHandler for Notifications {
     }
 }
 
-impl Actor for McpServerActor {
+impl Actor for McpClientActor {
     type Msg = ServerMsg;
     type State = ServerState;
     type Arguments = ServerArgs;

@@ -89,6 +89,7 @@ impl Conversation {
             workspace: self.workspace.clone(),
             title: self.title.clone(),
             last_status: self.last_status,
+            measured: self.history.window_measure(),
         }));
         let notify = self.commits.submitted(batch.checkpoint().map(|c| c.turn));
         self.services.checkpoint.append(batch, notify);
@@ -147,6 +148,10 @@ impl Conversation {
             &self.paused_calls,
         );
         if let Some(record) = &loaded.record {
+            // The server's last count sizes the window without the tokenizer.
+            if let Some(kept) = &record.measured {
+                self.history.restore_measure(kept);
+            }
             self.created_at_ms = record.created_at_ms;
             self.last_run = record.last_run.clone();
             self.workspace = record.workspace.clone();

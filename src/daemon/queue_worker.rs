@@ -5,8 +5,8 @@
 
 use super::Shared;
 use crate::runtime::{RunOutcome, RunRequest, RuntimeError};
-use ryvos_engine::Change;
-use ryvos_engine::{EngineError, StartRunError};
+use ryvos_actors::Change;
+use ryvos_actors::{EngineError, StartRunError};
 use ryvos_protocol::event::RunStatus;
 use ryvos_protocol::ids::{QueuedRunId, SessionId};
 use ryvos_protocol::records::{QueuedRun, RunRecord};
@@ -187,7 +187,7 @@ enum Resumption {
 async fn resumption(
     shared: &Shared,
     run: &QueuedRun,
-) -> Result<Resumption, ryvos_engine::StoreError> {
+) -> Result<Resumption, ryvos_actors::StoreError> {
     let params = &run.params;
     let mut request = RunRequest::new(params.prompt.clone())
         .workspace(params.workspace.clone())
@@ -313,7 +313,7 @@ const RETRY_MOST: Duration = Duration::from_secs(10);
 /// `record`'s answer, asked again until the store answers (a run whose fate is not recorded
 /// would stay claimed by this live daemon), or `None` once the daemon stops: then the run is
 /// taken over by another daemon when this one's heartbeat has stopped.
-async fn until_stored<T, F: std::future::Future<Output = Result<T, ryvos_engine::StoreError>>>(
+async fn until_stored<T, F: std::future::Future<Output = Result<T, ryvos_actors::StoreError>>>(
     shared: &Shared,
     id: &QueuedRunId,
     record: impl Fn() -> F,

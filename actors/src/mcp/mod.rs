@@ -6,9 +6,9 @@
 //! through its [`link`]; every call passes the security gate like any other. [`status`] is what
 //! runs, `ryvos status` and `ryvos mcp list` read.
 
+mod client;
 mod hub;
 mod link;
-mod server;
 mod status;
 mod tool;
 

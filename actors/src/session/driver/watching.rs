@@ -1,52 +1,16 @@
-//! How the run is watched: the guardrails around each model call (a tripwire ends the run
-//! `blocked`), the Guardian's review of each turn, and the stall watch on every model call
-//! and tool batch, with the hints and stops they lead to.
+//! How the Guardian watches the run: its review of each turn, and the stall watch on every
+//! model call and tool batch, with the hints and stops they lead to; and the context's size as
+//! its token budget measures it.
 
 use super::waiting::{OnInterrupt, Waited};
 use super::{Driver, Ending, Step};
 use crate::event::{EventKind, RunStatus, StallPhase};
 use crate::guardian::Review;
-use crate::guardrail::{After, Before};
-use crate::provider::{AssistantResponse, ChatRequest};
 use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
 
 impl Driver {
-    /// `request` as the guardrails let it go (passed or transformed).
-    pub(super) fn guard_request(&self, mut request: ChatRequest) -> Step<ChatRequest> {
-        for guardrail in self.session.services.guardrails.iter() {
-            match guardrail.before(&request) {
-                Before::Pass => {}
-                Before::Transform(changed) => request = changed,
-                Before::Block(reason) => {
-                    return Err(self.tripped(guardrail.name(), "before", reason))
-                }
-            }
-        }
-        Ok(request)
-    }
-
-    /// Whether the guardrails let `response` into the history.
-    pub(super) fn guard_answer(&self, response: &AssistantResponse) -> Step<()> {
-        for guardrail in self.session.services.guardrails.iter() {
-            if let After::Block(reason) = guardrail.after(response) {
-                return Err(self.tripped(guardrail.name(), "after", reason));
-            }
-        }
-        Ok(())
-    }
-
-    fn tripped(&self, guardrail: &str, stage: &str, reason: String) -> Ending {
-        self.run.events.emit(EventKind::GuardrailTripwire {
-            reason: reason.clone(),
-            guardrail: guardrail.to_owned(),
-            stage: stage.to_owned(),
-        });
-        let reason = format!("the guardrail {guardrail} blocked the run: {reason}");
-        self.end(RunStatus::Blocked, reason)
-    }
-
     /// Publishes a review's events and keeps its hint for the next request; returns its stop.
     pub(super) fn apply_review(&mut self, review: Review) -> Option<(RunStatus, String)> {
         let run = &mut self.run;
@@ -149,7 +113,7 @@ impl Driver {
             return bound;
         }
         history
-            .measured_tokens()
+            .measured_tokens(self.system_tokens())
             .map_or(bound, |measured| measured.min(bound))
     }
 
@@ -167,7 +131,8 @@ impl Driver {
 
     /// What the next request weighs, when every part of it is counted already.
     pub(super) fn counted_request_tokens(&self) -> Option<u64> {
-        let specs = self.session.services.registry.specs_tokens();
-        self.is_counted().then(|| self.context_tokens() + specs)
+        // The tools' specs are counted with the tokenizer: only once it is needed anyway.
+        let specs = || self.session.services.registry.specs_tokens();
+        self.is_counted().then(|| self.context_tokens() + specs())
     }
 }

@@ -155,13 +155,13 @@ fn the_servers_count_measures_what_it_was_sent_and_bounds_measure_the_rest() {
     h.push(Message::user("x".repeat(4000)));
     let asked = h.mark();
     h.push(Message::user("y".repeat(100)));
-    assert_eq!(h.measured_tokens(), None);
+    assert_eq!(h.measured_tokens(50), None);
     h.measure(asked, 1200, 50);
     let after = u64::from(h.token_counts()[1]);
-    assert_eq!(h.measured_tokens(), Some(1200 + after));
+    assert_eq!(h.measured_tokens(50), Some(1200 + after));
     // A count too small for what was sent is not a count of it.
     h.measure(h.mark(), 12, 50);
-    assert_eq!(h.measured_tokens(), Some(1200 + after));
+    assert_eq!(h.measured_tokens(50), Some(1200 + after));
 }
 
 #[test]
@@ -173,11 +173,40 @@ fn a_count_of_a_window_that_lost_messages_since_is_not_kept() {
     let asked = h.mark();
     h.compact(2, None);
     h.measure(asked, 40, 0);
-    assert_eq!(h.measured_tokens(), None);
+    assert_eq!(h.measured_tokens(0), None);
     h.measure(h.mark(), 40, 0);
-    assert_eq!(h.measured_tokens(), Some(40));
+    assert_eq!(h.measured_tokens(0), Some(40));
     h.compact(1, None);
-    assert_eq!(h.measured_tokens(), None, "a compaction forgets the count");
+    assert_eq!(h.measured_tokens(0), None, "a compaction forgets the count");
+}
+
+#[test]
+fn a_count_kept_on_the_record_measures_the_reloaded_window() {
+    let mut h = History::default();
+    for i in 0..6 {
+        h.push(Message::user(format!("message {i} {}", "z".repeat(400))));
+    }
+    let asked = h.mark();
+    h.push(Message::user("after the request"));
+    h.measure(asked, 700, 30);
+    let kept = h.window_measure().expect("a count to keep");
+    assert_eq!(kept.before_seq, 6, "the request carried seqs 0..6");
+    let stored = h.take_unsubmitted();
+    let mut reloaded = History::load(stored, 7, None, &[]);
+    assert_eq!(reloaded.measured_tokens(30), None);
+    reloaded.restore_measure(&kept);
+    assert_eq!(reloaded.measured_tokens(30), h.measured_tokens(30));
+    // A system prompt 20 tokens longer now adds them; a shorter one takes nothing off.
+    assert_eq!(
+        reloaded.measured_tokens(50),
+        h.measured_tokens(30).map(|t| t + 20)
+    );
+    assert_eq!(reloaded.measured_tokens(10), h.measured_tokens(30));
+    // A count of another window (before a compaction) is not taken up.
+    let mut compacted = History::load(reloaded.take_unsubmitted(), 7, None, &[]);
+    compacted.compact(2, None);
+    compacted.restore_measure(&kept);
+    assert_eq!(compacted.measured_tokens(30), None);
 }
 
 mod properties {

@@ -6,7 +6,7 @@ use super::run_request::{run_error, run_request};
 use super::Shared;
 use crate::protocol::{ErrorBody, ErrorCode, QueuedRunParams, Reply, RunParams, RunsParams};
 use crate::runtime::RunOutcome;
-use ryvos_engine::{now_ms, Change};
+use ryvos_actors::{now_ms, Change};
 use ryvos_protocol::event::{Event, EventKind};
 use ryvos_protocol::ids::{QueuedRunId, SessionId};
 use ryvos_protocol::records::{QueueState, QueuedRun};

@@ -9,5 +9,7 @@ pub use crate::root::{ChildKind, SupervisorNotice};
 pub use crate::security::shell::parse as parse_shell;
 pub use crate::session::History;
 pub use crate::store::{fail_store_writes, now_ms, repair, StoredMessage, Write, WriteBatch};
-pub use crate::tokens::{count_message, count_text, warm_up as warm_up_tokenizer};
+pub use crate::tokens::{
+    asked_for as tokenizer_asked_for, count_message, count_text, warm_up as warm_up_tokenizer,
+};
 pub use crate::tools::{builtin, ToolRegistry};
