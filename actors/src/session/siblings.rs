@@ -192,16 +192,10 @@ impl ChildSlot<LlmMsg> {
         &self,
         job: impl FnOnce(Callback<ModelAnswer>) -> StreamJob,
     ) -> Answer<ModelAnswer> {
-        let (tx, rx) = oneshot::channel();
-        let on_done = Callback::new(
-            move |answer| {
-                let _ = tx.send(answer);
-            },
-            || ModelAnswer::lost("the model call"),
-        );
+        let (on_done, answer) = answered(|| ModelAnswer::lost("the model call"));
         // A model actor being restarted gets the job once it is back.
         self.send(LlmMsg::Stream(job(on_done)));
-        Answer(rx)
+        answer
     }
 }
 
@@ -212,16 +206,10 @@ impl ChildSlot<ToolMsg> {
         batch: impl FnOnce(Callback<Vec<ToolOutcome>>) -> ToolBatch,
         calls: &[crate::message::ToolCall],
     ) -> Answer<Vec<ToolOutcome>> {
-        let (tx, rx) = oneshot::channel();
         let lost = calls.to_vec();
-        let on_done = Callback::new(
-            move |outcomes| {
-                let _ = tx.send(outcomes);
-            },
-            move || lost_outcomes(&lost),
-        );
+        let (on_done, outcomes) = answered(move || lost_outcomes(&lost));
         self.send(ToolMsg::Execute(Box::new(batch(on_done))));
-        Answer(rx)
+        outcomes
     }
 }
 
@@ -232,16 +220,27 @@ impl ChildSlot<JudgeMsg> {
         &self,
         job: impl FnOnce(Callback<Evaluated>) -> Evaluation,
     ) -> Answer<Evaluated> {
-        let (tx, rx) = oneshot::channel();
-        let on_done = Callback::new(
-            move |evaluated| {
-                let _ = tx.send(evaluated);
-            },
-            || Evaluated::failed("the Judge was lost (its actor or task failed)"),
-        );
+        let lost = || Evaluated::failed("the Judge was lost (its actor or task failed)");
+        let (on_done, evaluated) = answered(lost);
         self.send(JudgeMsg::Evaluate(Box::new(job(on_done))));
-        Answer(rx)
+        evaluated
     }
+}
+
+/// The callback to hand a sibling with its work, and the answer it gives; `lost` makes the
+/// answer when the work is lost (dropped unanswered, with the actor that held it).
+fn answered<T: Send + 'static>(
+    lost: impl FnOnce() -> T + Send + 'static,
+) -> (Callback<T>, Answer<T>) {
+    let (tx, rx) = oneshot::channel();
+    let on_done = Callback::new(
+        move |value| {
+            // The driver waiting for it is gone when nobody receives: nothing is owed.
+            let _ = tx.send(value);
+        },
+        lost,
+    );
+    (on_done, Answer(rx))
 }
 
 /// An answer on its way from a sibling actor: always comes, since the work's callback answers
