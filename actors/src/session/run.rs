@@ -57,9 +57,6 @@ pub(super) struct ActiveRun {
     pub goal: Option<Arc<crate::judge::Goal>>,
     pub judging: JudgeTally,
     pub cancel: CancellationToken,
-    /// The latest answer stopped at the output limit: its cut-off calls do not run, and a
-    /// final answer is reported truncated.
-    pub answer_cut: bool,
     /// Set to pause the run after its current step (status `interrupted`).
     pub interrupter: Interrupter,
     /// The host's callback, shown each message the run adds.
@@ -83,21 +80,12 @@ pub(super) struct ActiveRun {
     /// For a run continuing without a prompt: the turns taken since the last prompt, before
     /// it began. They count against `max_turns` with its own.
     pub turns_before: u32,
-    /// The calls of the turn in progress, from the answer that asked for them until their
-    /// results are appended.
-    pub in_flight: Option<CallsInFlight>,
     /// The run holds the session and writes to it (not so for a run that could not take it).
     pub writes: bool,
-    pub usage: Usage,
-    pub usage_estimated: bool,
-    /// What the run's calls cost so far, in millionths of a cent, as the ledger priced them.
-    pub cost_microcents: u64,
-    /// Model calls recorded with the ledger (cut ones too): each report's number.
-    pub model_calls: u32,
-    /// Set when the ledger's receipt for the last call said no further call may be made.
-    pub refusal: Option<super::siblings::Refusal>,
-    /// The run has been told its model has no known price.
-    pub unpriced_alerted: bool,
+    /// What the run has spent, as the ledger priced it.
+    pub spent: Spending,
+    /// The turn in progress.
+    pub turn: TurnInProgress,
     /// The Guardian's view of the run as its last review left it, stored with the next batch.
     pub guardian_watch: Option<ryvos_protocol::records::RunWatch>,
     /// The Guardian's hints, put into the conversation before the next model call.
@@ -115,15 +103,40 @@ pub(super) struct ActiveRun {
     /// The system prompt's size (counted, or bounded), part of the context the token budget
     /// measures.
     pub system_size: crate::tokens::Size,
-    /// The seq of the first message of the turn in progress.
-    pub turn_first_seq: u64,
     /// The window the turn's model call was asked with, which its reported input measures.
     pub asked_with: crate::session::history::Mark,
-    pub turn_input_tokens: u64,
-    pub turn_output_tokens: u64,
     /// The latest non-empty text the model gave in this run: the output of a run that ends
     /// before a final answer.
     pub last_text: String,
+}
+
+/// What a run has spent, and whether it may spend more.
+#[derive(Default)]
+pub(super) struct Spending {
+    pub usage: Usage,
+    pub usage_estimated: bool,
+    /// What the run's calls cost so far, in millionths of a cent, as the ledger priced them.
+    pub cost_microcents: u64,
+    /// Model calls recorded with the ledger (cut ones too): each report's number.
+    pub model_calls: u32,
+    /// Set when the ledger's receipt for the last call said no further call may be made.
+    pub refusal: Option<super::siblings::Refusal>,
+    /// The run has been told its model has no known price.
+    pub unpriced_alerted: bool,
+}
+
+/// The turn in progress: what it appended, what its model call used, and its calls.
+pub(super) struct TurnInProgress {
+    /// The seq of the turn's first message.
+    pub first_seq: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// The latest answer stopped at the output limit: its cut-off calls do not run, and a
+    /// final answer is reported truncated.
+    pub answer_cut: bool,
+    /// The turn's calls, from the answer that asked for them until their results are
+    /// appended.
+    pub in_flight: Option<CallsInFlight>,
 }
 
 /// Where the Judge's evaluation of a goal-driven run stands.
@@ -173,26 +186,23 @@ impl ActiveRun {
             started_at_ms: now_ms(),
             turns: 0,
             turns_before: 0,
-            in_flight: None,
             writes: false,
-            usage: Usage::default(),
-            usage_estimated: false,
-            cost_microcents: 0,
-            model_calls: 0,
-            refusal: None,
-            unpriced_alerted: false,
+            spent: Spending::default(),
+            turn: TurnInProgress {
+                first_seq: next_seq,
+                input_tokens: 0,
+                output_tokens: 0,
+                answer_cut: false,
+                in_flight: None,
+            },
             guardian_watch: None,
             pending_hints: Vec::new(),
             flush_prompted: false,
             pruned_for_overflow: false,
             lost_calls: 0,
             asking_again: false,
-            turn_first_seq: next_seq,
             asked_with: Default::default(),
-            turn_input_tokens: 0,
-            turn_output_tokens: 0,
             last_text: String::new(),
-            answer_cut: false,
         }
     }
 
@@ -247,9 +257,9 @@ impl ActiveRun {
             reason: ending.and_then(|e| e.reason.clone()),
             output: ending.map(|e| e.output.clone()).unwrap_or_default(),
             turns: self.turns,
-            input_tokens: self.usage.input_tokens,
-            output_tokens: self.usage.output_tokens,
-            cost_microcents: self.cost_microcents,
+            input_tokens: self.spent.usage.input_tokens,
+            output_tokens: self.spent.usage.output_tokens,
+            cost_microcents: self.spent.cost_microcents,
             started_at_ms: self.started_at_ms,
             ended_at_ms: ending.map(|_| now_ms()),
             goal: self.goal.as_deref().cloned(),

@@ -17,7 +17,7 @@ impl Driver {
     pub(super) async fn ask_model(&mut self) -> Step<Option<ModelReply>> {
         // A call made again belongs to the turn its predecessor began.
         if !std::mem::take(&mut self.run.asking_again) {
-            self.run.turn_first_seq = self.session.history.next_seq();
+            self.run.turn.first_seq = self.session.history.next_seq();
         }
         let request = self.request()?;
         let counted_input = self.counted_request_tokens();
@@ -136,8 +136,8 @@ impl Driver {
         run.pruned_for_overflow = false;
         run.lost_calls = 0;
         run.turns += 1;
-        run.turn_input_tokens = reply.usage.input_tokens;
-        run.turn_output_tokens = reply.usage.output_tokens;
+        run.turn.input_tokens = reply.usage.input_tokens;
+        run.turn.output_tokens = reply.usage.output_tokens;
         if !reply.usage_estimated {
             let system = self.system_tokens();
             let asked_with = self.run.asked_with;
@@ -148,8 +148,8 @@ impl Driver {
         let run = &mut self.run;
         let text = reply.response.text;
         let calls = reply.response.tool_calls;
-        run.answer_cut = reply.response.finish == Some(FinishReason::Length);
-        if run.answer_cut {
+        run.turn.answer_cut = reply.response.finish == Some(FinishReason::Length);
+        if run.turn.answer_cut {
             run.events.emit(truncation_event(&reply.model, &calls));
         }
         if !text.is_empty() {

@@ -166,7 +166,7 @@ impl Driver {
     /// when summarization is on and the budget allows a call.
     pub(super) async fn compact(&mut self, cut: Cut) -> Step<()> {
         let wants_summary =
-            self.session.services.agent.enable_summarization && self.run.refusal.is_none();
+            self.session.services.agent.enable_summarization && self.run.spent.refusal.is_none();
         let summary = match wants_summary {
             true => self.summarize(cut).await?,
             false => None,

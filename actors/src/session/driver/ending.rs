@@ -38,7 +38,7 @@ impl Driver {
     /// Calls that will never finish get results saying why; calls that never started stay
     /// pending when the run pauses.
     fn answer_calls_in_flight(&mut self, ending: &Ending) {
-        let stopped = match self.run.in_flight.take() {
+        let stopped = match self.run.turn.in_flight.take() {
             // Never started: a pause leaves them pending for the next run.
             Some(CallsInFlight::AwaitingDurability(_)) if ending.status.pauses() => Vec::new(),
             Some(CallsInFlight::AwaitingDurability(calls) | CallsInFlight::Running(calls)) => calls,
@@ -154,12 +154,12 @@ impl Ended {
             status: ending.status,
             output: ending.output.clone(),
             turns: run.turns,
-            input_tokens: run.usage.input_tokens,
-            output_tokens: run.usage.output_tokens,
-            cost_cents: Some(run.cost_microcents as f64 / 1_000_000.0),
+            input_tokens: run.spent.usage.input_tokens,
+            output_tokens: run.spent.usage.output_tokens,
+            cost_cents: Some(run.spent.cost_microcents as f64 / 1_000_000.0),
             duration_ms: run.started.elapsed().as_millis() as u64,
             reason: ending.reason.clone(),
-            truncated: ending.status == RunStatus::Completed && run.answer_cut,
+            truncated: ending.status == RunStatus::Completed && run.turn.answer_cut,
         });
         let store = services.store;
         if store.node().is_some() {

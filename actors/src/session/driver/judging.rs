@@ -23,7 +23,7 @@ impl Driver {
         // The answer is stored before it is judged: a slow check must not risk it.
         let checkpoint = self.turn_checkpoint(Vec::new());
         self.submit(checkpoint, None);
-        self.run.turn_first_seq = self.session.history.next_seq();
+        self.run.turn.first_seq = self.session.history.next_seq();
         let Some(goal) = self.run.goal.clone() else {
             return Ok(());
         };
@@ -34,7 +34,7 @@ impl Driver {
             conversation: self.session.history.snapshot(),
             ctx: run.tool_context(&self.session.id),
             events: run.events.clone(),
-            model_allowed: run.refusal.is_none(),
+            model_allowed: run.spent.refusal.is_none(),
             on_done,
         });
         let evaluated = self

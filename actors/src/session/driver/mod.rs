@@ -131,7 +131,7 @@ impl Driver {
     fn may_call(&mut self) -> Step<()> {
         // Between turns nothing is in flight: a stop or an interrupt told meanwhile acts now.
         self.take_control()?;
-        if let Some(refusal) = self.run.refusal.take() {
+        if let Some(refusal) = self.run.spent.refusal.take() {
             // Announced as the receipt that refused it was applied.
             return Err(self.end(refusal.status, refusal.reason));
         }

@@ -19,14 +19,14 @@ impl Driver {
         let run = &mut self.run;
         let mut reports = Vec::with_capacity(bills.len());
         for bill in &bills {
-            run.model_calls += 1;
-            run.usage.input_tokens += bill.usage.input_tokens;
-            run.usage.output_tokens += bill.usage.output_tokens;
-            run.usage_estimated |= bill.estimated;
+            run.spent.model_calls += 1;
+            run.spent.usage.input_tokens += bill.usage.input_tokens;
+            run.spent.usage.output_tokens += bill.usage.output_tokens;
+            run.spent.usage_estimated |= bill.estimated;
             reports.push(UsageReport {
                 session_id: self.session.id.clone(),
                 run_id: run.id.clone(),
-                call: run.model_calls,
+                call: run.spent.model_calls,
                 model: bill.model.clone(),
                 usage: bill.usage,
                 estimated: bill.estimated,
@@ -54,7 +54,7 @@ impl Driver {
             estimated,
         } = bill;
         let model = model.as_str();
-        run.cost_microcents = receipt.run.cost_microcents;
+        run.spent.cost_microcents = receipt.run.cost_microcents;
         run.events.emit(EventKind::ModelUsage {
             turn,
             model: model.to_owned(),
@@ -63,8 +63,8 @@ impl Driver {
             estimated,
             cost_cents: receipt.call_microcents as f64 / 1_000_000.0,
         });
-        if receipt.price_source == PriceSource::Unknown && !run.unpriced_alerted {
-            run.unpriced_alerted = true;
+        if receipt.price_source == PriceSource::Unknown && !run.spent.unpriced_alerted {
+            run.spent.unpriced_alerted = true;
             run.events.emit(EventKind::GuardianBudgetAlert {
                 message: format!(
                     "no price is known for model '{model}'; budgets count it at {} / {} cents \
@@ -86,24 +86,24 @@ impl Driver {
                 ),
             });
         }
-        run.refusal = siblings::admit(receipt.next_call).err();
+        run.spent.refusal = siblings::admit(receipt.next_call).err();
         // A goal's cost constraint is a per-run limit too.
         let goal_cents = run.goal.as_ref().and_then(|g| g.constraints.cost_cents);
         // As for every limit, 0 means none.
-        if let Some(cents) = goal_cents.filter(|c| *c > 0 && run.refusal.is_none()) {
+        if let Some(cents) = goal_cents.filter(|c| *c > 0 && run.spent.refusal.is_none()) {
             let limit = cents.saturating_mul(MICROCENTS_PER_CENT);
-            if run.cost_microcents >= limit {
+            if run.spent.cost_microcents >= limit {
                 let message = format!(
                     "the run has spent {} of its goal's cost constraint ({}); it stops before \
                      its next model call",
-                    dollars(run.cost_microcents),
+                    dollars(run.spent.cost_microcents),
                     dollars(limit)
                 );
-                run.refusal = Some(Refusal {
+                run.spent.refusal = Some(Refusal {
                     status: RunStatus::BudgetExceeded,
                     limit: Some(BudgetNotice {
                         scope: BudgetScope::Run,
-                        spent_microcents: run.cost_microcents,
+                        spent_microcents: run.spent.cost_microcents,
                         limit_microcents: limit,
                         message: message.clone(),
                     }),
@@ -111,7 +111,7 @@ impl Driver {
                 });
             }
         }
-        if let Some(refusal) = &run.refusal {
+        if let Some(refusal) = &run.spent.refusal {
             // Said now, even if this call's answer ends the run.
             super::starting::announce(&run.events, refusal);
         }

@@ -47,14 +47,14 @@ impl Driver {
     pub(super) fn turn_checkpoint(&self, tools_called: Vec<String>) -> Option<TurnCheckpoint> {
         let run = &self.run;
         let next = self.session.history.next_seq();
-        (next > run.turn_first_seq).then(|| TurnCheckpoint {
+        (next > run.turn.first_seq).then(|| TurnCheckpoint {
             run_id: run.id.clone(),
             turn: run.turns,
-            first_seq: run.turn_first_seq,
+            first_seq: run.turn.first_seq,
             last_seq: next - 1,
             tools_called,
-            input_tokens: run.turn_input_tokens,
-            output_tokens: run.turn_output_tokens,
+            input_tokens: run.turn.input_tokens,
+            output_tokens: run.turn.output_tokens,
             context_tokens: self.context_tokens(),
             at_ms: now_ms(),
         })

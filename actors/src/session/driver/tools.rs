@@ -36,10 +36,10 @@ impl Driver {
         });
         if durable_first || side_effects {
             self.submit(None, None);
-            self.run.in_flight = Some(CallsInFlight::AwaitingDurability(calls.clone()));
+            self.run.turn.in_flight = Some(CallsInFlight::AwaitingDurability(calls.clone()));
             self.durable(OnInterrupt::AtOnce).await?;
         }
-        self.run.in_flight = Some(CallsInFlight::Running(calls.clone()));
+        self.run.turn.in_flight = Some(CallsInFlight::Running(calls.clone()));
         // A completed model answer is progress: the stall clock starts again.
         self.run.heartbeat.beat();
         let run = &self.run;
@@ -49,7 +49,7 @@ impl Driver {
                 calls: calls.clone(),
                 ctx: run.tool_context(&self.session.id),
                 events: run.events.clone(),
-                cut_at_output_limit: run.answer_cut,
+                cut_at_output_limit: run.turn.answer_cut,
                 on_message: run.on_message.clone(),
                 on_done,
             },
@@ -72,7 +72,7 @@ impl Driver {
             self.session.history.push(Message::from(o));
         }
         // Every call that ran has its result: a stop from here on must not add another.
-        self.run.in_flight = None;
+        self.run.turn.in_flight = None;
         Ok(TurnCalls {
             reports,
             tools_called,
@@ -89,7 +89,7 @@ impl Driver {
             // The turn is stored before the conversation is compacted.
             let checkpoint = self.turn_checkpoint(turn.tools_called.clone());
             self.submit(checkpoint, None);
-            self.run.turn_first_seq = self.session.history.next_seq();
+            self.run.turn.first_seq = self.session.history.next_seq();
             self.compact(cut).await?;
         }
         let stop = match self.session.services.agent.guardian.enabled {
@@ -99,7 +99,7 @@ impl Driver {
         // The turn and the Guardian's view of it are stored together.
         let checkpoint = self.turn_checkpoint(turn.tools_called);
         self.submit(checkpoint, None);
-        self.run.turn_first_seq = self.session.history.next_seq();
+        self.run.turn.first_seq = self.session.history.next_seq();
         if let Some((status, reason)) = stop {
             return Err(self.stopped_by_guardian(status, reason));
         }
