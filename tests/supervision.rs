@@ -161,3 +161,21 @@ async fn failing_past_the_intensity_limit_escalates() {
         .await
         .expect("the runtime stops after escalation");
 }
+
+#[tokio::test]
+async fn a_stop_asked_as_a_run_starts_reaches_it() {
+    let h = Harness::start(
+        vec![Reply::text(&["too late"]).delay(Duration::from_secs(30))],
+        |_| {},
+    )
+    .await;
+    // At once: the session's actor may not have started the run's driver yet.
+    let handle = h.runtime.run(h.request("first")).await.unwrap();
+    let stopped = h.runtime.cancel(&handle.session_id).await.unwrap();
+    assert!(stopped, "the run was in flight");
+    let outcome = tokio::time::timeout(Duration::from_secs(20), handle.outcome())
+        .await
+        .expect("the run ends, never hangs")
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Cancelled, "{:?}", outcome.reason);
+}

@@ -8,8 +8,8 @@
 //! reported failed.
 
 use super::conversation::Conversation;
-use super::desk::{Desk, DeskRef, Driving};
-use super::driver::Driver;
+use super::desk::{Desk, DeskRef};
+use super::driver::{Control, Driver};
 use super::notice::{NoticeRef, SessionNotice};
 use super::{RunSpec, Services};
 use crate::event::SessionEvents;
@@ -23,8 +23,13 @@ use tokio::sync::mpsc;
 
 /// Messages of the [`SessionActor`].
 pub(super) enum SessionMsg {
-    /// Start a run (the supervisor has checked that none is in flight).
-    StartRun { run_id: RunId, spec: RunSpec },
+    /// Start a run (the supervisor has checked that none is in flight), told through
+    /// `control` (which the supervisor holds from the start).
+    StartRun {
+        run_id: RunId,
+        spec: RunSpec,
+        control: mpsc::UnboundedReceiver<Control>,
+    },
     /// The run's driver is done and has put the conversation back on the desk.
     RunEnded,
     /// Ask the supervisor to stop this actor if it is still idle since `epoch`.
@@ -70,22 +75,11 @@ impl Actor for SessionActor {
     ) -> Result<Self::State, ActorProcessingErr> {
         let desk = args.desk;
         desk.attach(Arc::new(move || myself.cast(SessionMsg::RunEnded).is_ok()));
-        match desk.take_conversation() {
-            // An earlier incarnation failed between runs: what it held is read again.
-            Some(mut conversation) => {
-                conversation.needs_reload = true;
-                desk.put_conversation(conversation);
-            }
-            None if !desk.is_driving() => desk.put_conversation(Conversation::new(
-                args.id.clone(),
-                args.services.clone(),
-                args.events,
-                args.supervisor.clone(),
-                args.recover,
-            )),
-            // The run in flight holds it, and gives it back when it ends.
-            None => {}
-        }
+        let (id, services) = (args.id.clone(), args.services.clone());
+        let (events, supervisor) = (args.events, args.supervisor.clone());
+        desk.take_up(args.recover, move |recover| {
+            Conversation::new(id, services, events, supervisor, recover)
+        });
         Ok(SessionState {
             id: args.id,
             supervisor: args.supervisor,
@@ -122,7 +116,11 @@ impl Actor for SessionActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            SessionMsg::StartRun { run_id, spec } => state.start_run(run_id, spec),
+            SessionMsg::StartRun {
+                run_id,
+                spec,
+                control,
+            } => state.start_run(run_id, spec, control),
             SessionMsg::RunEnded => state.schedule_hibernation(&myself),
             SessionMsg::Hibernate { epoch } => {
                 if !state.desk.is_driving() && epoch == state.idle_epoch {
@@ -143,22 +141,25 @@ impl Actor for SessionActor {
 
 impl SessionState {
     /// Hands the conversation to a driver for the run, as a task of its own.
-    fn start_run(&mut self, run_id: RunId, spec: RunSpec) {
+    fn start_run(
+        &mut self,
+        run_id: RunId,
+        spec: RunSpec,
+        control: mpsc::UnboundedReceiver<Control>,
+    ) {
         self.idle_epoch += 1;
         let Some(conversation) = self.desk.take_conversation() else {
             // The supervisor routes one run at a time, after the last one gave it back.
             tracing::error!(session = %self.id, "a run was started while another held the session");
             return;
         };
-        let (control, controlled) = mpsc::unbounded_channel();
-        let driver = Driver::new(conversation, run_id, spec, controlled);
+        let driver = Driver::new(conversation, run_id, spec, control);
         let desk = Arc::downgrade(&self.desk);
         let (supervisor, session_id) = (self.supervisor.clone(), self.id.clone());
+        // Driven from before the task exists, so a run that ends at once is seen to end.
+        self.desk.driving();
         let task = tokio::spawn(drive(driver, desk, supervisor, session_id));
-        self.desk.drive(Driving {
-            control,
-            task: Some(task),
-        });
+        self.desk.spawned(task);
     }
 
     fn schedule_hibernation(&mut self, myself: &ActorRef<SessionMsg>) {

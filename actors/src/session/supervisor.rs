@@ -400,10 +400,12 @@ impl SessionSupervisorState {
         }
         let run_id = RunId::generate();
         let events = entry.events.subscribe();
+        let control = entry.desk.run_starting();
         actor
             .cast(SessionMsg::StartRun {
                 run_id: run_id.clone(),
                 spec,
+                control,
             })
             .map_err(|_| StartRunError::Recovering(session_id.clone()))?;
         entry.active_run = Some(run_id.clone());
@@ -514,7 +516,15 @@ impl SessionSupervisorState {
             }
             Err(e) => {
                 tracing::error!(session = %session_id, "could not restart the session: {e}");
-                if let Some((run_id, reason)) = recover {
+                // A run still driven is stopped with the session's desk: it is reported here.
+                let driven = self.sessions.get_mut(&session_id).and_then(|entry| {
+                    let reason = lost_run_reason("it could not be restarted");
+                    entry.active_run.take().map(|run| (run, reason))
+                });
+                if driven.is_some() {
+                    self.args.in_flight.remove();
+                }
+                if let Some((run_id, reason)) = recover.or(driven) {
                     report_lost_run(
                         &events,
                         &session_id,

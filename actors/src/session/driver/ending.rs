@@ -105,6 +105,9 @@ impl Driver {
                 if let Some(e) = confirmation.failure {
                     tracing::error!(session = %self.session.id, "commit failed: {e}");
                     self.session.needs_reload = true;
+                    self.run.events.emit(EventKind::Error {
+                        message: format!("the run's turns could not be stored: {e}"),
+                    });
                 }
             }
         })

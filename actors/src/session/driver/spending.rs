@@ -32,10 +32,14 @@ impl Driver {
                 estimated: bill.estimated,
             });
         }
+        // Recorded in a task of its own: a stop meanwhile ends the run, not the recording, so
+        // every call made is counted against the budgets.
         let ledger = self.session.services.ledger.clone();
-        let receipts = self
-            .wait(async move { ledger.record(reports).await })
-            .await?;
+        let recording = tokio::spawn(async move { ledger.record(reports).await });
+        let receipts = match self.wait(recording).await? {
+            Ok(receipts) => receipts,
+            Err(e) => Err(format!("recording the run's model calls failed: {e}")),
+        };
         let receipts = receipts.map_err(|reason| self.failure(reason))?;
         for (bill, receipt) in bills.into_iter().zip(receipts) {
             self.apply_receipt(bill, receipt);

@@ -6,6 +6,7 @@ use super::waiting::{OnInterrupt, Waited};
 use super::{Driver, Ending, Step};
 use crate::event::{EventKind, RunStatus, StallPhase};
 use crate::guardian::Review;
+use futures_util::FutureExt;
 use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -81,6 +82,11 @@ impl Driver {
             let Some(review) = self.wait_as(report, on_interrupt).await? else {
                 continue;
             };
+            // The work may have finished while the Guardian was asked: the review of its
+            // stall is moot then.
+            if let Some(value) = (&mut work).now_or_never() {
+                return Ok(Some(value));
+            }
             // A model stream may have spoken while the Guardian was asked.
             if phase == StallPhase::Model && self.run.heartbeat.silent_for() < timeout {
                 continue;
