@@ -120,7 +120,7 @@ impl Actor for SessionActor {
                 run_id,
                 spec,
                 control,
-            } => state.start_run(run_id, spec, control),
+            } => state.start_run(run_id, spec, control)?,
             SessionMsg::RunEnded => state.schedule_hibernation(&myself),
             SessionMsg::Hibernate { epoch } => {
                 if !state.desk.is_driving() && epoch == state.idle_epoch {
@@ -146,20 +146,21 @@ impl SessionState {
         run_id: RunId,
         spec: RunSpec,
         control: mpsc::UnboundedReceiver<Control>,
-    ) {
+    ) -> Result<(), ActorProcessingErr> {
         self.idle_epoch += 1;
-        let Some(conversation) = self.desk.take_conversation() else {
-            // The supervisor routes one run at a time, after the last one gave it back.
-            tracing::error!(session = %self.id, "a run was started while another held the session");
-            return;
-        };
-        let driver = Driver::new(conversation, run_id, spec, control);
+        // The supervisor routes one run at a time, after the last one gave the session back;
+        // if not, the actor fails and the supervisor's recovery ends the run with the reason.
+        let conversation = self.desk.take_conversation().ok_or_else(|| {
+            format!("run {run_id} was started while another run held the session")
+        })?;
+        let driver = Driver::new(conversation, run_id, &spec, control);
         let desk = Arc::downgrade(&self.desk);
         let (supervisor, session_id) = (self.supervisor.clone(), self.id.clone());
         // Driven from before the task exists, so a run that ends at once is seen to end.
         self.desk.driving();
-        let task = tokio::spawn(drive(driver, desk, supervisor, session_id));
+        let task = tokio::spawn(drive(driver, spec, desk, supervisor, session_id));
         self.desk.spawned(task);
+        Ok(())
     }
 
     fn schedule_hibernation(&mut self, myself: &ActorRef<SessionMsg>) {
@@ -173,8 +174,14 @@ impl SessionState {
 /// reported (the next run may start as soon as it is), and tells the session's actor. A driver
 /// that fails is reported to the supervisor, which has the session reloaded and the run
 /// reported failed.
-async fn drive(driver: Driver, desk: DeskRef, supervisor: NoticeRef, session_id: SessionId) {
-    match AssertUnwindSafe(driver.drive()).catch_unwind().await {
+async fn drive(
+    driver: Driver,
+    spec: RunSpec,
+    desk: DeskRef,
+    supervisor: NoticeRef,
+    session_id: SessionId,
+) {
+    match AssertUnwindSafe(driver.drive(spec)).catch_unwind().await {
         Ok((conversation, ended)) => {
             // A session given up has reported its run already.
             let Some(desk) = desk.upgrade() else { return };

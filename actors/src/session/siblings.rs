@@ -187,12 +187,13 @@ impl ChildSlot<GuardianMsg> {
 
 impl ChildSlot<LlmMsg> {
     /// Streams the answer to `job` (built with [`StreamJob`]'s `on_done` left to this); a job
-    /// lost with an actor that failed before asking comes back `lost`.
+    /// lost with an actor that failed before asking comes back `lost`, naming `what` it was.
     pub(super) fn stream(
         &self,
+        what: &'static str,
         job: impl FnOnce(Callback<ModelAnswer>) -> StreamJob,
     ) -> Answer<ModelAnswer> {
-        let (on_done, answer) = answered(|| ModelAnswer::lost("the model call"));
+        let (on_done, answer) = answered(move || ModelAnswer::lost(what));
         // A model actor being restarted gets the job once it is back.
         self.send(LlmMsg::Stream(job(on_done)));
         answer
@@ -235,8 +236,10 @@ fn answered<T: Send + 'static>(
     let (tx, rx) = oneshot::channel();
     let on_done = Callback::new(
         move |value| {
-            // The driver waiting for it is gone when nobody receives: nothing is owed.
-            let _ = tx.send(value);
+            if tx.send(value).is_err() {
+                // The run ended (stopped, timed out) while its work was out.
+                tracing::debug!("an answer came for a run that no longer waits for it");
+            }
         },
         lost,
     );

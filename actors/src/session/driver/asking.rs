@@ -6,7 +6,10 @@ use super::spending::Bill;
 use super::waiting::OnInterrupt;
 use super::{Driver, Step};
 use crate::event::{EventKind, StallPhase};
-use crate::llm_stream::{Heartbeat, ModelReply, Purpose, StreamJob};
+use crate::llm_stream::{Heartbeat, ModelAnswer, ModelReply, Purpose, StreamJob};
+
+/// What a turn's model call is called when it is lost.
+const MODEL_CALL: &str = "the model call";
 use crate::message::{Message, ToolCall};
 use crate::provider::{ChatRequest, FinishReason, ProviderError};
 
@@ -25,16 +28,20 @@ impl Driver {
         run.asked_with = self.session.history.mark();
         run.call_cancel = run.cancel.child_token();
         run.heartbeat = Heartbeat::new();
-        let answer = self.session.services.llm.stream(|on_done| StreamJob {
-            request,
-            events: run.events.clone(),
-            purpose: Purpose::Turn,
-            counted_input,
-            encoded: run.encoded.clone(),
-            cancel: run.call_cancel.clone(),
-            heartbeat: run.heartbeat.clone(),
-            on_done,
-        });
+        let answer = self
+            .session
+            .services
+            .llm
+            .stream(MODEL_CALL, |on_done| StreamJob {
+                request,
+                events: run.events.clone(),
+                purpose: Purpose::Turn,
+                counted_input,
+                encoded: run.encoded.clone(),
+                cancel: run.call_cancel.clone(),
+                heartbeat: run.heartbeat.clone(),
+                on_done,
+            });
         let watched = self.watched(
             answer,
             StallPhase::Model,
@@ -44,8 +51,7 @@ impl Driver {
         let Some(answer) = watched.await? else {
             return self.cut_stalled_call().await;
         };
-        let answer =
-            answer.unwrap_or_else(|| crate::llm_stream::ModelAnswer::lost("the model call"));
+        let answer = answer.unwrap_or_else(|| ModelAnswer::lost(MODEL_CALL));
         if answer.lost && self.run.lost_calls < self.session.services.model_retries {
             return Ok(self.ask_again_after_loss());
         }

@@ -20,6 +20,8 @@ const PRUNE_TARGET_PERCENT: u64 = 60;
 const FLUSH_PERCENT: u64 = 85;
 /// The tool the memory flush asks the model to use.
 const MEMORY_WRITE: &str = "memory_write";
+/// What a summary's model call is called when it is lost.
+const SUMMARY_CALL: &str = "the summary call";
 /// Room kept for the summary that replaces what is pruned, as a share of `max_context_tokens`.
 const SUMMARY_RESERVE_PERCENT: u64 = 5;
 
@@ -192,16 +194,20 @@ impl Driver {
         let run = &mut self.run;
         run.call_cancel = run.cancel.child_token();
         run.heartbeat = Heartbeat::new();
-        let mut answer = self.session.services.llm.stream(|on_done| StreamJob {
-            request: summary::request(&dropped[..cut.drop]),
-            events: run.events.clone(),
-            purpose: Purpose::Summary { messages: cut.drop },
-            counted_input: None,
-            encoded: Default::default(),
-            cancel: run.call_cancel.clone(),
-            heartbeat: run.heartbeat.clone(),
-            on_done,
-        });
+        let mut answer = self
+            .session
+            .services
+            .llm
+            .stream(SUMMARY_CALL, |on_done| StreamJob {
+                request: summary::request(&dropped[..cut.drop]),
+                events: run.events.clone(),
+                purpose: Purpose::Summary { messages: cut.drop },
+                counted_input: None,
+                encoded: Default::default(),
+                cancel: run.call_cancel.clone(),
+                heartbeat: run.heartbeat.clone(),
+                on_done,
+            });
         drop(dropped);
         // The stall watch is the Guardian's: without it, the call has only its own deadline.
         let watched = self.session.services.agent.guardian.enabled;
@@ -216,7 +222,7 @@ impl Driver {
                 .wait_until(&mut answer, tick, OnInterrupt::AfterStep)
                 .await?;
             if let Waited::Done(answer) = waited {
-                break answer.unwrap_or_else(|| ModelAnswer::lost("the summary call"));
+                break answer.unwrap_or_else(|| ModelAnswer::lost(SUMMARY_CALL));
             }
         };
         let turn = self.run.turns;

@@ -53,8 +53,6 @@ pub(super) struct Driver {
     run: ActiveRun,
     control: mpsc::UnboundedReceiver<Control>,
     deadline: waiting::Deadline,
-    /// The run's prompt, and what the run was started with for its first call.
-    spec: Option<RunSpec>,
 }
 
 impl Driver {
@@ -63,24 +61,23 @@ impl Driver {
     pub(super) fn new(
         session: Conversation,
         run_id: RunId,
-        spec: RunSpec,
+        spec: &RunSpec,
         control: mpsc::UnboundedReceiver<Control>,
     ) -> Self {
-        let run = starting::new_run(&session, run_id, &spec);
+        let run = starting::new_run(&session, run_id, spec);
         let deadline = waiting::Deadline::of(&session.services, &run);
         Self {
             session,
             run,
             control,
             deadline,
-            spec: Some(spec),
         }
     }
 
     /// Drives the run to its end; gives the session back, with the end to report once it is
     /// back (see [`Ended::report`]).
-    pub(super) async fn drive(mut self) -> (Conversation, Ended) {
-        let ending = match self.live().await {
+    pub(super) async fn drive(mut self, spec: RunSpec) -> (Conversation, Ended) {
+        let ending = match self.live(spec).await {
             Ok(never) => match never {},
             Err(ending) => ending,
         };
@@ -96,8 +93,8 @@ impl Driver {
     }
 
     /// The run, from its start to the end it reaches.
-    async fn live(&mut self) -> Step<Infallible> {
-        let left = self.begin().await?;
+    async fn live(&mut self, spec: RunSpec) -> Step<Infallible> {
+        let left = self.begin(spec).await?;
         if !left.is_empty() {
             self.run_left_calls(left).await?;
         }

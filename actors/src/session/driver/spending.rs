@@ -117,7 +117,7 @@ impl Driver {
         }
         if let Some(refusal) = &run.spent.refusal {
             // Said now, even if this call's answer ends the run.
-            super::starting::announce(&run.events, refusal);
+            announce(&run.events, refusal);
         }
     }
 }
@@ -163,5 +163,15 @@ impl Bill {
             usage: reply.usage,
             estimated: reply.usage_estimated,
         }
+    }
+}
+
+/// Publishes why the ledger refuses further calls.
+pub(super) fn announce(events: &crate::event::RunEvents, refusal: &Refusal) {
+    match &refusal.limit {
+        Some(limit) => events.emit(limit.exceeded()),
+        None => events.emit(EventKind::Error {
+            message: refusal.reason.clone(),
+        }),
     }
 }

@@ -41,8 +41,7 @@ pub(super) fn new_run(session: &Conversation, run_id: RunId, spec: &RunSpec) -> 
 impl Driver {
     /// Takes the session and prepares the first call; the calls a paused run left pending,
     /// which run first.
-    pub(super) async fn begin(&mut self) -> Step<Vec<ToolCall>> {
-        let spec = self.spec.take().expect("a run begins once");
+    pub(super) async fn begin(&mut self, spec: RunSpec) -> Step<Vec<ToolCall>> {
         let leased = self.take_session().await;
         self.run.events.emit(EventKind::RunStarted);
         let unready = match (&leased, &self.session.load_error) {
@@ -103,7 +102,7 @@ impl Driver {
     /// any, which are returned).
     fn prepared(&mut self, prepared: Preparation) -> Step<Vec<ToolCall>> {
         if let Err(refusal) = prepared.admitted {
-            announce(&self.run.events, &refusal);
+            super::spending::announce(&self.run.events, &refusal);
             return Err(self.end(refusal.status, refusal.reason));
         }
         let Some(assembled) = prepared.assembled.filter(|_| !self.nothing_to_continue()) else {
@@ -192,16 +191,6 @@ impl Driver {
         self.count_near_limits();
         self.prompt_memory_flush();
         self.make_room().await
-    }
-}
-
-/// Publishes why the ledger refuses further calls.
-pub(super) fn announce(events: &crate::event::RunEvents, refusal: &Refusal) {
-    match &refusal.limit {
-        Some(limit) => events.emit(limit.exceeded()),
-        None => events.emit(EventKind::Error {
-            message: refusal.reason.clone(),
-        }),
     }
 }
 
