@@ -14,10 +14,10 @@
 mod support;
 
 use async_trait::async_trait;
-use ryvos::client::Client;
 use ryvos::protocol::{NoParams, Run, RunParams, Shutdown, Status};
 use ryvos::provider::{ChatRequest, DeltaStream, FinishReason, ProviderError, StreamDelta};
 use ryvos::{Config, EventKind, Provider, RunRequest, RunStatus, Runtime, SafetyTier};
+use ryvos_client::Client;
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use serde_json::Value;
 use std::collections::HashMap;

@@ -18,20 +18,20 @@
 //! # Ok(()) }
 //! ```
 
-pub mod client;
 pub mod config;
-pub mod daemon;
 pub mod protocol;
 pub mod provider;
-pub mod run_log;
+mod run_log;
 mod runtime;
+pub mod shared_store;
 #[cfg(feature = "testing")]
 pub mod testing;
 
 pub use config::Config;
+pub use run_log::read_session_logs;
 pub use runtime::{
-    Interrupter, OnMessage, RunHandle, RunOutcome, RunRequest, RunUpdate, Runtime, RuntimeBuilder,
-    RuntimeError,
+    EngineError, Interrupter, OnMessage, RunHandle, RunOutcome, RunRequest, RunUpdate, Runtime,
+    RuntimeBuilder, RuntimeError, StartRunError,
 };
 /// The body of `ryvos-sandbox`, the sandbox's inner layer.
 pub use ryvos_actors::sandbox_inner_main;
@@ -50,3 +50,4 @@ pub use ryvos_protocol::message::{Message, ToolCall};
 pub use ryvos_protocol::records::{Answer, PendingApproval};
 pub use ryvos_protocol::tier::SafetyTier;
 pub use ryvos_protocol::verdict::Verdict;
+pub use shared_store::SharedStore;

@@ -186,7 +186,7 @@ impl RunLogger {
 }
 
 /// A session's log lines, all levels, in the order they were written.
-pub fn read(logs_dir: &Path, session: &str) -> std::io::Result<Vec<Value>> {
+pub fn read_session_logs(logs_dir: &Path, session: &str) -> std::io::Result<Vec<Value>> {
     if !ryvos_protocol::ids::SessionId::is_well_formed(session) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,

@@ -15,12 +15,12 @@ mod common;
 
 use common::home::{Home, WAIT};
 use rand::{Rng, SeedableRng};
-use ryvos::client::Client;
 use ryvos::protocol::message::Message;
 use ryvos::protocol::Reply as Line;
 use ryvos::protocol::{Run, RunParams};
 use ryvos::testing::{repair, Store};
 use ryvos::{Config, EventKind, RunId, SessionId};
+use ryvos_client::Client;
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};

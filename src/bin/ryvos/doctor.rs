@@ -6,10 +6,10 @@
 
 use crate::exit::EXIT_RUN_FAILED;
 use crate::out::outln;
-use ryvos::client::{Client, ClientError};
 use ryvos::config::Config;
 use ryvos::protocol::mcp::{McpServerState, McpServerStatus};
 use ryvos::protocol::{NoParams, Status, StatusResult};
+use ryvos_client::{Client, ClientError};
 use serde::Serialize;
 use std::path::Path;
 

@@ -7,9 +7,9 @@
 //! its prompt is erased, so the resolution is shown on a clean line, and a line typed after
 //! that is not taken as the answer to anything.
 
-use ryvos::client::Client;
 use ryvos::protocol::{AnswerParams, Approve, Deny};
 use ryvos::{Answer, Approvals};
+use ryvos_client::Client;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};

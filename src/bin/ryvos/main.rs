@@ -26,11 +26,11 @@ use cli::{Cli, Command, McpCommand, StoreCommand};
 use exit::{EXIT_DAEMON, EXIT_RUN_FAILED, EXIT_USAGE};
 use out::outln;
 use reading::{shown, Read};
-use ryvos::client::Client;
 use ryvos::config::Config;
 use ryvos::protocol::{
     AnswerParams, Approve, Call, Cancel, Deny, Interrupt, NoParams, SessionParams, Shutdown, Status,
 };
+use ryvos_client::Client;
 use starting::Given;
 use std::process::ExitCode;
 
@@ -129,7 +129,7 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
             };
             simple::<Deny>(&socket, &params, |_| outln!("denied")).await
         }
-        Command::Logs { id } => match ryvos::run_log::read(&config.logs_dir(), &id) {
+        Command::Logs { id } => match ryvos::read_session_logs(&config.logs_dir(), &id) {
             Ok(lines) => {
                 for line in lines {
                     outln!("{line}");

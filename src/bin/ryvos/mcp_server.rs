@@ -12,10 +12,10 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
-use ryvos::client::{Client, ClientError};
 use ryvos::config::Config;
 use ryvos::protocol::{Cancel, History, NoParams, Run, RunParams, SessionParams, Sessions};
 use ryvos::{RunOutcome, RunRequest, Runtime, SessionId};
+use ryvos_client::{Client, ClientError};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::PathBuf;

@@ -5,12 +5,12 @@
 use crate::exit::{EXIT_DAEMON, EXIT_RUN_FAILED};
 use crate::out::outln;
 use crate::print;
-use ryvos::client::{Client, ClientError};
 use ryvos::config::Config;
 use ryvos::protocol::{
     Approvals, Call, Cost, History, NoParams, SessionParams, Sessions, Status, StatusResult,
 };
 use ryvos::{Runtime, SessionId};
+use ryvos_client::{Client, ClientError};
 
 /// A read command.
 pub enum Read {

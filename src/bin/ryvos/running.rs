@@ -5,12 +5,12 @@ use crate::ctrl_c::{CtrlC, EXIT_INTERRUPTED};
 use crate::exit::{exit_for, EXIT_DAEMON, EXIT_RUN_FAILED, EXIT_USAGE};
 use crate::inline_approval;
 use crate::render::Renderer;
-use ryvos::client::Client;
 use ryvos::config::Config;
 use ryvos::protocol::{
     ErrorBody, ErrorCode, Interrupt, NoParams, Reply, Run, RunParams, SessionParams, Sessions,
 };
 use ryvos::{EventKind, RunRequest, Runtime, RuntimeError, SessionId};
+use ryvos_client::Client;
 use std::path::PathBuf;
 
 /// The session `--resume` names, checked to exist, or (empty) the most recent session of

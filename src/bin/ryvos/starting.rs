@@ -4,8 +4,8 @@
 use crate::cli::RunArgs;
 use crate::exit::{EXIT_DAEMON, EXIT_USAGE};
 use crate::running::{run_local, run_remote, Local, Remote};
-use ryvos::client::{Client, ClientError};
 use ryvos::config::Config;
+use ryvos_client::{Client, ClientError};
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 

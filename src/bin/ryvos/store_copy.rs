@@ -3,9 +3,9 @@
 
 use crate::exit::{EXIT_RUN_FAILED, EXIT_USAGE};
 use crate::out::outln;
-use ryvos::client::Client;
 use ryvos::config::{Config, StoreBackend};
 use ryvos_actors::{copy_store, Store};
+use ryvos_client::Client;
 use std::path::Path;
 use std::time::Duration;
 

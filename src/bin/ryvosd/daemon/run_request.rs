@@ -1,9 +1,9 @@
 //! A socket `run` (or `submit`) request's parameters checked and turned into a run request.
 
 use super::{canonical, Shared};
-use crate::protocol::{ErrorBody, ErrorCode, RunParams};
-use crate::runtime::{RunRequest, RuntimeError};
-use ryvos_actors::{EngineError, StartRunError};
+use ryvos::protocol::{ErrorBody, ErrorCode, RunParams};
+use ryvos::{EngineError, StartRunError};
+use ryvos::{RunRequest, RuntimeError};
 use ryvos_protocol::ids::SessionId;
 use std::path::Path;
 
@@ -50,13 +50,7 @@ pub(super) async fn run_request(
     }
     if let Some(resume) = params.resume {
         let session = SessionId::new(resume);
-        let known = shared
-            .runtime
-            .engine
-            .store()
-            .session_record(&session)
-            .await
-            .map_err(internal)?;
+        let known = shared.runtime.session(&session).await.map_err(internal)?;
         if known.is_none() {
             return Err(ErrorBody::new(
                 ErrorCode::NotFound,
@@ -88,7 +82,7 @@ fn same_config(asked: &str, shared: &Shared) -> Result<(), String> {
 }
 
 /// The answer to a request the store failed.
-pub(super) fn internal(e: ryvos_actors::StoreError) -> ErrorBody {
+pub(super) fn internal(e: impl std::fmt::Display) -> ErrorBody {
     ErrorBody::new(ErrorCode::Internal, e.to_string())
 }
 

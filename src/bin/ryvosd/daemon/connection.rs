@@ -3,12 +3,12 @@
 use super::reply::{send, EventLines};
 use super::run_request::{internal, run_error, run_request};
 use super::Shared;
-use crate::protocol::{
+use futures_util::{FutureExt, StreamExt};
+use ryvos::protocol::{
     CancelResult, ErrorBody, ErrorCode, HistoryResult, InterruptResult, Method, Reply, Request,
     RunParams, ShutdownResult, StatusResult, Undecodable, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
-use crate::runtime::RunOutcome;
-use futures_util::{FutureExt, StreamExt};
+use ryvos::RunOutcome;
 use ryvos_protocol::ids::SessionId;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -159,15 +159,7 @@ async fn close_with(
 async fn sessions(
     shared: &Shared,
 ) -> Result<Vec<ryvos_protocol::records::SessionRecord>, ErrorBody> {
-    let mut sessions = shared
-        .runtime
-        .engine
-        .store()
-        .sessions()
-        .await
-        .map_err(internal)?;
-    sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_at_ms));
-    Ok(sessions)
+    shared.runtime.sessions().await.map_err(internal)
 }
 
 /// Answers one request (a stopping daemon takes no new work, whatever the request).
@@ -247,8 +239,8 @@ async fn answer(
 }
 
 async fn status(shared: &Shared) -> StatusResult {
-    let sandbox = shared.runtime.engine.sandbox();
-    let store = shared.runtime.engine.store();
+    let sandbox = shared.runtime.sandbox();
+    let store = shared.runtime.shared_store();
     let queue_depth = match store.queue_depth().await {
         Ok(depth) => depth,
         Err(e) => {
@@ -269,15 +261,15 @@ async fn status(shared: &Shared) -> StatusResult {
         uptime_secs: shared.started.elapsed().as_secs(),
         sandbox: sandbox.describe(),
         sandbox_enforced: sandbox.unenforceable().is_none(),
-        store: store.backend().to_owned(),
-        mcp: shared.runtime.engine.mcp().reports(),
+        store: shared.runtime.store_backend().to_owned(),
+        mcp: shared.runtime.mcp_servers_now(),
         config: shared
             .config
             .source
             .as_ref()
             .map(|p| p.display().to_string()),
-        store_fault: store.fault(),
-        store_security: store.security(),
+        store_fault: shared.runtime.store_fault(),
+        store_security: shared.runtime.store_security(),
     }
 }
 
@@ -317,7 +309,7 @@ async fn run(
 /// the run: it goes on, and is stored.
 async fn stream(
     id: u64,
-    mut handle: crate::runtime::RunHandle,
+    mut handle: ryvos::RunHandle,
     write: &mut OwnedWriteHalf,
 ) -> std::io::Result<()> {
     let (session, run) = (handle.session_id.clone(), handle.run_id.clone());

@@ -1,6 +1,8 @@
 //! ryvosd: the Ryvos daemon. Runs in the foreground (systemd-friendly); logs go to stderr,
 //! filtered by RUST_LOG (default `info`).
 
+mod daemon;
+
 use clap::Parser;
 use ryvos::config::Config;
 use std::io::IsTerminal;
@@ -48,7 +50,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let served = runtime.block_on(ryvos::daemon::serve(config, |socket| {
+    let served = runtime.block_on(daemon::serve(config, |socket| {
         eprintln!("ryvosd: listening on {}", socket.display());
         // Under systemd (Type=notify) the unit is started only now, so a `ryvos run` right
         // after `systemctl start` finds the socket; elsewhere this does nothing.

@@ -4,9 +4,9 @@
 //! died: those are claimed again and resumed from their last durable turn.
 
 use super::Shared;
-use crate::runtime::{RunOutcome, RunRequest, RuntimeError};
-use ryvos_actors::Change;
-use ryvos_actors::{EngineError, StartRunError};
+use ryvos::shared_store::Change;
+use ryvos::{EngineError, StartRunError};
+use ryvos::{RunOutcome, RunRequest, RuntimeError};
 use ryvos_protocol::event::RunStatus;
 use ryvos_protocol::ids::{QueuedRunId, SessionId};
 use ryvos_protocol::records::{QueuedRun, RunRecord};
@@ -38,7 +38,7 @@ impl LocalRuns {
 
 /// Claims and runs queued runs until the daemon stops; `None` when the store keeps no queue.
 pub(super) fn spawn(shared: Arc<Shared>) -> Option<tokio::task::JoinHandle<()>> {
-    let changes = shared.runtime.engine.store().changes()?;
+    let changes = shared.runtime.shared_store().changes()?;
     Some(tokio::spawn(work(shared, changes)))
 }
 
@@ -66,13 +66,13 @@ async fn work(shared: Arc<Shared>, mut changes: tokio::sync::broadcast::Receiver
             Some(_) = running.join_next(), if !running.is_empty() => {}
         }
         // Room is shared with the runs clients started here (`ryvos run`).
-        let started_here = shared.runtime.engine.runs_in_flight();
+        let started_here = shared.runtime.runs_in_flight();
         let direct = started_here.saturating_sub(shared.local.count());
         let free = limit.saturating_sub(running.len() + direct);
         if free == 0 {
             continue;
         }
-        match shared.runtime.engine.store().claim_runs(free).await {
+        match shared.runtime.shared_store().claim(free).await {
             Ok(claimed) => {
                 if failing {
                     tracing::info!("claiming queued runs works again");
@@ -164,7 +164,7 @@ async fn drive(shared: Arc<Shared>, run: QueuedRun) {
 
 /// Whether the end of run `outcome` is stored (a store that cannot answer has not stored it).
 async fn end_stored(shared: &Shared, outcome: &RunOutcome) -> bool {
-    let store = shared.runtime.engine.store();
+    let store = shared.runtime.shared_store();
     match store.session_runs(&outcome.session_id).await {
         Ok(runs) => runs
             .iter()
@@ -187,7 +187,7 @@ enum Resumption {
 async fn resumption(
     shared: &Shared,
     run: &QueuedRun,
-) -> Result<Resumption, ryvos_actors::StoreError> {
+) -> Result<Resumption, ryvos::shared_store::StoreError> {
     let params = &run.params;
     let mut request = RunRequest::new(params.prompt.clone())
         .workspace(params.workspace.clone())
@@ -209,8 +209,7 @@ async fn resumption(
     let since = run.started_at_ms.unwrap_or(u64::MAX);
     let runs = shared
         .runtime
-        .engine
-        .store()
+        .shared_store()
         .session_runs(&run.session_id)
         .await?;
     let earlier: Vec<RunRecord> = runs
@@ -267,8 +266,8 @@ fn refused(run: &QueuedRun, why: String) -> RunOutcome {
 }
 
 async fn finish(shared: &Shared, id: &QueuedRunId, outcome: &RunOutcome) {
-    let store = shared.runtime.engine.store();
-    match until_stored(shared, id, || store.finish_run(id, outcome)).await {
+    let store = shared.runtime.shared_store();
+    match until_stored(shared, id, || store.finish(id, outcome)).await {
         Some(true) => tracing::info!(run = %id, status = %outcome.status, "queued run ended"),
         Some(false) => {
             tracing::warn!(run = %id, "the run was taken over by another daemon; its end here is not recorded")
@@ -296,14 +295,14 @@ async fn not_now(shared: &Shared, run: &QueuedRun, let_go: bool) {
 
 /// Lets go of the lease the claim of `run` took on its session.
 async fn release(shared: &Shared, run: &QueuedRun) {
-    if let Err(e) = shared.runtime.engine.store().release(&run.session_id).await {
+    if let Err(e) = shared.runtime.shared_store().release(&run.session_id).await {
         tracing::warn!(run = %run.id, "releasing its session's lease: {e}; it lapses on its own");
     }
 }
 
 async fn unclaim(shared: &Shared, id: &QueuedRunId, started: bool) {
-    let store = shared.runtime.engine.store();
-    until_stored(shared, id, || store.unclaim_run(id, started)).await;
+    let store = shared.runtime.shared_store();
+    until_stored(shared, id, || store.hand_back(id, started)).await;
 }
 
 /// The first wait before recording a queued run's fate again, doubled up to the second.
@@ -313,7 +312,10 @@ const RETRY_MOST: Duration = Duration::from_secs(10);
 /// `record`'s answer, asked again until the store answers (a run whose fate is not recorded
 /// would stay claimed by this live daemon), or `None` once the daemon stops: then the run is
 /// taken over by another daemon when this one's heartbeat has stopped.
-async fn until_stored<T, F: std::future::Future<Output = Result<T, ryvos_actors::StoreError>>>(
+async fn until_stored<
+    T,
+    F: std::future::Future<Output = Result<T, ryvos::shared_store::StoreError>>,
+>(
     shared: &Shared,
     id: &QueuedRunId,
     record: impl Fn() -> F,

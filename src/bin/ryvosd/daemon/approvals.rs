@@ -4,8 +4,9 @@
 
 use super::run_request::internal;
 use super::Shared;
-use crate::protocol::{AnswerParams, AnswerResult, ErrorBody, ErrorCode};
-use ryvos_actors::{ApprovalError, Change, Delivery, Relay};
+use ryvos::protocol::{AnswerParams, AnswerResult, ErrorBody, ErrorCode};
+use ryvos::shared_store::{Change, Delivery, Relay};
+use ryvos::ApprovalError;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -96,7 +97,7 @@ async fn relay(
     by: &str,
     shared: &Shared,
 ) -> Result<Delivery, ErrorBody> {
-    let store = shared.runtime.engine.store();
+    let store = shared.runtime.shared_store();
     let (Some(node), Some(mut changes)) = (store.node(), store.changes()) else {
         return Ok(Delivery::NotWaiting);
     };
@@ -157,7 +158,7 @@ async fn relay(
 /// Delivers the answers other daemons relay until the daemon stops; `None` when no other
 /// daemon shares the store.
 pub(super) fn spawn(shared: Arc<Shared>) -> Option<tokio::task::JoinHandle<()>> {
-    let store = shared.runtime.engine.store();
+    let store = shared.runtime.shared_store();
     let node = store.node()?.to_owned();
     let mut changes = store.changes()?;
     Some(tokio::spawn(async move {
@@ -193,7 +194,7 @@ pub(super) fn spawn(shared: Arc<Shared>) -> Option<tokio::task::JoinHandle<()>> 
                         to: from,
                         delivered,
                     };
-                    if let Err(e) = shared.runtime.engine.store().relay(&reply).await {
+                    if let Err(e) = shared.runtime.shared_store().relay(&reply).await {
                         tracing::warn!("replying to a relayed approval answer: {e}");
                     }
                 }

@@ -1,6 +1,6 @@
 //! Writing reply lines to a client.
 
-use crate::protocol::Reply;
+use ryvos::protocol::Reply;
 use ryvos_protocol::event::Event;
 use serde::Serialize;
 use std::time::Duration;

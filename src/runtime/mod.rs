@@ -1,27 +1,27 @@
 //! The embedding API: start a runtime, run prompts, follow their events, stop.
 
+mod handle;
+mod request;
+
 use crate::config::Config;
-use futures_util::{Stream, StreamExt};
-use ryvos_actors::TraceParent;
+use crate::shared_store::SharedStore;
+pub use handle::{RunHandle, RunUpdate};
+pub use request::RunRequest;
 use ryvos_actors::{
-    ApprovalError, Approvals, Engine, EngineConfig, EngineError, Guardrail, Provider,
-    RecordingProvider, RunSpec, Tool, Workspace,
+    ApprovalError, Approvals, Engine, EngineConfig, Guardrail, Provider, RecordingProvider,
+    RunSpec, Sandbox, Tool, Workspace,
 };
-pub use ryvos_actors::{Interrupter, OnMessage};
+pub use ryvos_actors::{EngineError, Interrupter, OnMessage, StartRunError};
+use ryvos_protocol::event::Event;
 pub use ryvos_protocol::event::RunOutcome;
-use ryvos_protocol::event::{Event, EventKind};
-use ryvos_protocol::goal::Goal;
-use ryvos_protocol::ids::{RunId, SessionId};
-use ryvos_protocol::message::Message;
+use ryvos_protocol::ids::SessionId;
+use ryvos_protocol::mcp::McpServerStatus;
 use ryvos_protocol::records::{Answer, PendingApproval, SessionRecord};
 use ryvos_protocol::report::CostReport;
 use ryvos_protocol::socket::{HistoryMessage, HistoryResult};
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use tokio::sync::broadcast;
-use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_stream::wrappers::BroadcastStream;
 
 /// Why the runtime could not do what was asked.
@@ -276,15 +276,45 @@ impl Runtime {
 
     /// The configured MCP servers' states, once each has started or failed once (at most its
     /// `startup_timeout_secs`).
-    pub async fn mcp_servers(&self) -> Vec<ryvos_protocol::mcp::McpServerStatus> {
+    pub async fn mcp_servers(&self) -> Vec<McpServerStatus> {
         self.engine.mcp().settled().await;
+        self.mcp_servers_now()
+    }
+
+    /// The configured MCP servers' states as they are now (some may still be starting).
+    pub fn mcp_servers_now(&self) -> Vec<McpServerStatus> {
         self.engine.mcp().reports()
+    }
+
+    /// How commands the model runs are confined here.
+    pub fn sandbox(&self) -> &Sandbox {
+        self.engine.sandbox()
+    }
+
+    /// How many runs this runtime has in flight.
+    pub fn runs_in_flight(&self) -> usize {
+        self.engine.runs_in_flight()
+    }
+
+    /// The store's backend (`redb`, `postgres`), for status and logs.
+    pub fn store_backend(&self) -> &'static str {
+        self.engine.store().backend()
+    }
+
+    /// Why the store cannot write, while it cannot (it recovers when the fault clears).
+    pub fn store_fault(&self) -> Option<String> {
+        self.engine.store().fault()
     }
 
     /// How the store's connections are secured (encrypted, the server verified), for a store
     /// reached over a network; `None` for a local file.
     pub fn store_security(&self) -> Option<String> {
         self.engine.store().security()
+    }
+
+    /// The store as daemons share it: the run queue, leases and the relay between daemons.
+    pub fn shared_store(&self) -> SharedStore {
+        SharedStore(self.engine.store().clone())
     }
 
     /// Every session's record, most recently updated first.
@@ -367,198 +397,5 @@ impl Runtime {
             tracing::warn!("the run logger did not finish within {RUN_LOG_DRAIN:?}");
         }
         stopped
-    }
-}
-
-/// A run to start.
-#[derive(Clone)]
-pub struct RunRequest {
-    /// Empty to continue the session without a new prompt (see [`RunRequest::continuing`]).
-    pub prompt: String,
-    /// Continue this session (its history is the run's context); a new session when `None`.
-    pub session: Option<SessionId>,
-    /// Where the file tools work; the current directory when `None`.
-    pub workspace: Option<PathBuf>,
-    /// Where the caller is: context files (`SOUL.md`, …) found here come before the
-    /// workspace's and `$RYVOS_HOME`'s.
-    pub caller_dir: Option<PathBuf>,
-    /// For a goal-driven run: what the Judge holds its answers to.
-    pub goal: Option<Goal>,
-    /// Run as a Director: plan a graph of steps, then carry them out.
-    pub director: bool,
-    /// Shown each message the run adds; it may interrupt the run after any of them.
-    pub on_message: Option<OnMessage>,
-    /// The caller's W3C trace context: the run's span is a child of it.
-    pub traceparent: Option<String>,
-}
-
-impl RunRequest {
-    /// Whether the request can run, wherever it runs (its workspace is checked where it does):
-    /// its session id, goal, Director prompt and trace context; the trace context, parsed.
-    pub(crate) fn check(&self) -> Result<Option<TraceParent>, RuntimeError> {
-        if let Some(id) = &self.session {
-            if !SessionId::is_well_formed(id.as_str()) {
-                return Err(RuntimeError::BadSessionId(id.to_string()));
-            }
-        }
-        if let Some(goal) = &self.goal {
-            goal.validate()?;
-        }
-        if self.director && self.prompt.trim().is_empty() {
-            return Err(RuntimeError::BadRequest(
-                "a Director run needs its task: give a prompt (the same task resumes its plan)"
-                    .into(),
-            ));
-        }
-        self.traceparent
-            .as_deref()
-            .map(TraceParent::parse)
-            .transpose()
-            .map_err(RuntimeError::BadRequest)
-    }
-
-    /// A run of `prompt` on a new session in the current directory.
-    pub fn new(prompt: impl Into<String>) -> Self {
-        Self {
-            prompt: prompt.into(),
-            session: None,
-            workspace: None,
-            caller_dir: None,
-            goal: None,
-            director: false,
-            on_message: None,
-            traceparent: None,
-        }
-    }
-
-    /// Traces the run as a child of the caller's span: `traceparent` is a W3C trace context
-    /// (`00-<trace id>-<span id>-<flags>`).
-    pub fn traceparent(mut self, traceparent: impl Into<String>) -> Self {
-        self.traceparent = Some(traceparent.into());
-        self
-    }
-
-    /// Continues `session` without a new prompt: the calls its last run left pending run
-    /// first, and the turns since its last prompt count against `max_turns`.
-    pub fn continuing(session: SessionId) -> Self {
-        Self::new("").session(session)
-    }
-
-    /// Shows `callback` each message the run adds (its prompt, each answer, each tool result
-    /// as it comes); calling [`Interrupter::interrupt`] pauses the run after that message
-    /// (status `interrupted`). Calls not yet started stay pending for the next run.
-    pub fn on_message(
-        mut self,
-        callback: impl Fn(&Message, &Interrupter) + Send + Sync + 'static,
-    ) -> Self {
-        self.on_message = Some(Arc::new(callback));
-        self
-    }
-
-    /// Runs as a Director: the model plans a graph of steps, independent steps run
-    /// concurrently in their own sessions, and the final answer is judged against the
-    /// request's goal. On a session whose Director run was cut off, the stored plan is taken
-    /// up where it stood.
-    pub fn director(mut self) -> Self {
-        self.director = true;
-        self
-    }
-
-    /// Holds the run to `goal`: the Judge holds each final answer to it, and the run ends
-    /// `completed` only when it accepts.
-    pub fn goal(mut self, goal: Goal) -> Self {
-        self.goal = Some(goal);
-        self
-    }
-
-    /// Continues `session`.
-    pub fn session(mut self, session: SessionId) -> Self {
-        self.session = Some(session);
-        self
-    }
-
-    /// Looks for context files in `dir` first.
-    pub fn caller_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.caller_dir = Some(dir.into());
-        self
-    }
-
-    /// Works in `dir`.
-    pub fn workspace(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.workspace = Some(dir.into());
-        self
-    }
-}
-
-/// What a [`RunHandle`] yields, as a [`Stream`].
-#[derive(Clone, Debug)]
-pub enum RunUpdate {
-    /// The run's next event; `RunComplete` is the last.
-    Event(Arc<Event>),
-    /// The reader fell behind the event buffer and missed this many events (counted over
-    /// every run's events); the run itself goes on.
-    Lagged(u64),
-}
-
-/// A run in flight: a [`Stream`] of its events (ending after `RunComplete`), or wait for its
-/// [`RunOutcome`] with [`RunHandle::outcome`].
-pub struct RunHandle {
-    pub session_id: SessionId,
-    pub run_id: RunId,
-    events: BroadcastStream<Arc<Event>>,
-    ended: bool,
-}
-
-impl Stream for RunHandle {
-    type Item = RunUpdate;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<RunUpdate>> {
-        if self.ended {
-            return Poll::Ready(None);
-        }
-        loop {
-            let update = match self.events.poll_next_unpin(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(None) => None,
-                Poll::Ready(Some(Ok(event))) if event.run_id != self.run_id => continue,
-                Poll::Ready(Some(Ok(event))) => Some(RunUpdate::Event(event)),
-                Poll::Ready(Some(Err(BroadcastStreamRecvError::Lagged(n)))) => {
-                    Some(RunUpdate::Lagged(n))
-                }
-            };
-            self.ended = match &update {
-                None => true,
-                Some(RunUpdate::Event(event)) => {
-                    matches!(event.kind, EventKind::RunComplete { .. })
-                }
-                Some(RunUpdate::Lagged(_)) => false,
-            };
-            return Poll::Ready(update);
-        }
-    }
-}
-
-impl RunHandle {
-    /// The run's next event; `None` after `RunComplete`. Events missed by falling behind are
-    /// skipped (with a warning in the log); see the [`Stream`] for them as items.
-    pub async fn next_event(&mut self) -> Option<Arc<Event>> {
-        loop {
-            match self.next().await? {
-                RunUpdate::Event(event) => return Some(event),
-                RunUpdate::Lagged(n) => {
-                    tracing::warn!(run = %self.run_id, "a run's reader fell behind and missed {n} events");
-                }
-            }
-        }
-    }
-
-    /// Waits for the run to end.
-    pub async fn outcome(mut self) -> Result<RunOutcome, RuntimeError> {
-        while let Some(event) = self.next_event().await {
-            if let Some(outcome) = RunOutcome::from_event(&event) {
-                return Ok(outcome);
-            }
-        }
-        Err(RuntimeError::RunLost)
     }
 }

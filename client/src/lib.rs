@@ -1,7 +1,7 @@
 //! A client of `ryvosd`'s socket, as the `ryvos` command line uses it.
 
-use crate::protocol::{Call, ErrorBody, Reply, Request};
 use futures_util::StreamExt;
+use ryvos_protocol::socket::{Call, ErrorBody, Reply, Request};
 use serde_json::Value;
 use std::path::Path;
 use tokio::io::AsyncWriteExt;

@@ -15,9 +15,9 @@ mod queue_worker;
 mod reply;
 mod run_request;
 
-use crate::config::Config;
-use crate::runtime::{Runtime, RuntimeError};
 use lock::HomeLock;
+use ryvos::config::Config;
+use ryvos::{Runtime, RuntimeError};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,7 +35,7 @@ pub enum DaemonError {
     #[error("{0}")]
     Setup(String),
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] ryvos::config::ConfigError),
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
 }
@@ -95,12 +95,11 @@ pub async fn serve(
         shutdown: CancellationToken::new(),
         local: queue_worker::LocalRuns::default(),
     });
-    let store = shared.runtime.engine.store();
     tracing::info!(
         socket = %socket.display(),
         pid = std::process::id(),
-        store = store.backend(),
-        daemon = store.node().unwrap_or("-"),
+        store = shared.runtime.store_backend(),
+        daemon = shared.runtime.shared_store().node().unwrap_or("-"),
         "ryvosd is ready"
     );
     ready(&socket);

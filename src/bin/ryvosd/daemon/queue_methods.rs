@@ -4,9 +4,9 @@
 use super::reply::{send, EventLines};
 use super::run_request::{run_error, run_request};
 use super::Shared;
-use crate::protocol::{ErrorBody, ErrorCode, QueuedRunParams, Reply, RunParams, RunsParams};
-use crate::runtime::RunOutcome;
-use ryvos_actors::{now_ms, Change};
+use ryvos::protocol::{ErrorBody, ErrorCode, QueuedRunParams, Reply, RunParams, RunsParams};
+use ryvos::shared_store::{now_ms, Change};
+use ryvos::RunOutcome;
 use ryvos_protocol::event::{Event, EventKind};
 use ryvos_protocol::ids::{QueuedRunId, SessionId};
 use ryvos_protocol::records::{QueueState, QueuedRun};
@@ -29,7 +29,7 @@ pub(super) async fn submit(params: RunParams, shared: &Shared) -> Result<QueuedR
     }
     // Checked as `run` checks it, so that a bad run is refused now, not when it is claimed.
     let request = run_request(params.clone(), shared).await?;
-    request.check().map_err(run_error)?;
+    request.validate().map_err(run_error)?;
     let run = QueuedRun {
         id: QueuedRunId::generate(),
         session_id: request.session.unwrap_or_else(SessionId::generate),
@@ -42,8 +42,8 @@ pub(super) async fn submit(params: RunParams, shared: &Shared) -> Result<QueuedR
         ended_at_ms: None,
         outcome: None,
     };
-    let store = shared.runtime.engine.store();
-    store.submit_run(&run).await.map_err(|e| {
+    let store = shared.runtime.shared_store();
+    store.submit(&run).await.map_err(|e| {
         let code = if store.changes().is_none() {
             ErrorCode::BadRequest
         } else {
@@ -60,8 +60,7 @@ pub(super) async fn runs(params: RunsParams, shared: &Shared) -> Result<Vec<Queu
     let limit = params.limit.unwrap_or(100).clamp(1, 10_000);
     shared
         .runtime
-        .engine
-        .store()
+        .shared_store()
         .queued_runs(params.state, limit)
         .await
         .map_err(|e| ErrorBody::new(ErrorCode::BadRequest, e.to_string()))
@@ -70,7 +69,7 @@ pub(super) async fn runs(params: RunsParams, shared: &Shared) -> Result<Vec<Queu
 /// The queued run `params` names, which must exist.
 async fn find(params: &QueuedRunParams, shared: &Shared) -> Result<QueuedRun, ErrorBody> {
     let id = QueuedRunId::new(params.run.clone());
-    match shared.runtime.engine.store().queued_run(&id).await {
+    match shared.runtime.shared_store().queued_run(&id).await {
         Ok(Some(run)) => Ok(run),
         Ok(None) => Err(not_found(&id)),
         Err(e) => Err(ErrorBody::new(ErrorCode::BadRequest, e.to_string())),
@@ -96,7 +95,7 @@ async fn again(
     write: &OwnedWriteHalf,
 ) -> Result<QueuedRun, ErrorBody> {
     let id = QueuedRunId::new(params.run.clone());
-    let store = shared.runtime.engine.store();
+    let store = shared.runtime.shared_store();
     let mut failing_since: Option<tokio::time::Instant> = None;
     loop {
         let error = match store.queued_run(&id).await {
@@ -129,7 +128,7 @@ pub(super) async fn wait(
     write: &OwnedWriteHalf,
 ) -> Result<RunOutcome, ErrorBody> {
     let mut run = find(&params, shared).await?;
-    let store = shared.runtime.engine.store();
+    let store = shared.runtime.shared_store();
     let mut changes = store.changes();
     loop {
         if let Some(outcome) = run.outcome.take() {
@@ -207,7 +206,7 @@ pub(super) async fn follow(
     // Subscribed first, so that no event comes between the look at the run and the stream.
     let mut live = shared.runtime.subscribe();
     let mut run = find(&params, shared).await?;
-    let store = shared.runtime.engine.store();
+    let store = shared.runtime.shared_store();
     let mut changes = store.changes();
     let mut turns_seen = 0;
     let mut lines = EventLines::new(id);

@@ -1,0 +1,135 @@
+//! A run to start: its prompt, session, workspace, goal and how it is followed.
+
+use super::RuntimeError;
+use ryvos_actors::{Interrupter, OnMessage, TraceParent};
+use ryvos_protocol::goal::Goal;
+use ryvos_protocol::ids::SessionId;
+use ryvos_protocol::message::Message;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A run to start.
+#[derive(Clone)]
+pub struct RunRequest {
+    /// Empty to continue the session without a new prompt (see [`RunRequest::continuing`]).
+    pub prompt: String,
+    /// Continue this session (its history is the run's context); a new session when `None`.
+    pub session: Option<SessionId>,
+    /// Where the file tools work; the current directory when `None`.
+    pub workspace: Option<PathBuf>,
+    /// Where the caller is: context files (`SOUL.md`, …) found here come before the
+    /// workspace's and `$RYVOS_HOME`'s.
+    pub caller_dir: Option<PathBuf>,
+    /// For a goal-driven run: what the Judge holds its answers to.
+    pub goal: Option<Goal>,
+    /// Run as a Director: plan a graph of steps, then carry them out.
+    pub director: bool,
+    /// Shown each message the run adds; it may interrupt the run after any of them.
+    pub on_message: Option<OnMessage>,
+    /// The caller's W3C trace context: the run's span is a child of it.
+    pub traceparent: Option<String>,
+}
+
+impl RunRequest {
+    /// Whether the request can run, wherever it runs (its workspace is checked where it does):
+    /// its session id, goal, Director prompt and trace context; the trace context, parsed.
+    pub(super) fn check(&self) -> Result<Option<TraceParent>, RuntimeError> {
+        if let Some(id) = &self.session {
+            if !SessionId::is_well_formed(id.as_str()) {
+                return Err(RuntimeError::BadSessionId(id.to_string()));
+            }
+        }
+        if let Some(goal) = &self.goal {
+            goal.validate()?;
+        }
+        if self.director && self.prompt.trim().is_empty() {
+            return Err(RuntimeError::BadRequest(
+                "a Director run needs its task: give a prompt (the same task resumes its plan)"
+                    .into(),
+            ));
+        }
+        self.traceparent
+            .as_deref()
+            .map(TraceParent::parse)
+            .transpose()
+            .map_err(RuntimeError::BadRequest)
+    }
+
+    /// Whether the request can run, wherever it runs: a daemon checks a queued run before it
+    /// takes it, so that a bad run is refused at once rather than when it is claimed.
+    pub fn validate(&self) -> Result<(), RuntimeError> {
+        self.check().map(drop)
+    }
+
+    /// A run of `prompt` on a new session in the current directory.
+    pub fn new(prompt: impl Into<String>) -> Self {
+        Self {
+            prompt: prompt.into(),
+            session: None,
+            workspace: None,
+            caller_dir: None,
+            goal: None,
+            director: false,
+            on_message: None,
+            traceparent: None,
+        }
+    }
+
+    /// Traces the run as a child of the caller's span: `traceparent` is a W3C trace context
+    /// (`00-<trace id>-<span id>-<flags>`).
+    pub fn traceparent(mut self, traceparent: impl Into<String>) -> Self {
+        self.traceparent = Some(traceparent.into());
+        self
+    }
+
+    /// Continues `session` without a new prompt: the calls its last run left pending run
+    /// first, and the turns since its last prompt count against `max_turns`.
+    pub fn continuing(session: SessionId) -> Self {
+        Self::new("").session(session)
+    }
+
+    /// Shows `callback` each message the run adds (its prompt, each answer, each tool result
+    /// as it comes); calling [`Interrupter::interrupt`] pauses the run after that message
+    /// (status `interrupted`). Calls not yet started stay pending for the next run.
+    pub fn on_message(
+        mut self,
+        callback: impl Fn(&Message, &Interrupter) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_message = Some(Arc::new(callback));
+        self
+    }
+
+    /// Runs as a Director: the model plans a graph of steps, independent steps run
+    /// concurrently in their own sessions, and the final answer is judged against the
+    /// request's goal. On a session whose Director run was cut off, the stored plan is taken
+    /// up where it stood.
+    pub fn director(mut self) -> Self {
+        self.director = true;
+        self
+    }
+
+    /// Holds the run to `goal`: the Judge holds each final answer to it, and the run ends
+    /// `completed` only when it accepts.
+    pub fn goal(mut self, goal: Goal) -> Self {
+        self.goal = Some(goal);
+        self
+    }
+
+    /// Continues `session`.
+    pub fn session(mut self, session: SessionId) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// Looks for context files in `dir` first.
+    pub fn caller_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.caller_dir = Some(dir.into());
+        self
+    }
+
+    /// Works in `dir`.
+    pub fn workspace(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.workspace = Some(dir.into());
+        self
+    }
+}
