@@ -30,8 +30,8 @@ pub mod testing;
 pub use config::Config;
 pub use run_log::read_session_logs;
 pub use runtime::{
-    EngineError, Interrupter, OnMessage, RunHandle, RunOutcome, RunRequest, RunUpdate, Runtime,
-    RuntimeBuilder, RuntimeError, StartRunError,
+    EngineError, Interrupter, OnMessage, RunHandle, RunOutcome, RunRequest, RunSettings, RunUpdate,
+    Runtime, RuntimeBuilder, RuntimeError, StartRunError,
 };
 /// The body of `ryvos-sandbox`, the sandbox's inner layer.
 pub use ryvos_actors::sandbox_inner_main;

@@ -125,6 +125,34 @@ async fn a_run_over_its_limit_stops_before_the_next_model_call() {
 }
 
 #[tokio::test]
+async fn a_run_with_a_budget_of_its_own_is_held_to_it_not_to_the_configs() {
+    let h = Harness::start(
+        vec![
+            Reply::tool_calls(READ_ME).usage(Some((1000, 1000))),
+            Reply::text(&["Done, under the raised limit."]).usage(Some((1, 1))),
+            Reply::tool_calls(READ_ME).usage(Some((1000, 1000))),
+            Reply::text(&["never asked"]),
+        ],
+        |c| {
+            seventy_cents_a_call(c);
+            c.budget.per_run_limit_cents = 10;
+        },
+    )
+    .await;
+    let (_, raised) = h.run(h.request("look around").budget_cents(100)).await;
+    assert_eq!(raised.status, RunStatus::Completed, "{:?}", raised.reason);
+    let (_, lowered) = h.run(h.request("look again").budget_cents(5)).await;
+    assert_eq!(lowered.status, RunStatus::BudgetExceeded);
+    let reason = lowered.reason.unwrap_or_default();
+    assert!(reason.contains("$0.05"), "{reason}");
+    assert_eq!(
+        h.server.requests().len(),
+        3,
+        "no call past the run's own limit"
+    );
+}
+
+#[tokio::test]
 async fn a_month_over_its_limit_refuses_new_runs_and_says_until_when() {
     let h = Harness::start(
         vec![

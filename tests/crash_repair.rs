@@ -82,6 +82,7 @@ async fn a_turn_cut_off_by_a_crash_is_repaired_on_resume() {
             started_at_ms: 1,
             ended_at_ms: None,
             goal: None,
+            model: None,
         }));
         store.write(&[batch]).await.unwrap();
     }

@@ -62,15 +62,71 @@ async fn a_bad_setting_is_refused_by_its_flag_before_anything_runs() {
 }
 
 #[tokio::test]
-async fn settings_are_refused_while_a_daemon_hosts_runs_on_its_own_config() {
-    let server = ScriptedModelServer::start([Reply::text(&["hi"])]).await;
+async fn a_run_through_the_daemon_takes_its_model_and_limits_and_nothing_else() {
+    let server = ScriptedModelServer::start([
+        Reply::tool_calls(&[("c1", "glob", r#"{"pattern": "*"}"#)]),
+        Reply::text(&["hi"]),
+    ])
+    .await;
     let home = Home::new(&server, "");
     let daemon = home.daemon().await;
-    let (code, _, stderr) = home.ryvos(&["run", "--model", "m2", "hello"]).await;
+    // A key only the daemon's config can set is refused, by name, before anything runs.
+    let (code, _, stderr) = home
+        .ryvos(&[
+            "-c",
+            "agent.parallel_tools=false",
+            "run",
+            "--model",
+            "m2",
+            "x",
+        ])
+        .await;
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("its own config"), "{stderr}");
+    assert!(stderr.contains("-c agent.parallel_tools"), "{stderr}");
+    assert!(
+        stderr.contains("model.model (--model)"),
+        "the allowed keys are listed: {stderr}"
+    );
     assert!(server.requests().is_empty());
+
+    let (code, out, stderr) = home
+        .ryvos(&[
+            "run",
+            "--json",
+            "--model",
+            "other-model",
+            "--max-turns",
+            "1",
+            "look",
+        ])
+        .await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(out.contains("max_turns"), "{out}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "one turn only");
+    assert_eq!(requests[0]["model"], "other-model");
+    let session = first_session(&out);
+
+    // The next run, without settings, asks the daemon's model; history says which each used.
+    let (code, _, stderr) = home.ryvos(&["run", "--resume", &session, "and now?"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let requests = server.requests();
+    assert_ne!(requests[1]["model"], "other-model");
+    let (code, history, stderr) = home.ryvos(&["history", &session, "--json"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let history: serde_json::Value = serde_json::from_str(&history).unwrap();
+    assert_eq!(history["runs"][0]["model"], "other-model");
+    assert_eq!(history["runs"][1]["model"], requests[1]["model"]);
     home.shutdown(daemon).await;
+}
+
+/// The session id of the first event of `--json` output.
+fn first_session(json_lines: &str) -> String {
+    json_lines
+        .lines()
+        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .and_then(|e| e["session_id"].as_str().map(str::to_owned))
+        .expect("a run's events name its session")
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@ use crate::checkpoint::{Checkpoint, CheckpointActor, CheckpointMsg};
 use crate::cost_ledger::{CostLedgerActor, CostLedgerArgs, CostLedgerMsg};
 use crate::guardian::{GuardianActor, GuardianArgs, GuardianMsg};
 use crate::judge::{JudgeActor, JudgeArgs, JudgeMsg};
-use crate::llm_stream::{LlmMsg, LlmStreamActor, ModelChain};
+use crate::llm_stream::{LlmMsg, LlmStreamActor};
 use crate::mcp::{McpHub, McpHubArgs, McpMsg};
 use crate::session::{SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg};
 use crate::store::StoreError;
@@ -106,8 +106,6 @@ pub(crate) struct RootArgs {
     pub checkpoint: Checkpoint,
     pub ledger: CostLedgerArgs,
     pub guardian: GuardianArgs,
-    /// The models calls go to, and how they are retried.
-    pub models: Arc<ModelChain>,
     pub tools: ToolExecutorArgs,
     pub judge: JudgeArgs,
     pub mcp: McpHubArgs,
@@ -239,7 +237,7 @@ impl Actor for RootSupervisor {
         );
         spawners.insert(
             ChildKind::LlmStream,
-            spawner(|| LlmStreamActor, args.models, slots.llm.clone()),
+            spawner(|| LlmStreamActor, (), slots.llm.clone()),
         );
         spawners.insert(
             ChildKind::ToolExecutor,

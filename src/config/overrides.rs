@@ -40,6 +40,20 @@ impl Override {
         merge(table, &self.table);
     }
 
+    /// The key it sets, dotted as in `-c` (`agent.max_turns`).
+    pub fn key(&self) -> String {
+        let mut parts = Vec::new();
+        let mut table = &self.table;
+        while let Some((name, value)) = table.iter().next() {
+            parts.push(name.as_str());
+            match value {
+                toml::Value::Table(inner) => table = inner,
+                _ => break,
+            }
+        }
+        parts.join(".")
+    }
+
     /// This setting alone, as a table.
     #[cfg(test)]
     fn alone(&self) -> toml::Table {

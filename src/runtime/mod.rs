@@ -11,7 +11,7 @@ use ryvos_actors::{
     ApprovalError, Approvals, Engine, EngineConfig, Guardrail, Provider, RecordingProvider,
     RunSpec, Sandbox, Tool, Workspace,
 };
-pub use ryvos_actors::{EngineError, Interrupter, OnMessage, StartRunError};
+pub use ryvos_actors::{EngineError, Interrupter, OnMessage, RunSettings, StartRunError};
 use ryvos_protocol::event::Event;
 pub use ryvos_protocol::event::RunOutcome;
 use ryvos_protocol::ids::SessionId;
@@ -192,6 +192,7 @@ impl Runtime {
             goal: request.goal.map(|g| Arc::new(g.from_user())),
             on_message: request.on_message,
             trace_parent,
+            settings: request.settings,
         };
         let ticket = if request.director {
             self.engine.start_director(request.session, spec)?

@@ -1,7 +1,7 @@
 //! A run to start: its prompt, session, workspace, goal and how it is followed.
 
 use super::RuntimeError;
-use ryvos_actors::{Interrupter, OnMessage, TraceParent};
+use ryvos_actors::{Interrupter, OnMessage, RunSettings, TraceParent};
 use ryvos_protocol::goal::Goal;
 use ryvos_protocol::ids::SessionId;
 use ryvos_protocol::message::Message;
@@ -28,6 +28,8 @@ pub struct RunRequest {
     pub on_message: Option<OnMessage>,
     /// The caller's W3C trace context: the run's span is a child of it.
     pub traceparent: Option<String>,
+    /// The model and limits this run asks for over the configuration.
+    pub settings: RunSettings,
 }
 
 impl RunRequest {
@@ -41,6 +43,23 @@ impl RunRequest {
         }
         if let Some(goal) = &self.goal {
             goal.validate()?;
+        }
+        let settings = &self.settings;
+        if settings
+            .model
+            .as_deref()
+            .is_some_and(|m| m.trim().is_empty())
+        {
+            return Err(RuntimeError::BadRequest(
+                "the run's model is empty: name a model, or leave it out".into(),
+            ));
+        }
+        if settings.max_turns == Some(0) || settings.max_duration_secs == Some(0) {
+            return Err(RuntimeError::BadRequest(
+                "a run needs at least one turn and one second: max_turns and \
+                 max_duration_secs must be above 0"
+                    .into(),
+            ));
         }
         if self.director && self.prompt.trim().is_empty() {
             return Err(RuntimeError::BadRequest(
@@ -72,7 +91,34 @@ impl RunRequest {
             director: false,
             on_message: None,
             traceparent: None,
+            settings: RunSettings::default(),
         }
+    }
+
+    /// Asks `model` (as `[model] model` would), on the configured provider's endpoint and keys,
+    /// with the configured fallbacks after it.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.settings.model = Some(model.into());
+        self
+    }
+
+    /// Stops the run after `turns` model calls (as `[agent] max_turns` would).
+    pub fn max_turns(mut self, turns: u32) -> Self {
+        self.settings.max_turns = Some(turns);
+        self
+    }
+
+    /// Stops the run after `secs` seconds (as `[agent] max_duration_secs` would).
+    pub fn max_duration_secs(mut self, secs: u64) -> Self {
+        self.settings.max_duration_secs = Some(secs);
+        self
+    }
+
+    /// Stops the run before the model call after it has spent `cents` (as
+    /// `[budget] per_run_limit_cents` would; 0 is no limit).
+    pub fn budget_cents(mut self, cents: u64) -> Self {
+        self.settings.per_run_limit_cents = Some(cents);
+        self
     }
 
     /// Traces the run as a child of the caller's span: `traceparent` is a W3C trace context

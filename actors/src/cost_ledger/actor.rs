@@ -90,8 +90,12 @@ impl Actor for CostLedgerActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            CostLedgerMsg::Authorize { run_id, reply } => {
-                let authorization = state.authorize(&run_id).await;
+            CostLedgerMsg::Authorize {
+                run_id,
+                run_limit_cents,
+                reply,
+            } => {
+                let authorization = state.authorize(&run_id, run_limit_cents).await;
                 #[cfg(feature = "testing")]
                 if let Some(held) = &mut state.held {
                     held.wait(super::LedgerAnswer::BudgetCheck).await;
@@ -179,15 +183,15 @@ impl LedgerState {
     }
 
     /// Whether run `run_id` may make another model call, with the month's total caught up.
-    async fn authorize(&mut self, run_id: &RunId) -> Authorization {
+    async fn authorize(&mut self, run_id: &RunId, run_limit_cents: Option<u64>) -> Authorization {
         match self.catch_up_on_the_month(&Period::of(now_ms())).await {
-            Ok(()) => self.check(run_id).await,
+            Ok(()) => self.check(run_id, run_limit_cents).await,
             Err(e) => Authorization::Unverifiable(e),
         }
     }
 
     /// Whether run `run_id` may make another model call, by the totals known.
-    async fn check(&mut self, run_id: &RunId) -> Authorization {
+    async fn check(&mut self, run_id: &RunId, run_limit_cents: Option<u64>) -> Authorization {
         let period = Period::of(now_ms());
         let spent = match self.totals(&run_key(run_id)).await {
             Ok(run) => self
@@ -198,7 +202,7 @@ impl LedgerState {
         };
         match spent {
             Ok((run, month)) => match budget::check(
-                &self.limits,
+                &self.limits.for_run(run_limit_cents),
                 run.cost_microcents,
                 month.cost_microcents,
                 &period,
@@ -227,7 +231,7 @@ impl LedgerState {
             format!("day:{}", period.day),
             format!("month:{}", period.month),
         ];
-        let (price, price_source) = self.prices.price_of(&report.model);
+        let (price, price_source) = self.prices.price_of(&report.model, report.served_locally);
         let mut before = Vec::with_capacity(keys.len());
         for key in &keys {
             before.push(self.totals(key).await?);
@@ -241,7 +245,7 @@ impl LedgerState {
                 price,
                 price_source,
                 warnings: Vec::new(),
-                next_call: self.check(&report.run_id).await,
+                next_call: self.check(&report.run_id, report.run_limit_cents).await,
                 store_error: self.commit_error.take(),
             });
         }
@@ -264,7 +268,7 @@ impl LedgerState {
         }
         let (run_after, month_after) = (after[0].1, after[3].1);
         let warnings = budget::warnings_crossed(
-            &self.limits,
+            &self.limits.for_run(report.run_limit_cents),
             (run_before.cost_microcents, run_after.cost_microcents),
             (before[3].cost_microcents, month_after.cost_microcents),
             &period,
@@ -277,7 +281,7 @@ impl LedgerState {
             price,
             price_source,
             warnings,
-            next_call: self.authorize(&report.run_id).await,
+            next_call: self.authorize(&report.run_id, report.run_limit_cents).await,
             store_error: self.commit_error.take(),
         })
     }

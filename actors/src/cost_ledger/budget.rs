@@ -29,13 +29,28 @@ impl Limits {
 
     /// The limits of `[budget]`.
     pub(super) fn new(budget: &BudgetConfig) -> Self {
-        let cents = |c: u64| (c > 0).then(|| c.saturating_mul(MICROCENTS_PER_CENT));
         Self {
-            per_run: cents(budget.per_run_limit_cents),
-            monthly: cents(budget.monthly_limit_cents),
-            monthly_warning: cents(budget.warning_threshold_cents),
+            per_run: limit(budget.per_run_limit_cents),
+            monthly: limit(budget.monthly_limit_cents),
+            monthly_warning: limit(budget.warning_threshold_cents),
         }
     }
+
+    /// These limits for a run that set its own per-run limit (`run_cents`, 0: none).
+    pub(super) fn for_run(self, run_cents: Option<u64>) -> Self {
+        match run_cents {
+            Some(cents) => Self {
+                per_run: limit(cents),
+                ..self
+            },
+            None => self,
+        }
+    }
+}
+
+/// A limit of `cents` in millionths of a cent; 0 is none.
+fn limit(cents: u64) -> Option<u64> {
+    (cents > 0).then(|| cents.saturating_mul(MICROCENTS_PER_CENT))
 }
 
 /// A threshold reached: said as a warning, or as the reason a call is refused.
@@ -206,6 +221,25 @@ mod tests {
         assert_eq!(month.scope, BudgetScope::Month);
         assert!(month.message.contains("1970-02-01"), "{}", month.message);
         assert!(check(&limits(0, 0, 0), u64::MAX / 2, u64::MAX / 2, &p).is_ok());
+    }
+
+    #[test]
+    fn a_run_with_its_own_limit_is_held_to_it_and_the_month_still_counts() {
+        let p = Period::of(0);
+        let l = limits(10, 100, 0);
+        assert!(check(&l.for_run(Some(50)), 20 * C, 0, &p).is_ok(), "raised");
+        let lowered = check(&l.for_run(Some(5)), 6 * C, 0, &p).unwrap_err();
+        assert_eq!(lowered.scope, BudgetScope::Run);
+        assert!(
+            check(&l.for_run(Some(0)), 99 * C, 0, &p).is_ok(),
+            "0 is no limit"
+        );
+        let month = check(&l.for_run(Some(0)), 0, 100 * C, &p).unwrap_err();
+        assert_eq!(month.scope, BudgetScope::Month);
+        assert!(
+            check(&l.for_run(None), 10 * C, 0, &p).is_err(),
+            "the config's"
+        );
     }
 
     #[test]

@@ -48,6 +48,10 @@ pub(crate) struct UsageReport {
     pub usage: Usage,
     /// True when the usage is the tokenizer's estimate.
     pub estimated: bool,
+    /// The model is served on this machine: free unless priced.
+    pub served_locally: bool,
+    /// The run's own per-run limit in cents, when it set one.
+    pub run_limit_cents: Option<u64>,
 }
 
 /// What recording a call found.
@@ -84,6 +88,8 @@ pub(crate) enum CostLedgerMsg {
     /// May this run make another model call?
     Authorize {
         run_id: RunId,
+        /// The run's own per-run limit in cents, when it set one.
+        run_limit_cents: Option<u64>,
         reply: RpcReplyPort<Authorization>,
     },
     /// Price and record one call's usage.

@@ -99,9 +99,10 @@ impl PriceBook {
 
     /// The price of `model`: its own entry, else the entry it extends with a date or version
     /// (`gpt-4o-2024-08-06`, `claude-opus-4-5-20251101`, `…-latest`), else the unknown-model
-    /// price, or nothing for a local model. Any other suffix (`o1-pro`) is another model, with
+    /// price, or nothing for a local model (one `served_locally`, or named local when the
+    /// ledger started). Any other suffix (`o1-pro`) is another model, with
     /// a price of its own.
-    pub(super) fn price_of(&self, model: &str) -> (Pricing, PriceSource) {
+    pub(super) fn price_of(&self, model: &str, served_locally: bool) -> (Pricing, PriceSource) {
         let mut candidate = model;
         loop {
             if let Some((price, source)) = self.prices.get(candidate) {
@@ -109,7 +110,9 @@ impl PriceBook {
             }
             match candidate.rfind('-') {
                 Some(cut) if is_version(&candidate[cut + 1..]) => candidate = &candidate[..cut],
-                _ if self.local.contains(model) => return (FREE, PriceSource::Local),
+                _ if served_locally || self.local.contains(model) => {
+                    return (FREE, PriceSource::Local)
+                }
                 _ => return (UNKNOWN_MODEL_PRICE, PriceSource::Unknown),
             }
         }
@@ -143,25 +146,27 @@ mod tests {
             },
         );
         let book = PriceBook::new(&overrides, []);
-        let (mini, source) = book.price_of("gpt-4o-mini-2024-07-18");
+        let (mini, source) = book.price_of("gpt-4o-mini-2024-07-18", false);
         assert_eq!((mini.input_per_1m, source), (15.0, PriceSource::BuiltIn));
-        let (big, source) = book.price_of("gpt-4o-2024-08-06");
+        let (big, source) = book.price_of("gpt-4o-2024-08-06", false);
         assert_eq!((big.input_per_1m, source), (1.0, PriceSource::Override));
-        let (opus, _) = book.price_of("claude-opus-4-5-20251101");
+        let (opus, _) = book.price_of("claude-opus-4-5-20251101", false);
         assert_eq!(opus.input_per_1m, 500.0);
         assert_eq!(
-            book.price_of("claude-3-5-haiku-latest").0.input_per_1m,
+            book.price_of("claude-3-5-haiku-latest", false)
+                .0
+                .input_per_1m,
             80.0
         );
         for dearer in ["o1-pro", "gpt-5-pro", "o3-pro-2025-06-10"] {
             assert_eq!(
-                book.price_of(dearer).1,
+                book.price_of(dearer, false).1,
                 PriceSource::Unknown,
                 "{dearer} is not priced as its cheaper namesake"
             );
         }
         assert_eq!(
-            book.price_of("my-local-model").1,
+            book.price_of("my-local-model", false).1,
             PriceSource::Unknown,
             "an unknown model is never free"
         );
@@ -178,18 +183,24 @@ mod tests {
             },
         );
         let book = PriceBook::new(&overrides, ["gemma3", "priced-local", "gpt-4o"]);
-        let (price, source) = book.price_of("gemma3");
+        let (price, source) = book.price_of("gemma3", false);
         assert_eq!(
             (price.input_per_1m, price.output_per_1m, source),
             (0.0, 0.0, PriceSource::Local)
         );
-        assert_eq!(book.price_of("priced-local").1, PriceSource::Override);
         assert_eq!(
-            book.price_of("gpt-4o").1,
+            book.price_of("priced-local", false).1,
+            PriceSource::Override
+        );
+        assert_eq!(
+            book.price_of("gpt-4o", false).1,
             PriceSource::BuiltIn,
             "a local proxy to a paid model is still counted"
         );
-        assert_eq!(book.price_of("llama3").1, PriceSource::Unknown);
+        assert_eq!(book.price_of("llama3", false).1, PriceSource::Unknown);
+        // A model a run chose, on the local endpoint: free, unless priced.
+        assert_eq!(book.price_of("llama3", true).1, PriceSource::Local);
+        assert_eq!(book.price_of("gpt-4o", true).1, PriceSource::BuiltIn);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::guardian::{GuardianArgs, Thresholds};
 use crate::guardrail::{Guardrail, GuardrailConfig, Patterns};
 use crate::ids::{RunId, SessionId};
 use crate::judge::JudgeArgs;
-use crate::llm_stream::ModelChain;
+use crate::llm_stream::{ModelChain, ModelChains};
 use crate::mcp::{McpHubArgs, McpServers};
 use crate::memory::Memory;
 use crate::provider::retry::RetryPolicy;
@@ -135,6 +135,8 @@ pub struct Engine {
     director: DirectorConfig,
     /// A run's longest time (`max_duration_secs`).
     max_run: Duration,
+    /// The models runs ask.
+    models: Arc<ModelChains>,
     /// Sessions a Director is running on.
     directing: Directors,
     /// Tool calls waiting for a person's approval.
@@ -156,8 +158,8 @@ impl Engine {
         tools: Vec<Arc<dyn Tool>>,
         guardrails: Vec<Arc<dyn Guardrail>>,
     ) -> Result<Self, EngineError> {
-        let chain = crate::provider::chain_from_config(&config.model)?;
-        Self::start_with_chain(config, chain, tools, guardrails).await
+        let models = ModelChains::from_config(&config.model)?;
+        Self::start_with_models(config, models, tools, guardrails).await
     }
 
     /// Starts the engine with a provider of the caller's (a test server, a replay, a custom
@@ -168,16 +170,18 @@ impl Engine {
         tools: Vec<Arc<dyn Tool>>,
         guardrails: Vec<Arc<dyn Guardrail>>,
     ) -> Result<Self, EngineError> {
-        Self::start_with_chain(config, vec![provider], tools, guardrails).await
+        let chain = ModelChain::new(vec![provider], RetryPolicy::from_config(&config.model));
+        let models = ModelChains::fixed(Arc::new(chain));
+        Self::start_with_models(config, models, tools, guardrails).await
     }
 
-    /// Starts the engine with `providers` tried in order (the first is the primary).
+    /// Starts the engine asking `models`.
     ///
     /// Long because it is the composition root: every actor's arguments are built here, in the
     /// order they depend on each other, so the whole wiring reads top to bottom in one place.
-    async fn start_with_chain(
+    async fn start_with_models(
         config: EngineConfig,
-        providers: Vec<Arc<dyn Provider>>,
+        models: ModelChains,
         tools: Vec<Arc<dyn Tool>>,
         mut guardrails: Vec<Arc<dyn Guardrail>>,
     ) -> Result<Self, EngineError> {
@@ -186,10 +190,7 @@ impl Engine {
         {
             guardrails.push(patterns);
         }
-        let models = Arc::new(ModelChain::new(
-            providers,
-            RetryPolicy::from_config(&config.model),
-        ));
+        let models = Arc::new(models);
         let store = open_store(&config).await?;
         let slots = Slots::new();
         let in_flight = RunsInFlight::default();
@@ -246,7 +247,7 @@ impl Engine {
             guardian: slots.guardian.clone(),
             llm: slots.llm.clone(),
             judge: slots.judge.clone(),
-            llm_model: models.model().into(),
+            models: models.clone(),
             model_retries: config.model.max_retries,
             home: config.home.clone(),
             memory: memory.clone(),
@@ -259,8 +260,9 @@ impl Engine {
             global_events: global_events.clone(),
             mcp: mcp.clone(),
         };
-        let judges = crate::judge::models(&config.model, &agent.judge, &models)?;
+        let judges = crate::judge::models(&config.model, &agent.judge, models.configured())?;
         let local_models = models
+            .configured()
             .local_models()
             .chain(judges.local_models())
             .map(str::to_owned)
@@ -282,7 +284,6 @@ impl Engine {
                 config: agent.judge.clone(),
                 gate: gate.clone(),
             },
-            models,
             tools: ToolExecutorArgs {
                 gate,
                 registry: registry.clone(),
@@ -336,6 +337,7 @@ impl Engine {
             budget: config.budget,
             director: config.agent.director.clone(),
             max_run: config.agent.max_duration(),
+            models,
             directing: Arc::default(),
             approvals,
             sandbox,
@@ -352,9 +354,19 @@ impl Engine {
         session: Option<SessionId>,
         spec: RunSpec,
     ) -> Result<RunTicket, EngineError> {
+        self.can_honour(&spec)?;
         Ok(RunStarter::new(self.slots.sessions.clone())
             .start(session, spec)
             .await?)
+    }
+
+    /// Refuses a run whose settings cannot be honoured before it starts (its model's chain,
+    /// built here, is the one the run then asks).
+    fn can_honour(&self, spec: &RunSpec) -> Result<(), StartRunError> {
+        self.models
+            .asking(spec.settings.model.as_deref())
+            .map(drop)
+            .map_err(StartRunError::Settings)
     }
 
     /// Starts a Director run on `session` (a new session when `None`): the model plans a graph
@@ -365,6 +377,7 @@ impl Engine {
         session: Option<SessionId>,
         spec: RunSpec,
     ) -> Result<RunTicket, EngineError> {
+        self.can_honour(&spec)?;
         let session_id = session.unwrap_or_else(SessionId::generate);
         // One Director per session: two would take up the same plan.
         let Some((directing, stop)) = Directing::claim(&self.directing, &session_id) else {
@@ -378,7 +391,10 @@ impl Engine {
             checkpoint: self.checkpoint.clone(),
             store: self.store.clone(),
             config: self.director.clone(),
-            max_run: self.max_run,
+            max_run: spec
+                .settings
+                .max_duration_secs
+                .map_or(self.max_run, Duration::from_secs),
             stop,
         };
         let publisher = stream.for_run_under(

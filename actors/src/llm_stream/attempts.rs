@@ -52,6 +52,14 @@ impl ModelChain {
         self.providers.first().map_or("", |p| p.provider_name())
     }
 
+    /// Whether `model` of the chain is served on this machine (and so costs nothing unless
+    /// priced).
+    pub(crate) fn serves_locally(&self, model: &str) -> bool {
+        self.providers
+            .iter()
+            .any(|p| p.model() == model && p.runs_locally())
+    }
+
     /// The models of the chain served on this machine, which cost nothing unless priced.
     pub(crate) fn local_models(&self) -> impl Iterator<Item = &str> {
         self.providers

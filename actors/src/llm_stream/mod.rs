@@ -7,9 +7,11 @@
 //! estimate is marked as such.
 
 mod attempts;
+mod chains;
 mod spans;
 
 pub(crate) use attempts::ModelChain;
+pub(crate) use chains::ModelChains;
 pub(crate) use spans::{end_chat, open_chat};
 use spans::{end_summary, open_summary};
 
@@ -66,6 +68,8 @@ impl ModelAnswer {
 
 /// One request to stream.
 pub(crate) struct StreamJob {
+    /// The models asked, in order: the run's.
+    pub models: Arc<ModelChain>,
     pub request: ChatRequest,
     pub events: RunEvents,
     pub purpose: Purpose,
@@ -94,7 +98,7 @@ pub(crate) enum Purpose {
 
 /// Messages of the [`LlmStreamActor`].
 pub(crate) enum LlmMsg {
-    Stream(StreamJob),
+    Stream(Box<StreamJob>),
     /// Test hook: panic inside the handler.
     #[cfg(feature = "testing")]
     Panic,
@@ -105,28 +109,28 @@ pub(crate) struct LlmStreamActor;
 
 impl Actor for LlmStreamActor {
     type Msg = LlmMsg;
-    type State = Arc<ModelChain>;
-    type Arguments = Arc<ModelChain>;
+    type State = ();
+    type Arguments = ();
 
     async fn pre_start(
         &self,
         _myself: ActorRef<Self::Msg>,
-        chain: Arc<ModelChain>,
+        _: (),
     ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(chain)
+        Ok(())
     }
 
     async fn handle(
         &self,
         _myself: ActorRef<Self::Msg>,
         msg: Self::Msg,
-        chain: &mut Self::State,
+        _: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             LlmMsg::Stream(job) => {
-                let chain = chain.clone();
                 tokio::spawn(async move {
                     let StreamJob {
+                        models: chain,
                         request,
                         events,
                         purpose,
@@ -135,7 +139,7 @@ impl Actor for LlmStreamActor {
                         cancel,
                         heartbeat,
                         on_done,
-                    } = job;
+                    } = *job;
                     // From here on the model may be asked: a task that fails now has not lost
                     // the job unasked, and it must not be asked again as if it had.
                     let on_done = on_done.if_dropped(|| {

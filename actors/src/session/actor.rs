@@ -27,7 +27,7 @@ pub(super) enum SessionMsg {
     /// `control` (which the supervisor holds from the start).
     StartRun {
         run_id: RunId,
-        spec: RunSpec,
+        spec: Box<RunSpec>,
         control: mpsc::UnboundedReceiver<Control>,
     },
     /// The run's driver is done and has put the conversation back on the desk.
@@ -120,7 +120,7 @@ impl Actor for SessionActor {
                 run_id,
                 spec,
                 control,
-            } => state.start_run(run_id, spec, control)?,
+            } => state.start_run(run_id, *spec, control)?,
             SessionMsg::RunEnded => state.schedule_hibernation(&myself),
             SessionMsg::Hibernate { epoch } => {
                 if !state.desk.is_driving() && epoch == state.idle_epoch {

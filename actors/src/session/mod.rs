@@ -49,8 +49,8 @@ pub(crate) struct Services {
     pub guardian: ChildSlot<GuardianMsg>,
     pub llm: ChildSlot<LlmMsg>,
     pub judge: ChildSlot<crate::judge::JudgeMsg>,
-    /// The model the provider asks, for pricing calls that never answered.
-    pub llm_model: Arc<str>,
+    /// The models runs ask: the configured ones, and those runs chose.
+    pub models: Arc<crate::llm_stream::ModelChains>,
     /// How many times a model call lost with its actor is asked again (the model's retries).
     pub model_retries: u32,
     /// `$RYVOS_HOME`.
@@ -88,4 +88,21 @@ pub struct RunSpec {
     pub on_message: Option<crate::interrupt::OnMessage>,
     /// The caller's trace: the run's span is a child of it (while telemetry is on).
     pub trace_parent: Option<crate::telemetry::TraceParent>,
+    /// What this run asks for over the configuration (a model, its limits).
+    pub settings: RunSettings,
+}
+
+/// What one run asks for over the configuration. Each is the run's own; `None` keeps the
+/// configured value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunSettings {
+    /// The model to ask (`[model] model`): on the configured provider's endpoint and keys,
+    /// with the configured fallbacks after it.
+    pub model: Option<String>,
+    /// `[agent] max_turns`.
+    pub max_turns: Option<u32>,
+    /// `[agent] max_duration_secs`.
+    pub max_duration_secs: Option<u64>,
+    /// `[budget] per_run_limit_cents` (0: no limit).
+    pub per_run_limit_cents: Option<u64>,
 }

@@ -4,7 +4,7 @@ use crate::event::{RunEvents, RunStatus};
 use crate::guardian::Hint;
 use crate::ids::RunId;
 use crate::interrupt::{Interrupter, OnMessage};
-use crate::llm_stream::Heartbeat;
+use crate::llm_stream::{Heartbeat, ModelChain};
 use crate::message::ToolCall;
 use crate::provider::Usage;
 use crate::store::{now_ms, RunRecord};
@@ -57,6 +57,9 @@ pub(super) struct ActiveRun {
     pub goal: Option<Arc<crate::judge::Goal>>,
     pub judging: JudgeTally,
     pub cancel: CancellationToken,
+    /// The models the run asks, its chosen one first.
+    pub models: Arc<ModelChain>,
+    pub limits: RunLimits,
     /// Set to pause the run after its current step (status `interrupted`).
     pub interrupter: Interrupter,
     /// The host's callback, shown each message the run adds.
@@ -110,6 +113,27 @@ pub(super) struct ActiveRun {
     pub last_text: String,
 }
 
+/// The limits a run runs under: the configuration's, with the run's own settings over them.
+pub(crate) struct RunLimits {
+    pub max_turns: u32,
+    pub max_duration_secs: u64,
+    /// The run's own spending limit in cents, when it set one (0: none).
+    pub per_run_limit_cents: Option<u64>,
+}
+
+impl RunLimits {
+    /// `agent`'s limits, with `settings` over them.
+    pub(crate) fn new(agent: &crate::config::AgentConfig, settings: &super::RunSettings) -> Self {
+        Self {
+            max_turns: settings.max_turns.unwrap_or(agent.max_turns),
+            max_duration_secs: settings
+                .max_duration_secs
+                .unwrap_or(agent.max_duration_secs),
+            per_run_limit_cents: settings.per_run_limit_cents,
+        }
+    }
+}
+
 /// What a run has spent, and whether it may spend more.
 #[derive(Default)]
 pub(super) struct Spending {
@@ -151,18 +175,22 @@ pub(super) struct JudgeTally {
 }
 
 impl ActiveRun {
-    /// A run about to make its first call, with `system` as its system prompt.
+    /// A run about to make its first call, asking the configured models until it is begun.
     pub(super) fn new(
         id: RunId,
         prompt: String,
         events: RunEvents,
         workspace: Workspace,
-        sandbox: &crate::sandbox::Sandbox,
-        system: Arc<str>,
+        services: &super::Services,
+        limits: RunLimits,
         next_seq: u64,
     ) -> ActiveRun {
+        let system: Arc<str> = Arc::from("");
         let cancel = CancellationToken::new();
-        let sandbox = sandbox.for_run(&workspace).publishing(events.clone());
+        let sandbox = (services.sandbox)
+            .for_run(&workspace)
+            .publishing(events.clone());
+        let models = services.models.configured().clone();
         ActiveRun {
             id,
             prompt,
@@ -172,6 +200,8 @@ impl ActiveRun {
             system_size: crate::tokens::size_text(&system),
             system_base: system.clone(),
             system,
+            models,
+            limits,
             goal: None,
             judging: JudgeTally::default(),
             interrupter: Interrupter::default(),
@@ -263,6 +293,7 @@ impl ActiveRun {
             started_at_ms: self.started_at_ms,
             ended_at_ms: ending.map(|_| now_ms()),
             goal: self.goal.as_deref().cloned(),
+            model: Some(self.models.model().to_owned()),
         }
     }
 }

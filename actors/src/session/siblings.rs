@@ -39,11 +39,16 @@ pub(super) struct Refusal {
 impl ChildSlot<CostLedgerMsg> {
     /// Whether the run may make another model call (at a run's start; later calls are judged
     /// by the receipt of the one before).
-    pub(super) async fn authorize(&self, run_id: &RunId) -> Result<(), Refusal> {
+    pub(super) async fn authorize(
+        &self,
+        run_id: &RunId,
+        run_limit_cents: Option<u64>,
+    ) -> Result<(), Refusal> {
         let answer = self
             .call(
                 |reply| CostLedgerMsg::Authorize {
                     run_id: run_id.clone(),
+                    run_limit_cents,
                     reply,
                 },
                 LEDGER_PATIENCE,
@@ -195,7 +200,7 @@ impl ChildSlot<LlmMsg> {
     ) -> Answer<ModelAnswer> {
         let (on_done, answer) = answered(move || ModelAnswer::lost(what));
         // A model actor being restarted gets the job once it is back.
-        self.send(LlmMsg::Stream(job(on_done)));
+        self.send(LlmMsg::Stream(Box::new(job(on_done))));
         answer
     }
 }

@@ -45,6 +45,9 @@ pub enum StartRunError {
     ShuttingDown,
     #[error("the session could not be started: {0}")]
     Spawn(String),
+    /// The run's settings cannot be honoured (a model this runtime cannot ask).
+    #[error("{0}")]
+    Settings(String),
     #[error("the session supervisor did not answer: {0}")]
     Unanswered(String),
 }
@@ -404,7 +407,7 @@ impl SessionSupervisorState {
         actor
             .cast(SessionMsg::StartRun {
                 run_id: run_id.clone(),
-                spec,
+                spec: Box::new(spec),
                 control,
             })
             .map_err(|_| StartRunError::Recovering(session_id.clone()))?;
@@ -471,6 +474,11 @@ impl SessionSupervisorState {
                 myself.send_after(after, move || SessionSupervisorMsg::Restart {
                     session_id: id,
                 });
+            }
+            // Not restarted while the runtime stops; its run, told to pause, is driven without
+            // it and reports its own end (`interrupted`), as every run the stop pauses does.
+            _ if self.shutting_down && entry.desk.is_driving() => {
+                tracing::warn!(session = %session_id, "not restarted while stopping; its run pauses without it");
             }
             decision => {
                 let run = entry.active_run.take();

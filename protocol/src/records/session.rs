@@ -81,6 +81,9 @@ pub struct RunRecord {
     /// What a goal-driven run was held to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goal: Option<Goal>,
+    /// The model the run asked (a fallback may have answered some calls: see its events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// A completed turn: the messages it added and what it cost.

@@ -48,6 +48,20 @@ pub struct RunParams {
     /// Only for `run`: a queued run is hosted by whichever daemon claims it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<String>,
+    /// Ask this model (as `[model] model` would), on the daemon's configured provider, its
+    /// keys and its fallbacks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Stop after this many model calls (as `[agent] max_turns` would; at least 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// Stop after this many seconds (as `[agent] max_duration_secs` would; at least 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_duration_secs: Option<u64>,
+    /// This run's spending limit in cents (as `[budget] per_run_limit_cents` would; 0 is
+    /// none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_run_limit_cents: Option<u64>,
 }
 
 impl RunParams {
@@ -63,6 +77,10 @@ impl RunParams {
             director: false,
             traceparent: None,
             config: None,
+            model: None,
+            max_turns: None,
+            max_duration_secs: None,
+            per_run_limit_cents: None,
         }
     }
 }

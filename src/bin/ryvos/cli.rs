@@ -74,15 +74,20 @@ pub struct RunArgs {
 impl RunArgs {
     /// `--model` and `--max-turns`, as the config settings they stand for.
     pub fn settings(&self) -> Vec<Override> {
-        let mut settings = Vec::new();
-        if let Some(model) = &self.model {
-            settings.extend(Override::new("model.model", model.clone().into()).ok());
-        }
-        if let Some(turns) = self.max_turns {
-            settings.extend(Override::new("agent.max_turns", i64::from(turns).into()).ok());
-        }
-        settings
+        flag_settings(self.model.as_deref(), self.max_turns)
     }
+}
+
+/// `--model` and `--max-turns`, as the config settings they stand for.
+fn flag_settings(model: Option<&str>, max_turns: Option<u32>) -> Vec<Override> {
+    let mut settings = Vec::new();
+    if let Some(model) = model {
+        settings.extend(Override::new("model.model", model.into()).ok());
+    }
+    if let Some(turns) = max_turns {
+        settings.extend(Override::new("agent.max_turns", i64::from(turns).into()).ok());
+    }
+    settings
 }
 
 /// `ryvos submit`'s flags: `run`'s, less those only a run hosted here can honour.
@@ -113,11 +118,22 @@ pub struct SubmitArgs {
     /// Run as a Director (as `run --director`).
     #[arg(long)]
     pub director: bool,
+    /// The model to ask (as `run --model`).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Stop after N turns (as `run --max-turns`).
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
     /// What to do; `-` (or nothing, when stdin is not a terminal) reads it from stdin.
     pub prompt: Vec<String>,
 }
 
 impl SubmitArgs {
+    /// `--model` and `--max-turns`, as the config settings they stand for.
+    pub fn settings(&self) -> Vec<Override> {
+        flag_settings(self.model.as_deref(), self.max_turns)
+    }
+
     /// The same run, as `run`'s flags.
     pub fn into_run(self) -> RunArgs {
         RunArgs {
@@ -127,8 +143,8 @@ impl SubmitArgs {
             session: self.session,
             resume: self.resume,
             continue_latest: false,
-            model: None,
-            max_turns: None,
+            model: self.model,
+            max_turns: self.max_turns,
             record: None,
             goal: self.goal,
             criterion: self.criterion,

@@ -16,6 +16,7 @@ mod print;
 mod queue;
 mod reading;
 mod render;
+mod run_settings;
 mod running;
 mod shown_config;
 mod starting;
@@ -43,8 +44,10 @@ fn main() -> ExitCode {
         _ => {}
     }
     let mut settings = cli.set;
-    if let Command::Run(args) = &cli.command {
-        settings.extend(args.settings());
+    match &cli.command {
+        Command::Run(args) => settings.extend(args.settings()),
+        Command::Submit(args) => settings.extend(args.settings()),
+        _ => {}
     }
     let config = match Config::load_with(cli.config.as_deref(), &settings) {
         Ok(c) => c,
@@ -62,7 +65,7 @@ fn main() -> ExitCode {
     };
     let given = Given {
         explicit_config: cli.config.is_some(),
-        settings: !settings.is_empty(),
+        settings,
     };
     let code = runtime.block_on(dispatch(cli.command, config, given));
     // An inline approval question may still wait for a line on stdin: do not wait for it.
@@ -84,7 +87,7 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
     };
     match command {
         Command::Run(args) => starting::run(args, given, config, socket).await,
-        Command::Submit(args) => queue::submit(args.into_run(), given, &socket).await,
+        Command::Submit(args) => queue::submit(args.into_run(), given, &config, &socket).await,
         Command::Runs { state, limit, json } => queue::runs(state, limit, json, &socket).await,
         Command::Wait { run, json } => queue::wait(run, json, &socket).await,
         Command::Follow { run, json } => queue::follow(run, json, &socket).await,

@@ -144,7 +144,12 @@ pub fn history(h: &HistoryResult) {
     }
     for r in &h.runs {
         let status = r.status.map_or("in flight", |s| s.as_str());
-        outln!("run {}: {status} ({} turns)", r.run_id, r.turns);
+        let model = r
+            .model
+            .as_deref()
+            .map(|m| format!(", {m}"))
+            .unwrap_or_default();
+        outln!("run {}: {status} ({} turns{model})", r.run_id, r.turns);
     }
     for a in &h.audit {
         let decision = if a.allowed { "allowed" } else { "denied" };

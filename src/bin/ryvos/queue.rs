@@ -7,6 +7,7 @@ use crate::out::outln;
 use crate::reading::{self, shown};
 use crate::render::Renderer;
 use crate::starting::{asked, Given};
+use ryvos::config::Config;
 use ryvos::protocol::{Follow, QueuedRunParams, Reply, RunParams, Runs, RunsParams, Submit, Wait};
 use ryvos::RunStatus;
 use ryvos_client::{Client, ClientError};
@@ -34,13 +35,15 @@ async fn daemon(socket: &Path) -> Result<Client, u8> {
 }
 
 /// `ryvos submit`: queues the run and prints its id.
-pub async fn submit(mut args: RunArgs, given: Given, socket: &Path) -> u8 {
-    if given.settings {
-        eprintln!(
-            "ryvos: queued runs run on their daemon's config: put settings in its config file"
-        );
-        return EXIT_USAGE;
-    }
+pub async fn submit(mut args: RunArgs, given: Given, config: &Config, socket: &Path) -> u8 {
+    // Whichever daemon claims the run hosts it on its own config, with these over it.
+    let settings = match crate::run_settings::for_the_daemon(config, &given.settings) {
+        Ok(settings) => settings,
+        Err(why) => {
+            eprintln!("ryvos: {why}");
+            return EXIT_USAGE;
+        }
+    };
     let asked = match asked(&mut args) {
         Ok(asked) => asked,
         Err(e) => {
@@ -60,6 +63,10 @@ pub async fn submit(mut args: RunArgs, given: Given, socket: &Path) -> u8 {
         director: args.director,
         config: None,
         traceparent: crate::running::caller_trace(),
+        model: settings.model,
+        max_turns: settings.max_turns,
+        max_duration_secs: settings.max_duration_secs,
+        per_run_limit_cents: settings.per_run_limit_cents,
     };
     let mut client = match daemon(socket).await {
         Ok(client) => client,

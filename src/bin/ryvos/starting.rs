@@ -3,8 +3,10 @@
 
 use crate::cli::RunArgs;
 use crate::exit::{EXIT_DAEMON, EXIT_USAGE};
+use crate::run_settings;
 use crate::running::{run_local, run_remote, Local, Remote};
-use ryvos::config::Config;
+use ryvos::config::{Config, Override};
+use ryvos::RunSettings;
 use ryvos_client::{Client, ClientError};
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
@@ -13,8 +15,8 @@ use std::path::PathBuf;
 pub struct Given {
     /// `--config` was given.
     pub explicit_config: bool,
-    /// Config settings were given (`-c`, `--model`, `--max-turns`).
-    pub settings: bool,
+    /// The config settings given (`-c`, `--model`, `--max-turns`).
+    pub settings: Vec<Override>,
 }
 
 /// Runs `ryvos run`; its exit code.
@@ -38,10 +40,13 @@ pub async fn run(mut args: RunArgs, given: Given, config: Config, socket: PathBu
     };
     match Client::connect(&socket).await {
         Ok(client) => {
-            if let Err(why) = hosted_as_asked(&config, recording, settings) {
-                eprintln!("ryvos: {why}");
-                return EXIT_USAGE;
-            }
+            let settings = match hosted_as_asked(&config, recording, &settings) {
+                Ok(settings) => settings,
+                Err(why) => {
+                    eprintln!("ryvos: {why}");
+                    return EXIT_USAGE;
+                }
+            };
             let run = Remote {
                 json: args.json,
                 quiet: args.quiet,
@@ -51,6 +56,7 @@ pub async fn run(mut args: RunArgs, given: Given, config: Config, socket: PathBu
                 prompt,
                 goal,
                 director: args.director,
+                settings,
                 socket,
                 config: config.source.clone().filter(|_| explicit_config),
             };
@@ -116,10 +122,14 @@ pub fn asked(args: &mut RunArgs) -> Result<Asked, String> {
     })
 }
 
-/// Why the daemon answering cannot host this run as it was asked for, if it cannot: it runs
-/// on its own config, so settings given here would be silently ignored. (A `--config` it does
-/// not run on is refused by the daemon, with the run request.)
-fn hosted_as_asked(config: &Config, recording: bool, settings: bool) -> Result<(), String> {
+/// What the daemon answering is to run with of the settings given here; why it cannot host
+/// this run as it was asked for, if it cannot (a `--config` it does not run on is refused by
+/// the daemon, with the run request).
+fn hosted_as_asked(
+    config: &Config,
+    recording: bool,
+    settings: &[Override],
+) -> Result<RunSettings, String> {
     if recording {
         return Err(format!(
             "--record runs in-process, but ryvosd holds this RYVOS_HOME ({}); stop it with \
@@ -127,15 +137,7 @@ fn hosted_as_asked(config: &Config, recording: bool, settings: bool) -> Result<(
             config.home.display()
         ));
     }
-    if settings {
-        return Err(
-            "ryvosd hosts runs on this RYVOS_HOME with its own config, so -c, --model and \
-             --max-turns would be ignored; put them in the daemon's config file and restart it, \
-             or stop it with `ryvos shutdown` to run in-process with them"
-                .into(),
-        );
-    }
-    Ok(())
+    run_settings::for_the_daemon(config, settings)
 }
 
 /// The prompt: the arguments joined, or stdin when they are `-`, or when there are none, no

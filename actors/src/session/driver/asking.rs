@@ -33,6 +33,7 @@ impl Driver {
             .services
             .llm
             .stream(MODEL_CALL, |on_done| StreamJob {
+                models: run.models.clone(),
                 request,
                 events: run.events.clone(),
                 purpose: Purpose::Turn,
@@ -107,7 +108,7 @@ impl Driver {
             input_tokens,
             output_tokens: 0,
         };
-        let model = self.session.services.llm_model.clone();
+        let model = self.run.models.model().to_owned();
         let bill = Bill::estimated(self.run.turns + 1, &model, usage);
         self.bill(vec![bill]).await?;
         self.run.asking_again = true;
@@ -119,7 +120,7 @@ impl Driver {
     /// retries.
     fn ask_again_after_loss(&mut self) -> Option<ModelReply> {
         self.run.lost_calls += 1;
-        let model = self.session.services.llm_model.to_string();
+        let model = self.run.models.model().to_owned();
         tracing::warn!(session = %self.session.id, "a model call was lost with its actor; asking again");
         self.run.events.emit(EventKind::ModelRetry {
             message: format!(

@@ -199,6 +199,7 @@ impl Driver {
             .services
             .llm
             .stream(SUMMARY_CALL, |on_done| StreamJob {
+                models: run.models.clone(),
                 request: summary::request(&dropped[..cut.drop]),
                 events: run.events.clone(),
                 purpose: Purpose::Summary { messages: cut.drop },
@@ -256,9 +257,7 @@ impl Driver {
         self.run.call_cancel.cancel();
         let error = ProviderError::StreamCut(format!("silent for {} s", silent.as_secs()));
         let mut answer = ModelAnswer::failed(error);
-        answer
-            .cut_calls
-            .push(self.session.services.llm_model.to_string());
+        answer.cut_calls.push(self.run.models.model().to_owned());
         answer
     }
 }

@@ -65,7 +65,7 @@ impl Driver {
         control: mpsc::UnboundedReceiver<Control>,
     ) -> Self {
         let run = starting::new_run(&session, run_id, spec);
-        let deadline = waiting::Deadline::of(&session.services, &run);
+        let deadline = waiting::Deadline::of(&run);
         Self {
             session,
             run,
@@ -147,7 +147,7 @@ impl Driver {
     /// Ends the run `max_turns` once it has used them (a run continuing without a prompt
     /// counts the turns since the last prompt too).
     fn stop_at_max_turns(&self) -> Step<()> {
-        let max_turns = self.session.services.agent.max_turns;
+        let max_turns = self.run.limits.max_turns;
         if self.run.turns_before + self.run.turns < max_turns {
             return Ok(());
         }

@@ -30,6 +30,8 @@ impl Driver {
                 model: bill.model.clone(),
                 usage: bill.usage,
                 estimated: bill.estimated,
+                served_locally: run.models.serves_locally(&bill.model),
+                run_limit_cents: run.limits.per_run_limit_cents,
             });
         }
         // Recorded in a task of its own: a stop meanwhile ends the run, not the recording, so

@@ -9,13 +9,12 @@ use crate::event::{EventKind, RunStatus};
 use crate::ids::RunId;
 use crate::message::{Message, ToolCall};
 use crate::session::conversation::Conversation;
-use crate::session::run::ActiveRun;
+use crate::session::run::{ActiveRun, RunLimits};
 use crate::session::siblings::Refusal;
 use crate::session::{prompt, RunSpec, Services};
 use crate::store::{Write, WriteBatch};
 use crate::tools::Workspace;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// The run `spec` asks for, about to begin.
 pub(super) fn new_run(session: &Conversation, run_id: RunId, spec: &RunSpec) -> ActiveRun {
@@ -23,13 +22,14 @@ pub(super) fn new_run(session: &Conversation, run_id: RunId, spec: &RunSpec) -> 
     let events = session
         .events
         .for_run_under(session.id.clone(), run_id.clone(), parent);
+    let services = &session.services;
     let mut run = ActiveRun::new(
         run_id,
         spec.prompt.clone(),
         events,
         spec.workspace.clone(),
-        &session.services.sandbox,
-        Arc::from(""),
+        services,
+        RunLimits::new(&services.agent, &spec.settings),
         session.history.next_seq(),
     );
     // The focus layer joins the system prompt once it is assembled (no tokenizer here).
@@ -44,10 +44,15 @@ impl Driver {
     pub(super) async fn begin(&mut self, spec: RunSpec) -> Step<Vec<ToolCall>> {
         let leased = self.take_session().await;
         self.run.events.emit(EventKind::RunStarted);
-        let unready = match (&leased, &self.session.load_error) {
-            (Err(e), _) => Some(format!("the session could not be taken for this run: {e}")),
-            (Ok(_), Some(error)) => Some(format!("the session could not be loaded: {error}")),
-            (Ok(_), None) => None,
+        let models = (self.session.services.models).asking(spec.settings.model.as_deref());
+        let unready = match (&leased, &self.session.load_error, models) {
+            (Err(e), _, _) => Some(format!("the session could not be taken for this run: {e}")),
+            (Ok(_), Some(error), _) => Some(format!("the session could not be loaded: {error}")),
+            (Ok(_), None, Err(why)) => Some(why),
+            (Ok(_), None, Ok(models)) => {
+                self.run.models = models;
+                None
+            }
         };
         if let Some(reason) = unready {
             // Nothing is written: the session is not this run's to write.
@@ -64,6 +69,7 @@ impl Driver {
         let question = Question {
             services: session.services.clone(),
             run_id: self.run.id.clone(),
+            run_limit_cents: self.run.limits.per_run_limit_cents,
             prompt: spec.prompt,
             workspace: spec.workspace,
             caller_dir: spec.caller_dir,
@@ -207,6 +213,8 @@ struct Preparation {
 struct Question {
     services: Services,
     run_id: RunId,
+    /// The run's own per-run limit in cents, when it set one.
+    run_limit_cents: Option<u64>,
     prompt: String,
     workspace: Workspace,
     caller_dir: Option<PathBuf>,
@@ -217,7 +225,9 @@ struct Question {
 /// Asks the ledger, the memory and the context files what the run's first call needs.
 async fn prepare(question: Question) -> Preparation {
     let services = &question.services;
-    let admitted = services.ledger.authorize(&question.run_id).await;
+    let admitted = (services.ledger)
+        .authorize(&question.run_id, question.run_limit_cents)
+        .await;
     if admitted.is_err() || question.doomed {
         return Preparation {
             admitted,

@@ -4,7 +4,6 @@
 use super::{Driver, Step};
 use crate::event::{EventKind, RunStatus};
 use crate::session::run::ActiveRun;
-use crate::session::Services;
 use std::future::Future;
 use tokio::time::Instant;
 
@@ -41,8 +40,8 @@ pub(super) struct Deadline {
 impl Deadline {
     /// `max_duration_secs` from now, or the goal's time constraint when that is the tighter
     /// one. The run's time counts from its start, its preparation included.
-    pub(super) fn of(services: &Services, run: &ActiveRun) -> Self {
-        let limit = services.agent.max_duration_secs;
+    pub(super) fn of(run: &ActiveRun) -> Self {
+        let limit = run.limits.max_duration_secs;
         let goal_secs = run.goal.as_ref().and_then(|g| g.constraints.time_secs);
         let (after, why) = match goal_secs.filter(|s| *s > 0 && *s < limit) {
             Some(secs) => (
@@ -50,7 +49,7 @@ impl Deadline {
                 format!("the run reached its goal's time constraint ({secs}s) and was stopped"),
             ),
             None => (
-                services.agent.max_duration(),
+                std::time::Duration::from_secs(limit),
                 format!("the run reached max_duration_secs ({limit}s) and was stopped"),
             ),
         };

@@ -35,6 +35,7 @@ fn run(id: &str, session: &SessionId) -> RunRecord {
         started_at_ms: 1,
         ended_at_ms: None,
         goal: None,
+        model: None,
     }
 }
 

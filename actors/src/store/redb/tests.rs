@@ -35,6 +35,7 @@ async fn batches_round_trip_and_sessions_stay_apart() {
         started_at_ms: 1,
         ended_at_ms: None,
         goal: None,
+        model: None,
     }));
     let batch_b = WriteBatch::of(b.clone(), [message(0, 1, "b0".into())]);
     store.write(&[batch_a, batch_b]).await.unwrap();

@@ -3,6 +3,7 @@
 //! back anywhere in the cluster), and by a tick that also finds the runs of daemons that
 //! died: those are claimed again and resumed from their last durable turn.
 
+use super::run_request::request_of;
 use super::Shared;
 use ryvos::shared_store::Change;
 use ryvos::{EngineError, StartRunError};
@@ -98,7 +99,7 @@ async fn work(shared: Arc<Shared>, mut changes: tokio::sync::broadcast::Receiver
 async fn drive(shared: Arc<Shared>, run: QueuedRun) {
     let id = run.id.clone();
     let request = match resumption(&shared, &run).await {
-        Ok(Resumption::Run(request)) => request,
+        Ok(Resumption::Run(request)) => *request,
         Ok(Resumption::Ended(outcome)) => {
             finish(&shared, &id, &outcome).await;
             return release(&shared, &run).await;
@@ -179,7 +180,7 @@ async fn end_stored(shared: &Shared, outcome: &RunOutcome) -> bool {
 /// What a claimed run does: start, go on where an earlier attempt stopped, or nothing (an
 /// earlier attempt ended and its daemon died before saying so).
 enum Resumption {
-    Run(RunRequest),
+    Run(Box<RunRequest>),
     Ended(RunOutcome),
 }
 
@@ -188,22 +189,7 @@ async fn resumption(
     shared: &Shared,
     run: &QueuedRun,
 ) -> Result<Resumption, ryvos::shared_store::StoreError> {
-    let params = &run.params;
-    let mut request = RunRequest::new(params.prompt.clone())
-        .workspace(params.workspace.clone())
-        .session(run.session_id.clone());
-    if let Some(cwd) = &params.cwd {
-        request = request.caller_dir(cwd.clone());
-    }
-    if let Some(goal) = &params.goal {
-        request = request.goal(goal.clone());
-    }
-    if let Some(traceparent) = &params.traceparent {
-        request = request.traceparent(traceparent.clone());
-    }
-    if params.director {
-        request = request.director();
-    }
+    let mut request = request_of(&run.params).session(run.session_id.clone());
     // Earlier attempts' runs started after the run was first claimed. (Compared across
     // machines: their clocks must agree to well within the time between two runs.)
     let since = run.started_at_ms.unwrap_or(u64::MAX);
@@ -218,12 +204,12 @@ async fn resumption(
         .collect();
     Ok(match earlier.last() {
         // Nothing of it was stored: it starts afresh.
-        None => Resumption::Run(request),
+        None => Resumption::Run(Box::new(request)),
         // Cut off (its daemon died) or paused: the session goes on from its last durable
         // turn, without the prompt again (it is stored).
         Some(last) if last.status.is_none() || last.status == Some(RunStatus::Interrupted) => {
             request.prompt = String::new();
-            Resumption::Run(request)
+            Resumption::Run(Box::new(request))
         }
         Some(last) => Resumption::Ended(ended(last)),
     })

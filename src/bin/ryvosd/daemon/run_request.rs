@@ -3,7 +3,7 @@
 use super::{canonical, Shared};
 use ryvos::protocol::{ErrorBody, ErrorCode, RunParams};
 use ryvos::{EngineError, StartRunError};
-use ryvos::{RunRequest, RuntimeError};
+use ryvos::{RunRequest, RunSettings, RuntimeError};
 use ryvos_protocol::ids::SessionId;
 use std::path::Path;
 
@@ -35,19 +35,7 @@ pub(super) async fn run_request(
         same_config(config, shared)
             .map_err(|why| ErrorBody::new(ErrorCode::ConfigMismatch, why))?;
     }
-    let mut request = RunRequest::new(params.prompt).workspace(params.workspace);
-    if let Some(cwd) = params.cwd {
-        request = request.caller_dir(cwd);
-    }
-    if let Some(goal) = params.goal {
-        request = request.goal(goal);
-    }
-    if let Some(traceparent) = params.traceparent {
-        request = request.traceparent(traceparent);
-    }
-    if params.director {
-        request = request.director();
-    }
+    let mut request = request_of(&params);
     if let Some(resume) = params.resume {
         let session = SessionId::new(resume);
         let known = shared.runtime.session(&session).await.map_err(internal)?;
@@ -81,6 +69,30 @@ fn same_config(asked: &str, shared: &Shared) -> Result<(), String> {
     ))
 }
 
+/// The run `params` describe, on a new session (the caller says which session it continues).
+pub(super) fn request_of(params: &RunParams) -> RunRequest {
+    let mut request = RunRequest::new(params.prompt.clone()).workspace(params.workspace.clone());
+    if let Some(cwd) = &params.cwd {
+        request = request.caller_dir(cwd.clone());
+    }
+    if let Some(goal) = &params.goal {
+        request = request.goal(goal.clone());
+    }
+    if let Some(traceparent) = &params.traceparent {
+        request = request.traceparent(traceparent.clone());
+    }
+    if params.director {
+        request = request.director();
+    }
+    request.settings = RunSettings {
+        model: params.model.clone(),
+        max_turns: params.max_turns,
+        max_duration_secs: params.max_duration_secs,
+        per_run_limit_cents: params.per_run_limit_cents,
+    };
+    request
+}
+
 /// The answer to a request the store failed.
 pub(super) fn internal(e: impl std::fmt::Display) -> ErrorBody {
     ErrorBody::new(ErrorCode::Internal, e.to_string())
@@ -95,6 +107,7 @@ pub(super) fn run_error(e: RuntimeError) -> ErrorBody {
                 | StartRunError::SessionBusy(_)
                 | StartRunError::Recovering(_) => ErrorCode::Busy,
                 StartRunError::ShuttingDown => ErrorCode::ShuttingDown,
+                StartRunError::Settings(_) => ErrorCode::BadRequest,
                 StartRunError::Spawn(_) | StartRunError::Unanswered(_) => ErrorCode::Internal,
             };
             ErrorBody::new(code, e.to_string())
