@@ -28,6 +28,7 @@ fn turn_messages(i: usize) -> [Message; 2] {
         Message::Assistant {
             content: String::new(),
             tool_calls: vec![call.clone()],
+            reasoning: Vec::new(),
         },
         Message::ToolResult {
             call_id: call.id,

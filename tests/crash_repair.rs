@@ -54,6 +54,7 @@ async fn a_turn_cut_off_by_a_crash_is_repaired_on_resume() {
                                 arguments: r#"{"path":"log"}"#.into(),
                             },
                         ],
+                        reasoning: Vec::new(),
                     },
                 ),
                 stored(

@@ -150,14 +150,14 @@ pub async fn seed(store: &Store, session: &SessionId, messages: u64) {
     for seq in 0..messages {
         let message = match seq {
             0 => Message::user("seeded history"),
-            s if s % 2 == 1 => Message::Assistant {
-                content: String::new(),
-                tool_calls: vec![ToolCall {
+            s if s % 2 == 1 => Message::assistant(
+                "",
+                vec![ToolCall {
                     id: CallId::new(format!("seed{s}")),
                     name: "noop".into(),
                     arguments: r#"{"note":"x"}"#.into(),
                 }],
-            },
+            ),
             s => Message::ToolResult {
                 call_id: CallId::new(format!("seed{}", s - 1)),
                 name: "noop".into(),

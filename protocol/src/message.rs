@@ -20,6 +20,11 @@ pub enum Message {
         content: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
+        /// The reasoning that led to this turn, as a provider that keeps reasoning between
+        /// turns gave it (OpenAI's Responses API): passed back to it with the turn, opaque to
+        /// Ryvos; other providers are not sent it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasoning: Vec<Reasoning>,
     },
     /// The result of one tool call, fed back to the model.
     ToolResult {
@@ -34,6 +39,15 @@ pub enum Message {
 }
 
 impl Message {
+    /// An assistant turn of `content` and `tool_calls`, with no reasoning kept.
+    pub fn assistant(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Message::Assistant {
+            content: content.into(),
+            tool_calls,
+            reasoning: Vec::new(),
+        }
+    }
+
     /// A user message.
     pub fn user(content: impl Into<String>) -> Self {
         Message::User {
@@ -56,6 +70,7 @@ impl Message {
             Message::Assistant {
                 content,
                 tool_calls,
+                ..
             } => (content, tool_calls),
             Message::ToolResult { content, .. } => (content, &[]),
         };
@@ -65,6 +80,19 @@ impl Message {
                 .flat_map(|c| [c.name.as_str(), c.arguments.as_str()]),
         )
     }
+}
+
+/// One reasoning item of a model's turn, kept to be passed back with it. With nothing stored
+/// on the provider's side, `encrypted_content` is the reasoning itself, readable only by the
+/// provider; `summary` is what the provider chose to show of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Reasoning {
+    /// The provider's id for the item.
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub summary: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_content: Option<String>,
 }
 
 /// A tool call as the model made it.

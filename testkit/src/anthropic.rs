@@ -1,6 +1,7 @@
 //! Scripted answers in Anthropic's Messages format: the same content the OpenAI replies carry,
 //! rendered as Anthropic's typed SSE events, and its error bodies.
 
+use crate::reply::thirds;
 use serde_json::{json, Value};
 
 /// The `(event name, JSON data)` pairs of a complete Anthropic stream: `message_start`, a text
@@ -83,14 +84,6 @@ pub(crate) fn error_body(status: u16, message: &str) -> String {
     json!({"type": "error", "error": {"type": kind, "message": message}}).to_string()
 }
 
-/// Each `(name, data)` pair as the text of one SSE event.
-pub(crate) fn sse(events: Vec<(String, String)>) -> Vec<String> {
-    events
-        .into_iter()
-        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
-        .collect()
-}
-
 fn event(name: &str, data: Value) -> (String, String) {
     (name.to_owned(), data.to_string())
 }
@@ -100,15 +93,6 @@ fn block_stop(index: usize) -> (String, String) {
         "content_block_stop",
         json!({"type": "content_block_stop", "index": index}),
     )
-}
-
-/// `text` in three pieces cut on character boundaries (some may be empty).
-fn thirds(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let third = chars.len().div_ceil(3);
-    (0..3)
-        .map(|i| chars.iter().skip(i * third).take(third).collect())
-        .collect()
 }
 
 #[cfg(test)]
@@ -137,7 +121,7 @@ mod tests {
             .collect();
         assert_eq!(arguments, r#"{"path":"é.txt"}"#);
         assert!(events[events.len() - 2].1.contains("\"tool_use\""));
-        assert!(sse(events)[0].starts_with("event: message_start\ndata: {"));
+        assert!(crate::reply::named_events(events)[0].starts_with("event: message_start\ndata: {"));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! A scripted OpenAI-compatible model server on 127.0.0.1, for tests and benchmarks.
 //!
-//! It speaks the chat-completions wire format, streamed (SSE) and not, answering each request
-//! with the next [`Reply`] of its script, and records every request body. Replies can carry
+//! It speaks the chat-completions wire format, streamed (SSE) and not, and Anthropic's
+//! Messages and OpenAI's Responses formats streamed, answering each request (in the format of
+//! the path it came to) with the next [`Reply`] of its script, and records every request body. Replies can carry
 //! faults: an error status with Retry-After, a stream cut mid-way, a malformed chunk, raw bytes
 //! split anywhere (a UTF-8 character across two network writes), pauses.
 //!
@@ -16,11 +17,13 @@ pub mod otlp;
 mod pairing;
 pub mod postgres;
 mod reply;
+mod responses;
 pub mod runaway;
 mod strict;
 
 pub use pairing::pairing_faults;
 pub use reply::{Format, Gate, Part, Reply};
+pub use responses::encrypted_reasoning;
 
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
@@ -204,11 +207,15 @@ impl ScriptedModelServer {
     /// Panics if any chat request received held an orphaned tool call or result.
     pub fn assert_no_orphans(&self) {
         for (i, request) in self.requests().iter().enumerate() {
-            if request.get("input").is_some() {
+            let faults = match request.get("input") {
+                // A Responses request: its items are checked as the real server checks them.
+                Some(Value::Array(items)) if items.iter().any(Value::is_object) => {
+                    responses::refusal(request).into_iter().collect()
+                }
                 // An /embeddings request: no conversation in it.
-                continue;
-            }
-            let faults = pairing_faults(request);
+                Some(_) => continue,
+                None => pairing_faults(request),
+            };
             assert!(
                 faults.is_empty(),
                 "request {i} has tool call/result pairing faults: {faults:?}\n{request:#}"
@@ -227,6 +234,8 @@ async fn answer(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) -> Res
     let mut captured = Captured::of(&req);
     let format = if captured.path.ends_with("/messages") {
         Format::Anthropic
+    } else if captured.path.ends_with("/responses") {
+        Format::Responses
     } else {
         Format::OpenAi
     };
@@ -238,10 +247,13 @@ async fn answer(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) -> Res
     let json: Value = serde_json::from_slice(&body)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
     let streamed = json.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    // Like llama.cpp, a history it cannot parse is refused before anything is answered.
-    let refused = (format == Format::OpenAi)
-        .then(|| strict::refusal(&json))
-        .flatten();
+    // Like llama.cpp (HTTP 500) and OpenAI's Responses API (HTTP 400), a history it cannot
+    // accept is refused before anything is answered.
+    let refused = match format {
+        Format::OpenAi => strict::refusal(&json).map(|why| (500, why)),
+        Format::Responses => responses::refusal(&json).map(|why| (400, why)),
+        Format::Anthropic => None,
+    };
     let routed = refused
         .is_none()
         .then(|| shared.router.as_ref().and_then(|route| route(&json)))
@@ -254,10 +266,10 @@ async fn answer(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) -> Res
         log.len() - 1
     };
     shared.arrived.notify_waiters();
-    if let Some(why) = refused {
+    if let Some((status, why)) = refused {
         let body =
-            serde_json::json!({"error": {"code": 500, "message": why, "type": "server_error"}});
-        return plain(500, &body.to_string());
+            serde_json::json!({"error": {"code": status, "message": why, "type": "server_error"}});
+        return plain(status, &body.to_string());
     }
     let next = routed.or_else(|| shared.script.lock().expect("script lock").pop_front());
     let Some(reply) = next else {

@@ -66,6 +66,8 @@ pub enum Format {
     OpenAi,
     /// Anthropic's `/messages`.
     Anthropic,
+    /// OpenAI's `/responses`.
+    Responses,
 }
 
 /// One scripted answer.
@@ -83,6 +85,8 @@ pub struct Reply {
     pub(crate) prompt_by_size: bool,
     /// How long the body stays open after its last part (its end marker, for a stream).
     pub(crate) linger: Duration,
+    /// In the Responses format: a reasoning item with this id comes first.
+    reasoning: Option<String>,
 }
 
 /// The bytes per token of English prose in common BPE tokenizers, which
@@ -100,7 +104,15 @@ impl Reply {
             cut_after: None,
             prompt_by_size: false,
             linger: Duration::ZERO,
+            reasoning: None,
         }
+    }
+
+    /// In the Responses format, the answer begins with reasoning item `id`, its encrypted
+    /// content [`crate::encrypted_reasoning`]`(id)`; the other formats have no such items.
+    pub fn reasoning(mut self, id: &str) -> Self {
+        self.reasoning = Some(id.to_owned());
+        self
     }
 
     /// A text answer streamed in these deltas.
@@ -263,7 +275,7 @@ impl Reply {
             Content::Error { status, message } => {
                 headers.push(("content-type".into(), "application/json".into()));
                 let body = match format {
-                    Format::OpenAi => {
+                    Format::OpenAi | Format::Responses => {
                         json!({"error": {"message": message, "type": "scripted_error"}}).to_string()
                     }
                     Format::Anthropic => crate::anthropic::error_body(status, &message),
@@ -275,33 +287,17 @@ impl Reply {
                 calls,
                 usage,
                 cut_at_limit,
-            } if format == Format::Anthropic => {
-                headers.push(("content-type".into(), "text/event-stream".into()));
-                let events = crate::anthropic::events(&deltas, &calls, usage, cut_at_limit);
-                let parts = crate::anthropic::sse(events)
-                    .into_iter()
-                    .map(|e| Part::Bytes(Bytes::from(e)))
-                    .collect();
-                (200, parts)
-            }
-            Content::Chat {
-                deltas,
-                calls,
-                usage,
-                cut_at_limit,
-            } if !streamed => {
-                headers.push(("content-type".into(), "application/json".into()));
-                let body = completion(&deltas.concat(), &calls, usage, cut_at_limit);
-                (200, vec![Part::Bytes(Bytes::from(body.to_string()))])
-            }
-            Content::Chat {
-                deltas,
-                calls,
-                usage,
-                cut_at_limit,
             } => {
-                headers.push(("content-type".into(), "text/event-stream".into()));
-                (200, sse(chunks(&deltas, &calls, usage, cut_at_limit)))
+                let answer = Answer {
+                    deltas: &deltas,
+                    calls: &calls,
+                    usage,
+                    cut_at_limit,
+                    reasoning: self.reasoning.as_deref(),
+                };
+                let (kind, parts) = answer.body(streamed, format);
+                headers.push(("content-type".into(), kind.into()));
+                (200, parts)
             }
             Content::Events(payloads) => {
                 headers.push(("content-type".into(), "text/event-stream".into()));
@@ -327,6 +323,57 @@ impl Reply {
         }
         (status, headers, parts, self.cut_after.is_some())
     }
+}
+
+/// A scripted answer's content, as every format renders it.
+pub(crate) struct Answer<'a> {
+    pub deltas: &'a [String],
+    pub calls: &'a [(String, String, String)],
+    pub usage: Option<(u64, u64)>,
+    pub cut_at_limit: bool,
+    /// In the Responses format, a reasoning item first, with this id.
+    pub reasoning: Option<&'a str>,
+}
+
+impl Answer<'_> {
+    /// The body in `format` (as one JSON completion when a chat request is not `streamed`):
+    /// its content type and parts.
+    fn body(&self, streamed: bool, format: Format) -> (&'static str, Vec<Part>) {
+        let (deltas, calls, usage, cut) = (self.deltas, self.calls, self.usage, self.cut_at_limit);
+        match format {
+            Format::Anthropic => {
+                let events = crate::anthropic::events(deltas, calls, usage, cut);
+                ("text/event-stream", named_sse(events))
+            }
+            Format::Responses => (
+                "text/event-stream",
+                named_sse(crate::responses::events(self)),
+            ),
+            Format::OpenAi if !streamed => {
+                let body = completion(&deltas.concat(), calls, usage, cut);
+                (
+                    "application/json",
+                    vec![Part::Bytes(Bytes::from(body.to_string()))],
+                )
+            }
+            Format::OpenAi => ("text/event-stream", sse(chunks(deltas, calls, usage, cut))),
+        }
+    }
+}
+
+/// Each `(name, data)` pair as the text of one SSE event with its name.
+pub(crate) fn named_events(events: Vec<(String, String)>) -> Vec<String> {
+    events
+        .into_iter()
+        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .collect()
+}
+
+fn named_sse(events: Vec<(String, String)>) -> Vec<Part> {
+    named_events(events)
+        .into_iter()
+        .map(|e| Part::Bytes(Bytes::from(e)))
+        .collect()
 }
 
 fn sse(payloads: Vec<String>) -> Vec<Part> {
@@ -367,7 +414,7 @@ fn chunks(
         ));
     }
     // Arguments in three fragments per call, the calls interleaved.
-    let fragments: Vec<Vec<String>> = calls.iter().map(|(_, _, a)| split3(a)).collect();
+    let fragments: Vec<Vec<String>> = calls.iter().map(|(_, _, a)| thirds(a)).collect();
     for round in 0..3 {
         for (index, parts) in fragments.iter().enumerate() {
             if !parts[round].is_empty() {
@@ -391,11 +438,13 @@ fn chunks(
     out
 }
 
-fn split3(text: &str) -> Vec<String> {
+/// `text` in three pieces cut on character boundaries (some may be empty): how a call's
+/// arguments are streamed, in every format.
+pub(crate) fn thirds(text: &str) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     let third = chars.len().div_ceil(3);
     (0..3)
-        .map(|i| chars.iter().skip(i * third).take(third).collect::<String>())
+        .map(|i| chars.iter().skip(i * third).take(third).collect())
         .collect()
 }
 

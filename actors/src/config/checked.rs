@@ -5,7 +5,7 @@
 use serde::{Deserialize, Deserializer};
 
 /// The providers `[model] provider` may name.
-pub(crate) const PROVIDERS: &[&str] = &["openai", "anthropic", "replay"];
+pub(crate) const PROVIDERS: &[&str] = &["openai", "openai-responses", "anthropic", "replay"];
 
 /// A model provider Ryvos knows.
 pub(super) fn provider<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {

@@ -83,7 +83,8 @@ mod tests {
             text.prop_map(Message::user),
             text.prop_map(|t| Message::Assistant {
                 content: t,
-                tool_calls: Vec::new()
+                tool_calls: Vec::new(),
+                reasoning: Vec::new(),
             }),
             (1usize..4, text).prop_map(|(n, t)| Message::System {
                 content: format!("group:{n}:{t}")
@@ -101,6 +102,7 @@ mod tests {
                     out.push(Message::Assistant {
                         content: String::new(),
                         tool_calls: calls.clone(),
+                        reasoning: Vec::new(),
                     });
                     for c in calls {
                         out.push(Message::ToolResult {

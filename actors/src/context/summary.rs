@@ -52,6 +52,7 @@ pub(crate) fn transcript(messages: &[Arc<Message>]) -> String {
             Message::Assistant {
                 content,
                 tool_calls,
+                ..
             } => {
                 let calls: Vec<String> = tool_calls
                     .iter()

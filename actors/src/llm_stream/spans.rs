@@ -88,6 +88,7 @@ fn message(message: &Message) -> Value {
         Message::Assistant {
             content,
             tool_calls,
+            ..
         } => assistant(content, tool_calls, None),
         Message::ToolResult {
             call_id, content, ..

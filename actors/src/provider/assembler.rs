@@ -3,7 +3,7 @@
 
 use super::{FinishReason, ProviderError, StreamDelta, Usage};
 use crate::ids::CallId;
-use crate::message::ToolCall;
+use crate::message::{Reasoning, ToolCall};
 
 /// The model's complete answer to one request.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -14,6 +14,8 @@ pub struct AssistantResponse {
     pub usage: Option<Usage>,
     /// The server's id for the answer, when it gave one.
     pub id: Option<String>,
+    /// The reasoning items the answer came with, in order.
+    pub reasoning: Vec<Reasoning>,
 }
 
 #[derive(Default)]
@@ -32,6 +34,7 @@ pub struct ResponseAssembler {
     finish: Option<FinishReason>,
     usage: Option<Usage>,
     id: Option<String>,
+    reasoning: Vec<Reasoning>,
 }
 
 impl ResponseAssembler {
@@ -66,6 +69,7 @@ impl ResponseAssembler {
             StreamDelta::ResponseId { id } => {
                 self.id.get_or_insert(id);
             }
+            StreamDelta::Reasoning { item } => self.reasoning.push(item),
         }
     }
 
@@ -120,6 +124,7 @@ impl ResponseAssembler {
             finish: self.finish,
             usage: self.usage,
             id: self.id,
+            reasoning: self.reasoning,
         })
     }
 }

@@ -1,4 +1,4 @@
-//! Reading a whole recorded answer body with either provider's decoder: for looking at
+//! Reading a whole recorded answer body with a provider's decoder: for looking at
 //! recorded bodies, and for fuzzing the readers.
 
 use super::sse::{self, SseEvents};
@@ -12,6 +12,8 @@ use std::time::Duration;
 pub enum WireFormat {
     OpenAi,
     Anthropic,
+    /// OpenAI's Responses API.
+    Responses,
 }
 
 /// Decodes a whole streamed response body, as read from the wire, the way a live answer is
@@ -28,6 +30,7 @@ pub async fn decode_body(
     let mut deltas = match format {
         WireFormat::OpenAi => sse::decode_events(events, idle, super::openai::decode_event),
         WireFormat::Anthropic => sse::decode_events(events, idle, super::anthropic::decoder()),
+        WireFormat::Responses => sse::decode_events(events, idle, super::responses::decoder()),
     };
     let mut assembler = super::ResponseAssembler::new();
     while let Some(delta) = deltas.next().await {

@@ -13,6 +13,7 @@ mod prefix;
 mod probe;
 pub(crate) mod recording;
 pub(crate) mod replay;
+pub(crate) mod responses;
 pub(crate) mod retry;
 pub(crate) mod sse;
 pub(crate) mod wait_hint;
@@ -22,7 +23,7 @@ pub use prefix::EncodedPrefix;
 pub use probe::{keys_set, probe};
 
 use crate::config::{default_api_key, default_base_url, Fallback, ModelConfig};
-use crate::message::Message;
+use crate::message::{Message, Reasoning};
 use async_trait::async_trait;
 use futures_util::Stream;
 use keys::ApiKeys;
@@ -110,6 +111,8 @@ pub enum StreamDelta {
     Finish { reason: FinishReason },
     /// The server's id for this answer (for traces).
     ResponseId { id: String },
+    /// A reasoning item, whole, to keep with the answer and pass back with it.
+    Reasoning { item: Reasoning },
 }
 
 /// A streamed answer.
@@ -155,8 +158,8 @@ pub trait Provider: Send + Sync + 'static {
 }
 
 /// The provider `[model]` describes: `"openai"` (any OpenAI-compatible endpoint),
-/// `"anthropic"` (the Messages API) or `"replay"` (answers from a recording made with
-/// `ryvos run --record`).
+/// `"openai-responses"` (the Responses API), `"anthropic"` (the Messages API) or `"replay"`
+/// (answers from a recording made with `ryvos run --record`).
 pub fn from_config(config: &ModelConfig) -> Result<Arc<dyn Provider>, ProviderError> {
     let config = with_provider_defaults(config);
     let keys = Arc::new(ApiKeys::new(
@@ -220,6 +223,7 @@ fn with_provider_defaults(config: &ModelConfig) -> ModelConfig {
 fn build(config: &ModelConfig, keys: Arc<ApiKeys>) -> Result<Arc<dyn Provider>, ProviderError> {
     match config.provider.as_str() {
         "openai" => Ok(Arc::new(openai::OpenAiProvider::new(config, keys)?)),
+        "openai-responses" => Ok(Arc::new(responses::ResponsesProvider::new(config, keys)?)),
         "anthropic" => Ok(Arc::new(anthropic::AnthropicProvider::new(
             config,
             keys,
@@ -231,7 +235,8 @@ fn build(config: &ModelConfig, keys: Arc<ApiKeys>) -> Result<Arc<dyn Provider>, 
         )?)),
         other => Err(ProviderError::Config(format!(
             "unknown model provider '{other}' in [model] provider; use \"openai\" (any \
-             OpenAI-compatible endpoint), \"anthropic\" or \"replay\""
+             OpenAI-compatible endpoint), \"openai-responses\" (the Responses API), \
+             \"anthropic\" or \"replay\""
         ))),
     }
 }

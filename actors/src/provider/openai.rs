@@ -274,6 +274,7 @@ impl<'a> WireMessage<'a> {
             Message::Assistant {
                 content,
                 tool_calls,
+                ..
             } => WireMessage::Assistant {
                 content: (!content.is_empty()).then_some(content.as_str()),
                 tool_calls: tool_calls
@@ -427,14 +428,14 @@ mod tests {
     }
 
     fn call(id: &str) -> Arc<Message> {
-        Arc::new(Message::Assistant {
-            content: String::new(),
-            tool_calls: vec![ToolCall {
+        Arc::new(Message::assistant(
+            "",
+            vec![ToolCall {
                 id: CallId::new(id),
                 name: "read".into(),
                 arguments: r#"{"path":"a \"b\".txt"}"#.into(),
             }],
-        })
+        ))
     }
 
     fn result(id: &str) -> Arc<Message> {
@@ -460,6 +461,7 @@ mod tests {
         messages.push(Arc::new(Message::Assistant {
             content: "done".into(),
             tool_calls: Vec::new(),
+            reasoning: Vec::new(),
         }));
         messages
     }

@@ -93,6 +93,7 @@ mod tests {
         Message::Assistant {
             content: String::new(),
             tool_calls: ids.iter().map(|i| call(i)).collect(),
+            reasoning: Vec::new(),
         }
     }
     fn result(id: &str) -> Message {

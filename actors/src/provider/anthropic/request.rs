@@ -139,6 +139,7 @@ fn blocks_of<'a>(message: &'a Message, ids: &mut ReplayIds) -> (WireRole, Vec<Wi
         Message::Assistant {
             content,
             tool_calls,
+            ..
         } => {
             let mut blocks = Vec::with_capacity(tool_calls.len() + 1);
             // Anthropic refuses a text block of whitespace alone.

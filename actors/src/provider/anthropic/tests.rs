@@ -38,13 +38,13 @@ fn wire(messages: Vec<Message>) -> Value {
 fn tool_results_and_a_hint_share_one_user_message_results_first() {
     let got = wire(vec![
         Message::user("read a.txt and b.txt"),
-        Message::Assistant {
-            content: "Reading.".into(),
-            tool_calls: vec![
+        Message::assistant(
+            "Reading.",
+            vec![
                 call("toolu_1", "read", r#"{"path":"a.txt"}"#),
                 call("toolu_2", "read", r#"{"path": "b.t"#),
             ],
-        },
+        ),
         result("toolu_1", "alpha", false),
         Message::System {
             content: "be brief".into(),
@@ -53,6 +53,7 @@ fn tool_results_and_a_hint_share_one_user_message_results_first() {
         Message::Assistant {
             content: String::new(),
             tool_calls: Vec::new(),
+            reasoning: Vec::new(),
         },
     ]);
     let expected = json!([
@@ -79,6 +80,7 @@ fn a_conversation_never_starts_with_the_assistant() {
         Message::Assistant {
             content: "Earlier answer.".into(),
             tool_calls: vec![call("toolu_1", "glob", "")],
+            reasoning: Vec::new(),
         },
         result("toolu_1", "a.rs", false),
     ]);

@@ -155,6 +155,7 @@ impl Driver {
         let run = &mut self.run;
         let text = reply.response.text;
         let calls = reply.response.tool_calls;
+        let reasoning = reply.response.reasoning;
         run.turn.answer_cut = reply.response.finish == Some(FinishReason::Length);
         if run.turn.answer_cut {
             run.events.emit(truncation_event(&reply.model, &calls));
@@ -165,6 +166,7 @@ impl Driver {
         let answer = Message::Assistant {
             content: text.clone(),
             tool_calls: calls.clone(),
+            reasoning,
         };
         run.observe(&answer);
         self.session.history.push(answer);

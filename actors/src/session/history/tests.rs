@@ -25,6 +25,7 @@ fn a_call_cut_off_at_the_end_gets_a_stored_result() {
                 Message::Assistant {
                     content: String::new(),
                     tool_calls: vec![call.clone()],
+                    reasoning: Vec::new(),
                 },
             ),
         ],
@@ -60,6 +61,7 @@ fn calls_left_by_a_paused_run_stay_pending() {
                 Message::Assistant {
                     content: String::new(),
                     tool_calls: vec![call("x")],
+                    reasoning: Vec::new(),
                 },
             ),
             stored(
@@ -76,6 +78,7 @@ fn calls_left_by_a_paused_run_stay_pending() {
                 Message::Assistant {
                     content: String::new(),
                     tool_calls: vec![call("a"), call("b")],
+                    reasoning: Vec::new(),
                 },
             ),
             stored(4, result),
@@ -247,6 +250,7 @@ mod properties {
                     out.push(Message::Assistant {
                         content: "a".into(),
                         tool_calls: calls,
+                        reasoning: Vec::new(),
                     });
                     out.extend(results);
                 }
