@@ -200,13 +200,27 @@ pub enum EventKind {
         message: String,
         context_tokens: u64,
     },
-    /// The conversation outgrew its budget: its oldest messages left the context (the store
-    /// keeps them), behind a summary of them when `summarized`.
+    /// The conversation outgrew its budget: its oldest messages (`first_seq` up to
+    /// `first_kept_seq`) left the context (the store keeps them), behind a summary of them when
+    /// `summarized`. `facts_kept` are the exact facts the summary left out, kept verbatim below
+    /// it; `facts_dropped` those past `[agent] summary_facts`. `ryvos compact undo` brings the
+    /// messages back.
     ContextPruned {
         dropped_messages: u64,
         summarized: bool,
         tokens_before: u64,
         tokens_after: u64,
+        #[serde(default)]
+        first_seq: u64,
+        #[serde(default)]
+        first_kept_seq: u64,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        facts_kept: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        facts_dropped: Vec<String>,
+        /// The model that wrote the summary.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
     },
     /// A turn is durably stored: a crash from now on cannot lose it.
     CheckpointSaved { turn: u32 },

@@ -194,6 +194,9 @@ pub struct AgentConfig {
     /// At most this many calls of one response run at once.
     pub max_parallel_tools: usize,
     pub enable_summarization: bool,
+    /// Below a summary, at most this many exact facts (ids, numbers with units, paths, URLs,
+    /// commands run) of the summarized part that the summary left out are kept verbatim.
+    pub summary_facts: usize,
     pub min_tail: usize,
     /// A tool call still running after this many seconds is stopped and reported as failed.
     pub tool_timeout_secs: u64,
@@ -271,6 +274,7 @@ impl Default for AgentConfig {
             parallel_tools: true,
             max_parallel_tools: 8,
             enable_summarization: true,
+            summary_facts: 20,
             min_tail: 6,
             tool_timeout_secs: 300,
             max_tool_output_bytes: 32 * 1024,

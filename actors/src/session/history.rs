@@ -19,7 +19,7 @@ use crate::message::{Message, ToolCall};
 use crate::store::repair::{self, interrupted_result};
 use crate::store::{Compaction, StoredMessage};
 use crate::tokens;
-use ryvos_protocol::records::WindowMeasure;
+use ryvos_protocol::records::{Window, WindowMeasure};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
@@ -47,6 +47,8 @@ pub struct History {
     measured: Option<Measured>,
     /// The seq the window starts at: after the last compaction, 0 without one.
     window_start: u64,
+    /// The summary the window starts with, if it has one.
+    summary: Option<String>,
 }
 
 /// The window as a request to the model took it; see [`History::mark`].
@@ -96,6 +98,7 @@ impl History {
         let mut history = History {
             next_seq,
             window_start: first_kept,
+            summary: compaction.and_then(|c| c.summary.clone()),
             ..History::default()
         };
         let last_non_result = stored
@@ -231,8 +234,9 @@ impl History {
     }
 
     /// Leaves the first `drop` messages out of the window and puts `summary`, if any, first in
-    /// their place. The compaction is handed to the store with the next batch.
-    pub fn compact(&mut self, drop: usize, summary: Option<String>) {
+    /// their place. The compaction is handed to the store with the next batch; its record is
+    /// returned for the caller to complete (what the summary kept, the sizes).
+    pub fn compact(&mut self, drop: usize, summary: Option<String>) -> &mut Compaction {
         let drop = drop.min(self.messages.len());
         // The window starts at the first kept message that is stored (never a repair's).
         let first_kept_seq = self.seqs[drop..]
@@ -261,13 +265,21 @@ impl History {
         for ((m, t), seq) in kept_messages.into_iter().zip(kept_sizes).zip(kept_seqs) {
             self.insert_loaded(m, t, seq);
         }
+        let previous = Window {
+            first_kept_seq: self.window_start,
+            summary: std::mem::replace(&mut self.summary, summary.clone()),
+        };
         self.window_start = first_kept_seq;
-        self.compaction = Some(Compaction {
-            first_kept_seq,
-            summary,
-        });
         self.epoch += 1;
         self.measured = None;
+        self.compaction.insert(Compaction {
+            first_kept_seq,
+            summary,
+            first_seq: previous.first_kept_seq,
+            at_ms: crate::store::now_ms(),
+            previous: Some(previous),
+            ..Compaction::default()
+        })
     }
 
     /// The window as it stands, for a request to the model: see [`Self::measure`].
@@ -345,6 +357,11 @@ impl History {
     /// The sizes of the messages from index `first` on: the few appended since a request.
     fn sizes_from(&self, first: usize) -> u64 {
         self.tokens[first..].iter().map(|&t| u64::from(t)).sum()
+    }
+
+    /// The compaction made since the last call, not yet stored, to complete.
+    pub fn compaction_mut(&mut self) -> Option<&mut Compaction> {
+        self.compaction.as_mut()
     }
 
     /// A compaction made since the last call, to be stored.

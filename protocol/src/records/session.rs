@@ -104,9 +104,44 @@ pub struct TurnCheckpoint {
 }
 
 /// A session's context window: the messages before `first_kept_seq` were pruned from what the
-/// model sees (they stay in the store), and `summary`, when there is one, stands for them.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// model sees (they stay in the store), and `summary`, when there is one, stands for them. The
+/// rest describes the compaction that made the window, and what undoing it restores.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Compaction {
+    pub first_kept_seq: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The first message this compaction took out of the window (where it started before).
+    #[serde(default)]
+    pub first_seq: u64,
+    /// The exact facts the summary left out, kept verbatim below it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub facts_kept: Vec<String>,
+    /// The exact facts the summary left out past the budget (`[agent] summary_facts`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub facts_dropped: Vec<String>,
+    #[serde(default)]
+    pub tokens_before: u64,
+    #[serde(default)]
+    pub tokens_after: u64,
+    /// The model that wrote the summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Unix milliseconds.
+    #[serde(default)]
+    pub at_ms: u64,
+    /// The window before this compaction, which undoing it restores; `None` once undone, or
+    /// when the store kept none (a compaction older than this record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<Window>,
+    /// This record is a window restored by `compact undo` (at these Unix milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undone_at_ms: Option<u64>,
+}
+
+/// A context window: where it starts, and the summary before it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Window {
     pub first_kept_seq: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,

@@ -320,11 +320,17 @@ impl Renderer {
                 summarized,
                 tokens_before,
                 tokens_after,
+                facts_kept,
+                ..
             } => {
                 let how = if *summarized { "summarized and " } else { "" };
+                let facts = match facts_kept.len() {
+                    0 => String::new(),
+                    n => format!("; {n} exact facts the summary left out are kept below it"),
+                };
                 let note = format!(
                     "  [context] the {dropped_messages} oldest messages were {how}left out: \
-                     {tokens_before} -> {tokens_after} tokens"
+                     {tokens_before} -> {tokens_after} tokens{facts}"
                 );
                 if self.open_line {
                     self.held_notes.push(note);

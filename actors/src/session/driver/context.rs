@@ -6,7 +6,7 @@
 use super::spending::Bill;
 use super::waiting::{OnInterrupt, Waited};
 use super::{Driver, Step};
-use crate::context::{prune_to_budget, summary, Cut};
+use crate::context::{facts, prune_to_budget, summary, Cut};
 use crate::event::EventKind;
 use crate::llm_stream::{Heartbeat, ModelAnswer, Purpose, StreamJob};
 use crate::provider::ProviderError;
@@ -105,16 +105,18 @@ impl Driver {
 
     /// Once the context reaches [`FLUSH_PERCENT`] of its budget (and once more after each
     /// pruning), asks the model to save what must outlive the oldest messages, when it has a
-    /// `memory_write` tool to do so.
+    /// `memory_write` tool to do so. The exact facts of the messages that will leave (see
+    /// [`facts`]) are saved to memory by the runtime itself, whatever the model writes.
     pub(super) fn prompt_memory_flush(&mut self) {
         let max = self.session.services.agent.max_context_tokens;
         let context = self.context_tokens();
         let has_tool = self.session.services.registry.get(MEMORY_WRITE).is_some();
-        let run = &mut self.run;
-        if run.flush_prompted || !has_tool || context < max.saturating_mul(FLUSH_PERCENT) / 100 {
+        if self.run.flush_prompted || !has_tool || context < max.saturating_mul(FLUSH_PERCENT) / 100
+        {
             return;
         }
-        run.flush_prompted = true;
+        self.run.flush_prompted = true;
+        let leaving = self.facts_leaving_soon();
         let percent = context.saturating_mul(100) / max.max(1);
         let message = format!(
             "[Memory] The conversation is at {percent}% of its context budget; its oldest \
@@ -122,12 +124,50 @@ impl Driver {
              beyond this conversation, save it now with {MEMORY_WRITE} (one fact per call), \
              then go on with the task."
         );
+        // Saved apart, not listed here: the list would grow the context near its limit.
+        self.save_facts(leaving);
+        let run = &mut self.run;
         run.events.emit(EventKind::MemoryFlush {
             message: message.clone(),
             context_tokens: context,
         });
         let flush = crate::message::Message::System { content: message };
         self.session.history.push(flush);
+    }
+
+    /// The exact facts (shown, at most `[agent] summary_facts`) of the messages the next
+    /// pruning would take out of the window.
+    fn facts_leaving_soon(&self) -> Vec<String> {
+        let max = self.session.services.agent.max_context_tokens;
+        let Some(cut) = self.cut_down_to(max.saturating_mul(PRUNE_TARGET_PERCENT) / 100) else {
+            return Vec::new();
+        };
+        let part = self.session.history.snapshot();
+        let found = facts::extract(&part[..cut.drop]);
+        let most = self.session.services.agent.summary_facts;
+        found.iter().take(most).map(facts::Fact::shown).collect()
+    }
+
+    /// Saves `facts` to memory as one entry, in a task of its own (the run does not wait for
+    /// it); a failure is said as a warning.
+    fn save_facts(&self, facts: Vec<String>) {
+        if facts.is_empty() {
+            return;
+        }
+        let memory = self.session.services.memory.clone();
+        let (session, events) = (self.session.id.clone(), self.run.events.clone());
+        let content = format!(
+            "Exact facts from an earlier part of session {session}:\n- {}",
+            facts.join("\n- ")
+        );
+        tokio::spawn(async move {
+            let tags = vec!["facts".to_owned(), "compaction".to_owned()];
+            if let Err(e) = memory.write(&session, &content, tags).await {
+                events.emit(EventKind::Warning {
+                    message: format!("saving the conversation's exact facts to memory failed: {e}"),
+                });
+            }
+        });
     }
 
     /// Makes room when the context has reached the Guardian's hard limit.
@@ -165,26 +205,71 @@ impl Driver {
     }
 
     /// Leaves the messages `cut` drops out of the window, behind the model's summary of them
-    /// when summarization is on and the budget allows a call.
+    /// when summarization is on and the budget allows a call. The exact facts the summary left
+    /// out (see [`facts`]) are kept verbatim below it, as many as `[agent] summary_facts`.
     pub(super) async fn compact(&mut self, cut: Cut) -> Step<()> {
-        let wants_summary =
-            self.session.services.agent.enable_summarization && self.run.spent.refusal.is_none();
+        let agent = &self.session.services.agent;
+        let wants_summary = agent.enable_summarization && self.run.spent.refusal.is_none();
         let summary = match wants_summary {
             true => self.summarize(cut).await?,
             false => None,
         };
-        let before = self.context_tokens();
+        let model = summary.as_ref().map(|_| self.run.models.model().to_owned());
         let summarized = summary.is_some();
-        self.session.history.compact(cut.drop, summary);
+        let (text, kept, dropped) = match wants_summary {
+            true => self.with_facts(cut, summary),
+            false => (None, Vec::new(), Vec::new()),
+        };
+        let before = self.context_tokens();
+        let record = self.session.history.compact(cut.drop, text);
+        record.facts_kept = kept;
+        record.facts_dropped = dropped;
+        record.model = model;
+        record.tokens_before = before;
         let after = self.context_tokens();
-        self.run.flush_prompted = false;
-        self.run.events.emit(EventKind::ContextPruned {
+        let Some(record) = self.session.history.compaction_mut() else {
+            return Ok(());
+        };
+        record.tokens_after = after;
+        let event = EventKind::ContextPruned {
             dropped_messages: cut.drop as u64,
             summarized,
             tokens_before: before,
             tokens_after: after,
-        });
+            first_seq: record.first_seq,
+            first_kept_seq: record.first_kept_seq,
+            facts_kept: record.facts_kept.clone(),
+            facts_dropped: record.facts_dropped.clone(),
+            model: record.model.clone(),
+        };
+        self.run.flush_prompted = false;
+        self.run.events.emit(event);
         Ok(())
+    }
+
+    /// `summary` of the part `cut` drops, with the exact facts of that part it left out kept
+    /// below it; those facts (shown), and those past the budget.
+    fn with_facts(
+        &self,
+        cut: Cut,
+        summary: Option<String>,
+    ) -> (Option<String>, Vec<String>, Vec<String>) {
+        let part = self.session.history.snapshot();
+        let found = facts::extract(&part[..cut.drop]);
+        let most = self.session.services.agent.summary_facts;
+        let summary = summary.unwrap_or_default();
+        let (kept, dropped) = facts::left_out(found, &summary, most);
+        let text = [summary, facts::block(&kept)]
+            .into_iter()
+            .filter(|part| !part.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        let shown = |facts: Vec<facts::Fact>| facts.iter().map(facts::Fact::shown).collect();
+        (
+            Some(text).filter(|t| !t.is_empty()),
+            shown(kept),
+            shown(dropped),
+        )
     }
 
     /// The model's summary of the messages `cut` drops, billed; `None` when it failed, gave no

@@ -130,6 +130,7 @@ fn a_window_starting_past_the_stored_messages_never_reuses_a_seq() {
     let compaction = Compaction {
         first_kept_seq: 9,
         summary: Some("earlier".into()),
+        ..Compaction::default()
     };
     let h = History::load(
         vec![stored(7, Message::user("old"))],

@@ -66,6 +66,7 @@ async fn the_window_is_read_from_the_last_compaction_on() {
     batch.push(Write::Compaction(Compaction {
         first_kept_seq: 7,
         summary: None,
+        ..Compaction::default()
     }));
     store.write(&[batch]).await.unwrap();
     let window = store.load_session_window(&id).await.unwrap();

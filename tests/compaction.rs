@@ -1,0 +1,139 @@
+//! Compaction keeps exact facts: a summarizer that leaves out an id and a path (as real
+//! summaries often do) does not lose them, since the runtime finds them in the summarized
+//! part and keeps them verbatim below the summary; a summary that keeps everything gets no
+//! block. Every compaction is recorded with what it covered and kept.
+
+mod common;
+
+use common::Harness;
+use ryvos::testing::Inspect;
+use ryvos::{EventKind, RunStatus};
+use ryvos_testkit::{Reply, Router};
+use serde_json::Value;
+use std::sync::Arc;
+
+const FINGERPRINT: &str = "FP-77A1-QX";
+const BUILD: &str = "/srv/builds/heron-42";
+const PAGES: usize = 30;
+
+/// The transcript a summary request carries, if `request` is one.
+fn summary_request(request: &Value) -> Option<String> {
+    let asks = request["messages"][0]["content"].as_str()?;
+    asks.starts_with("You summarize").then_some(())?;
+    request["messages"][1]["content"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// A harness whose summaries `summarize` writes from the transcript it is given, with a
+/// budget small enough for reading the secrets and the pages to be compacted.
+async fn harness(summarize: fn(&str) -> String, after: Vec<Reply>) -> Harness {
+    let mut script = vec![Reply::tool_calls(&[(
+        "s1",
+        "read",
+        r#"{"path": "secrets.txt"}"#,
+    )])];
+    script.extend(Reply::reads_then(PAGES, "page", "All read."));
+    script.extend(after);
+    let router: Router = Arc::new(move |request: &Value| {
+        summary_request(request).map(|transcript| Reply::text(&[&summarize(&transcript)]))
+    });
+    let h = Harness::start_routed(script, router, |c| {
+        c.agent.max_context_tokens = 3000;
+        c.agent.max_turns = 100;
+    })
+    .await;
+    let secrets =
+        format!("The deploy key fingerprint is {FINGERPRINT} and the build lives at {BUILD}.");
+    std::fs::write(h.workspace.path().join("secrets.txt"), secrets).unwrap();
+    for i in 0..PAGES {
+        let text = format!("page {i}: {}", "the quick brown fox jumps ".repeat(20));
+        std::fs::write(h.workspace.path().join(format!("page{i}.txt")), text).unwrap();
+    }
+    h
+}
+
+/// The facts each compaction of `events` kept below its summary.
+fn kept(events: &[Arc<ryvos::Event>]) -> Vec<Vec<String>> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ContextPruned { facts_kept, .. } => Some(facts_kept.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_facts_a_summary_leaves_out_are_kept_and_reach_the_model() {
+    let h = harness(
+        |_| "Some files were read.".to_owned(),
+        vec![Reply::text(&["The fingerprint is in the context."])],
+    )
+    .await;
+    let (events, outcome) = h.run(h.request("read secrets.txt, then every page")).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    let kept = kept(&events);
+    assert!(!kept.is_empty(), "the conversation was compacted");
+    assert!(kept[0].contains(&FINGERPRINT.to_owned()), "{kept:?}");
+    assert!(kept[0].contains(&BUILD.to_owned()), "{kept:?}");
+
+    // The next run, asking for the fingerprint, sends it to the model: in the summary's block,
+    // though the summary left it out and the message that said it is out of the window.
+    let ask = h.request("What is the deploy key fingerprint?");
+    let (_, next) = h.run(ask.session(outcome.session_id.clone())).await;
+    assert_eq!(next.status, RunStatus::Completed, "{:?}", next.reason);
+    let last = h.server.requests().pop().unwrap();
+    let sent = last["messages"].to_string();
+    assert!(sent.contains(FINGERPRINT) && sent.contains(BUILD), "{sent}");
+    assert!(
+        !sent.contains("deploy key fingerprint is"),
+        "the original message left the window"
+    );
+
+    // The store keeps the compaction: what it covered, kept and cost, and what undoing it
+    // would restore.
+    let stored = h
+        .runtime
+        .store()
+        .load_session(&outcome.session_id)
+        .await
+        .unwrap();
+    let record = stored.compaction.expect("a compaction record");
+    assert!(record.facts_kept.contains(&FINGERPRINT.to_owned()));
+    assert!(record.first_kept_seq > record.first_seq);
+    assert!(record.tokens_after < record.tokens_before);
+    assert_eq!(record.model.as_deref(), Some("scripted"));
+    assert!(record.previous.is_some());
+
+    // Before they left, the memory flush saved them to memory, whatever the model wrote.
+    assert!(events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::MemoryFlush { .. })));
+    let memories = h.runtime.store().memories().await.unwrap();
+    assert!(
+        memories
+            .iter()
+            .any(|m| m.content.contains(FINGERPRINT) && m.content.contains(BUILD)),
+        "{memories:?}"
+    );
+    h.server.assert_no_orphans();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_summary_that_keeps_every_fact_gets_no_block() {
+    // This summarizer repeats the transcript without the pages' filler: every fact it was
+    // given is in it, and it is short.
+    let h = harness(
+        |transcript| transcript.replace("the quick brown fox jumps ", ""),
+        Vec::new(),
+    )
+    .await;
+    let (events, outcome) = h.run(h.request("read secrets.txt, then every page")).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    let kept = kept(&events);
+    assert!(!kept.is_empty(), "the conversation was compacted");
+    assert!(kept.iter().all(Vec::is_empty), "{kept:?}");
+    let sent = h.server.requests().pop().unwrap()["messages"].to_string();
+    assert!(!sent.contains("left out]"), "no block: {sent}");
+}
