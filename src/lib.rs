@@ -31,7 +31,7 @@ pub use config::Config;
 pub use run_log::read_session_logs;
 pub use runtime::{
     EngineError, Interrupter, OnMessage, RunHandle, RunOutcome, RunRequest, RunSettings, RunUpdate,
-    Runtime, RuntimeBuilder, RuntimeError, StartRunError,
+    Runtime, RuntimeBuilder, RuntimeError, StartRunError, UndoError,
 };
 /// The body of `ryvos-sandbox`, the sandbox's inner layer.
 pub use ryvos_actors::sandbox_inner_main;

@@ -1,13 +1,15 @@
 //! Compaction keeps exact facts: a summarizer that leaves out an id and a path (as real
 //! summaries often do) does not lose them, since the runtime finds them in the summarized
 //! part and keeps them verbatim below the summary; a summary that keeps everything gets no
-//! block. Every compaction is recorded with what it covered and kept.
+//! block. Every compaction is recorded with what it covered and kept, and the last one can be
+//! undone.
 
 mod common;
 
 use common::Harness;
+use ryvos::protocol::message::Message;
 use ryvos::testing::Inspect;
-use ryvos::{EventKind, RunStatus};
+use ryvos::{EventKind, RunStatus, SessionId};
 use ryvos_testkit::{Reply, Router};
 use serde_json::Value;
 use std::sync::Arc;
@@ -136,4 +138,66 @@ async fn a_summary_that_keeps_every_fact_gets_no_block() {
     assert!(kept.iter().all(Vec::is_empty), "{kept:?}");
     let sent = h.server.requests().pop().unwrap()["messages"].to_string();
     assert!(!sent.contains("left out]"), "no block: {sent}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn undo_brings_the_last_compactions_messages_back_and_says_when_it_cannot() {
+    let h = harness(
+        |_| "Some files were read.".to_owned(),
+        vec![Reply::text(&["With the pages back."])],
+    )
+    .await;
+    let (_, outcome) = h.run(h.request("read secrets.txt, then every page")).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    let session = outcome.session_id.clone();
+    let last = (h.runtime.store().load_session(&session).await.unwrap())
+        .compaction
+        .expect("a compaction");
+
+    let undone = h.runtime.undo_compaction(&session).await.unwrap();
+    assert_eq!(undone.first_kept_seq, last.first_seq);
+    assert!(undone.restored_messages > 0);
+    assert!(!undone.fits, "3,000 tokens do not hold the restored window");
+    let history = h.runtime.history(&session).await.unwrap().unwrap();
+    let restored = history.compaction.expect("the restored window is recorded");
+    assert!(restored.undone_at_ms.is_some());
+    assert_eq!(restored.first_kept_seq, last.first_seq);
+
+    // Only the last compaction can be undone, and only an existing session's.
+    let twice = h.runtime.undo_compaction(&session).await.unwrap_err();
+    assert!(twice.to_string().contains("already undone"), "{twice}");
+    let unknown = SessionId::new("s_unknown");
+    let missing = h.runtime.undo_compaction(&unknown).await.unwrap_err();
+    assert!(
+        missing.to_string().contains("there is no session"),
+        "{missing}"
+    );
+
+    // With a window large enough for them, the next request carries the messages the
+    // compaction had taken out, every call with its result.
+    let h = h
+        .restart_with(|c| c.agent.max_context_tokens = 100_000)
+        .await;
+    let (_, next) = h.run(h.request("go on").session(session.clone())).await;
+    assert_eq!(next.status, RunStatus::Completed, "{:?}", next.reason);
+    let sent = h.server.requests().pop().unwrap()["messages"].to_string();
+    let stored = h.runtime.store().load_session(&session).await.unwrap();
+    let back: Vec<String> = stored
+        .messages
+        .iter()
+        .filter(|m| (last.first_seq..last.first_kept_seq).contains(&m.seq))
+        .filter_map(|m| match &*m.message {
+            // As the request's JSON writes it.
+            Message::ToolResult { content, .. } => {
+                let json = serde_json::to_string(content).unwrap();
+                Some(json.trim_matches('"').chars().take(40).collect())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!back.is_empty());
+    for result in back {
+        assert!(sent.contains(&result), "{result} is sent again");
+    }
+    h.server.assert_no_orphans();
 }

@@ -11,14 +11,16 @@ use ryvos_actors::{
     ApprovalError, Approvals, Engine, EngineConfig, Guardrail, Provider, RecordingProvider,
     RunSpec, Sandbox, Tool, Workspace,
 };
-pub use ryvos_actors::{EngineError, Interrupter, OnMessage, RunSettings, StartRunError};
+pub use ryvos_actors::{
+    EngineError, Interrupter, OnMessage, RunSettings, StartRunError, UndoError,
+};
 use ryvos_protocol::event::Event;
 pub use ryvos_protocol::event::RunOutcome;
 use ryvos_protocol::ids::SessionId;
 use ryvos_protocol::mcp::McpServerStatus;
 use ryvos_protocol::records::{Answer, PendingApproval, SessionRecord};
 use ryvos_protocol::report::CostReport;
-use ryvos_protocol::socket::{HistoryMessage, HistoryResult};
+use ryvos_protocol::socket::{CompactUndoResult, HistoryMessage, HistoryResult};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::broadcast;
@@ -361,7 +363,24 @@ impl Runtime {
             messages,
             runs: store.session_runs(id).await.map_err(EngineError::from)?,
             audit: store.audit(id).await.map_err(EngineError::from)?,
+            compaction: history.compaction,
         }))
+    }
+
+    /// Sets session `id`'s context window back to before its last compaction: the messages it
+    /// took out (still in the store) are sent to the model again from its next run on. Refused
+    /// while a run is in flight on the session, and when there is nothing to undo; whether the
+    /// restored window fits the budget is in the answer.
+    pub async fn undo_compaction(&self, id: &SessionId) -> Result<CompactUndoResult, RuntimeError> {
+        let undone = self.engine.undo_compaction(id).await?;
+        Ok(CompactUndoResult {
+            session_id: id.to_string(),
+            first_kept_seq: undone.first_kept_seq,
+            restored_messages: undone.restored_messages,
+            context_tokens: undone.context_tokens,
+            max_context_tokens: undone.max_context_tokens,
+            fits: undone.fits,
+        })
     }
 
     /// Spending this month against the budget's limits, per day and per session.

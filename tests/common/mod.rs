@@ -131,13 +131,19 @@ impl Harness {
 
     /// Stops the runtime and starts a new one on the same home (a restart of the process).
     pub async fn restart(self) -> Self {
+        self.restart_with(|_| {}).await
+    }
+
+    /// As [`Harness::restart`], with `tweak` applied to the settings first.
+    pub async fn restart_with(self, tweak: impl FnOnce(&mut Config)) -> Self {
         let Harness {
             server,
             runtime,
-            config,
+            mut config,
             home,
             workspace,
         } = self;
+        tweak(&mut config);
         runtime.close().await.expect("clean shutdown");
         let runtime = Runtime::start(config.clone())
             .await

@@ -3,11 +3,14 @@
 #[cfg(feature = "testing")]
 mod faults;
 mod gauges;
+mod opening;
+
+use opening::{open_store, opening_store};
 
 use crate::checkpoint::{Checkpoint, Writer};
 use crate::config::{
     AgentConfig, BudgetConfig, DirectorConfig, EmbeddingConfig, ModelConfig, SandboxMode,
-    SecurityConfig, StoreBackend, SupervisionConfig,
+    SecurityConfig, SupervisionConfig,
 };
 use crate::cost_ledger::CostLedgerArgs;
 use crate::director::{Directing, Director, Directors};
@@ -74,31 +77,6 @@ pub struct EngineConfig {
     pub max_in_flight_runs: usize,
 }
 
-/// The store `config` names: the redb file, or the PostgreSQL database.
-fn opening_store(e: impl std::fmt::Display) -> EngineError {
-    EngineError::Actors(format!("opening the store: {e}"))
-}
-
-async fn open_store(config: &EngineConfig) -> Result<Store, EngineError> {
-    let durable = config.agent.checkpoint.enabled;
-    match config.store.backend {
-        StoreBackend::Redb => {
-            let database = config.database.clone();
-            tokio::task::spawn_blocking(move || Store::open(&database, durable))
-                .await
-                .map_err(opening_store)?
-                .map_err(EngineError::Store)
-        }
-        StoreBackend::Postgres => {
-            let url = crate::config::expand_env(&config.store.url, "store.url")
-                .map_err(|e| EngineError::Store(StoreError::from_cause("opening the store", e)))?;
-            let lease = Duration::from_secs(config.store.lease_secs.max(1));
-            let pool = config.store.pool_size;
-            Ok(Store::connect(&url, pool, durable, lease, &config.node).await?)
-        }
-    }
-}
-
 /// Why the engine could not start, run, or stop.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -118,6 +96,8 @@ pub enum EngineError {
     Telemetry(#[from] crate::telemetry::TelemetryError),
     #[error(transparent)]
     StartRun(#[from] StartRunError),
+    #[error(transparent)]
+    Undo(#[from] crate::session::UndoError),
 }
 
 /// A running engine.
@@ -466,6 +446,30 @@ impl Engine {
             reply,
         })
         .await
+    }
+
+    /// Sets `session`'s context window back to before its last compaction: the messages it
+    /// took out are sent to the model again from the next run on. Refused while a run (or a
+    /// Director) is in flight on the session, and when there is nothing to undo.
+    pub async fn undo_compaction(
+        &self,
+        session: &SessionId,
+    ) -> Result<crate::session::Undone, EngineError> {
+        let directed = self
+            .directing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(session);
+        if directed {
+            return Err(crate::session::UndoError::Busy(session.clone()).into());
+        }
+        let undone = self
+            .ask_sessions(|reply| SessionSupervisorMsg::UndoCompaction {
+                session_id: session.clone(),
+                reply,
+            })
+            .await?;
+        Ok(undone?)
     }
 
     /// Answers approval request `request_id`. A request whose run is paused keeps the answer,

@@ -11,6 +11,7 @@ mod conversation;
 mod desk;
 mod driver;
 mod history;
+mod in_flight;
 mod notice;
 mod prompt;
 mod recovery;
@@ -18,6 +19,7 @@ mod run;
 mod siblings;
 mod starter;
 mod supervisor;
+mod undo;
 
 #[cfg(feature = "testing")]
 pub use history::History;
@@ -27,6 +29,7 @@ pub use supervisor::StartRunError;
 pub(crate) use supervisor::{
     RunTicket, RunsInFlight, SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg,
 };
+pub use undo::{UndoError, Undone};
 
 use crate::checkpoint::Checkpoint;
 use crate::config::AgentConfig;

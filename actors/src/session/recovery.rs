@@ -1,7 +1,7 @@
 //! Bringing a session back: its history from the store, and an end for every run that a
 //! crash or a failed actor cut off.
 
-use crate::event::{EventKind, RunEvents, RunStatus};
+use crate::event::{EventKind, RunEvents, RunStatus, SessionEvents};
 use crate::ids::{RunId, SessionId};
 use crate::store::{now_ms, RunRecord, SessionHistory, Store, TurnCheckpoint};
 
@@ -85,4 +85,20 @@ pub(super) fn report_failed_run(
         reason: Some(reason.to_owned()),
         truncated: false,
     });
+}
+
+/// Why a run ended with its session's failure.
+pub(super) fn lost_run_reason(why: &str) -> String {
+    format!("the session failed ({why}); the run was stopped at its last checkpoint")
+}
+
+/// Ends a run whose session could not be brought back: the caller is told, never left waiting.
+pub(super) fn report_lost_run(
+    events: &SessionEvents,
+    session_id: &SessionId,
+    run_id: RunId,
+    reason: String,
+) {
+    let run = events.for_run(session_id.clone(), run_id);
+    report_failed_run(&run, &reason, &[], None, now_ms());
 }

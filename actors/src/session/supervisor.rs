@@ -11,13 +11,14 @@
 use super::actor::{SessionActor, SessionArgs, SessionMsg};
 use super::desk::Desk;
 use super::driver::Control;
+pub(crate) use super::in_flight::RunsInFlight;
+use super::recovery::{lost_run_reason, report_lost_run};
 use super::{RunSpec, Services, SessionNotice};
 use crate::event::{Event, RunStatus, SessionEvents};
 use crate::ids::{RunId, SessionId};
 use crate::supervision::{RestartDecision, RestartHistory, RestartPolicy};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::broadcast;
@@ -103,6 +104,11 @@ pub(crate) enum SessionSupervisorMsg {
         reason: String,
         reply: RpcReplyPort<bool>,
     },
+    /// Set `session_id`'s window back to before its last compaction; no run may be in flight.
+    UndoCompaction {
+        session_id: SessionId,
+        reply: RpcReplyPort<Result<super::Undone, super::UndoError>>,
+    },
     /// Test hook: make a session's actor panic, or (`driver`) its run's driver. Answers
     /// whether the session was found.
     #[cfg(feature = "testing")]
@@ -135,29 +141,6 @@ pub(crate) struct SessionSupervisorArgs {
     pub policy: RestartPolicy,
     pub max_in_flight_runs: usize,
     pub in_flight: RunsInFlight,
-}
-
-/// How many runs are in flight, readable outside the supervisor (a daemon claims from the run
-/// queue only what room is left).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct RunsInFlight(Arc<AtomicUsize>);
-
-impl RunsInFlight {
-    pub(crate) fn count(&self) -> usize {
-        self.0.load(Ordering::Relaxed)
-    }
-
-    fn add(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn remove(&self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    fn reset(&self) {
-        self.0.store(0, Ordering::Relaxed);
-    }
 }
 
 /// Its state.
@@ -281,6 +264,12 @@ impl Actor for SessionSupervisor {
                 let asked = state.control(&session_id, interrupt);
                 if reply.send(asked).is_err() {
                     tracing::debug!("the caller of an interrupt left");
+                }
+            }
+            SessionSupervisorMsg::UndoCompaction { session_id, reply } => {
+                let undone = state.undo_compaction(&session_id).await;
+                if reply.send(undone).is_err() {
+                    tracing::debug!("the caller of an undo left");
                 }
             }
             SessionSupervisorMsg::StopAllTimeout => {
@@ -505,6 +494,27 @@ impl SessionSupervisorState {
         self.answer_stop_all_if_done();
     }
 
+    /// Undoes session `id`'s last compaction while no run is in flight on it (no run can
+    /// start meanwhile: the supervisor routes runs); its copy in memory, which holds the old
+    /// window, is dropped, so that its next run reads the restored one.
+    async fn undo_compaction(&mut self, id: &SessionId) -> Result<super::Undone, super::UndoError> {
+        let busy = self
+            .sessions
+            .get(id)
+            .is_some_and(|e| e.active_run.is_some() || e.recover.is_some() || e.desk.is_driving());
+        if busy {
+            return Err(super::UndoError::Busy(id.clone()));
+        }
+        let services = &self.args.services;
+        let undone =
+            super::undo::undo_last_compaction(&services.store, id, &services.agent).await?;
+        if let Some(actor) = self.sessions.remove(id).and_then(|e| e.actor) {
+            self.by_actor.remove(&actor.get_id());
+            actor.stop(Some("its compaction was undone".into()));
+        }
+        Ok(undone)
+    }
+
     async fn restart(&mut self, myself: &ActorRef<SessionSupervisorMsg>, session_id: SessionId) {
         let Some(entry) = self.sessions.get_mut(&session_id) else {
             return;
@@ -580,15 +590,4 @@ impl SessionSupervisorState {
             }
         }
     }
-}
-
-/// Why a run ended with its session's failure.
-fn lost_run_reason(why: &str) -> String {
-    format!("the session failed ({why}); the run was stopped at its last checkpoint")
-}
-
-/// Ends a run whose session could not be brought back: the caller is told, never left waiting.
-fn report_lost_run(events: &SessionEvents, session_id: &SessionId, run_id: RunId, reason: String) {
-    let run = events.for_run(session_id.clone(), run_id);
-    super::recovery::report_failed_run(&run, &reason, &[], None, crate::store::now_ms());
 }

@@ -5,7 +5,9 @@ use super::Call;
 use crate::event::RunOutcome;
 use crate::goal::Goal;
 use crate::message::Message;
-use crate::records::{AuditRecord, PendingApproval, QueuedRun, RunRecord, SessionRecord};
+use crate::records::{
+    AuditRecord, Compaction, PendingApproval, QueuedRun, RunRecord, SessionRecord,
+};
 use crate::report::CostReport;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -194,6 +196,28 @@ pub struct HistoryResult {
     pub runs: Vec<RunRecord>,
     /// Every decision of the security gate, oldest first.
     pub audit: Vec<AuditRecord>,
+    /// The session's last compaction (or the window an undo restored): the messages before
+    /// its `first_kept_seq` are out of the model's window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<Compaction>,
+}
+
+/// `compact_undo`'s result: the window restored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+// Closed in the schema: a client may rely on every field being documented.
+#[schemars(deny_unknown_fields)]
+pub struct CompactUndoResult {
+    pub session_id: String,
+    /// The window starts at this message again.
+    pub first_kept_seq: u64,
+    /// How many messages came back into the window.
+    pub restored_messages: u64,
+    /// The restored window's size in tokens (counted where the store has the count, bounded
+    /// by bytes elsewhere).
+    pub context_tokens: u64,
+    pub max_context_tokens: u64,
+    /// The window is under the point where the next run compacts it again.
+    pub fits: bool,
 }
 
 /// `approve`'s and `deny`'s result.
@@ -274,6 +298,8 @@ calls! {
     Interrupt = "interrupt": SessionParams => InterruptResult;
     /// Stops a session's run in flight for good.
     Cancel = "cancel": SessionParams => CancelResult;
+    /// Sets a session's window back to before its last compaction.
+    CompactUndo = "compact_undo": SessionParams => CompactUndoResult;
     /// Stops the daemon; runs in flight pause once their turns are durable.
     Shutdown = "shutdown": NoParams => ShutdownResult;
     /// Puts a run in the queue, for whichever daemon has room; answers at once.

@@ -288,6 +288,25 @@ pub enum Command {
         #[command(subcommand)]
         command: StoreCommand,
     },
+    /// A session's context window.
+    Compact {
+        #[command(subcommand)]
+        command: CompactCommand,
+    },
+}
+
+/// `ryvos compact`'s subcommands.
+#[derive(Subcommand)]
+pub enum CompactCommand {
+    /// Set a session's window back to before its last compaction: the messages it took out
+    /// (still stored) are sent to the model again from its next run on.
+    Undo {
+        /// The session id.
+        id: String,
+        /// Print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `ryvos store`'s subcommands.

@@ -5,6 +5,7 @@
 //! the command failed; 2 bad usage or config; 3 the daemon was lost or could not be reached.
 
 mod cli;
+mod compact;
 mod ctrl_c;
 mod doctor;
 mod exit;
@@ -23,7 +24,7 @@ mod starting;
 mod store_copy;
 
 use clap::Parser;
-use cli::{Cli, Command, McpCommand, StoreCommand};
+use cli::{Cli, Command, CompactCommand, McpCommand, StoreCommand};
 use exit::{EXIT_DAEMON, EXIT_RUN_FAILED, EXIT_USAGE};
 use out::outln;
 use reading::{shown, Read};
@@ -156,6 +157,9 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
         Command::Store {
             command: StoreCommand::Copy { url },
         } => store_copy::copy(&url, &config, &socket).await,
+        Command::Compact {
+            command: CompactCommand::Undo { id, json },
+        } => compact::undo(id, &socket, &config, json).await,
         // Answered before the config is read.
         Command::Completions { .. } | Command::Manpage => 0,
     }

@@ -130,7 +130,11 @@ pub fn approvals(pending: &[PendingApproval]) {
 }
 
 pub fn history(h: &HistoryResult) {
+    let window_start = h.compaction.as_ref().map(|c| c.first_kept_seq);
     for m in &h.messages {
+        if Some(m.seq) == window_start {
+            compaction(h);
+        }
         let (role, text) = match m.message.as_ref() {
             Message::User { content } => ("user", content.as_str()),
             Message::Assistant { content, .. } => ("assistant", content.as_str()),
@@ -164,6 +168,45 @@ pub fn history(h: &HistoryResult) {
             a.tool,
             format!("{:?}", a.tier),
             a.decided_by
+        );
+    }
+}
+
+/// The session's last compaction, where its window starts.
+fn compaction(h: &HistoryResult) {
+    let Some(c) = &h.compaction else { return };
+    let session = &h.session.session_id;
+    if c.undone_at_ms.is_some() {
+        outln!("--- the window starts here again (its last compaction was undone)");
+        return;
+    }
+    let by = c
+        .model
+        .as_deref()
+        .map(|m| format!(" by {m}"))
+        .unwrap_or_default();
+    let how = match &c.summary {
+        Some(_) => format!("left the window behind a summary{by}"),
+        None => "left the window".to_owned(),
+    };
+    outln!(
+        "--- compacted: messages {}-{} {how}; {} -> {} tokens; `ryvos compact undo {session}` \
+         brings them back",
+        c.first_seq,
+        c.first_kept_seq.saturating_sub(1),
+        c.tokens_before,
+        c.tokens_after
+    );
+    if !c.facts_kept.is_empty() {
+        outln!(
+            "    exact facts kept below the summary: {}",
+            c.facts_kept.join("; ")
+        );
+    }
+    if !c.facts_dropped.is_empty() {
+        outln!(
+            "    left out past [agent] summary_facts: {}",
+            c.facts_dropped.join("; ")
         );
     }
 }

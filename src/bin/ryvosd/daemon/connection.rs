@@ -5,10 +5,11 @@ use super::run_request::{internal, run_error, run_request};
 use super::Shared;
 use futures_util::{FutureExt, StreamExt};
 use ryvos::protocol::{
-    CancelResult, ErrorBody, ErrorCode, HistoryResult, InterruptResult, Method, Reply, Request,
-    RunParams, ShutdownResult, StatusResult, Undecodable, MAX_FRAME_BYTES, PROTOCOL_VERSION,
+    CancelResult, CompactUndoResult, ErrorBody, ErrorCode, HistoryResult, InterruptResult, Method,
+    Reply, Request, RunParams, ShutdownResult, StatusResult, Undecodable, MAX_FRAME_BYTES,
+    PROTOCOL_VERSION,
 };
-use ryvos::RunOutcome;
+use ryvos::{EngineError, RunOutcome, RuntimeError, UndoError};
 use ryvos_protocol::ids::SessionId;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -212,6 +213,9 @@ async fn answer(
                 Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
             }
         }
+        Ok(Method::CompactUndo(params)) => compact_undo(&SessionId::new(params.session), shared)
+            .await
+            .map(|undone| Reply::result(id, &undone)),
         Ok(Method::Answer { params, approved }) => {
             super::approvals::answer(params, approved, shared)
                 .await
@@ -236,6 +240,23 @@ async fn answer(
     };
     let reply = reply.unwrap_or_else(|error| Reply::Error { id, error });
     send(write, &reply).await
+}
+
+/// Undoes a session's last compaction; nothing to undo is a bad request, a run in flight
+/// `busy`.
+async fn compact_undo(id: &SessionId, shared: &Shared) -> Result<CompactUndoResult, ErrorBody> {
+    shared.runtime.undo_compaction(id).await.map_err(|e| {
+        let code = match &e {
+            RuntimeError::Engine(EngineError::Undo(undo)) => match undo {
+                UndoError::NotFound(_) => ErrorCode::NotFound,
+                UndoError::Busy(_) => ErrorCode::Busy,
+                UndoError::Store(_) => ErrorCode::Internal,
+                _ => ErrorCode::BadRequest,
+            },
+            _ => ErrorCode::Internal,
+        };
+        ErrorBody::new(code, e.to_string())
+    })
 }
 
 async fn status(shared: &Shared) -> StatusResult {
