@@ -1,6 +1,7 @@
 //! Per-turn context cost at a 20-message and a 2,000-message history: counting the turn's new
 //! messages, assembling the request's conversation (a snapshot), and the pruning decision.
-//! None of it may grow with the history, so the two figures should be close.
+//! None of it may grow with the history, so the two figures should be close. Then what a
+//! compaction adds once (not per turn): finding the exact facts of the part it drops.
 //!
 //!     cargo bench --bench context_cost
 //!
@@ -11,6 +12,7 @@ use ryvos::protocol::message::{Message, ToolCall};
 use ryvos::testing::prune_to_budget;
 use ryvos::testing::History;
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Turns measured per figure.
@@ -79,6 +81,23 @@ fn measure(size: usize) -> (Duration, Duration) {
     (samples[TURNS / 2], samples[TURNS * 99 / 100])
 }
 
+/// How many facts a compaction of `size` messages finds, and the p50 time to find them.
+fn facts_per_compaction(size: usize) -> (usize, Duration) {
+    let part: Vec<Arc<Message>> = (0..size / 2)
+        .flat_map(turn_messages)
+        .map(Arc::new)
+        .collect();
+    let mut samples = Vec::with_capacity(100);
+    let mut found = 0;
+    for _ in 0..100 {
+        let start = Instant::now();
+        found = black_box(ryvos::testing::extract_facts(black_box(&part)));
+        samples.push(start.elapsed());
+    }
+    samples.sort();
+    (found, samples[50])
+}
+
 fn main() {
     ryvos::testing::warm_up_tokenizer();
     // Let the tokenizer load before anything is timed.
@@ -96,6 +115,11 @@ fn main() {
             p99.as_secs_f64() * 1e6
         ));
     }
+    let (facts, facts_p50) = facts_per_compaction(200);
+    report.push_str(&format!(
+        "facts of a 200-message part (once per compaction): p50 {:>8.1} us  ({facts} found)\n",
+        facts_p50.as_secs_f64() * 1e6
+    ));
     let ratio = large_p50.as_secs_f64() / small_p50.as_secs_f64();
     let verdict = if ratio <= 1.5 { "met" } else { "MISSED" };
     report.push_str(&format!(

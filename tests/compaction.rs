@@ -16,7 +16,6 @@ use std::sync::Arc;
 
 const FINGERPRINT: &str = "FP-77A1-QX";
 const BUILD: &str = "/srv/builds/heron-42";
-const PAGES: usize = 30;
 
 /// The transcript a summary request carries, if `request` is one.
 fn summary_request(request: &Value) -> Option<String> {
@@ -28,14 +27,15 @@ fn summary_request(request: &Value) -> Option<String> {
 }
 
 /// A harness whose summaries `summarize` writes from the transcript it is given, with a
-/// budget small enough for reading the secrets and the pages to be compacted.
-async fn harness(summarize: fn(&str) -> String, after: Vec<Reply>) -> Harness {
+/// budget small enough for reading the secrets and `pages` pages to be compacted (every 20
+/// pages or so).
+async fn harness(pages: usize, summarize: fn(&str) -> String, after: Vec<Reply>) -> Harness {
     let mut script = vec![Reply::tool_calls(&[(
         "s1",
         "read",
         r#"{"path": "secrets.txt"}"#,
     )])];
-    script.extend(Reply::reads_then(PAGES, "page", "All read."));
+    script.extend(Reply::reads_then(pages, "page", "All read."));
     script.extend(after);
     let router: Router = Arc::new(move |request: &Value| {
         summary_request(request).map(|transcript| Reply::text(&[&summarize(&transcript)]))
@@ -48,7 +48,7 @@ async fn harness(summarize: fn(&str) -> String, after: Vec<Reply>) -> Harness {
     let secrets =
         format!("The deploy key fingerprint is {FINGERPRINT} and the build lives at {BUILD}.");
     std::fs::write(h.workspace.path().join("secrets.txt"), secrets).unwrap();
-    for i in 0..PAGES {
+    for i in 0..pages {
         let text = format!("page {i}: {}", "the quick brown fox jumps ".repeat(20));
         std::fs::write(h.workspace.path().join(format!("page{i}.txt")), text).unwrap();
     }
@@ -69,6 +69,7 @@ fn kept(events: &[Arc<ryvos::Event>]) -> Vec<Vec<String>> {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_facts_a_summary_leaves_out_are_kept_and_reach_the_model() {
     let h = harness(
+        60,
         |_| "Some files were read.".to_owned(),
         vec![Reply::text(&["The fingerprint is in the context."])],
     )
@@ -107,6 +108,14 @@ async fn the_facts_a_summary_leaves_out_are_kept_and_reach_the_model() {
     assert!(record.tokens_after < record.tokens_before);
     assert_eq!(record.model.as_deref(), Some("scripted"));
     assert!(record.previous.is_some());
+    // It remembers every compaction before it, for `history` to show each in place.
+    assert!(kept.len() >= 2, "several compactions: {kept:?}");
+    assert_eq!(record.earlier.len(), kept.len() - 1);
+    assert_eq!(record.earlier[0].facts_kept, kept[0]);
+    assert_eq!(
+        record.earlier.last().unwrap().first_kept_seq,
+        record.first_seq
+    );
 
     // Before they left, the memory flush saved them to memory, whatever the model wrote.
     assert!(events
@@ -126,7 +135,9 @@ async fn the_facts_a_summary_leaves_out_are_kept_and_reach_the_model() {
 async fn a_summary_that_keeps_every_fact_gets_no_block() {
     // This summarizer repeats the transcript without the pages' filler: every fact it was
     // given is in it, and it is short.
+    // One compaction: a transcript clipped past its pieces' length would lose facts.
     let h = harness(
+        30,
         |transcript| transcript.replace("the quick brown fox jumps ", ""),
         Vec::new(),
     )
@@ -143,8 +154,12 @@ async fn a_summary_that_keeps_every_fact_gets_no_block() {
 #[tokio::test(flavor = "multi_thread")]
 async fn undo_brings_the_last_compactions_messages_back_and_says_when_it_cannot() {
     let h = harness(
+        60,
         |_| "Some files were read.".to_owned(),
-        vec![Reply::text(&["With the pages back."])],
+        vec![
+            Reply::text(&["A small session."]),
+            Reply::text(&["With the pages back."]),
+        ],
     )
     .await;
     let (_, outcome) = h.run(h.request("read secrets.txt, then every page")).await;
@@ -166,6 +181,13 @@ async fn undo_brings_the_last_compactions_messages_back_and_says_when_it_cannot(
     // Only the last compaction can be undone, and only an existing session's.
     let twice = h.runtime.undo_compaction(&session).await.unwrap_err();
     assert!(twice.to_string().contains("already undone"), "{twice}");
+    let (_, small) = h.run(h.request("and a session never compacted")).await;
+    let never = h
+        .runtime
+        .undo_compaction(&small.session_id)
+        .await
+        .unwrap_err();
+    assert!(never.to_string().contains("never compacted"), "{never}");
     let unknown = SessionId::new("s_unknown");
     let missing = h.runtime.undo_compaction(&unknown).await.unwrap_err();
     assert!(

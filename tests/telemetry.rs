@@ -332,6 +332,13 @@ async fn a_summary_is_a_span_of_its_own_with_its_model_call_under_it() {
             .count();
         assert_eq!(asked, 1, "{summary:?}");
     }
+    // Each compaction is an event of the run's span.
+    let compactions = run
+        .events
+        .iter()
+        .filter(|e| *e == "ryvos.compaction")
+        .count();
+    assert_eq!(compactions, summaries.len(), "{:?}", run.events);
     // The turns' own calls hang under the run.
     let turns = named(&spans, "chat scripted")
         .into_iter()

@@ -13,3 +13,8 @@ pub use crate::tokens::{
     asked_for as tokenizer_asked_for, count_message, count_text, warm_up as warm_up_tokenizer,
 };
 pub use crate::tools::{builtin, ToolRegistry};
+
+/// How many exact facts a compaction finds in `messages` (see the context's facts).
+pub fn extract_facts(messages: &[std::sync::Arc<crate::message::Message>]) -> usize {
+    crate::context::facts::extract(messages).len()
+}

@@ -19,7 +19,7 @@ use crate::message::{Message, ToolCall};
 use crate::store::repair::{self, interrupted_result};
 use crate::store::{Compaction, StoredMessage};
 use crate::tokens;
-use ryvos_protocol::records::{Window, WindowMeasure};
+use ryvos_protocol::records::{CompactionNote, Window, WindowMeasure};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
@@ -49,6 +49,9 @@ pub struct History {
     window_start: u64,
     /// The summary the window starts with, if it has one.
     summary: Option<String>,
+    /// The last compaction handed to the store (the one the session was loaded with, or a
+    /// later one): the next one remembers it.
+    stored_compaction: Option<Compaction>,
 }
 
 /// The window as a request to the model took it; see [`History::mark`].
@@ -99,6 +102,7 @@ impl History {
             next_seq,
             window_start: first_kept,
             summary: compaction.and_then(|c| c.summary.clone()),
+            stored_compaction: compaction.cloned(),
             ..History::default()
         };
         let last_non_result = stored
@@ -269,6 +273,7 @@ impl History {
             first_kept_seq: self.window_start,
             summary: std::mem::replace(&mut self.summary, summary.clone()),
         };
+        let earlier = self.earlier_compactions();
         self.window_start = first_kept_seq;
         self.epoch += 1;
         self.measured = None;
@@ -278,8 +283,24 @@ impl History {
             first_seq: previous.first_kept_seq,
             at_ms: crate::store::now_ms(),
             previous: Some(previous),
+            earlier,
             ..Compaction::default()
         })
+    }
+
+    /// The compactions before the one being made: the last one's, and the last one itself
+    /// unless it was undone (at most [`CompactionNote::KEPT`]).
+    fn earlier_compactions(&self) -> Vec<CompactionNote> {
+        let Some(last) = self.compaction.as_ref().or(self.stored_compaction.as_ref()) else {
+            return Vec::new();
+        };
+        let mut earlier = last.earlier.clone();
+        if last.undone_at_ms.is_none() {
+            earlier.push(CompactionNote::of(last));
+        }
+        let excess = earlier.len().saturating_sub(CompactionNote::KEPT);
+        earlier.drain(..excess);
+        earlier
     }
 
     /// The window as it stands, for a request to the model: see [`Self::measure`].
@@ -366,7 +387,11 @@ impl History {
 
     /// A compaction made since the last call, to be stored.
     pub fn take_compaction(&mut self) -> Option<Compaction> {
-        self.compaction.take()
+        let taken = self.compaction.take();
+        if let Some(compaction) = &taken {
+            self.stored_compaction = Some(compaction.clone());
+        }
+        taken
     }
 
     /// The calls of the last answer that have no result yet: left pending by a run that paused

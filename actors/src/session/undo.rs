@@ -72,6 +72,7 @@ pub(crate) async fn undo_last_compaction(
         first_seq: before.first_kept_seq,
         summary: before.summary,
         undone_at_ms: Some(now_ms()),
+        earlier: last.earlier,
         ..Compaction::default()
     };
     let window = stored

@@ -8,6 +8,8 @@ pub(crate) const EXECUTE_TOOL: &str = "execute_tool";
 /// The spans of the runtime's own steps (the conventions have no operation for them).
 pub(crate) const JUDGE: &str = "ryvos.judge";
 pub(crate) const SUMMARIZE: &str = "ryvos.summarize";
+/// The run span's event for a compaction: what it dropped and kept.
+pub(crate) const COMPACTION: &str = "ryvos.compaction";
 /// The agent's name on its spans.
 pub(crate) const AGENT_NAME: &str = "ryvos";
 

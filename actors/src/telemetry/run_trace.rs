@@ -114,6 +114,9 @@ impl RunTrace {
                     KeyValue::new("message", message.clone()),
                 ],
             ),
+            EventKind::ContextPruned { .. } => {
+                (self.run.span()).add_event(COMPACTION, compaction_attributes(kind))
+            }
             EventKind::RunComplete {
                 status,
                 turns,
@@ -421,4 +424,28 @@ pub(crate) enum ChatEnd<'a> {
         error_type: &'a str,
         message: &'a str,
     },
+}
+
+/// A compaction's counts, as its event on the run's span carries them.
+fn compaction_attributes(kind: &EventKind) -> Vec<KeyValue> {
+    let EventKind::ContextPruned {
+        dropped_messages,
+        summarized,
+        tokens_before,
+        tokens_after,
+        facts_kept,
+        facts_dropped,
+        ..
+    } = kind
+    else {
+        return Vec::new();
+    };
+    vec![
+        KeyValue::new(SUMMARY_MESSAGES, *dropped_messages as i64),
+        KeyValue::new("ryvos.summary.written", *summarized),
+        KeyValue::new("ryvos.facts.kept", facts_kept.len() as i64),
+        KeyValue::new("ryvos.facts.dropped", facts_dropped.len() as i64),
+        KeyValue::new("ryvos.context.tokens_before", *tokens_before as i64),
+        KeyValue::new("ryvos.context.tokens_after", *tokens_after as i64),
+    ]
 }

@@ -15,6 +15,8 @@ pub use cost::CostTotals;
 pub use memory::MemoryEntry;
 pub use progress::{PlanRecord, StepProgress, StepState};
 pub use queue::{QueueState, QueuedRun};
-pub use session::{Compaction, RunRecord, SessionRecord, TurnCheckpoint, Window, WindowMeasure};
+pub use session::{
+    Compaction, CompactionNote, RunRecord, SessionRecord, TurnCheckpoint, Window, WindowMeasure,
+};
 pub use verdict::VerdictRecord;
 pub use watch::{RunWatch, Streak};

@@ -137,6 +137,48 @@ pub struct Compaction {
     /// This record is a window restored by `compact undo` (at these Unix milliseconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undone_at_ms: Option<u64>,
+    /// The session's compactions before this one, oldest first (the latest 100), as `history`
+    /// shows them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier: Vec<CompactionNote>,
+}
+
+/// An earlier compaction, as it is remembered: what it covered and kept, without its summary.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CompactionNote {
+    pub first_seq: u64,
+    pub first_kept_seq: u64,
+    #[serde(default)]
+    pub summarized: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub facts_kept: Vec<String>,
+    #[serde(default)]
+    pub tokens_before: u64,
+    #[serde(default)]
+    pub tokens_after: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub at_ms: u64,
+}
+
+impl CompactionNote {
+    /// The most earlier compactions a record remembers.
+    pub const KEPT: usize = 100;
+
+    /// What `compaction` is remembered as.
+    pub fn of(compaction: &Compaction) -> Self {
+        Self {
+            first_seq: compaction.first_seq,
+            first_kept_seq: compaction.first_kept_seq,
+            summarized: compaction.summary.is_some(),
+            facts_kept: compaction.facts_kept.clone(),
+            tokens_before: compaction.tokens_before,
+            tokens_after: compaction.tokens_after,
+            model: compaction.model.clone(),
+            at_ms: compaction.at_ms,
+        }
+    }
 }
 
 /// A context window: where it starts, and the summary before it.

@@ -2,7 +2,7 @@
 
 use crate::out::outln;
 use ryvos::protocol::{HistoryResult, StatusResult};
-use ryvos_protocol::records::{PendingApproval, SessionRecord};
+use ryvos_protocol::records::{Compaction, CompactionNote, PendingApproval, SessionRecord};
 use ryvos_protocol::report::{CostReport, Spend};
 use ryvos_protocol::Message;
 
@@ -130,10 +130,14 @@ pub fn approvals(pending: &[PendingApproval]) {
 }
 
 pub fn history(h: &HistoryResult) {
-    let window_start = h.compaction.as_ref().map(|c| c.first_kept_seq);
+    let last = h.compaction.as_ref();
+    let earlier = last.map_or(&[][..], |c| c.earlier.as_slice());
     for m in &h.messages {
-        if Some(m.seq) == window_start {
-            compaction(h);
+        for note in earlier.iter().filter(|n| n.first_kept_seq == m.seq) {
+            compacted(note, h.session.session_id.as_str(), false);
+        }
+        if let Some(c) = last.filter(|c| c.first_kept_seq == m.seq) {
+            compaction(c, h.session.session_id.as_str());
         }
         let (role, text) = match m.message.as_ref() {
             Message::User { content } => ("user", content.as_str()),
@@ -173,25 +177,37 @@ pub fn history(h: &HistoryResult) {
 }
 
 /// The session's last compaction, where its window starts.
-fn compaction(h: &HistoryResult) {
-    let Some(c) = &h.compaction else { return };
-    let session = &h.session.session_id;
+fn compaction(c: &Compaction, session: &str) {
     if c.undone_at_ms.is_some() {
         outln!("--- the window starts here again (its last compaction was undone)");
         return;
     }
+    compacted(&CompactionNote::of(c), session, true);
+    if !c.facts_dropped.is_empty() {
+        outln!(
+            "    left out past [agent] summary_facts: {}",
+            c.facts_dropped.join("; ")
+        );
+    }
+}
+
+/// One compaction, where it ended; `last` for the one `compact undo` undoes.
+fn compacted(c: &CompactionNote, session: &str, last: bool) {
     let by = c
         .model
         .as_deref()
         .map(|m| format!(" by {m}"))
         .unwrap_or_default();
-    let how = match &c.summary {
-        Some(_) => format!("left the window behind a summary{by}"),
-        None => "left the window".to_owned(),
+    let how = match c.summarized {
+        true => format!("left the window behind a summary{by}"),
+        false => "left the window".to_owned(),
+    };
+    let undo = match last {
+        true => format!("; `ryvos compact undo {session}` brings them back"),
+        false => String::new(),
     };
     outln!(
-        "--- compacted: messages {}-{} {how}; {} -> {} tokens; `ryvos compact undo {session}` \
-         brings them back",
+        "--- compacted: messages {}-{} {how}; {} -> {} tokens{undo}",
         c.first_seq,
         c.first_kept_seq.saturating_sub(1),
         c.tokens_before,
@@ -201,12 +217,6 @@ fn compaction(h: &HistoryResult) {
         outln!(
             "    exact facts kept below the summary: {}",
             c.facts_kept.join("; ")
-        );
-    }
-    if !c.facts_dropped.is_empty() {
-        outln!(
-            "    left out past [agent] summary_facts: {}",
-            c.facts_dropped.join("; ")
         );
     }
 }
