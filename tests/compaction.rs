@@ -223,3 +223,89 @@ async fn undo_brings_the_last_compactions_messages_back_and_says_when_it_cannot(
     }
     h.server.assert_no_orphans();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn thirty_runs_through_many_compactions_keep_the_facts_and_stay_whole() {
+    const RUNS: usize = 30;
+    const PAGES_PER_RUN: usize = 10;
+    let mut script = vec![Reply::tool_calls(&[(
+        "s1",
+        "read",
+        r#"{"path": "secrets.txt"}"#,
+    )])];
+    for run in 0..RUNS {
+        script.extend(Reply::reads_then(
+            PAGES_PER_RUN,
+            &format!("r{run}p"),
+            "Read.",
+        ));
+    }
+    script.push(Reply::text(&["The fingerprint is still there."]));
+    let router: Router = Arc::new(|request: &Value| {
+        summary_request(request).map(|_| Reply::text(&["Files were read."]))
+    });
+    let h = Harness::start_routed(script, router, |c| {
+        c.agent.max_context_tokens = 3000;
+        c.agent.max_turns = 100;
+    })
+    .await;
+    let secrets =
+        format!("The deploy key fingerprint is {FINGERPRINT} and the build lives at {BUILD}.");
+    std::fs::write(h.workspace.path().join("secrets.txt"), secrets).unwrap();
+    for run in 0..RUNS {
+        for i in 0..PAGES_PER_RUN {
+            let text = format!(
+                "page {run}/{i}: {}",
+                "the quick brown fox jumps ".repeat(20)
+            );
+            std::fs::write(h.workspace.path().join(format!("r{run}p{i}.txt")), text).unwrap();
+        }
+    }
+    let mut session: Option<SessionId> = None;
+    let mut compactions = 0;
+    let mut took = Vec::new();
+    for run in 0..RUNS {
+        let prompt = match run {
+            0 => "read secrets.txt, then the pages".to_owned(),
+            _ => format!("read the pages of batch {run}"),
+        };
+        let mut request = h.request(&prompt);
+        if let Some(session) = &session {
+            request = request.session(session.clone());
+        }
+        let started = std::time::Instant::now();
+        let (events, outcome) = h.run(request).await;
+        took.push(started.elapsed());
+        assert_eq!(
+            outcome.status,
+            RunStatus::Completed,
+            "run {run}: {:?}",
+            outcome.reason
+        );
+        compactions += kept(&events).len();
+        session = Some(outcome.session_id);
+    }
+    let session = session.unwrap();
+    assert!(compactions >= 10, "many compactions: {compactions}");
+    // Through every compaction, the facts of the first run reach the model.
+    let ask = h
+        .request("What is the deploy key fingerprint?")
+        .session(session.clone());
+    let (_, last) = h.run(ask).await;
+    assert_eq!(last.status, RunStatus::Completed, "{:?}", last.reason);
+    let sent = h.server.requests().pop().unwrap()["messages"].to_string();
+    assert!(sent.contains(FINGERPRINT) && sent.contains(BUILD), "{sent}");
+    let record = (h.runtime.store().load_session(&session).await.unwrap())
+        .compaction
+        .unwrap();
+    assert_eq!(record.earlier.len() + 1, compactions);
+    h.server.assert_no_orphans();
+    // What each run took, first runs and last, for the record (not asserted: timing).
+    let mean =
+        |runs: &[std::time::Duration]| runs.iter().sum::<std::time::Duration>() / runs.len() as u32;
+    eprintln!(
+        "{RUNS} runs, {compactions} compactions: the first five took {:?} each on average, the last five {:?}",
+        mean(&took[..5]),
+        mean(&took[RUNS - 5..])
+    );
+}
