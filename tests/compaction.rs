@@ -40,6 +40,17 @@ async fn harness(pages: usize, summarize: fn(&str) -> String, after: Vec<Reply>)
     let router: Router = Arc::new(move |request: &Value| {
         summary_request(request).map(|transcript| Reply::text(&[&summarize(&transcript)]))
     });
+    let h = with_secrets(script, router).await;
+    for i in 0..pages {
+        let text = format!("page {i}: {}", "the quick brown fox jumps ".repeat(20));
+        std::fs::write(h.workspace.path().join(format!("page{i}.txt")), text).unwrap();
+    }
+    h
+}
+
+/// A harness answering from `script` and `router`, with a 3,000-token budget and the secrets
+/// file in its workspace.
+async fn with_secrets(script: Vec<Reply>, router: Router) -> Harness {
     let h = Harness::start_routed(script, router, |c| {
         c.agent.max_context_tokens = 3000;
         c.agent.max_turns = 100;
@@ -48,10 +59,6 @@ async fn harness(pages: usize, summarize: fn(&str) -> String, after: Vec<Reply>)
     let secrets =
         format!("The deploy key fingerprint is {FINGERPRINT} and the build lives at {BUILD}.");
     std::fs::write(h.workspace.path().join("secrets.txt"), secrets).unwrap();
-    for i in 0..pages {
-        let text = format!("page {i}: {}", "the quick brown fox jumps ".repeat(20));
-        std::fs::write(h.workspace.path().join(format!("page{i}.txt")), text).unwrap();
-    }
     h
 }
 
@@ -244,14 +251,7 @@ async fn thirty_runs_through_many_compactions_keep_the_facts_and_stay_whole() {
     let router: Router = Arc::new(|request: &Value| {
         summary_request(request).map(|_| Reply::text(&["Files were read."]))
     });
-    let h = Harness::start_routed(script, router, |c| {
-        c.agent.max_context_tokens = 3000;
-        c.agent.max_turns = 100;
-    })
-    .await;
-    let secrets =
-        format!("The deploy key fingerprint is {FINGERPRINT} and the build lives at {BUILD}.");
-    std::fs::write(h.workspace.path().join("secrets.txt"), secrets).unwrap();
+    let h = with_secrets(script, router).await;
     for run in 0..RUNS {
         for i in 0..PAGES_PER_RUN {
             let text = format!(

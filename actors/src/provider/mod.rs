@@ -6,6 +6,7 @@ pub(crate) mod anthropic;
 mod assembler;
 #[cfg(feature = "testing")]
 pub(crate) mod decode;
+mod endpoint;
 pub(crate) mod http;
 pub(crate) mod keys;
 pub(crate) mod openai;

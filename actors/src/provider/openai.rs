@@ -1,11 +1,12 @@
 //! The OpenAI-compatible chat-completions provider: OpenAI, OpenRouter, Ollama, vLLM,
 //! llama.cpp's server, and anything else that speaks `/chat/completions` with SSE streaming.
 
-use super::http::{self, truncate};
+use super::endpoint::{bearer, Endpoint};
+use super::http::truncate;
 use super::keys::ApiKeys;
 use super::prefix::{Conversation, EncodedPrefix, Encoder};
 use super::replay::{self, ReplayIds};
-use super::sse::{self, Decoded};
+use super::sse::Decoded;
 use super::{
     ChatRequest, DeltaStream, FinishReason, Provider, ProviderError, StreamDelta, ToolSpec, Usage,
 };
@@ -15,19 +16,13 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// A client for one OpenAI-compatible endpoint and model.
 pub(crate) struct OpenAiProvider {
-    http: reqwest::Client,
-    url: String,
+    endpoint: Endpoint,
     model: String,
-    keys: Arc<ApiKeys>,
-    idle_timeout: Duration,
     /// Every request's fields but the messages and tools, encoded once: a JSON object.
     settings: Vec<u8>,
-    /// The endpoint is on loopback.
-    local: bool,
     /// Marks the prefixes this provider encoded.
     encoder: Encoder,
 }
@@ -35,16 +30,11 @@ pub(crate) struct OpenAiProvider {
 impl OpenAiProvider {
     /// A provider for `config`'s endpoint and model, authenticating with `keys`.
     pub(crate) fn new(config: &ModelConfig, keys: Arc<ApiKeys>) -> Result<Self, ProviderError> {
-        let (http, idle_timeout) = http::client(config)?;
         let settings = serde_json::to_vec(&WireSettings::new(config)).map_err(encoding_failed)?;
         Ok(Self {
-            http,
-            url: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),
+            endpoint: Endpoint::new(config, "chat/completions", keys)?,
             model: config.model.clone(),
-            keys,
-            idle_timeout,
             settings,
-            local: http::is_loopback(&config.base_url),
             encoder: Encoder::unique(),
         })
     }
@@ -123,29 +113,17 @@ impl Provider for OpenAiProvider {
         encoded: &EncodedPrefix,
     ) -> Result<DeltaStream, ProviderError> {
         let body = self.body(request, encoded)?;
-        let http = self
-            .http
-            .post(&self.url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            .body(body);
-        let response = http::send(
-            http,
-            &self.keys,
-            |r, key| r.bearer_auth(key),
-            &self.url,
-            self.idle_timeout,
-        )
-        .await?;
-        Ok(sse::deltas(response, self.idle_timeout, decode_event))
+        (self.endpoint)
+            .stream(body, |r| r, bearer, decode_event)
+            .await
     }
 
     fn key_label(&self) -> String {
-        self.keys.label()
+        self.endpoint.key_label()
     }
 
     fn runs_locally(&self) -> bool {
-        self.local
+        self.endpoint.is_local()
     }
 }
 

@@ -7,30 +7,23 @@ mod request;
 #[cfg(test)]
 mod tests;
 
-use super::http;
+use super::endpoint::Endpoint;
 use super::keys::ApiKeys;
-use super::sse;
 use super::{ChatRequest, DeltaStream, Provider, ProviderError};
 use crate::config::ModelConfig;
 use async_trait::async_trait;
 use events::EventParser;
 use request::WireRequest;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The API version every request names.
 pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// A client for one Anthropic Messages endpoint and model.
 pub(crate) struct AnthropicProvider {
-    http: reqwest::Client,
-    url: String,
+    endpoint: Endpoint,
     model: String,
-    keys: Arc<ApiKeys>,
-    idle_timeout: Duration,
     max_output_tokens: u32,
-    /// The endpoint is on loopback.
-    local: bool,
 }
 
 impl AnthropicProvider {
@@ -48,15 +41,10 @@ impl AnthropicProvider {
                     .to_owned(),
             ));
         }
-        let (http, idle_timeout) = http::client(config)?;
         Ok(Self {
-            http,
-            url: format!("{}/messages", config.base_url.trim_end_matches('/')),
+            endpoint: Endpoint::new(config, "messages", keys)?,
             model: config.model.clone(),
-            keys,
-            idle_timeout,
             max_output_tokens,
-            local: http::is_loopback(&config.base_url),
         })
     }
 }
@@ -75,37 +63,29 @@ impl Provider for AnthropicProvider {
         let wire = WireRequest::new(&self.model, self.max_output_tokens, request);
         let body = serde_json::to_vec(&wire)
             .map_err(|e| ProviderError::Config(format!("encoding the request: {e}")))?;
-        let http = self
-            .http
-            .post(&self.url)
-            .header("anthropic-version", ANTHROPIC_VERSION)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            .body(body);
-        let response = http::send(
-            http,
-            &self.keys,
-            |r, key| match reqwest::header::HeaderValue::from_str(key) {
+        let versioned =
+            |r: reqwest::RequestBuilder| r.header("anthropic-version", ANTHROPIC_VERSION);
+        let authorize = |r: reqwest::RequestBuilder, key: &str| {
+            match reqwest::header::HeaderValue::from_str(key) {
                 Ok(mut value) => {
                     value.set_sensitive(true);
                     r.header("x-api-key", value)
                 }
                 // Sent without a key, the request is refused with a 401 that says so.
                 Err(_) => r,
-            },
-            &self.url,
-            self.idle_timeout,
-        )
-        .await?;
-        Ok(sse::deltas(response, self.idle_timeout, decoder()))
+            }
+        };
+        (self.endpoint)
+            .stream(body, versioned, authorize, decoder())
+            .await
     }
 
     fn key_label(&self) -> String {
-        self.keys.label()
+        self.endpoint.key_label()
     }
 
     fn runs_locally(&self) -> bool {
-        self.local
+        self.endpoint.is_local()
     }
 }
 

@@ -11,6 +11,7 @@ use crate::provider::{FinishReason, ResponseAssembler, ToolSpec, Usage};
 use eventsource_stream::EventStreamError;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
+use std::time::Duration;
 
 fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
     ToolCall {
