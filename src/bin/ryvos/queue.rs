@@ -8,7 +8,7 @@ use crate::reading::{self, shown};
 use crate::render::Renderer;
 use crate::starting::{asked, Given};
 use ryvos::config::Config;
-use ryvos::protocol::{Follow, QueuedRunParams, Reply, RunParams, Runs, RunsParams, Submit, Wait};
+use ryvos::protocol::{Follow, QueuedRunParams, Reply, Runs, RunsParams, Submit, Wait};
 use ryvos::RunStatus;
 use ryvos_client::{Client, ClientError};
 use ryvos_protocol::event::RunOutcome;
@@ -51,23 +51,7 @@ pub async fn submit(mut args: RunArgs, given: Given, config: &Config, socket: &P
             return EXIT_USAGE;
         }
     };
-    let params = RunParams {
-        prompt: asked.prompt,
-        session: args.session,
-        resume: asked.resume,
-        workspace: asked.workspace.display().to_string(),
-        cwd: std::env::current_dir()
-            .ok()
-            .map(|c| c.display().to_string()),
-        goal: asked.goal,
-        director: args.director,
-        config: None,
-        traceparent: crate::running::caller_trace(),
-        model: settings.model,
-        max_turns: settings.max_turns,
-        max_duration_secs: settings.max_duration_secs,
-        per_run_limit_cents: settings.per_run_limit_cents,
-    };
+    let params = asked.into_params(args.session, args.director, settings);
     let mut client = match daemon(socket).await {
         Ok(client) => client,
         Err(code) => return code,

@@ -89,54 +89,27 @@ pub struct Remote {
     pub json: bool,
     /// `-q`: only the final answer on stdout, errors on stderr.
     pub quiet: bool,
-    pub workspace: PathBuf,
-    pub session: Option<String>,
-    pub resume: Option<String>,
-    pub prompt: String,
-    pub goal: Option<ryvos::Goal>,
-    pub director: bool,
-    /// The model and limits the run sets for itself.
-    pub settings: ryvos::RunSettings,
     /// The daemon's socket, to answer approval requests on.
     pub socket: PathBuf,
-    /// The config file `--config` named, which the daemon must be running on.
-    pub config: Option<PathBuf>,
+    /// The run, as the socket's `run` asks for it.
+    pub params: RunParams,
 }
 
-impl Remote {
-    /// The socket's `run` request for this run.
-    fn into_params(self) -> RunParams {
-        RunParams {
-            prompt: self.prompt,
-            session: self.session,
-            resume: self.resume,
-            workspace: self.workspace.display().to_string(),
-            cwd: std::env::current_dir()
-                .ok()
-                .map(|c| c.display().to_string()),
-            goal: self.goal,
-            director: self.director,
-            traceparent: caller_trace(),
-            // Absolute as loaded; the daemon resolves symlinks.
-            config: self.config.map(|c| c.display().to_string()),
-            model: self.settings.model,
-            max_turns: self.settings.max_turns,
-            max_duration_secs: self.settings.max_duration_secs,
-            per_run_limit_cents: self.settings.per_run_limit_cents,
-        }
-    }
-}
-
-pub async fn run_remote(mut client: Client, mut run: Remote) -> u8 {
-    let (json_out, quiet, socket) = (run.json, run.quiet, run.socket.clone());
+pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
+    let Remote {
+        json: json_out,
+        quiet,
+        socket,
+        mut params,
+    } = run;
     let inline = inline_approval::wanted(json_out);
-    if run.resume.as_deref() == Some("") {
-        run.resume = match latest_remote(&mut client, &run.workspace).await {
+    if params.resume.as_deref() == Some("") {
+        let workspace = PathBuf::from(&params.workspace);
+        params.resume = match latest_remote(&mut client, &workspace).await {
             Ok(id) => Some(id),
             Err(code) => return code,
         };
     }
-    let params = run.into_params();
     let mut renderer = Renderer::new(json_out).quiet(quiet);
     let mut session_seen: Option<String> = None;
     let mut ctrl_c = CtrlC::listen();

@@ -6,6 +6,7 @@ use crate::exit::{EXIT_DAEMON, EXIT_USAGE};
 use crate::run_settings;
 use crate::running::{run_local, run_remote, Local, Remote};
 use ryvos::config::{Config, Override};
+use ryvos::protocol::RunParams;
 use ryvos::RunSettings;
 use ryvos_client::{Client, ClientError};
 use std::io::{IsTerminal, Read};
@@ -26,12 +27,7 @@ pub async fn run(mut args: RunArgs, given: Given, config: Config, socket: PathBu
         settings,
     } = given;
     let recording = args.record.is_some();
-    let Asked {
-        prompt,
-        resume,
-        goal,
-        workspace,
-    } = match asked(&mut args) {
+    let asked = match asked(&mut args) {
         Ok(asked) => asked,
         Err(e) => {
             eprintln!("ryvos: {e}");
@@ -47,18 +43,16 @@ pub async fn run(mut args: RunArgs, given: Given, config: Config, socket: PathBu
                     return EXIT_USAGE;
                 }
             };
+            let mut params = asked.into_params(args.session, args.director, settings);
+            // Absolute as loaded; the daemon resolves symlinks.
+            params.config = (config.source.as_ref())
+                .filter(|_| explicit_config)
+                .map(|c| c.display().to_string());
             let run = Remote {
                 json: args.json,
                 quiet: args.quiet,
-                workspace,
-                session: args.session,
-                resume,
-                prompt,
-                goal,
-                director: args.director,
-                settings,
                 socket,
-                config: config.source.clone().filter(|_| explicit_config),
+                params,
             };
             run_remote(client, run).await
         }
@@ -69,6 +63,12 @@ pub async fn run(mut args: RunArgs, given: Given, config: Config, socket: PathBu
                     socket.display()
                 );
             }
+            let Asked {
+                prompt,
+                resume,
+                goal,
+                workspace,
+            } = asked;
             let local = Local {
                 json: args.json,
                 quiet: args.quiet,
@@ -96,6 +96,35 @@ pub struct Asked {
     pub resume: Option<String>,
     pub goal: Option<ryvos::Goal>,
     pub workspace: PathBuf,
+}
+
+impl Asked {
+    /// The socket's `run` (or `submit`) parameters for this run, on `session` when given, as
+    /// a Director when `director`, with the model and limits it sets for itself.
+    pub fn into_params(
+        self,
+        session: Option<String>,
+        director: bool,
+        settings: RunSettings,
+    ) -> RunParams {
+        RunParams {
+            prompt: self.prompt,
+            session,
+            resume: self.resume,
+            workspace: self.workspace.display().to_string(),
+            cwd: std::env::current_dir()
+                .ok()
+                .map(|c| c.display().to_string()),
+            goal: self.goal,
+            director,
+            traceparent: crate::running::caller_trace(),
+            config: None,
+            model: settings.model,
+            max_turns: settings.max_turns,
+            max_duration_secs: settings.max_duration_secs,
+            per_run_limit_cents: settings.per_run_limit_cents,
+        }
+    }
 }
 
 /// What `args` ask for (taking their prompt, goal and workspace), or why it is bad usage.

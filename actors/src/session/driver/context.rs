@@ -77,6 +77,12 @@ impl Driver {
         if self.context_tokens() < trigger {
             return None;
         }
+        self.pruning_cut()
+    }
+
+    /// The cut a pruning makes: down to [`PRUNE_TARGET_PERCENT`] of the budget.
+    fn pruning_cut(&self) -> Option<Cut> {
+        let max = self.session.services.agent.max_context_tokens;
         self.cut_down_to(max.saturating_mul(PRUNE_TARGET_PERCENT) / 100)
     }
 
@@ -138,8 +144,7 @@ impl Driver {
     /// The exact facts (shown, at most `[agent] summary_facts`) of the messages the next
     /// pruning would take out of the window.
     fn facts_leaving_soon(&self) -> Vec<String> {
-        let max = self.session.services.agent.max_context_tokens;
-        let Some(cut) = self.cut_down_to(max.saturating_mul(PRUNE_TARGET_PERCENT) / 100) else {
+        let Some(cut) = self.pruning_cut() else {
             return Vec::new();
         };
         let part = self.session.history.snapshot();
