@@ -20,7 +20,7 @@ async fn a_text_answer_streams_in_deltas_and_completes() {
     assert_eq!(outcome.output, "Hello, world");
     assert_eq!(outcome.turns, 1);
     assert_eq!((outcome.input_tokens, outcome.output_tokens), (12, 5));
-    assert!(matches!(events[0].kind, EventKind::RunStarted));
+    assert!(matches!(events[0].kind, EventKind::RunStarted { .. }));
     assert!(events
         .iter()
         .any(|e| matches!(e.kind, EventKind::CheckpointSaved { turn: 1 })));

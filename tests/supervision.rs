@@ -68,7 +68,7 @@ async fn break_mid_run(h: &Harness, driver: bool) -> (ryvos::RunHandle, ryvos::S
     let session = handle.session_id.clone();
     // Wait until the run's model request is in flight, then break it.
     let started = handle.next_event().await.unwrap();
-    assert!(matches!(started.kind, EventKind::RunStarted));
+    assert!(matches!(started.kind, EventKind::RunStarted { .. }));
     tokio::time::timeout(Duration::from_secs(10), h.server.wait_for_requests(1))
         .await
         .expect("the model request left");

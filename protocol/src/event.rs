@@ -28,7 +28,15 @@ pub struct Event {
 #[serde(tag = "type")]
 pub enum EventKind {
     /// The run was accepted and its user message recorded.
-    RunStarted,
+    RunStarted {
+        /// The directory the run's tools work in.
+        #[serde(default)]
+        workspace: String,
+        /// The session's workspace before, when this run works elsewhere: its history speaks
+        /// of files there.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        previous_workspace: Option<String>,
+    },
     /// A piece of the model's answer, as it streams.
     TextDelta { text: String },
     /// A tool call is about to run. `input` is the parsed arguments, or the raw text when they

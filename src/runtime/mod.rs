@@ -184,7 +184,7 @@ impl Runtime {
         let trace_parent = request.check()?;
         let workspace = match request.workspace {
             Some(dir) => Workspace::new(&dir)?,
-            None => Workspace::new(&std::env::current_dir().unwrap_or_else(|_| ".".into()))?,
+            None => self.default_workspace(request.session.as_ref()).await?,
         };
         let spec = RunSpec {
             prompt: request.prompt,
@@ -207,6 +207,28 @@ impl Runtime {
             events: BroadcastStream::new(ticket.events),
             ended: false,
         })
+    }
+
+    /// Where a run given no workspace works: its session's own (where its history's files
+    /// are), else the current directory.
+    async fn default_workspace(
+        &self,
+        session: Option<&SessionId>,
+    ) -> Result<Workspace, RuntimeError> {
+        let recorded = match session {
+            Some(id) => self.session(id).await?.and_then(|s| s.workspace),
+            None => None,
+        };
+        match recorded {
+            Some(dir) => Workspace::new(std::path::Path::new(&dir)).map_err(|e| {
+                RuntimeError::BadRequest(format!(
+                    "the session's workspace {dir} cannot be used ({e}); give another workspace"
+                ))
+            }),
+            None => Ok(Workspace::new(
+                &std::env::current_dir().unwrap_or_else(|_| ".".into()),
+            )?),
+        }
     }
 
     /// Pauses the run in flight on `session` after its current step (status `interrupted`);

@@ -15,7 +15,8 @@ pub struct RunRequest {
     pub prompt: String,
     /// Continue this session (its history is the run's context); a new session when `None`.
     pub session: Option<SessionId>,
-    /// Where the file tools work; the current directory when `None`.
+    /// Where the file tools work. When `None`: the workspace the session last worked in, for a
+    /// session that has one; else the current directory.
     pub workspace: Option<PathBuf>,
     /// Where the caller is: context files (`SOUL.md`, …) found here come before the
     /// workspace's and `$RYVOS_HOME`'s.
@@ -173,7 +174,7 @@ impl RunRequest {
         self
     }
 
-    /// Works in `dir`.
+    /// Works in `dir` (a run on a session that worked elsewhere says so in `RunStarted`).
     pub fn workspace(mut self, dir: impl Into<PathBuf>) -> Self {
         self.workspace = Some(dir.into());
         self

@@ -103,7 +103,10 @@ impl Director {
         held: impl Send + 'static,
     ) {
         let started = Instant::now();
-        events.emit(EventKind::RunStarted);
+        events.emit(EventKind::RunStarted {
+            workspace: spec.workspace.root().display().to_string(),
+            previous_workspace: None,
+        });
         let mut totals = Totals::default();
         let end = match self.drive(&session, &spec, &events, &mut totals).await {
             Ok(end) | Err(end) => end,

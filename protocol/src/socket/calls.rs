@@ -30,8 +30,10 @@ pub struct RunParams {
     /// Continue this session, which must exist.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume: Option<String>,
-    /// The directory the file tools work in (absolute, on the daemon's machine).
-    pub workspace: String,
+    /// The directory the file tools work in (absolute, on the daemon's machine). Left out
+    /// when resuming a session, the session's own workspace; required for a new session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
     /// The client's current directory: context files found there come first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
@@ -73,7 +75,7 @@ impl RunParams {
             prompt: prompt.into(),
             session: None,
             resume: None,
-            workspace: workspace.into(),
+            workspace: Some(workspace.into()),
             cwd: None,
             goal: None,
             director: false,

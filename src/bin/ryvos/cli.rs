@@ -29,7 +29,8 @@ pub struct RunArgs {
     /// Print only the final answer, on stdout, once the run ends; stderr only for errors.
     #[arg(short, long)]
     pub quiet: bool,
-    /// The directory the file tools work in (default: the current directory).
+    /// The directory the file tools work in (default: a resumed session's own, else the current
+    /// directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     /// Use this session id (created if new).
@@ -99,8 +100,8 @@ pub struct SubmitArgs {
     /// Print only the queued run's id.
     #[arg(short, long)]
     pub quiet: bool,
-    /// The directory the file tools work in, on the daemons' machines (default: the current
-    /// directory).
+    /// The directory the file tools work in, on the daemons' machines (default: a resumed
+    /// session's own, else the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     /// Use this session id (created if new).

@@ -115,8 +115,22 @@ impl Renderer {
         self.clear_spinner();
         self.waiting = matches!(
             event.kind,
-            EventKind::RunStarted | EventKind::ToolEnd { .. } | EventKind::CheckpointSaved { .. }
+            EventKind::RunStarted { .. }
+                | EventKind::ToolEnd { .. }
+                | EventKind::CheckpointSaved { .. }
         );
+        // Said in every mode: the history the model reads speaks of files elsewhere.
+        if let EventKind::RunStarted {
+            workspace,
+            previous_workspace: Some(previous),
+        } = &event.kind
+        {
+            note!(
+                "ryvos: warning: session {} worked in {previous}; this run works in {workspace}, \
+                 so the files its history speaks of may not be there",
+                event.session_id
+            );
+        }
         if self.json {
             let mut out = std::io::stdout().lock();
             if let Ok(line) = serde_json::to_string(event) {

@@ -18,12 +18,14 @@ use std::path::PathBuf;
 async fn resume_local(
     runtime: &Runtime,
     resume: Option<String>,
-    workspace: &std::path::Path,
+    workspace: Option<&std::path::Path>,
 ) -> Result<Option<String>, u8> {
     let Some(resume) = resume else {
         return Ok(None);
     };
     if resume.is_empty() {
+        let workspace = lookup_dir(workspace.and_then(|w| w.to_str()))?;
+        let workspace = workspace.as_path();
         let sessions = runtime.sessions().await.map_err(|e| {
             eprintln!("ryvos: {e}");
             EXIT_RUN_FAILED
@@ -75,6 +77,17 @@ async fn latest_remote(client: &mut Client, workspace: &std::path::Path) -> Resu
     }
 }
 
+/// Where `--continue` looks for the latest session: `--workspace`, else here.
+fn lookup_dir(workspace: Option<&str>) -> Result<PathBuf, u8> {
+    match workspace {
+        Some(dir) => Ok(PathBuf::from(dir)),
+        None => crate::starting::here().map_err(|e| {
+            eprintln!("ryvos: {e}");
+            EXIT_USAGE
+        }),
+    }
+}
+
 /// Says that `--continue` found nothing to continue; the exit code.
 fn no_session_in(workspace: &std::path::Path) -> u8 {
     eprintln!(
@@ -104,7 +117,10 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
     } = run;
     let inline = inline_approval::wanted(json_out);
     if params.resume.as_deref() == Some("") {
-        let workspace = PathBuf::from(&params.workspace);
+        let workspace = match lookup_dir(params.workspace.as_deref()) {
+            Ok(dir) => dir,
+            Err(code) => return code,
+        };
         params.resume = match latest_remote(&mut client, &workspace).await {
             Ok(id) => Some(id),
             Err(code) => return code,
@@ -194,7 +210,8 @@ pub struct Local {
     pub json: bool,
     /// `-q`: only the final answer on stdout, errors on stderr.
     pub quiet: bool,
-    pub workspace: PathBuf,
+    /// `None` to work in the continued session's own workspace.
+    pub workspace: Option<PathBuf>,
     pub session: Option<String>,
     /// The session to continue; empty for the workspace's most recent one.
     pub resume: Option<String>,
@@ -237,7 +254,7 @@ pub async fn run_local(config: Config, local: Local) -> u8 {
             return EXIT_RUN_FAILED;
         }
     };
-    let resume = match resume_local(&runtime, resume, &workspace).await {
+    let resume = match resume_local(&runtime, resume, workspace.as_deref()).await {
         Ok(resume) => resume,
         Err(code) => {
             if let Err(e) = runtime.close().await {
@@ -246,7 +263,10 @@ pub async fn run_local(config: Config, local: Local) -> u8 {
             return code;
         }
     };
-    let mut request = RunRequest::new(prompt).workspace(workspace);
+    let mut request = RunRequest::new(prompt);
+    if let Some(workspace) = workspace {
+        request = request.workspace(workspace);
+    }
     if let Ok(cwd) = std::env::current_dir() {
         request = request.caller_dir(cwd);
     }

@@ -95,7 +95,9 @@ pub struct Asked {
     /// `Some("")` for `--continue`: the workspace's latest session.
     pub resume: Option<String>,
     pub goal: Option<ryvos::Goal>,
-    pub workspace: PathBuf,
+    /// `--workspace`, or the current directory for a new session; `None` when a session is
+    /// continued without one: it works in its own.
+    pub workspace: Option<PathBuf>,
 }
 
 impl Asked {
@@ -111,7 +113,7 @@ impl Asked {
             prompt: self.prompt,
             session,
             resume: self.resume,
-            workspace: self.workspace.display().to_string(),
+            workspace: self.workspace.map(|w| w.display().to_string()),
             cwd: std::env::current_dir()
                 .ok()
                 .map(|c| c.display().to_string()),
@@ -142,7 +144,12 @@ pub fn asked(args: &mut RunArgs) -> Result<Asked, String> {
         return Err("a Director run needs its task: give a prompt".into());
     }
     let goal = goal_of(args.goal.take(), &args.criterion, &prompt)?;
-    let workspace = workspace_of(args.workspace.take())?;
+    let workspace = match args.workspace.take() {
+        Some(dir) => Some(workspace_of(Some(dir))?),
+        // A session goes on where it worked: its history speaks of the files there.
+        None if continuing || args.session.is_some() => None,
+        None => Some(workspace_of(None)?),
+    };
     Ok(Asked {
         prompt,
         resume,
@@ -185,6 +192,11 @@ fn prompt_of(words: &[String], continuing: bool) -> Result<String, String> {
         .read_to_string(&mut prompt)
         .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
     Ok(prompt.trim_end().to_owned())
+}
+
+/// The current directory, as a workspace (absolute, symlinks resolved).
+pub fn here() -> Result<PathBuf, String> {
+    workspace_of(None)
 }
 
 /// The workspace, absolute: `--workspace`, else the current directory.

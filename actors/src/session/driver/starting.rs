@@ -43,7 +43,14 @@ impl Driver {
     /// which run first.
     pub(super) async fn begin(&mut self, spec: RunSpec) -> Step<Vec<ToolCall>> {
         let leased = self.take_session().await;
-        self.run.events.emit(EventKind::RunStarted);
+        let workspace = spec.workspace.root().display().to_string();
+        let previous_workspace = (self.session.workspace.as_ref())
+            .filter(|w| **w != workspace && !self.session.history.is_empty())
+            .cloned();
+        self.run.events.emit(EventKind::RunStarted {
+            workspace: workspace.clone(),
+            previous_workspace,
+        });
         let models = (self.session.services.models).asking(spec.settings.model.as_deref());
         let unready = match (&leased, &self.session.load_error, models) {
             (Err(e), _, _) => Some(format!("the session could not be taken for this run: {e}")),
@@ -62,7 +69,7 @@ impl Driver {
         let session = &mut self.session;
         session.last_run = Some(self.run.id.clone());
         session.last_status = None;
-        session.workspace = Some(spec.workspace.root().display().to_string());
+        session.workspace = Some(workspace);
         if session.title.is_none() {
             session.title = title_of(&spec.prompt);
         }

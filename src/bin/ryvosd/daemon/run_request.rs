@@ -13,12 +13,21 @@ pub(super) async fn run_request(
     shared: &Shared,
 ) -> Result<RunRequest, ErrorBody> {
     let bad = |message: String| ErrorBody::new(ErrorCode::BadRequest, message);
-    if !std::path::Path::new(&params.workspace).is_absolute() {
+    match &params.workspace {
         // Relative to what? The daemon's directory is not the client's.
-        return Err(bad(format!(
-            "workspace '{}' is relative: give an absolute directory",
-            params.workspace
-        )));
+        Some(dir) if !Path::new(dir).is_absolute() => {
+            return Err(bad(format!(
+                "workspace '{dir}' is relative: give an absolute directory"
+            )));
+        }
+        Some(_) => {}
+        // The daemon's own directory is nobody's workspace.
+        None if params.resume.is_none() && params.session.is_none() => {
+            return Err(bad(
+                "a new session needs its workspace: give workspace (an absolute directory)".into(),
+            ));
+        }
+        None => {}
     }
     if params.session.is_some() && params.resume.is_some() {
         return Err(bad(
@@ -39,17 +48,46 @@ pub(super) async fn run_request(
     if let Some(resume) = params.resume {
         let session = SessionId::new(resume);
         let known = shared.runtime.session(&session).await.map_err(internal)?;
-        if known.is_none() {
+        let Some(known) = known else {
             return Err(ErrorBody::new(
                 ErrorCode::NotFound,
                 format!("there is no session {session} to resume; `ryvos sessions` lists them"),
             ));
+        };
+        if known.workspace.is_none() {
+            request = in_the_callers_directory(request, &params.cwd, &session)?;
         }
         request = request.session(session);
     } else if let Some(session) = params.session {
-        request = request.session(SessionId::new(session));
+        let session = SessionId::new(session);
+        if request.workspace.is_none() {
+            let known = shared.runtime.session(&session).await.map_err(internal)?;
+            if known.and_then(|s| s.workspace).is_none() {
+                request = in_the_callers_directory(request, &params.cwd, &session)?;
+            }
+        }
+        request = request.session(session);
     }
     Ok(request)
+}
+
+/// A run on `session`, which has no workspace on record and was given none, works in the
+/// caller's directory, as a new session would.
+fn in_the_callers_directory(
+    request: RunRequest,
+    cwd: &Option<String>,
+    session: &SessionId,
+) -> Result<RunRequest, ErrorBody> {
+    if request.workspace.is_some() {
+        return Ok(request);
+    }
+    match cwd.as_deref().filter(|dir| Path::new(dir).is_absolute()) {
+        Some(dir) => Ok(request.workspace(dir)),
+        None => Err(ErrorBody::new(
+            ErrorCode::BadRequest,
+            format!("session {session} has no workspace on record: give workspace"),
+        )),
+    }
 }
 
 /// Whether this daemon runs on the config file `asked` (the caller's `--config`): a run it
@@ -71,7 +109,10 @@ fn same_config(asked: &str, shared: &Shared) -> Result<(), String> {
 
 /// The run `params` describe, on a new session (the caller says which session it continues).
 pub(super) fn request_of(params: &RunParams) -> RunRequest {
-    let mut request = RunRequest::new(params.prompt.clone()).workspace(params.workspace.clone());
+    let mut request = RunRequest::new(params.prompt.clone());
+    if let Some(workspace) = &params.workspace {
+        request = request.workspace(workspace.clone());
+    }
     if let Some(cwd) = &params.cwd {
         request = request.caller_dir(cwd.clone());
     }
