@@ -5,7 +5,7 @@
 mod common;
 
 use common::{Harness, RUN_TIMEOUT};
-use ryvos::config::Pricing;
+use ryvos::config::{OnLimit, Pricing};
 use ryvos::protocol::event::BudgetScope;
 use ryvos::testing::Inspect;
 use ryvos::testing::{ChildKind, SupervisorNotice};
@@ -82,6 +82,8 @@ async fn a_run_over_its_limit_stops_before_the_next_model_call() {
         |c| {
             seventy_cents_a_call(c);
             c.budget.per_run_limit_cents = 10;
+            // Today's end at a limit (a parked run is tests/parking.rs's).
+            c.budget.on_limit = OnLimit::Stop;
         },
     )
     .await;
@@ -136,6 +138,8 @@ async fn a_run_with_a_budget_of_its_own_is_held_to_it_not_to_the_configs() {
         |c| {
             seventy_cents_a_call(c);
             c.budget.per_run_limit_cents = 10;
+            // Today's end at a limit (a parked run is tests/parking.rs's).
+            c.budget.on_limit = OnLimit::Stop;
         },
     )
     .await;
@@ -247,6 +251,7 @@ async fn a_restarted_ledger_keeps_the_runs_spending() {
         |c| {
             seventy_cents_a_call(c);
             c.budget.per_run_limit_cents = 100;
+            c.budget.on_limit = OnLimit::Stop;
         },
     )
     .await;
@@ -286,7 +291,7 @@ async fn a_restarted_ledger_keeps_the_runs_spending() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn ryvos_run_reports_a_budget_stop_with_its_events_and_a_failing_exit_code() {
+async fn ryvos_run_no_park_reports_a_budget_stop_with_its_events_and_a_failing_exit_code() {
     let server = ryvos_testkit::ScriptedModelServer::start(vec![
         Reply::tool_calls(READ_ME).usage(Some((1000, 1000))),
         Reply::text(&["never asked for"]),
@@ -310,7 +315,7 @@ async fn ryvos_run_reports_a_budget_stop_with_its_events_and_a_failing_exit_code
         .env("RYVOS_HOME", home.path())
         .arg("--config")
         .arg(&config)
-        .args(["run", "--json", "--workspace"])
+        .args(["run", "--json", "--no-park", "--workspace"])
         .arg(workspace.path())
         .arg("look around");
     let (code, stdout, stderr) = common::cli::output(&mut command).await;

@@ -84,6 +84,10 @@ async fn a_turn_cut_off_by_a_crash_is_repaired_on_resume() {
             ended_at_ms: None,
             goal: None,
             model: None,
+            park_reason: None,
+            settings: Default::default(),
+            model_calls: 0,
+            active_ms: 0,
         }));
         store.write(&[batch]).await.unwrap();
     }

@@ -156,6 +156,14 @@ pub enum EventKind {
         guardrail: String,
         stage: String,
     },
+    /// The run parked at a limit, its turns stored: it holds nothing while parked, and goes on
+    /// (the same run, its totals kept) when it is continued (`ryvos continue RUN`, the socket's
+    /// `continue`). `RunComplete` with status `parked` follows.
+    RunParked {
+        reason: ParkReason,
+        /// Why, and what continues it.
+        message: String,
+    },
     /// The run paused (status `interrupted`, or `max_turns`): `pending_calls` were left
     /// without results, for the next run on the session to execute first.
     Interrupt {
@@ -263,6 +271,33 @@ pub enum EventKind {
     },
 }
 
+/// Why a run parked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ParkReason {
+    /// It reached its per-run budget: a continue raises it (`--budget-cents`).
+    BudgetRun,
+    /// The month reached its limit: the run goes on when the month turns or the limit is
+    /// raised.
+    BudgetMonth,
+}
+
+impl ParkReason {
+    /// The reason as written in events and the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParkReason::BudgetRun => "budget_run",
+            ParkReason::BudgetMonth => "budget_month",
+        }
+    }
+}
+
+impl std::fmt::Display for ParkReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What the Guardian did about a problem it found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -323,9 +358,17 @@ pub enum RunStatus {
     Interrupted,
     Cancelled,
     Failed,
+    /// Not an end: the run stopped at a limit (see `RunParked`) and goes on, the same run,
+    /// when it is continued.
+    Parked,
 }
 
 impl RunStatus {
+    /// False only for `parked`: the run is not over.
+    pub fn is_end(self) -> bool {
+        self != RunStatus::Parked
+    }
+
     /// True for the ends that pause a run rather than close it: tool calls it asked for and
     /// never started stay pending, and the next run on the session executes them first.
     pub fn pauses(self) -> bool {
@@ -345,6 +388,7 @@ impl RunStatus {
             RunStatus::Interrupted => "interrupted",
             RunStatus::Cancelled => "cancelled",
             RunStatus::Failed => "failed",
+            RunStatus::Parked => "parked",
         }
     }
 }

@@ -11,8 +11,8 @@ use ryvos_actors::config::expand_env;
 pub use ryvos_actors::config::{
     AgentConfig, BudgetConfig, CheckpointConfig, Decision, DirectorConfig, EmbeddingConfig,
     Fallback, FallbackEndpoint, GuardianConfig, JudgeConfig, MaxTokensField, McpConfig,
-    McpServerConfig, ModelConfig, OtelConfig, OtlpProtocol, Pricing, SandboxConfig, SandboxMode,
-    SecurityConfig, StoreBackend, StoreConfig, SupervisionConfig, TierPolicy,
+    McpServerConfig, ModelConfig, OnLimit, OtelConfig, OtlpProtocol, Pricing, SandboxConfig,
+    SandboxMode, SecurityConfig, StoreBackend, StoreConfig, SupervisionConfig, TierPolicy,
 };
 pub use ryvos_actors::GuardrailConfig;
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,7 @@
 //! The embedding API: start a runtime, run prompts, follow their events, stop.
 
 mod handle;
+mod parked;
 mod request;
 
 use crate::config::Config;
@@ -47,12 +48,18 @@ pub enum RuntimeError {
     Recording(ryvos_actors::ProviderError),
     #[error("this home's daemon id ($RYVOS_HOME/node): {0}")]
     Node(std::io::Error),
+    #[error("there is no run {0} that is parked or in flight: `ryvos sessions` lists each session's latest run")]
+    NoSuchRun(String),
+    #[error("{0}")]
+    NotParked(String),
 }
 
 /// A running Ryvos runtime: the actor system, its store and its tools.
 pub struct Runtime {
     pub(crate) engine: Engine,
     run_log: std::thread::JoinHandle<()>,
+    /// `[budget]`, which a parked run's continue is checked against.
+    budget: ryvos_actors::config::BudgetConfig,
 }
 
 /// How long `close` waits for the run logger to write what it has.
@@ -109,7 +116,7 @@ impl RuntimeBuilder {
             config_file: self.config.source.clone(),
             model: self.config.model,
             agent: self.config.agent,
-            budget: self.config.budget,
+            budget: self.config.budget.clone(),
             embedding: self.config.embedding,
             security: self.config.security,
             guardrails: self.config.guardrails,
@@ -126,7 +133,11 @@ impl RuntimeBuilder {
         };
         let run_log =
             crate::run_log::spawn(logs, engine.subscribe()).map_err(RuntimeError::RunLog)?;
-        Ok(Runtime { engine, run_log })
+        Ok(Runtime {
+            engine,
+            run_log,
+            budget: self.config.budget,
+        })
     }
 }
 
@@ -195,6 +206,7 @@ impl Runtime {
             on_message: request.on_message,
             trace_parent,
             settings: request.settings,
+            continues: None,
         };
         let ticket = if request.director {
             self.engine.start_director(request.session, spec)?
@@ -431,7 +443,9 @@ impl Runtime {
     /// written out before this returns.
     pub async fn close(self) -> Result<(), RuntimeError> {
         let stopped = self.shutdown().await;
-        let Runtime { engine, run_log } = self;
+        let Runtime {
+            engine, run_log, ..
+        } = self;
         // Dropping the engine closes the event stream, which ends the logger.
         drop(engine);
         let joined = tokio::task::spawn_blocking(move || run_log.join());

@@ -13,6 +13,7 @@ mod store;
 
 pub use mcp::{McpConfig, McpServerConfig};
 pub use otel::{OtelConfig, OtlpProtocol};
+pub use ryvos_protocol::records::OnLimit;
 pub use security::{Decision, SandboxConfig, SandboxMode, SecurityConfig, TierPolicy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -341,6 +342,9 @@ pub struct BudgetConfig {
     pub monthly_limit_cents: u64,
     pub warning_threshold_cents: u64,
     pub per_run_limit_cents: u64,
+    /// What a run does at its per-run budget or the month's limit: park until continued, or
+    /// stop (`budget_exceeded`).
+    pub on_limit: OnLimit,
     /// Model name -> price in cents per million tokens.
     pub pricing_overrides: BTreeMap<String, Pricing>,
 }
@@ -351,6 +355,7 @@ impl Default for BudgetConfig {
             monthly_limit_cents: 5000,
             warning_threshold_cents: 4000,
             per_run_limit_cents: 100,
+            on_limit: OnLimit::Park,
             pricing_overrides: BTreeMap::new(),
         }
     }

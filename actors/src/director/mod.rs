@@ -452,11 +452,13 @@ impl Director {
         prompt: String,
         goal: Option<Arc<Goal>>,
     ) -> Result<RunOutcome, String> {
-        let spec = RunSpec {
+        let mut spec = RunSpec {
             prompt,
             goal,
             ..spec.clone()
         };
+        // A step that parked would hold the plan up unseen: it ends at a budget instead.
+        spec.settings.on_limit = Some(crate::config::OnLimit::Stop);
         let ticket = self
             .runs
             .start(session, spec)

@@ -235,6 +235,7 @@ impl Engine {
             registry: registry.clone(),
             sandbox: sandbox.clone(),
             agent: agent.clone(),
+            budget: Arc::new(config.budget.clone()),
             guardrails: Arc::new(guardrails),
             approvals: approvals.clone(),
             global_events: global_events.clone(),

@@ -5,6 +5,8 @@
 //! starts session actors on demand, bounds the runs in flight, restarts a session that failed
 //! and ends its run with a reason.
 
+pub use ryvos_protocol::records::RunSettings;
+
 mod actor;
 mod commits;
 mod conversation;
@@ -34,10 +36,10 @@ pub use undo::{UndoError, Undone};
 use crate::checkpoint::Checkpoint;
 use crate::config::AgentConfig;
 use crate::cost_ledger::CostLedgerMsg;
-use crate::event::GlobalEvents;
+use crate::event::{GlobalEvents, RunStatus};
 use crate::guardian::GuardianMsg;
 use crate::llm_stream::LlmMsg;
-use crate::store::Store;
+use crate::store::{RunRecord, Store};
 use crate::supervision::ChildSlot;
 use crate::tool_executor::ToolMsg;
 use crate::tools::{ToolRegistry, Workspace};
@@ -65,6 +67,8 @@ pub(crate) struct Services {
     /// The OS sandbox of every program a run starts.
     pub sandbox: crate::sandbox::Sandbox,
     pub agent: Arc<AgentConfig>,
+    /// `[budget]`: what a run does at a limit, and the per-run limit a parked run is told.
+    pub budget: Arc<crate::config::BudgetConfig>,
     /// Approval requests, to forget those of a session's calls that are no longer pending.
     pub approvals: crate::security::Approvals,
     /// Checks around every model call.
@@ -93,19 +97,15 @@ pub struct RunSpec {
     pub trace_parent: Option<crate::telemetry::TraceParent>,
     /// What this run asks for over the configuration (a model, its limits).
     pub settings: RunSettings,
+    /// For a parked run going on: its record as it parked, and whether it goes on or ends.
+    pub continues: Option<Continuation>,
 }
 
-/// What one run asks for over the configuration. Each is the run's own; `None` keeps the
-/// configured value.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RunSettings {
-    /// The model to ask (`[model] model`): on the configured provider's endpoint and keys,
-    /// with the configured fallbacks after it.
-    pub model: Option<String>,
-    /// `[agent] max_turns`.
-    pub max_turns: Option<u32>,
-    /// `[agent] max_duration_secs`.
-    pub max_duration_secs: Option<u64>,
-    /// `[budget] per_run_limit_cents` (0: no limit).
-    pub per_run_limit_cents: Option<u64>,
+/// A parked run taken up again: the same run, its totals kept.
+#[derive(Clone, Debug)]
+pub struct Continuation {
+    /// The run as it parked.
+    pub parked: Box<RunRecord>,
+    /// `None` to go on; an end to end it with (`ryvos stop`).
+    pub ends_as: Option<(RunStatus, String)>,
 }

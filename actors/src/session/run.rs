@@ -78,6 +78,14 @@ pub(super) struct ActiveRun {
     pub _cancel_on_drop: tokio_util::sync::DropGuard,
     pub started: Instant,
     pub started_at_ms: u64,
+    /// What the run asked for over the configuration, kept in its record for its continues.
+    pub settings: super::RunSettings,
+    /// How long the run ran before this stretch (a continued run's time before it parked).
+    pub active_before_ms: u64,
+    /// The run goes on after it parked: its prompt is in the history already.
+    pub continued: bool,
+    /// Why the run parks, once it does.
+    pub parked: Option<ryvos_protocol::event::ParkReason>,
     /// Model calls answered so far.
     pub turns: u32,
     /// For a run continuing without a prompt: the turns taken since the last prompt, before
@@ -214,6 +222,10 @@ impl ActiveRun {
             _cancel_on_drop: cancel.drop_guard(),
             started: Instant::now(),
             started_at_ms: now_ms(),
+            settings: Default::default(),
+            active_before_ms: 0,
+            continued: false,
+            parked: None,
             turns: 0,
             turns_before: 0,
             writes: false,
@@ -234,6 +246,37 @@ impl ActiveRun {
             asked_with: Default::default(),
             last_text: String::new(),
         }
+    }
+
+    /// Takes up the run `parked` left: its prompt, its turns and what it spent so far, so
+    /// that limits and totals count across its continues.
+    pub(super) fn take_up(&mut self, parked: &RunRecord) {
+        self.prompt = parked.prompt.clone();
+        self.turns = parked.turns;
+        self.spent.usage = Usage {
+            input_tokens: parked.input_tokens,
+            output_tokens: parked.output_tokens,
+        };
+        self.spent.cost_microcents = parked.cost_microcents;
+        self.spent.model_calls = parked.model_calls;
+        self.started_at_ms = parked.started_at_ms;
+        self.active_before_ms = parked.active_ms;
+        self.continued = true;
+    }
+
+    /// The prompt this run gives the model: none for a continued run (its prompt is in the
+    /// history already).
+    pub(super) fn prompt_to_give(&self) -> &str {
+        if self.continued {
+            ""
+        } else {
+            &self.prompt
+        }
+    }
+
+    /// How long the run has run, its parked time left out.
+    pub(super) fn active_ms(&self) -> u64 {
+        self.active_before_ms + self.started.elapsed().as_millis() as u64
     }
 
     /// What the run's tool calls (and `command` criteria) may use.
@@ -294,6 +337,12 @@ impl ActiveRun {
             ended_at_ms: ending.map(|_| now_ms()),
             goal: self.goal.as_deref().cloned(),
             model: Some(self.models.model().to_owned()),
+            park_reason: self
+                .parked
+                .filter(|_| ending.is_some_and(|e| e.status == RunStatus::Parked)),
+            settings: self.settings.clone(),
+            model_calls: self.spent.model_calls,
+            active_ms: self.active_ms(),
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use crate::callback::Callback;
 use crate::cost_ledger::{Authorization, BudgetNotice, CostLedgerMsg, Receipt, UsageReport};
-use crate::event::{EventKind, RunStatus, StallPhase};
+use crate::event::{BudgetScope, EventKind, ParkReason, RunStatus, StallPhase};
 use crate::guardian::{GuardianMsg, Review, TurnReport};
 use crate::ids::{RunId, SessionId};
 use crate::judge::{Evaluated, Evaluation, JudgeMsg};
@@ -34,6 +34,9 @@ pub(super) struct Refusal {
     /// checked at all.
     pub limit: Option<BudgetNotice>,
     pub reason: String,
+    /// The run may park here, rather than end, until it is continued: at the ledger's
+    /// per-run and monthly limits.
+    pub parks: Option<ryvos_protocol::event::ParkReason>,
 }
 
 impl ChildSlot<CostLedgerMsg> {
@@ -109,6 +112,11 @@ pub(super) fn admit(authorization: Authorization) -> Result<(), Refusal> {
         Authorization::Refused(notice) => Err(Refusal {
             status: RunStatus::BudgetExceeded,
             reason: notice.message.clone(),
+            parks: match notice.scope {
+                BudgetScope::Run => Some(ParkReason::BudgetRun),
+                BudgetScope::Month => Some(ParkReason::BudgetMonth),
+                _ => None,
+            },
             limit: Some(notice),
         }),
         Authorization::Unverifiable(e) => Err(unchecked(e.to_string())),
@@ -119,6 +127,7 @@ fn unchecked(why: String) -> Refusal {
     Refusal {
         status: RunStatus::Failed,
         limit: None,
+        parks: None,
         reason: format!(
             "spending could not be checked ({why}); no model call is made without a budget check"
         ),

@@ -37,7 +37,7 @@ impl RunStarter {
             supervisor,
             |reply| SessionSupervisorMsg::StartRun {
                 session_id: session,
-                spec,
+                spec: Box::new(spec),
                 reply,
             },
             START_RUN_TIMEOUT.as_millis() as u64

@@ -75,7 +75,7 @@ pub(crate) enum SessionSupervisorMsg {
     /// Start a run, on `session_id` or on a new session.
     StartRun {
         session_id: Option<SessionId>,
-        spec: RunSpec,
+        spec: Box<RunSpec>,
         reply: RpcReplyPort<Result<RunTicket, StartRunError>>,
     },
     /// What a session actor reports.
@@ -186,7 +186,7 @@ impl Actor for SessionSupervisor {
                 spec,
                 reply,
             } => {
-                let answer = state.start_run(&myself, session_id, spec).await;
+                let answer = state.start_run(&myself, session_id, *spec).await;
                 if reply.send(answer).is_err() {
                     tracing::debug!("a run's caller left before it was accepted");
                 }
@@ -390,7 +390,9 @@ impl SessionSupervisorState {
         if entry.active_run.is_some() {
             return Err(StartRunError::SessionBusy(session_id));
         }
-        let run_id = RunId::generate();
+        // A parked run goes on under its own id.
+        let run_id =
+            (spec.continues.as_ref()).map_or_else(RunId::generate, |c| c.parked.run_id.clone());
         let events = entry.events.subscribe();
         let control = entry.desk.run_starting();
         actor

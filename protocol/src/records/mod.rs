@@ -16,7 +16,8 @@ pub use memory::MemoryEntry;
 pub use progress::{PlanRecord, StepProgress, StepState};
 pub use queue::{QueueState, QueuedRun};
 pub use session::{
-    Compaction, CompactionNote, RunRecord, SessionRecord, TurnCheckpoint, Window, WindowMeasure,
+    Compaction, CompactionNote, OnLimit, RunRecord, RunSettings, SessionRecord, TurnCheckpoint,
+    Window, WindowMeasure,
 };
 pub use verdict::VerdictRecord;
 pub use watch::{RunWatch, Streak};

@@ -1,6 +1,6 @@
 //! Sessions, their runs and their turns, as stored.
 
-use crate::event::RunStatus;
+use crate::event::{ParkReason, RunStatus};
 use crate::goal::Goal;
 use crate::ids::{CallId, RunId, SessionId};
 use schemars::JsonSchema;
@@ -84,6 +84,64 @@ pub struct RunRecord {
     /// The model the run asked (a fallback may have answered some calls: see its events).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Why a `parked` run parked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub park_reason: Option<ParkReason>,
+    /// What the run asked for over the configuration, kept for its continues.
+    #[serde(default, skip_serializing_if = "RunSettings::is_empty")]
+    pub settings: RunSettings,
+    /// Model calls recorded with the cost ledger, cut ones too (a continue goes on counting).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub model_calls: u32,
+    /// How long the run has run, in milliseconds, its parked time left out (while in flight:
+    /// up to its latest continue).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub active_ms: u64,
+}
+
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
+}
+
+/// What one run asks for over the configuration. Each is the run's own; `None` keeps the
+/// configured value.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct RunSettings {
+    /// The model to ask (`[model] model`): on the configured provider's endpoint and keys,
+    /// with the configured fallbacks after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// `[agent] max_turns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// `[agent] max_duration_secs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_duration_secs: Option<u64>,
+    /// `[budget] per_run_limit_cents` (0: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_run_limit_cents: Option<u64>,
+    /// `[budget] on_limit`: what the run does at a budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_limit: Option<OnLimit>,
+}
+
+impl RunSettings {
+    /// Nothing is asked over the configuration.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// What a run does when it reaches its per-run budget or the month's limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnLimit {
+    /// It parks (status `parked`), its turns stored, until it is continued.
+    #[default]
+    Park,
+    /// It ends (status `budget_exceeded`).
+    Stop,
 }
 
 /// A completed turn: the messages it added and what it cost.

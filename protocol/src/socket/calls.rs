@@ -6,7 +6,7 @@ use crate::event::RunOutcome;
 use crate::goal::Goal;
 use crate::message::Message;
 use crate::records::{
-    AuditRecord, Compaction, PendingApproval, QueuedRun, RunRecord, SessionRecord,
+    AuditRecord, Compaction, OnLimit, PendingApproval, QueuedRun, RunRecord, SessionRecord,
 };
 use crate::report::CostReport;
 use schemars::JsonSchema;
@@ -66,6 +66,10 @@ pub struct RunParams {
     /// none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_run_limit_cents: Option<u64>,
+    /// What the run does at its budget or the month's limit (as `[budget] on_limit` would):
+    /// `park` (the default) or `stop`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_limit: Option<OnLimit>,
 }
 
 impl RunParams {
@@ -85,6 +89,7 @@ impl RunParams {
             max_turns: None,
             max_duration_secs: None,
             per_run_limit_cents: None,
+            on_limit: None,
         }
     }
 }
@@ -94,6 +99,25 @@ impl RunParams {
 #[serde(deny_unknown_fields)]
 pub struct SessionParams {
     pub session: String,
+}
+
+/// `continue`'s parameters: the parked run, and its budget from now on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContinueParams {
+    /// The parked run's id (`r_…`).
+    pub run: String,
+    /// The run's per-run limit in cents from now on: its total, counted from its start, not
+    /// what it may spend from here (0: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_cents: Option<u64>,
+}
+
+/// The parameters of a method about one run (`r_…`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunIdParams {
+    pub run: String,
 }
 
 /// The parameters of a method about one queued run.
@@ -302,6 +326,12 @@ calls! {
     Cancel = "cancel": SessionParams => CancelResult;
     /// Sets a session's window back to before its last compaction.
     CompactUndo = "compact_undo": SessionParams => CompactUndoResult;
+    /// Continues a parked run from where it parked (the same run) and streams its events, as
+    /// `run` does; the result is how it ended.
+    Continue = "continue": ContinueParams => RunOutcome;
+    /// Ends a run: a parked one where it parked (`budget_exceeded`), one in flight cancelled;
+    /// streams its last events, and the result is how it ended.
+    Stop = "stop": RunIdParams => RunOutcome;
     /// Stops the daemon; runs in flight pause once their turns are durable.
     Shutdown = "shutdown": NoParams => ShutdownResult;
     /// Puts a run in the queue, for whichever daemon has room; answers at once.

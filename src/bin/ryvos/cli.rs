@@ -48,6 +48,10 @@ pub struct RunArgs {
     /// Stop after N turns (as -c agent.max_turns=N).
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
+    /// End the run at its budget or the month's limit (budget_exceeded) instead of parking it
+    /// (as -c budget.on_limit=stop).
+    #[arg(long)]
+    pub no_park: bool,
     /// Save the run's model traffic to FILE (JSON lines), for `provider = "replay"`.
     /// Runs in-process.
     #[arg(long, value_name = "FILE")]
@@ -73,15 +77,18 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    /// `--model` and `--max-turns`, as the config settings they stand for.
+    /// `--model`, `--max-turns` and `--no-park`, as the config settings they stand for.
     pub fn settings(&self) -> Vec<Override> {
-        flag_settings(self.model.as_deref(), self.max_turns)
+        flag_settings(self.model.as_deref(), self.max_turns, self.no_park)
     }
 }
 
-/// `--model` and `--max-turns`, as the config settings they stand for.
-fn flag_settings(model: Option<&str>, max_turns: Option<u32>) -> Vec<Override> {
+/// `--model`, `--max-turns` and `--no-park`, as the config settings they stand for.
+fn flag_settings(model: Option<&str>, max_turns: Option<u32>, no_park: bool) -> Vec<Override> {
     let mut settings = Vec::new();
+    if no_park {
+        settings.extend(Override::new("budget.on_limit", "stop".into()).ok());
+    }
     if let Some(model) = model {
         settings.extend(Override::new("model.model", model.into()).ok());
     }
@@ -125,14 +132,17 @@ pub struct SubmitArgs {
     /// Stop after N turns (as `run --max-turns`).
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
+    /// End the run at a budget instead of parking it (as `run --no-park`).
+    #[arg(long)]
+    pub no_park: bool,
     /// What to do; `-` (or nothing, when stdin is not a terminal) reads it from stdin.
     pub prompt: Vec<String>,
 }
 
 impl SubmitArgs {
-    /// `--model` and `--max-turns`, as the config settings they stand for.
+    /// `--model`, `--max-turns` and `--no-park`, as the config settings they stand for.
     pub fn settings(&self) -> Vec<Override> {
-        flag_settings(self.model.as_deref(), self.max_turns)
+        flag_settings(self.model.as_deref(), self.max_turns, self.no_park)
     }
 
     /// The same run, as `run`'s flags.
@@ -146,6 +156,7 @@ impl SubmitArgs {
             continue_latest: false,
             model: self.model,
             max_turns: self.max_turns,
+            no_park: self.no_park,
             record: None,
             goal: self.goal,
             criterion: self.criterion,
@@ -186,6 +197,30 @@ pub enum Command {
     /// store elsewhere) until it ends.
     Follow {
         /// The queued run's id.
+        run: String,
+        /// Print every event as one JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Continue a parked run from where it parked (the same run, its turns and spending
+    /// counted on) and follow it as `run` does; exits as `run` would.
+    Continue {
+        /// The parked run's id (r_…, from `RunParked`, `sessions` or `history`).
+        run: String,
+        /// The run's budget from now on, in cents: its total, counted from its start.
+        #[arg(long, value_name = "N")]
+        budget_cents: Option<u64>,
+        /// Print every event as one JSON object per line.
+        #[arg(long, conflicts_with = "quiet")]
+        json: bool,
+        /// Print only the final answer, on stdout, once the run ends.
+        #[arg(short, long)]
+        quiet: bool,
+    },
+    /// End a run: a parked one where it parked (status budget_exceeded), one in flight
+    /// cancelled.
+    Stop {
+        /// The run's id (r_…).
         run: String,
         /// Print every event as one JSON object per line.
         #[arg(long)]

@@ -1,18 +1,19 @@
 //! The exit codes of `ryvos`: 0 the run completed (or the command succeeded); 1 the run ended
 //! otherwise, or the command failed; 2 bad usage or config; 3 the daemon was lost or could not
-//! be reached.
+//! be reached; 4 the run parked where nothing waits through it (in-process).
 
 use ryvos::RunStatus;
 
 pub const EXIT_RUN_FAILED: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_DAEMON: u8 = 3;
+pub const EXIT_PARKED: u8 = 4;
 
 /// The exit code of a run that ended with `status`.
 pub fn exit_for(status: RunStatus) -> u8 {
-    if status == RunStatus::Completed {
-        0
-    } else {
-        EXIT_RUN_FAILED
+    match status {
+        RunStatus::Completed => 0,
+        RunStatus::Parked => EXIT_PARKED,
+        _ => EXIT_RUN_FAILED,
     }
 }

@@ -13,6 +13,7 @@ mod inline_approval;
 mod manual;
 mod mcp_server;
 mod out;
+mod parked;
 mod print;
 mod queue;
 mod reading;
@@ -92,6 +93,20 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
         Command::Runs { state, limit, json } => queue::runs(state, limit, json, &socket).await,
         Command::Wait { run, json } => queue::wait(run, json, &socket).await,
         Command::Follow { run, json } => queue::follow(run, json, &socket).await,
+        Command::Continue {
+            run,
+            budget_cents,
+            json,
+            quiet,
+        } => {
+            let taken = parked::Taken::Continue { budget_cents };
+            let shown = parked::Shown { json, quiet };
+            parked::take(run, taken, shown, config, socket).await
+        }
+        Command::Stop { run, json } => {
+            let shown = parked::Shown { json, quiet: false };
+            parked::take(run, parked::Taken::Stop, shown, config, socket).await
+        }
         Command::Status { json } => {
             simple::<Status>(&socket, &NoParams {}, shown(json, print::status)).await
         }

@@ -86,8 +86,13 @@ pub fn sessions(sessions: &[SessionRecord]) {
         let status = s
             .last_status
             .map_or_else(|| "-".to_owned(), |s| s.to_string());
+        // A parked run says what goes on with it.
+        let parked = match (&s.last_run, s.last_status) {
+            (Some(run), Some(ryvos::RunStatus::Parked)) => format!("  (ryvos continue {run})"),
+            _ => String::new(),
+        };
         outln!(
-            "{}  {:>8}  {status:<21}  {:>4} msgs  {}",
+            "{}  {:>8}  {status:<21}  {:>4} msgs  {}{parked}",
             s.session_id,
             ago(now.saturating_sub(s.updated_at_ms)),
             s.message_count,

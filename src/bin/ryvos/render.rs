@@ -119,6 +119,18 @@ impl Renderer {
                 | EventKind::ToolEnd { .. }
                 | EventKind::CheckpointSaved { .. }
         );
+        // Said in every mode: a script waiting on the run is told why it waits.
+        if let EventKind::RunParked { reason, message } = &event.kind {
+            self.end_line();
+            let waiting = match self.answerable_elsewhere {
+                true => "; waiting until it goes on (Ctrl-C stops waiting, the run stays parked)",
+                false => "",
+            };
+            note!(
+                "ryvos: run {} parked ({reason}): {message}{waiting}",
+                event.run_id
+            );
+        }
         // Said in every mode: the history the model reads speaks of files elsewhere.
         if let EventKind::RunStarted {
             workspace,
@@ -141,7 +153,9 @@ impl Renderer {
         // Quiet or not, what is asked for approval is shown before anyone is asked.
         if self.quiet && !matches!(event.kind, EventKind::ApprovalRequested { .. }) {
             match &event.kind {
-                EventKind::RunComplete { output, .. } => crate::out::outln!("{output}"),
+                EventKind::RunComplete { output, status, .. } if status.is_end() => {
+                    crate::out::outln!("{output}")
+                }
                 EventKind::Error { message } => note!("ryvos: error: {message}"),
                 _ => {}
             }
@@ -395,6 +409,10 @@ impl Renderer {
         self.end_line();
         let why = reason.map(|r| format!(": {r}")).unwrap_or_default();
         if self.quiet && status == RunStatus::Completed {
+            return;
+        }
+        if status == RunStatus::Parked {
+            // Said as it parked.
             return;
         }
         if status == RunStatus::Completed {

@@ -6,11 +6,12 @@ use ryvos::config::{Config, Override};
 use ryvos::RunSettings;
 
 /// The keys a run may set for itself, and the flag that stands for each, if any.
-const PER_RUN_KEYS: [(&str, &str); 4] = [
+const PER_RUN_KEYS: [(&str, &str); 5] = [
     ("model.model", "--model"),
     ("agent.max_turns", "--max-turns"),
     ("agent.max_duration_secs", ""),
     ("budget.per_run_limit_cents", ""),
+    ("budget.on_limit", "--no-park"),
 ];
 
 /// The run's own settings among `given` (their values as `config` holds them, checked as
@@ -45,5 +46,6 @@ pub fn for_the_daemon(config: &Config, given: &[Override]) -> Result<RunSettings
         max_duration_secs: set("agent.max_duration_secs").then_some(config.agent.max_duration_secs),
         per_run_limit_cents: set("budget.per_run_limit_cents")
             .then_some(config.budget.per_run_limit_cents),
+        on_limit: set("budget.on_limit").then_some(config.budget.on_limit),
     })
 }

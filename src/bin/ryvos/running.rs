@@ -115,7 +115,6 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
         socket,
         mut params,
     } = run;
-    let inline = inline_approval::wanted(json_out);
     if params.resume.as_deref() == Some("") {
         let workspace = match lookup_dir(params.workspace.as_deref()) {
             Ok(dir) => dir,
@@ -126,13 +125,20 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
             Err(code) => return code,
         };
     }
-    let mut renderer = Renderer::new(json_out).quiet(quiet);
-    let mut session_seen: Option<String> = None;
-    let mut ctrl_c = CtrlC::listen();
     if let Err(e) = client.send::<Run>(&params).await {
         eprintln!("ryvos: {e}");
         return EXIT_DAEMON;
     }
+    follow_remote(client, json_out, quiet, socket).await
+}
+
+/// Shows the events of the run the daemon streams on `client` as they come (answering its
+/// approval requests at the terminal), then its end; the run's exit code.
+pub async fn follow_remote(mut client: Client, json_out: bool, quiet: bool, socket: PathBuf) -> u8 {
+    let inline = inline_approval::wanted(json_out);
+    let mut renderer = Renderer::new(json_out).quiet(quiet);
+    let mut session_seen: Option<String> = None;
+    let mut ctrl_c = CtrlC::listen();
     loop {
         let next = tokio::select! {
             reply = renderer.wait(client.next()) => reply,
@@ -233,26 +239,9 @@ pub async fn run_local(config: Config, local: Local) -> u8 {
         goal,
         director,
     } = local;
-    // This process sends the model's API keys: their variables must be set here.
-    if let Err(e) = ryvos::provider::keys_set(&config.model) {
-        eprintln!("ryvos: {e}");
-        return EXIT_USAGE;
-    }
-    let mut builder = Runtime::builder(config.clone());
-    if let Some(path) = &record {
-        builder = builder.record_model_traffic(path);
-        eprintln!("ryvos: recording the model traffic to {}", path.display());
-    }
-    let runtime = match builder.start().await {
-        Ok(r) => r,
-        Err(e @ RuntimeError::Recording(_)) => {
-            eprintln!("ryvos: {e}");
-            return EXIT_USAGE;
-        }
-        Err(e) => {
-            eprintln!("ryvos: {e}");
-            return EXIT_RUN_FAILED;
-        }
+    let runtime = match start_local(&config, record.as_deref()).await {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
     };
     let resume = match resume_local(&runtime, resume, workspace.as_deref()).await {
         Ok(resume) => resume,
@@ -301,9 +290,31 @@ pub async fn run_local(config: Config, local: Local) -> u8 {
     code
 }
 
+/// The runtime for a run hosted in this process (its model traffic recorded to `record`);
+/// the exit code when it cannot start.
+pub async fn start_local(config: &Config, record: Option<&std::path::Path>) -> Result<Runtime, u8> {
+    // This process sends the model's API keys: their variables must be set here.
+    if let Err(e) = ryvos::provider::keys_set(&config.model) {
+        eprintln!("ryvos: {e}");
+        return Err(EXIT_USAGE);
+    }
+    let mut builder = Runtime::builder(config.clone());
+    if let Some(path) = record {
+        builder = builder.record_model_traffic(path);
+        eprintln!("ryvos: recording the model traffic to {}", path.display());
+    }
+    builder.start().await.map_err(|e| {
+        eprintln!("ryvos: {e}");
+        match e {
+            RuntimeError::Recording(_) => EXIT_USAGE,
+            _ => EXIT_RUN_FAILED,
+        }
+    })
+}
+
 /// Shows the in-process run's events as they come and answers its approval requests at the
 /// terminal; the run's exit code.
-async fn follow_local(
+pub async fn follow_local(
     runtime: &Runtime,
     mut handle: ryvos::RunHandle,
     mut renderer: Renderer,

@@ -125,6 +125,7 @@ impl Asked {
             max_turns: settings.max_turns,
             max_duration_secs: settings.max_duration_secs,
             per_run_limit_cents: settings.per_run_limit_cents,
+            on_limit: settings.on_limit,
         }
     }
 }

@@ -153,6 +153,12 @@ impl Ended {
         }
         services.guardian.run_ended(&run.id);
         services.ledger.run_ended(&session_id, &run.id);
+        if let Some(reason) = run.parked.filter(|_| ending.status == RunStatus::Parked) {
+            run.events.emit(EventKind::RunParked {
+                reason,
+                message: ending.reason.clone().unwrap_or_default(),
+            });
+        }
         run.events.emit(EventKind::RunComplete {
             status: ending.status,
             output: ending.output.clone(),
@@ -160,7 +166,7 @@ impl Ended {
             input_tokens: run.spent.usage.input_tokens,
             output_tokens: run.spent.usage.output_tokens,
             cost_cents: Some(run.spent.cost_microcents as f64 / 1_000_000.0),
-            duration_ms: run.started.elapsed().as_millis() as u64,
+            duration_ms: run.active_ms(),
             reason: ending.reason.clone(),
             truncated: ending.status == RunStatus::Completed && run.turn.answer_cut,
         });

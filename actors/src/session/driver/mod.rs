@@ -12,7 +12,8 @@
 //!   end turn    room made in the context, the Guardian's review, the turn stored, the Judge
 //!               every few turns
 //! }
-//! finish        calls in flight answered, the end committed, reported once durable
+//! finish        calls in flight answered, the end committed, reported once durable (a run
+//!               parked at a budget ends here too, to go on later as the same run)
 //! ```
 //!
 //! Every wait goes through [`Driver::wait`], which also hears the session's control channel
@@ -25,6 +26,7 @@ mod context;
 mod ending;
 mod guardrails;
 mod judging;
+mod parking;
 mod spending;
 mod starting;
 mod storing;
@@ -130,7 +132,7 @@ impl Driver {
         self.take_control()?;
         if let Some(refusal) = self.run.spent.refusal.take() {
             // Announced as the receipt that refused it was applied.
-            return Err(self.end(refusal.status, refusal.reason));
+            return Err(self.refused(refusal));
         }
         self.pause_if_interrupted()?;
         self.stop_at_max_turns()

@@ -114,6 +114,8 @@ impl Driver {
                         message: message.clone(),
                     }),
                     reason: message,
+                    // The goal's own bound: a continue's budget would not raise it.
+                    parks: None,
                 });
             }
         }

@@ -35,6 +35,10 @@ pub(super) fn new_run(session: &Conversation, run_id: RunId, spec: &RunSpec) -> 
     // The focus layer joins the system prompt once it is assembled (no tokenizer here).
     run.goal = spec.goal.clone();
     run.on_message = spec.on_message.clone();
+    run.settings = spec.settings.clone();
+    if let Some(continuation) = &spec.continues {
+        run.take_up(&continuation.parked);
+    }
     run
 }
 
@@ -65,6 +69,17 @@ impl Driver {
             // Nothing is written: the session is not this run's to write.
             return Err(self.end(RunStatus::Failed, reason));
         }
+        match &spec.continues {
+            Some(continuation) => {
+                self.still_parked()?;
+                if let Some((status, reason)) = continuation.ends_as.clone() {
+                    // Ended where it parked: only its record changes.
+                    self.run.writes = true;
+                    return Err(self.end(status, reason));
+                }
+            }
+            None => self.no_run_parked()?,
+        }
         self.run.writes = true;
         let session = &mut self.session;
         session.last_run = Some(self.run.id.clone());
@@ -77,7 +92,7 @@ impl Driver {
             services: session.services.clone(),
             run_id: self.run.id.clone(),
             run_limit_cents: self.run.limits.per_run_limit_cents,
-            prompt: spec.prompt,
+            prompt: self.run.prompt_to_give().to_owned(),
             workspace: spec.workspace,
             caller_dir: spec.caller_dir,
             doomed: self.nothing_to_continue(),
@@ -107,7 +122,44 @@ impl Driver {
     /// A run without a prompt continues the conversation: it needs one to continue.
     fn nothing_to_continue(&self) -> bool {
         let history = &self.session.history;
-        self.run.prompt.is_empty() && (history.is_empty() || history.ends_with_answer())
+        self.run.prompt_to_give().is_empty() && (history.is_empty() || history.ends_with_answer())
+    }
+
+    /// A session whose latest run is parked takes no other run until that one is continued
+    /// or stopped: it would go on from a conversation that moved on.
+    fn no_run_parked(&self) -> Step<()> {
+        let session = &self.session;
+        match (&session.last_run, session.last_status) {
+            (Some(parked), Some(RunStatus::Parked)) => Err(self.end(
+                RunStatus::Failed,
+                format!(
+                    "session {} has a parked run, {parked}: `ryvos continue {parked}` goes on \
+                     with it, `ryvos stop {parked}` ends it",
+                    session.id
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// A continued run goes on only from where it parked: its session's latest run, parked
+    /// (a second continue, or one after the session moved on, is refused and writes nothing).
+    fn still_parked(&self) -> Step<()> {
+        let session = &self.session;
+        if session.last_run.as_ref() == Some(&self.run.id)
+            && session.last_status == Some(RunStatus::Parked)
+        {
+            return Ok(());
+        }
+        let now = match (&session.last_run, session.last_status) {
+            (Some(run), Some(status)) => format!("its session's latest run is {run}, {status}"),
+            (Some(run), None) => format!("its session's latest run, {run}, is in flight"),
+            _ => "its session has no run on record".into(),
+        };
+        Err(self.end(
+            RunStatus::Failed,
+            format!("run {} cannot go on: it is not parked ({now})", self.run.id),
+        ))
     }
 
     /// The first call is prepared: a run over budget is refused before its prompt enters the
@@ -116,6 +168,10 @@ impl Driver {
     fn prepared(&mut self, prepared: Preparation) -> Step<Vec<ToolCall>> {
         if let Err(refusal) = prepared.admitted {
             super::spending::announce(&self.run.events, &refusal);
+            // A parked run still at its limit parks again; a new one is refused, nothing done.
+            if self.run.continued {
+                return Err(self.refused(refusal));
+            }
             return Err(self.end(refusal.status, refusal.reason));
         }
         let Some(assembled) = prepared.assembled.filter(|_| !self.nothing_to_continue()) else {
@@ -126,9 +182,10 @@ impl Driver {
             ));
         };
         self.run.set_system(assembled.prompt.into());
-        let prompt = self.run.prompt.clone();
-        if prompt.is_empty() {
-            // Limits hold across resumes: the turns since the last prompt count here too.
+        let prompt = self.run.prompt_to_give().to_owned();
+        if prompt.is_empty() && !self.run.continued {
+            // Limits hold across resumes: the turns since the last prompt count here too (a
+            // continued run counts its own already).
             self.run.turns_before = self.session.history.turns_since_prompt();
         }
         // Calls a paused run left come first: their results must follow the answer that asked

@@ -39,7 +39,8 @@ pub(super) struct Deadline {
 
 impl Deadline {
     /// `max_duration_secs` from now, or the goal's time constraint when that is the tighter
-    /// one. The run's time counts from its start, its preparation included.
+    /// one. The run's time counts from its start, its preparation included, and across its
+    /// continues (the time it was parked left out).
     pub(super) fn of(run: &ActiveRun) -> Self {
         let limit = run.limits.max_duration_secs;
         let goal_secs = run.goal.as_ref().and_then(|g| g.constraints.time_secs);
@@ -53,8 +54,9 @@ impl Deadline {
                 format!("the run reached max_duration_secs ({limit}s) and was stopped"),
             ),
         };
+        let ran = std::time::Duration::from_millis(run.active_before_ms);
         Self {
-            at: Instant::now() + after,
+            at: Instant::now() + after.saturating_sub(ran),
             why,
         }
     }

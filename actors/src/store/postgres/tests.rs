@@ -36,6 +36,10 @@ fn run(id: &str, session: &SessionId) -> RunRecord {
         ended_at_ms: None,
         goal: None,
         model: None,
+        park_reason: None,
+        settings: Default::default(),
+        model_calls: 0,
+        active_ms: 0,
     }
 }
 

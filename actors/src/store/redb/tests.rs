@@ -36,6 +36,10 @@ async fn batches_round_trip_and_sessions_stay_apart() {
         ended_at_ms: None,
         goal: None,
         model: None,
+        park_reason: None,
+        settings: Default::default(),
+        model_calls: 0,
+        active_ms: 0,
     }));
     let batch_b = WriteBatch::of(b.clone(), [message(0, 1, "b0".into())]);
     store.write(&[batch_a, batch_b]).await.unwrap();

@@ -1,15 +1,15 @@
 //! One client connection: read request lines, answer each with events and a final line.
 
-use super::reply::{send, EventLines};
-use super::run_request::{internal, run_error, run_request};
+use super::reply::send;
+use super::run_request::internal;
+use super::streaming;
 use super::Shared;
-use futures_util::{FutureExt, StreamExt};
+use futures_util::StreamExt;
 use ryvos::protocol::{
     CancelResult, CompactUndoResult, ErrorBody, ErrorCode, HistoryResult, InterruptResult, Method,
-    Reply, Request, RunParams, ShutdownResult, StatusResult, Undecodable, MAX_FRAME_BYTES,
-    PROTOCOL_VERSION,
+    Reply, Request, ShutdownResult, StatusResult, Undecodable, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
-use ryvos::{EngineError, RunOutcome, RuntimeError, UndoError};
+use ryvos::{EngineError, RuntimeError, UndoError};
 use ryvos_protocol::ids::SessionId;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -182,7 +182,9 @@ async fn answer(
     }
     let reply = match request.method() {
         Err(error) => Err(error),
-        Ok(Method::Run(params)) => return run(id, *params, write, shared).await,
+        Ok(method @ (Method::Run(_) | Method::Continue(_) | Method::Stop(_))) => {
+            return streaming::answer(id, method, write, shared).await
+        }
         Ok(Method::Status(_)) => Ok(Reply::result(id, &status(shared).await)),
         Ok(Method::Sessions(_)) => sessions(shared)
             .await
@@ -307,75 +309,4 @@ async fn history(id: &SessionId, shared: &Shared) -> Result<HistoryResult, Error
 
 fn no_run_in_flight() -> ErrorBody {
     ErrorBody::new(ErrorCode::NotFound, "that session has no run in flight")
-}
-
-/// Starts the run `params` asks for and streams its events to the client, then its outcome.
-async fn run(
-    id: u64,
-    params: RunParams,
-    write: &mut OwnedWriteHalf,
-    shared: &Shared,
-) -> std::io::Result<()> {
-    let started = match run_request(params, shared).await {
-        Ok(request) => shared.runtime.run(request).await.map_err(run_error),
-        Err(error) => Err(error),
-    };
-    match started {
-        Ok(handle) => stream(id, handle, write).await,
-        Err(error) => send(write, &Reply::Error { id, error }).await,
-    }
-}
-
-/// Sends the run's events as they come, then its outcome. A client that leaves does not stop
-/// the run: it goes on, and is stored.
-async fn stream(
-    id: u64,
-    mut handle: ryvos::RunHandle,
-    write: &mut OwnedWriteHalf,
-) -> std::io::Result<()> {
-    let (session, run) = (handle.session_id.clone(), handle.run_id.clone());
-    tracing::info!(%session, %run, "run started");
-    let mut outcome = None;
-    let mut client_gone = false;
-    let mut lines = EventLines::new(id);
-    while let Some(event) = handle.next_event().await {
-        let mut ready = Some(event);
-        // The events already waiting join this one's write.
-        while let Some(event) = ready {
-            outcome = RunOutcome::from_event(&event).or(outcome);
-            client_gone = client_gone || lines.push(&event).is_err();
-            ready = match lines.full() {
-                true => None,
-                false => handle.next_event().now_or_never().flatten(),
-            };
-        }
-        client_gone = client_gone || lines.flush(write).await.is_err();
-    }
-    match &outcome {
-        Some(o) => tracing::info!(
-            %session,
-            %run,
-            status = %o.status,
-            duration_ms = o.duration_ms,
-            "run ended"
-        ),
-        None => tracing::warn!(%session, %run, "run ended without reporting its outcome"),
-    }
-    if client_gone {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::BrokenPipe,
-            "the client left",
-        ));
-    }
-    let reply = match outcome {
-        Some(o) => Reply::result(id, &o),
-        None => Reply::Error {
-            id,
-            error: ErrorBody::new(
-                ErrorCode::Internal,
-                "the run's events ended without its outcome",
-            ),
-        },
-    };
-    send(write, &reply).await
 }

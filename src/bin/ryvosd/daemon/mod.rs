@@ -14,6 +14,7 @@ mod queue_methods;
 mod queue_worker;
 mod reply;
 mod run_request;
+mod streaming;
 
 use lock::HomeLock;
 use ryvos::config::Config;

@@ -161,7 +161,7 @@ async fn changed(changes: &mut Option<tokio::sync::broadcast::Receiver<Change>>,
 }
 
 /// `until`'s end, unless the daemon stops or the client leaves first.
-async fn watching<T>(
+pub(super) async fn watching<T>(
     until: impl std::future::Future<Output = T>,
     shared: &Shared,
     write: &OwnedWriteHalf,

@@ -130,6 +130,7 @@ pub(super) fn request_of(params: &RunParams) -> RunRequest {
         max_turns: params.max_turns,
         max_duration_secs: params.max_duration_secs,
         per_run_limit_cents: params.per_run_limit_cents,
+        on_limit: params.on_limit,
     };
     request
 }

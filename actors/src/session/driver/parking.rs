@@ -1,0 +1,48 @@
+//! How a run parks: at its per-run budget or the month's limit it does not end but parks,
+//! its turns stored, holding nothing, until it is continued (the same run, its totals kept)
+//! or stopped. `[budget] on_limit = "stop"` (a run's `--no-park`) ends it instead.
+
+use super::Driver;
+use crate::config::OnLimit;
+use crate::cost_ledger::dollars;
+use crate::event::{ParkReason, RunStatus};
+use crate::session::run::Ending;
+use crate::session::siblings::Refusal;
+
+impl Driver {
+    /// How the run stops at `refusal`: parked, where it may park and is let; else ended as
+    /// the refusal says.
+    pub(super) fn refused(&mut self, refusal: Refusal) -> Ending {
+        let on_limit =
+            (self.run.settings.on_limit).unwrap_or(self.session.services.budget.on_limit);
+        match refusal.parks.filter(|_| on_limit == OnLimit::Park) {
+            Some(reason) => self.park(reason),
+            None => self.end(refusal.status, refusal.reason),
+        }
+    }
+
+    /// Parks the run for `reason`, saying why and what continues it.
+    fn park(&mut self, reason: ParkReason) -> Ending {
+        self.run.parked = Some(reason);
+        let run = &self.run.id;
+        let spent = dollars(self.run.spent.cost_microcents);
+        let message = match reason {
+            ParkReason::BudgetRun => {
+                let limit = (self.run.limits.per_run_limit_cents)
+                    .unwrap_or(self.session.services.budget.per_run_limit_cents);
+                format!(
+                    "the run has spent {spent}, which reaches its budget of {limit} cents; it \
+                     parked before its next model call, its turns stored. `ryvos continue {run} \
+                     --budget-cents N` (N above {limit}) goes on; `ryvos stop {run}` ends it"
+                )
+            }
+            ParkReason::BudgetMonth => format!(
+                "this month's spending reached budget.monthly_limit_cents; the run (spent \
+                 {spent}) parked before its next model call, its turns stored. Once the month \
+                 turns or the limit is raised, `ryvos continue {run}` goes on; `ryvos stop \
+                 {run}` ends it"
+            ),
+        };
+        self.end(RunStatus::Parked, message)
+    }
+}

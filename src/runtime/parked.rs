@@ -1,0 +1,153 @@
+//! Parked runs taken up again: continued (the same run, its totals kept, its budget raised if
+//! asked) or stopped.
+
+use super::{Runtime, RuntimeError};
+use crate::runtime::RunHandle;
+use ryvos_actors::{Continuation, EngineError, RunSpec};
+use ryvos_protocol::event::{ParkReason, RunStatus};
+use ryvos_protocol::ids::RunId;
+use ryvos_protocol::records::{RunRecord, SessionRecord};
+use std::sync::Arc;
+use tokio_stream::wrappers::BroadcastStream;
+
+/// Millionths of a cent in a cent, as the ledger counts.
+const MICROCENTS_PER_CENT: u64 = 1_000_000;
+
+impl Runtime {
+    /// Continues the parked run `run_id` from where it parked: the same run, in its session's
+    /// workspace, its turns and spending counted on; with `budget_cents`, its per-run limit is
+    /// raised to that (the run's total, not what it may spend from now).
+    pub async fn continue_run(
+        &self,
+        run_id: &RunId,
+        budget_cents: Option<u64>,
+    ) -> Result<RunHandle, RuntimeError> {
+        let (session, parked) = self.parked(run_id).await?;
+        let mut settings = parked.settings.clone();
+        if budget_cents.is_some() {
+            settings.per_run_limit_cents = budget_cents;
+        }
+        if parked.park_reason == Some(ParkReason::BudgetRun) {
+            let limit = settings
+                .per_run_limit_cents
+                .unwrap_or(self.budget.per_run_limit_cents);
+            if limit > 0 && limit.saturating_mul(MICROCENTS_PER_CENT) <= parked.cost_microcents {
+                return Err(RuntimeError::BadRequest(format!(
+                    "run {run_id} has spent {:.2} cents, and its budget is {limit} cents: \
+                     continue it with a budget above what it spent (--budget-cents, \
+                     budget_cents)",
+                    parked.cost_microcents as f64 / MICROCENTS_PER_CENT as f64
+                )));
+            }
+        }
+        self.take_up(session, parked, settings, None).await
+    }
+
+    /// Ends the run `run_id`: a parked one with the end its park stands for
+    /// (`budget_exceeded`), its record changed and `RunComplete` published; one in flight is
+    /// cancelled. The handle follows it to its end.
+    pub async fn stop_run(&self, run_id: &RunId) -> Result<RunHandle, RuntimeError> {
+        let (session, run) = self.latest_run(run_id).await?;
+        match run.as_ref().and_then(|r| r.status) {
+            Some(RunStatus::Parked) => {
+                let run = run.expect("a status is a record's");
+                let reason = format!(
+                    "the run was stopped where it parked ({})",
+                    run.park_reason.map_or("parked", |r| r.as_str())
+                );
+                let settings = run.settings.clone();
+                let ends_as = Some((RunStatus::BudgetExceeded, reason));
+                self.take_up(session, run, settings, ends_as).await
+            }
+            Some(status) => Err(RuntimeError::NotParked(format!(
+                "run {run_id} has ended already ({status})"
+            ))),
+            None => {
+                // Followed from before the cancel, so that its end is seen.
+                let events = BroadcastStream::new(self.subscribe());
+                let cancelled = self.cancel(&session.session_id).await?;
+                if !cancelled {
+                    return Err(RuntimeError::NoSuchRun(run_id.to_string()));
+                }
+                Ok(RunHandle {
+                    session_id: session.session_id,
+                    run_id: run_id.clone(),
+                    events,
+                    ended: false,
+                })
+            }
+        }
+    }
+
+    /// Starts the parked `run` again on its session, going on or ending as `ends_as` says.
+    async fn take_up(
+        &self,
+        session: SessionRecord,
+        run: RunRecord,
+        settings: ryvos_actors::RunSettings,
+        ends_as: Option<(RunStatus, String)>,
+    ) -> Result<RunHandle, RuntimeError> {
+        let workspace = self.default_workspace(Some(&session.session_id)).await?;
+        let spec = RunSpec {
+            prompt: String::new(),
+            workspace,
+            caller_dir: None,
+            goal: run.goal.clone().map(Arc::new),
+            on_message: None,
+            trace_parent: None,
+            settings,
+            continues: Some(Continuation {
+                parked: Box::new(run),
+                ends_as,
+            }),
+        };
+        let ticket = self
+            .engine
+            .start_run(Some(session.session_id), spec)
+            .await?;
+        Ok(RunHandle {
+            session_id: ticket.session_id,
+            run_id: ticket.run_id,
+            events: BroadcastStream::new(ticket.events),
+            ended: false,
+        })
+    }
+
+    /// The parked run `run_id` and its session.
+    async fn parked(&self, run_id: &RunId) -> Result<(SessionRecord, RunRecord), RuntimeError> {
+        let (session, run) = self.latest_run(run_id).await?;
+        match run {
+            Some(run) if run.status == Some(RunStatus::Parked) => Ok((session, run)),
+            Some(RunRecord {
+                status: Some(status),
+                ..
+            }) => Err(RuntimeError::NotParked(format!(
+                "run {run_id} is not parked: it has ended ({status})"
+            ))),
+            _ => Err(RuntimeError::NotParked(format!(
+                "run {run_id} is not parked: it is in flight"
+            ))),
+        }
+    }
+
+    /// The session whose latest run is `run_id` (a parked run is always its session's latest:
+    /// the session takes no other run meanwhile), and that run's record if it has one.
+    async fn latest_run(
+        &self,
+        run_id: &RunId,
+    ) -> Result<(SessionRecord, Option<RunRecord>), RuntimeError> {
+        let sessions = self.sessions().await?;
+        let Some(session) = sessions
+            .into_iter()
+            .find(|s| s.last_run.as_ref() == Some(run_id))
+        else {
+            return Err(RuntimeError::NoSuchRun(run_id.to_string()));
+        };
+        let runs = (self.engine.store())
+            .session_runs(&session.session_id)
+            .await
+            .map_err(EngineError::from)?;
+        let run = runs.into_iter().find(|r| r.run_id == *run_id);
+        Ok((session, run))
+    }
+}

@@ -1,0 +1,212 @@
+//! A run at its budget parks rather than ends: durably (through a kill -9 of the daemon),
+//! holding nothing, and goes on as the same run when it is continued with a raised budget, its
+//! turns and spending counted on; or it is stopped. In-process and through the daemon.
+
+mod common;
+
+use common::home::{Ended, Home};
+use common::Harness;
+use ryvos::config::Pricing;
+use ryvos::protocol::event::ParkReason;
+use ryvos::{EventKind, RunStatus};
+use ryvos_testkit::{Reply, ScriptedModelServer};
+use serde_json::Value;
+
+/// Each call costs 70 cents (1,000 input and 1,000 output tokens at these prices); a run may
+/// spend 50.
+const PRICED: &str = "[budget]\nper_run_limit_cents = 50\n\
+    [budget.pricing_overrides.scripted]\ninput_per_1m = 20000.0\noutput_per_1m = 50000.0\n";
+
+/// Two turns that each append a line to `log.txt`, then the answer: the run parks after the
+/// first (70 cents of its 50).
+fn script() -> Vec<Reply> {
+    let append = |id: &str, line: &str| {
+        Reply::tool_calls(&[(
+            id,
+            "bash",
+            &format!(r#"{{"command": "echo {line} >> log.txt"}}"#),
+        )])
+        .usage(Some((1000, 1000)))
+    };
+    vec![
+        append("b1", "one"),
+        append("b2", "two"),
+        Reply::text(&["Both lines are written."]).usage(Some((1000, 1000))),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_parked_at_its_budget_survives_a_kill_and_goes_on_as_the_same_run() {
+    let server = ScriptedModelServer::start(script()).await;
+    let home = Home::new(&server, PRICED);
+    let mut daemon = home.daemon().await;
+    let mut run = home.follow(&["run", "--json", "write", "the", "log"]);
+    let parked = run
+        .until(|e| (e["type"] == "RunParked").then(|| e.clone()))
+        .await;
+    assert_eq!(parked["reason"], "budget_run", "{parked}");
+    let run_id = parked["run_id"].as_str().unwrap().to_owned();
+    let session = parked["session_id"].as_str().unwrap().to_owned();
+    assert!(
+        parked["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("ryvos continue {run_id}")),
+        "{parked}"
+    );
+
+    // The attached client waits through the park; the daemon dies under it.
+    daemon.start_kill().unwrap();
+    daemon.wait().await.unwrap();
+    let Ended { code, stderr, .. } = run.rest().await;
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(stderr.contains("parked (budget_run)"), "{stderr}");
+
+    let daemon = home.daemon().await;
+    let listed = session_record(&home, &session).await;
+    assert_eq!(listed["last_status"], "parked", "{listed}");
+    assert_eq!(listed["last_run"], run_id.as_str());
+    // A new run on the session is refused while its run is parked: it would go on from a
+    // conversation that moved on.
+    let (code, _, stderr) = home.ryvos(&["run", "--resume", &session, "other"]).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("ryvos continue {run_id}")),
+        "{stderr}"
+    );
+    // Continued without more budget, it would park again at once: refused, saying why.
+    let (code, _, stderr) = home.ryvos(&["continue", &run_id]).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("budget above what it spent"), "{stderr}");
+
+    let (code, out, stderr) = home
+        .ryvos(&["continue", &run_id, "--budget-cents", "500", "--json"])
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    let events = common::cli::json_lines(&out);
+    assert!(
+        events.iter().all(|e| e["run_id"] == run_id.as_str()),
+        "one run id throughout"
+    );
+    let end = events.last().unwrap();
+    assert_eq!(end["type"], "RunComplete");
+    assert_eq!(end["status"], "completed", "{end}");
+    // Its totals are the sum of both stretches: three calls at 70 cents, three turns.
+    assert_eq!(end["cost_cents"], 210.0, "{end}");
+    assert_eq!(end["turns"], 3, "{end}");
+    // Each tool ran once: the first before the park, the second after.
+    let log = std::fs::read_to_string(home.workspace.path().join("log.txt")).unwrap();
+    assert_eq!(log, "one\ntwo\n");
+    assert_eq!(server.requests().len(), 3);
+    server.assert_no_orphans();
+
+    let (code, history, stderr) = home.ryvos(&["history", &session, "--json"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let history: Value = serde_json::from_str(&history).unwrap();
+    let runs = history["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["status"], "completed");
+    assert_eq!(runs[0]["cost_microcents"], 210_000_000);
+    // Continued twice, it is refused: it is not parked any more.
+    let (code, _, stderr) = home.ryvos(&["continue", &run_id]).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("not parked"), "{stderr}");
+    home.shutdown(daemon).await;
+}
+
+#[tokio::test]
+async fn in_process_a_parked_run_exits_4_and_is_continued_or_stopped() {
+    let server = ScriptedModelServer::start(script()).await;
+    let home = Home::new(&server, PRICED);
+    let (code, out, stderr) = home.ryvos(&["run", "--json", "write", "the", "log"]).await;
+    assert_eq!(code, 4, "{stderr}");
+    let events = common::cli::json_lines(&out);
+    let parked = events.iter().find(|e| e["type"] == "RunParked").unwrap();
+    let end = events.last().unwrap();
+    assert_eq!(
+        (&end["type"], &end["status"]),
+        (&"RunComplete".into(), &"parked".into())
+    );
+    let run_id = parked["run_id"].as_str().unwrap().to_owned();
+    assert!(
+        stderr.contains(&format!("run {run_id} parked (budget_run)")),
+        "{stderr}"
+    );
+
+    let (code, out, stderr) = home.ryvos(&["stop", &run_id, "--json"]).await;
+    assert_eq!(code, 1, "{stderr}");
+    let end = common::cli::json_lines(&out).pop().unwrap();
+    assert_eq!(end["status"], "budget_exceeded", "{end}");
+    assert_eq!(end["run_id"], run_id.as_str());
+    assert_eq!(end["cost_cents"], 70.0);
+    let (code, _, stderr) = home
+        .ryvos(&["continue", &run_id, "--budget-cents", "500"])
+        .await;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("has ended already") || stderr.contains("not parked"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 1, "stopping made no call");
+}
+
+#[tokio::test]
+async fn a_parked_run_holds_nothing_and_counts_its_budget_across_continues() {
+    let h = Harness::start(script(), |c| {
+        c.budget.per_run_limit_cents = 50;
+        c.budget.pricing_overrides.insert(
+            "scripted".into(),
+            Pricing {
+                input_per_1m: 20_000.0,
+                output_per_1m: 50_000.0,
+            },
+        );
+    })
+    .await;
+    let (events, parked) = h.run(h.request("write the log")).await;
+    assert_eq!(parked.status, RunStatus::Parked, "{:?}", parked.reason);
+    assert!(events.iter().any(|e| matches!(
+        e.kind,
+        EventKind::RunParked {
+            reason: ParkReason::BudgetRun,
+            ..
+        }
+    )));
+    assert_eq!(h.runtime.runs_in_flight(), 0, "no run is held while parked");
+
+    // Raised to 100 cents in all: the second call (140 in all) parks it again.
+    let handle = h
+        .runtime
+        .continue_run(&parked.run_id, Some(100))
+        .await
+        .unwrap();
+    let (_, again) = common::collect(handle).await;
+    assert_eq!(again.status, RunStatus::Parked, "{:?}", again.reason);
+    assert_eq!(again.run_id, parked.run_id);
+    assert_eq!(again.cost_cents, Some(140.0));
+    assert_eq!(h.server.requests().len(), 2);
+
+    let handle = h
+        .runtime
+        .continue_run(&parked.run_id, Some(1000))
+        .await
+        .unwrap();
+    let (_, done) = common::collect(handle).await;
+    assert_eq!(done.status, RunStatus::Completed, "{:?}", done.reason);
+    assert_eq!((done.turns, done.cost_cents), (3, Some(210.0)));
+    h.server.assert_no_orphans();
+}
+
+/// The session's record as `ryvos sessions --json` lists it.
+async fn session_record(home: &Home, session: &str) -> Value {
+    let (code, out, stderr) = home.ryvos(&["sessions", "--json"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let sessions: Value = serde_json::from_str(&out).unwrap();
+    sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == session)
+        .cloned()
+        .expect("the session is listed")
+}
