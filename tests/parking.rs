@@ -210,3 +210,100 @@ async fn session_record(home: &Home, session: &str) -> Value {
         .cloned()
         .expect("the session is listed")
 }
+
+/// Two steps, b after a, each held to its criterion (no judge model is asked).
+const TWO_STEPS: &str = r#"{"steps": [
+    {"id": "a", "goal": "look around", "criteria": ["contains:a done"]},
+    {"id": "b", "goal": "sum it up", "depends_on": ["a"], "criteria": ["contains:b done"]}
+]}"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_director_run_parks_between_steps_and_finishes_its_plan_after_continue() {
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = log.clone();
+    let router: ryvos_testkit::Router = std::sync::Arc::new(move |request: &Value| {
+        let prompt = common::asked(request);
+        let last_is_result = request["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .is_some_and(|m| m["role"] == "tool");
+        let (name, reply) = if prompt.starts_with("[Director] Plan how") {
+            ("plan", Reply::text(&[TWO_STEPS]).usage(Some((1, 1))))
+        } else if prompt.starts_with("[Director] You carry out step 'a'") {
+            if last_is_result {
+                ("a: answer", Reply::text(&["a done"]).usage(Some((1, 1))))
+            } else {
+                // 70 cents: step a parks before its next call.
+                let look = [("g1", "glob", r#"{"pattern": "*"}"#)];
+                (
+                    "a: look",
+                    Reply::tool_calls(&look).usage(Some((1000, 1000))),
+                )
+            }
+        } else if prompt.starts_with("[Director] You carry out step 'b'") {
+            ("b", Reply::text(&["b done"]).usage(Some((1, 1))))
+        } else if prompt.starts_with("[Director] Every step of the plan is done") {
+            ("final", Reply::text(&["All done."]).usage(Some((1, 1))))
+        } else {
+            return None;
+        };
+        seen.lock().unwrap().push(name.to_owned());
+        Some(reply)
+    });
+    let h = Harness::start_routed(Vec::new(), router, |c| {
+        c.budget.per_run_limit_cents = 50;
+        c.budget.pricing_overrides.insert(
+            "scripted".into(),
+            Pricing {
+                input_per_1m: 20_000.0,
+                output_per_1m: 50_000.0,
+            },
+        );
+    })
+    .await;
+    let (events, parked) = h.run(h.request("look, then sum up").director()).await;
+    assert_eq!(parked.status, RunStatus::Parked, "{:?}", parked.reason);
+    assert_eq!(parked.park_reason, Some(ParkReason::BudgetRun));
+    assert!(events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::RunParked { .. })));
+    assert!(parked
+        .reason
+        .as_deref()
+        .unwrap_or_default()
+        .contains("step 'a'"));
+    assert_eq!(*log.lock().unwrap(), ["plan", "a: look"], "b never started");
+    assert_eq!(
+        h.runtime.runs_in_flight(),
+        0,
+        "nothing is held while parked"
+    );
+
+    let handle = h
+        .runtime
+        .continue_run(&parked.run_id, Some(500))
+        .await
+        .unwrap();
+    let (events, done) = common::collect(handle).await;
+    assert_eq!(done.status, RunStatus::Completed, "{:?}", done.reason);
+    assert_eq!(done.run_id, parked.run_id, "the same run");
+    assert_eq!(done.output, "All done.");
+    // Step a went on where it parked (its look is not made again), then b, then the answer.
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["plan", "a: look", "a: answer", "b", "final"]
+    );
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::DirectorStep { step, detail, .. } if step == "a" && detail.contains("continued")
+    )));
+    // Its totals are over both stretches: the look's 70 cents are in them.
+    assert!(
+        done.cost_cents.unwrap_or_default() > 70.0,
+        "{:?}",
+        done.cost_cents
+    );
+    // Continued again, it is refused: it is not parked any more.
+    let again = h.runtime.continue_run(&parked.run_id, Some(500)).await;
+    assert!(again.is_err());
+}

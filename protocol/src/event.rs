@@ -268,6 +268,9 @@ pub enum EventKind {
         /// The output was cut off at the model's output limit (`max_output_tokens`).
         #[serde(default)]
         truncated: bool,
+        /// Why a `parked` run parked.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        park_reason: Option<ParkReason>,
     },
 }
 
@@ -414,6 +417,9 @@ pub struct RunOutcome {
     pub duration_ms: u64,
     /// The output was cut off at the model's output limit.
     pub truncated: bool,
+    /// Why a `parked` run parked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub park_reason: Option<ParkReason>,
 }
 
 impl RunOutcome {
@@ -429,6 +435,7 @@ impl RunOutcome {
             duration_ms,
             reason,
             truncated,
+            park_reason,
         } = &event.kind
         else {
             return None;
@@ -445,6 +452,7 @@ impl RunOutcome {
             cost_cents: *cost_cents,
             duration_ms: *duration_ms,
             truncated: *truncated,
+            park_reason: *park_reason,
         })
     }
 }
@@ -481,6 +489,7 @@ mod tests {
             duration_ms: 7,
             reason: None,
             truncated: false,
+            park_reason: None,
         };
         let json = serde_json::to_value(&kind).unwrap();
         for field in [

@@ -182,6 +182,9 @@ pub enum StepEvent {
     Completed,
     Failed,
     Retrying,
+    /// Its run parked at a budget: the Director run parks once its other steps end, and a
+    /// continue goes on with that run.
+    Parked,
 }
 
 #[cfg(test)]

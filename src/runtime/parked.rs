@@ -6,7 +6,7 @@ use crate::runtime::RunHandle;
 use ryvos_actors::{Continuation, EngineError, RunSpec};
 use ryvos_protocol::event::{ParkReason, RunStatus};
 use ryvos_protocol::ids::RunId;
-use ryvos_protocol::records::{RunRecord, SessionRecord};
+use ryvos_protocol::records::{PlanRecord, RunRecord, SessionRecord};
 use std::sync::Arc;
 use tokio_stream::wrappers::BroadcastStream;
 
@@ -22,7 +22,15 @@ impl Runtime {
         run_id: &RunId,
         budget_cents: Option<u64>,
     ) -> Result<RunHandle, RuntimeError> {
-        let (session, parked) = self.parked(run_id).await?;
+        let (session, parked) = match self.parked(run_id).await {
+            Err(RuntimeError::NoSuchRun(_)) => match self.parked_director(run_id).await? {
+                Some((session, plan)) => {
+                    return self.take_up_director(session, plan, budget_cents, None);
+                }
+                None => return Err(RuntimeError::NoSuchRun(run_id.to_string())),
+            },
+            found => found?,
+        };
         let mut settings = parked.settings.clone();
         if budget_cents.is_some() {
             settings.per_run_limit_cents = budget_cents;
@@ -47,7 +55,17 @@ impl Runtime {
     /// (`budget_exceeded`), its record changed and `RunComplete` published; one in flight is
     /// cancelled. The handle follows it to its end.
     pub async fn stop_run(&self, run_id: &RunId) -> Result<RunHandle, RuntimeError> {
-        let (session, run) = self.latest_run(run_id).await?;
+        let (session, run) = match self.latest_run(run_id).await {
+            Err(RuntimeError::NoSuchRun(_)) => match self.parked_director(run_id).await? {
+                Some((session, plan)) => {
+                    let reason = "the run was stopped where it parked".to_owned();
+                    let ends_as = Some((RunStatus::BudgetExceeded, reason));
+                    return self.take_up_director(session, plan, None, ends_as);
+                }
+                None => return Err(RuntimeError::NoSuchRun(run_id.to_string())),
+            },
+            found => found?,
+        };
         match run.as_ref().and_then(|r| r.status) {
             Some(RunStatus::Parked) => {
                 let run = run.expect("a status is a record's");
@@ -111,6 +129,90 @@ impl Runtime {
             events: BroadcastStream::new(ticket.events),
             ended: false,
         })
+    }
+
+    /// Starts the parked Director run `plan` tells of again on its session: going on with
+    /// its parked steps (their budgets raised to `budget_cents`) and the rest of its plan, or
+    /// ending as `ends_as` says.
+    fn take_up_director(
+        &self,
+        session: SessionRecord,
+        plan: PlanRecord,
+        budget_cents: Option<u64>,
+        ends_as: Option<(RunStatus, String)>,
+    ) -> Result<RunHandle, RuntimeError> {
+        let parked = plan.parked.clone().unwrap_or_default();
+        let mut settings = parked.settings.clone();
+        if budget_cents.is_some() {
+            settings.per_run_limit_cents = budget_cents;
+        }
+        let workspace = session
+            .workspace
+            .as_deref()
+            .map(|dir| ryvos_actors::Workspace::new(std::path::Path::new(dir)))
+            .transpose()?
+            .ok_or_else(|| {
+                RuntimeError::BadRequest(format!(
+                    "session {} has no workspace on record",
+                    session.session_id
+                ))
+            })?;
+        let record = RunRecord {
+            run_id: plan.run_id.clone(),
+            session_id: session.session_id.clone(),
+            prompt: plan.prompt.clone(),
+            status: Some(RunStatus::Parked),
+            reason: Some(parked.message),
+            output: String::new(),
+            turns: parked.turns,
+            input_tokens: parked.input_tokens,
+            output_tokens: parked.output_tokens,
+            cost_microcents: (parked.cost_cents * MICROCENTS_PER_CENT as f64) as u64,
+            started_at_ms: 0,
+            ended_at_ms: None,
+            goal: plan.goal.clone(),
+            model: settings.model.clone(),
+            park_reason: parked.reason,
+            settings: settings.clone(),
+            model_calls: 0,
+            active_ms: parked.duration_ms,
+        };
+        let spec = RunSpec {
+            prompt: plan.prompt,
+            workspace,
+            caller_dir: None,
+            goal: plan.goal.map(Arc::new),
+            on_message: None,
+            trace_parent: None,
+            settings,
+            continues: Some(Continuation {
+                parked: Box::new(record),
+                ends_as,
+            }),
+        };
+        let ticket = self.engine.start_director(Some(session.session_id), spec)?;
+        Ok(RunHandle {
+            session_id: ticket.session_id,
+            run_id: ticket.run_id,
+            events: BroadcastStream::new(ticket.events),
+            ended: false,
+        })
+    }
+
+    /// The parked Director run `run_id`, from its session's plan (a Director run keeps no run
+    /// record of its own: its plan says where it stands).
+    async fn parked_director(
+        &self,
+        run_id: &RunId,
+    ) -> Result<Option<(SessionRecord, PlanRecord)>, RuntimeError> {
+        let store = self.engine.store();
+        for session in self.sessions().await? {
+            let plan = (store.plan(&session.session_id).await).map_err(EngineError::from)?;
+            if let Some(plan) = plan.filter(|p| p.run_id == *run_id && p.parked.is_some()) {
+                return Ok(Some((session, plan)));
+            }
+        }
+        Ok(None)
     }
 
     /// The parked run `run_id` and its session.

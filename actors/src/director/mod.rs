@@ -10,11 +10,15 @@
 //! cut off by a crash resumes where it stood and never redoes a finished step.
 
 mod claims;
+mod ending;
+mod parking;
 mod prompts;
 mod stop;
 
 pub(crate) use claims::{Directing, Directors};
 pub(crate) use stop::StopSignal;
+
+use ending::{stopped_from_outside, End, Totals};
 
 pub(crate) use ryvos_protocol::plan::{Plan, PlanError, Step, StepEvent};
 pub(crate) use ryvos_protocol::records::{PlanRecord, StepState};
@@ -28,7 +32,7 @@ use crate::judge::Goal;
 use crate::session::{RunSpec, RunStarter};
 use crate::store::{Store, Write, WriteBatch};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::task::JoinSet;
 
 /// What a Director needs of the engine.
@@ -47,50 +51,6 @@ pub(crate) struct Director {
 /// The step runs in flight: each gives its step's id and how its run ended.
 type Steps = JoinSet<(String, Result<RunOutcome, String>)>;
 
-/// The sums over every run a Director made.
-#[derive(Default)]
-struct Totals {
-    turns: u32,
-    input_tokens: u64,
-    output_tokens: u64,
-    cost_cents: f64,
-}
-
-impl Totals {
-    fn add(&mut self, ran: &RunOutcome) {
-        self.turns += ran.turns;
-        self.input_tokens += ran.input_tokens;
-        self.output_tokens += ran.output_tokens;
-        self.cost_cents += ran.cost_cents.unwrap_or(0.0);
-    }
-}
-
-/// How a Director run ends.
-struct End {
-    status: RunStatus,
-    output: String,
-    reason: Option<String>,
-}
-
-impl End {
-    fn failed(reason: String) -> Self {
-        Self {
-            status: RunStatus::Failed,
-            output: String::new(),
-            reason: Some(reason),
-        }
-    }
-
-    /// The end of a run stopped from outside, as `stop` asked.
-    fn stopped(stop: stop::Stop) -> Self {
-        Self {
-            status: stop.status,
-            output: String::new(),
-            reason: Some(format!("{}; run the same task again to go on", stop.reason)),
-        }
-    }
-}
-
 impl Director {
     /// Drives a Director run on `session` to its end, publishing on `events`; it ends with
     /// `RunComplete` like any run. `held` (the claim on the session) is let go just before: a
@@ -102,12 +62,11 @@ impl Director {
         events: RunEvents,
         held: impl Send + 'static,
     ) {
-        let started = Instant::now();
         events.emit(EventKind::RunStarted {
             workspace: spec.workspace.root().display().to_string(),
             previous_workspace: None,
         });
-        let mut totals = Totals::default();
+        let mut totals = Totals::new();
         let end = match self.drive(&session, &spec, &events, &mut totals).await {
             Ok(end) | Err(end) => end,
         };
@@ -119,6 +78,12 @@ impl Director {
             }
         }
         drop(held);
+        if let Some(reason) = end.park {
+            events.emit(EventKind::RunParked {
+                reason,
+                message: end.reason.clone().unwrap_or_default(),
+            });
+        }
         events.emit(EventKind::RunComplete {
             status: end.status,
             output: end.output,
@@ -126,9 +91,10 @@ impl Director {
             input_tokens: totals.input_tokens,
             output_tokens: totals.output_tokens,
             cost_cents: Some(totals.cost_cents),
-            duration_ms: started.elapsed().as_millis() as u64,
+            duration_ms: totals.duration_ms(),
             reason: end.reason,
             truncated: false,
+            park_reason: end.park,
         });
     }
 
@@ -155,10 +121,17 @@ impl Director {
                 ),
             });
         }
-        // The same task again on the session takes up its unfinished plan.
+        // The same task again on the session takes up its unfinished plan (a parked one only
+        // through its continue).
+        let unfinished = self.take_up_parked(unfinished, spec, totals)?;
         let mut record = match unfinished.filter(|r| r.prompt == spec.prompt) {
             Some(record) => {
-                let record = record.resumed(run_id);
+                let mut record = record.resumed(run_id);
+                if let Some((status, reason)) =
+                    spec.continues.as_ref().and_then(|c| c.ends_as.clone())
+                {
+                    return Err(self.stop_parked(&mut record, spec, status, reason).await);
+                }
                 events.emit(EventKind::DirectorPlan {
                     plan: record.plan.clone(),
                     revision: record.revision,
@@ -175,7 +148,9 @@ impl Director {
             }
         };
         self.save(&record).await?;
-        self.execute(&mut record, spec, events, totals).await?;
+        if let Err(end) = self.execute(&mut record, spec, events, totals).await {
+            return Err(self.parked_if(end, &mut record, spec, totals).await);
+        }
         // Every step is done: the session's model answers the task, judged against the goal.
         self.go_on()?;
         let prompt = prompts::final_answer(&record);
@@ -196,6 +171,7 @@ impl Director {
             status: ran.status,
             output: ran.output,
             reason: ran.reason,
+            park: None,
         })
     }
 
@@ -224,6 +200,7 @@ impl Director {
             totals.add(&ran);
             if ran.status != RunStatus::Completed {
                 return Err(End {
+                    park: None,
                     status: ran.status,
                     output: ran.output,
                     reason: Some(format!(
@@ -270,9 +247,9 @@ impl Director {
         let done = self
             .run_steps(record, spec, events, totals, &mut running)
             .await;
-        if let Err(end) = &done {
+        if let Some(end) = done.as_ref().err().filter(|end| end.park.is_none()) {
             // The steps still running end with the run, as it did: paused if it was
-            // interrupted, for good otherwise.
+            // interrupted, for good otherwise (a parked plan waited for them already).
             let status = match end.status {
                 RunStatus::Interrupted => RunStatus::Interrupted,
                 _ => RunStatus::Cancelled,
@@ -298,13 +275,19 @@ impl Director {
         totals: &mut Totals,
         running: &mut Steps,
     ) -> Result<(), End> {
+        // Set once a step parks: no step starts after it, and the run parks once the steps in
+        // flight have ended.
+        let mut parked = self
+            .continue_parked_steps(record, spec, events, running)
+            .await?;
         loop {
             self.go_on()?;
             let free = self.config.max_parallel_steps.max(1);
             let ready = record
                 .ready()
                 .into_iter()
-                .take(free.saturating_sub(running.len()));
+                .take(free.saturating_sub(running.len()))
+                .filter(|_| parked.is_none());
             let mut started = false;
             for id in ready {
                 started |= self.start_step(record, id, spec, events, running);
@@ -314,6 +297,9 @@ impl Director {
                 self.save(record).await?;
             }
             let Some(joined) = running.join_next().await else {
+                if let Some(end) = parked {
+                    return Err(end);
+                }
                 if record.all_done() {
                     return Ok(());
                 }
@@ -333,7 +319,11 @@ impl Director {
             let (status, detail) = self.record_step(record, &id, &ran, events);
             // A finished step is durable before anything depends on it.
             self.save(record).await?;
-            if status == StepEvent::Failed {
+            if let (StepEvent::Parked, Ok(ran)) = (status, &ran) {
+                parked.get_or_insert_with(|| parking::step_parked(&id, ran, events.run_id()));
+            }
+            // A parked plan is revised, if it must be, once it goes on.
+            if status == StepEvent::Failed && parked.is_none() {
                 let attempts = record.steps.get(&id).map_or(0, |p| p.attempts);
                 if record.revision > 0 {
                     return Err(End::failed(format!(
@@ -392,13 +382,24 @@ impl Director {
             step_run_id: None,
             detail: String::new(),
         });
+        // A step parks at a budget (unless the run said not to): the plan parks with it.
+        let spec = RunSpec {
+            prompt,
+            goal,
+            continues: None,
+            ..spec.clone()
+        };
+        self.spawn_step(running, id, child, spec);
+        true
+    }
+
+    /// Runs `spec` on step `id`'s session `child` among the steps `running`.
+    fn spawn_step(&self, running: &mut Steps, id: String, child: SessionId, spec: RunSpec) {
         let director = self.clone();
-        let spec = spec.clone();
         running.spawn(async move {
-            let ran = director.run_to_end(Some(child), &spec, prompt, goal).await;
+            let ran = director.run_spec_to_end(Some(child), spec).await;
             (id, ran)
         });
-        true
     }
 
     /// Records how step `id` ended (done, to retry, or failed) and says so; its status and
@@ -413,6 +414,9 @@ impl Director {
         let (ok, run_id, detail) = match ran {
             Ok(r) if r.status == RunStatus::Completed => {
                 (true, Some(r.run_id.clone()), r.output.clone())
+            }
+            Ok(r) if r.status == RunStatus::Parked => {
+                return parking::record_parked_step(record, id, r, events);
             }
             Ok(r) => (
                 false,
@@ -455,10 +459,20 @@ impl Director {
         let mut spec = RunSpec {
             prompt,
             goal,
+            continues: None,
             ..spec.clone()
         };
-        // A step that parked would hold the plan up unseen: it ends at a budget instead.
+        // The plan and the final answer end at a budget: only steps park.
         spec.settings.on_limit = Some(crate::config::OnLimit::Stop);
+        self.run_spec_to_end(session, spec).await
+    }
+
+    /// Starts the run `spec` describes and waits for its end.
+    async fn run_spec_to_end(
+        &self,
+        session: Option<SessionId>,
+        spec: RunSpec,
+    ) -> Result<RunOutcome, String> {
         let ticket = self
             .runs
             .start(session, spec)
@@ -532,6 +546,7 @@ impl Director {
             cost_cents: Some(run.cost_microcents as f64 / 1_000_000.0),
             duration_ms: run.ended_at_ms?.saturating_sub(run.started_at_ms),
             truncated: false,
+            park_reason: None,
         })
     }
 
@@ -542,28 +557,4 @@ impl Director {
             .await
             .map_err(|e| End::failed(format!("the plan's progress could not be stored: {e}")))
     }
-}
-
-/// A step run stopped from outside (a shutdown, a cancel) or never started says nothing about
-/// the step: the plan stops as it stands, the step to be run again on resume.
-fn stopped_from_outside(what: &str, ran: &Result<RunOutcome, String>) -> Option<End> {
-    let (status, why) = match ran {
-        Ok(r) if matches!(r.status, RunStatus::Cancelled | RunStatus::Interrupted) => (
-            r.status,
-            format!(
-                "{what} was stopped: {}",
-                r.reason.clone().unwrap_or_default()
-            ),
-        ),
-        Err(e) => (
-            RunStatus::Cancelled,
-            format!("{what} could not be run: {e}"),
-        ),
-        Ok(_) => return None,
-    };
-    Some(End {
-        status,
-        output: String::new(),
-        reason: Some(format!("{why}; run the same task again to go on")),
-    })
 }

@@ -364,7 +364,9 @@ impl Engine {
         let Some((directing, stop)) = Directing::claim(&self.directing, &session_id) else {
             return Err(StartRunError::SessionBusy(session_id).into());
         };
-        let run_id = RunId::generate();
+        // A parked Director run goes on under its own id.
+        let run_id =
+            (spec.continues.as_ref()).map_or_else(RunId::generate, |c| c.parked.run_id.clone());
         let stream = SessionEvents::new(self.global_events.clone());
         let events = stream.subscribe();
         let director = Director {

@@ -84,6 +84,7 @@ pub(super) fn report_failed_run(
         duration_ms: now_ms().saturating_sub(started_at_ms),
         reason: Some(reason.to_owned()),
         truncated: false,
+        park_reason: None,
     });
 }
 

@@ -13,7 +13,7 @@ mod watch;
 pub use audit::{Answer, AuditRecord, PendingApproval};
 pub use cost::CostTotals;
 pub use memory::MemoryEntry;
-pub use progress::{PlanRecord, StepProgress, StepState};
+pub use progress::{ParkedPlan, PlanRecord, StepProgress, StepState};
 pub use queue::{QueueState, QueuedRun};
 pub use session::{
     Compaction, CompactionNote, OnLimit, RunRecord, RunSettings, SessionRecord, TurnCheckpoint,

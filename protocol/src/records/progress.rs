@@ -2,6 +2,7 @@
 //! result. A run cut off by a crash resumes from it, and a step that finished is never run
 //! again.
 
+use crate::event::ParkReason;
 use crate::goal::Goal;
 use crate::ids::{RunId, SessionId};
 use crate::plan::Plan;
@@ -27,6 +28,9 @@ pub struct PlanRecord {
     pub steps: BTreeMap<String, StepProgress>,
     /// Every step is done and the final answer was asked for: nothing is left to resume.
     pub finished: bool,
+    /// The Director run parked (a step's run reached a budget): it goes on with `continue`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked: Option<ParkedPlan>,
 }
 
 /// One step's state.
@@ -52,6 +56,24 @@ pub enum StepState {
     Running,
     Done,
     Failed,
+    /// Its run (`run_id`) parked at a budget; a continue of the Director run goes on with it.
+    Parked,
+}
+
+/// Where a parked Director run stands: why it parked and what it had spent, over every run it
+/// made, so that its continue goes on counting.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ParkedPlan {
+    pub reason: Option<ParkReason>,
+    pub message: String,
+    pub turns: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_cents: f64,
+    pub duration_ms: u64,
+    /// What the Director run asked for over the configuration, for its continue.
+    #[serde(default)]
+    pub settings: crate::records::RunSettings,
 }
 
 impl PlanRecord {
@@ -81,6 +103,7 @@ impl PlanRecord {
             revision: 0,
             steps,
             finished: false,
+            parked: None,
         }
     }
 

@@ -169,6 +169,7 @@ impl Ended {
             duration_ms: run.active_ms(),
             reason: ending.reason.clone(),
             truncated: ending.status == RunStatus::Completed && run.turn.answer_cut,
+            park_reason: run.parked.filter(|_| ending.status == RunStatus::Parked),
         });
         let store = services.store;
         if store.node().is_some() {

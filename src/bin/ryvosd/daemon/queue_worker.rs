@@ -231,6 +231,7 @@ fn ended(record: &RunRecord) -> RunOutcome {
             .ended_at_ms
             .map_or(0, |end| end.saturating_sub(record.started_at_ms)),
         truncated: false,
+        park_reason: None,
     }
 }
 
@@ -248,6 +249,7 @@ fn refused(run: &QueuedRun, why: String) -> RunOutcome {
         cost_cents: None,
         duration_ms: 0,
         truncated: false,
+        park_reason: None,
     }
 }
 
