@@ -35,6 +35,8 @@ pub use runtime::{
 };
 /// The body of `ryvos-sandbox`, the sandbox's inner layer.
 pub use ryvos_actors::sandbox_inner_main;
+/// The calendar periods (UTC day and month) spending is totalled by.
+pub use ryvos_actors::Period;
 pub use ryvos_actors::Provider;
 pub use ryvos_actors::{
     After, ApprovalError, Approvals, Before, Guardrail, Tool, ToolContext, ToolError, Workspace,

@@ -307,3 +307,49 @@ async fn a_director_run_parks_between_steps_and_finishes_its_plan_after_continue
     let again = h.runtime.continue_run(&parked.run_id, Some(500)).await;
     assert!(again.is_err());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_parked_on_the_months_limit_goes_on_by_itself_once_the_limit_is_raised() {
+    let server = ScriptedModelServer::start(script()).await;
+    let month = "[budget]\nmonthly_limit_cents = 50\nper_run_limit_cents = 0\n\
+        [budget.pricing_overrides.scripted]\ninput_per_1m = 20000.0\noutput_per_1m = 50000.0\n";
+    let home = Home::new(&server, month);
+    let daemon = home.daemon().await;
+    let mut run = home.follow(&["run", "--json", "write", "the", "log"]);
+    let parked = run
+        .until(|e| (e["type"] == "RunParked").then(|| e.clone()))
+        .await;
+    assert_eq!(parked["reason"], "budget_month", "{parked}");
+    let run_id = parked["run_id"].as_str().unwrap().to_owned();
+    let session = parked["session_id"].as_str().unwrap().to_owned();
+    let (code, status, stderr) = home.ryvos(&["status", "--json"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let status: Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(status["parked"][0]["run_id"], run_id.as_str(), "{status}");
+    assert_eq!(status["parked"][0]["reason"], "budget_month");
+    home.shutdown(daemon).await;
+    let Ended { stderr, .. } = run.rest().await;
+    assert!(stderr.contains("stays parked"), "{stderr}");
+
+    // The limit raised, the next daemon goes on with the run by itself.
+    let config = home.path().join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text.replace("monthly_limit_cents = 50", "monthly_limit_cents = 1000")).unwrap();
+    let daemon = home.daemon().await;
+    let mut last_status = Value::Null;
+    for _ in 0..300 {
+        last_status = session_record(&home, &session).await["last_status"].clone();
+        if last_status == "completed" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(last_status, "completed");
+    let log = std::fs::read_to_string(home.workspace.path().join("log.txt")).unwrap();
+    assert_eq!(log, "one\ntwo\n");
+    let (_, history, _) = home.ryvos(&["history", &session, "--json"]).await;
+    let history: Value = serde_json::from_str(&history).unwrap();
+    assert_eq!(history["runs"][0]["run_id"], run_id.as_str());
+    assert_eq!(history["runs"][0]["cost_microcents"], 210_000_000);
+    home.shutdown(daemon).await;
+}

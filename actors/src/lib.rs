@@ -60,6 +60,7 @@ mod tools;
 mod workspace;
 
 // What the embedding runtime (the `ryvos` crate) uses; everything else is the engine's own.
+pub use cost_ledger::Period;
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use guardrail::{After, Before, Guardrail, GuardrailConfig};
 pub use interrupt::{Interrupter, OnMessage};

@@ -7,6 +7,7 @@ use ryvos_actors::{Continuation, EngineError, RunSpec};
 use ryvos_protocol::event::{ParkReason, RunStatus};
 use ryvos_protocol::ids::RunId;
 use ryvos_protocol::records::{PlanRecord, RunRecord, SessionRecord};
+use ryvos_protocol::socket::ParkedRun;
 use std::sync::Arc;
 use tokio_stream::wrappers::BroadcastStream;
 
@@ -95,6 +96,37 @@ impl Runtime {
                 })
             }
         }
+    }
+
+    /// The runs parked at a budget, oldest first (a Director run's parked plan is not among
+    /// them: its parked step's run is).
+    pub async fn parked_runs(&self) -> Result<Vec<ParkedRun>, RuntimeError> {
+        let store = self.engine.store();
+        let mut parked = Vec::new();
+        let sessions = self.sessions().await?;
+        let waiting = sessions
+            .iter()
+            .filter(|s| s.last_status == Some(RunStatus::Parked));
+        for session in waiting {
+            let runs =
+                (store.session_runs(&session.session_id).await).map_err(EngineError::from)?;
+            let run = runs
+                .into_iter()
+                .find(|r| Some(&r.run_id) == session.last_run.as_ref());
+            if let Some((run, reason)) = run.and_then(|r| r.park_reason.map(|p| (r, p))) {
+                parked.push((
+                    run.started_at_ms,
+                    ParkedRun {
+                        run_id: run.run_id,
+                        session_id: run.session_id,
+                        reason,
+                        cost_cents: run.cost_microcents as f64 / MICROCENTS_PER_CENT as f64,
+                    },
+                ));
+            }
+        }
+        parked.sort_by_key(|(at, _)| *at);
+        Ok(parked.into_iter().map(|(_, run)| run).collect())
     }
 
     /// Starts the parked `run` again on its session, going on or ending as `ends_as` says.

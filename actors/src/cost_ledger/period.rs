@@ -23,6 +23,15 @@ impl Period {
         }
     }
 
+    /// How long from `unix_ms` until the next month begins (UTC): when a month's limit stops
+    /// applying.
+    pub fn until_next_month(unix_ms: u64) -> Duration {
+        let next = format!("{}T00:00:00Z", Self::of(unix_ms).next_month_start());
+        let at = humantime::parse_rfc3339(&next).unwrap_or(UNIX_EPOCH);
+        (at.duration_since(UNIX_EPOCH).unwrap_or_default())
+            .saturating_sub(Duration::from_millis(unix_ms))
+    }
+
     /// The first day of the next month, `YYYY-MM-01`: when a month's limit stops applying.
     pub fn next_month_start(&self) -> String {
         let year: u32 = self.month[..4].parse().unwrap_or(1970);
@@ -50,5 +59,10 @@ mod tests {
         let p = Period::of(1_798_761_599_000);
         assert_eq!(p.month, "2026-12");
         assert_eq!(p.next_month_start(), "2027-01-01");
+        // One second before the year turns.
+        assert_eq!(
+            Period::until_next_month(1_798_761_599_000),
+            Duration::from_secs(1)
+        );
     }
 }

@@ -198,6 +198,20 @@ pub struct StatusResult {
     /// With a run queue: the queued runs this daemon is running.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queued_runs_here: Option<usize>,
+    /// The runs parked at a budget, waiting for `continue` (or the month's turn).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parked: Vec<ParkedRun>,
+}
+
+/// A run parked at a budget, as `status` lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ParkedRun {
+    pub run_id: crate::ids::RunId,
+    pub session_id: crate::ids::SessionId,
+    pub reason: crate::event::ParkReason,
+    /// What the run has spent so far, in cents.
+    pub cost_cents: f64,
 }
 
 /// A stored message, as `history` lists it.

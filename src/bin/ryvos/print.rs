@@ -28,6 +28,16 @@ pub fn status(s: &StatusResult) {
     for server in &s.mcp {
         mcp_server(server);
     }
+    for run in &s.parked {
+        outln!(
+            "parked: run {} (session {}), {}, {:.2} cents spent: `ryvos continue {}`",
+            run.run_id,
+            run.session_id,
+            run.reason,
+            run.cost_cents,
+            run.run_id
+        );
+    }
 }
 
 /// Every configured MCP server, a line each.

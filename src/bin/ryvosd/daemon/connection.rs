@@ -271,7 +271,12 @@ async fn status(shared: &Shared) -> StatusResult {
             None
         }
     };
+    let parked = shared.runtime.parked_runs().await.unwrap_or_else(|e| {
+        tracing::warn!("listing the parked runs: {e}");
+        Vec::new()
+    });
     StatusResult {
+        parked,
         daemon_id: store.node().map(str::to_owned),
         leases: store.node().map(|_| store.leases_held()),
         queue_depth,

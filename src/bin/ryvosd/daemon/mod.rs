@@ -9,6 +9,7 @@
 mod approvals;
 mod connection;
 mod lock;
+mod month_parks;
 mod peer;
 mod queue_methods;
 mod queue_worker;
@@ -106,6 +107,7 @@ pub async fn serve(
     ready(&socket);
     let worker = queue_worker::spawn(shared.clone());
     let relayer = approvals::spawn(shared.clone());
+    let month_parks = Some(month_parks::spawn(shared.clone()));
 
     let mut connections = tokio::task::JoinSet::new();
     let accepted = accept_until_stopped(&listener, &shared, &mut connections).await;
@@ -114,7 +116,7 @@ pub async fn serve(
     if let Err(e) = std::fs::remove_file(&socket) {
         tracing::warn!("removing the socket {}: {e}", socket.display());
     }
-    let stopped = stop(shared, [worker, relayer], connections).await;
+    let stopped = stop(shared, [worker, relayer, month_parks], connections).await;
     tracing::info!("ryvosd stopped");
     accepted?;
     stopped
@@ -124,13 +126,14 @@ pub async fn serve(
 /// and closes the runtime, which writes out the run logs.
 async fn stop(
     shared: Arc<Shared>,
-    [worker, relayer]: [Option<tokio::task::JoinHandle<()>>; 2],
+    [worker, relayer, month_parks]: [Option<tokio::task::JoinHandle<()>>; 3],
     mut connections: tokio::task::JoinSet<()>,
 ) -> Result<(), DaemonError> {
-    if let Some(relayer) = relayer {
-        // An answer relayed from now on finds this daemon gone: as good as not waiting.
-        relayer.abort();
-        relayer.await.ok();
+    // An answer relayed from now on finds this daemon gone: as good as not waiting; and a
+    // parked run is continued by whichever daemon runs next.
+    for task in [relayer, month_parks].into_iter().flatten() {
+        task.abort();
+        task.await.ok();
     }
     let stopped = shared.runtime.shutdown().await;
     if let Some(worker) = worker {
