@@ -334,7 +334,11 @@ async fn a_run_parked_on_the_months_limit_goes_on_by_itself_once_the_limit_is_ra
     // The limit raised, the next daemon goes on with the run by itself.
     let config = home.path().join("config.toml");
     let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(&config, text.replace("monthly_limit_cents = 50", "monthly_limit_cents = 1000")).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("monthly_limit_cents = 50", "monthly_limit_cents = 1000"),
+    )
+    .unwrap();
     let daemon = home.daemon().await;
     let mut last_status = Value::Null;
     for _ in 0..300 {

@@ -364,3 +364,50 @@ on_both_backends! {
         assert_eq!(queue, backend == Backend::Postgres, "{metrics:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_park_is_an_event_of_the_runs_span_and_counted_by_reason() {
+    let collector = OtlpReceiver::start().await;
+    let look = [("g1", "glob", r#"{"pattern": "*"}"#)];
+    let script = vec![
+        Reply::tool_calls(&look).usage(Some((1000, 1000))),
+        Reply::text(&["never asked"]),
+    ];
+    let endpoint = collector.endpoint();
+    let h = Harness::start(script, |config| {
+        config.budget.per_run_limit_cents = 50;
+        config.budget.pricing_overrides.insert(
+            "scripted".into(),
+            ryvos::config::Pricing {
+                input_per_1m: 20_000.0,
+                output_per_1m: 50_000.0,
+            },
+        );
+        config.otel.enabled = true;
+        config.otel.endpoint = endpoint;
+    })
+    .await;
+    let (_, outcome) = h.run(h.request("look around")).await;
+    assert_eq!(
+        outcome.status,
+        ryvos::RunStatus::Parked,
+        "{:?}",
+        outcome.reason
+    );
+    h.runtime.shutdown().await.unwrap();
+
+    let spans = collector.spans();
+    let run = named(&spans, "invoke_agent ryvos")[0];
+    assert!(
+        run.events.iter().any(|e| e == "ryvos.run.parked"),
+        "{:?}",
+        run.events
+    );
+    assert_eq!(run.text("ryvos.run.status"), Some("parked"));
+    assert!(run.attr("error.type").is_none(), "a park is not an error");
+    let metrics = collector.metric_names();
+    assert!(
+        metrics.iter().any(|m| m == "ryvos.runs.parked"),
+        "{metrics:?}"
+    );
+}

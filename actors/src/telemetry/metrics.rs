@@ -1,5 +1,6 @@
 //! The metrics: the GenAI client metrics (`gen_ai.client.token.usage`,
-//! `gen_ai.client.operation.duration`), tool call durations and runs by status, and gauges
+//! `gen_ai.client.operation.duration`), tool call durations, runs by status and parks by
+//! reason, and gauges
 //! read at each export.
 
 use opentelemetry::metrics::{Counter, Histogram, Meter};
@@ -20,6 +21,7 @@ pub(crate) struct Instruments {
     pub operation_duration: Histogram<f64>,
     pub tool_duration: Histogram<f64>,
     pub runs: Counter<u64>,
+    pub runs_parked: Counter<u64>,
 }
 
 impl Instruments {
@@ -47,6 +49,11 @@ impl Instruments {
                 .u64_counter("ryvos.runs")
                 .with_unit("{run}")
                 .with_description("Runs ended, by status")
+                .build(),
+            runs_parked: meter
+                .u64_counter("ryvos.runs.parked")
+                .with_unit("{run}")
+                .with_description("Runs parked at a budget, by reason")
                 .build(),
         }
     }

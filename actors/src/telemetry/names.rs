@@ -10,6 +10,9 @@ pub(crate) const JUDGE: &str = "ryvos.judge";
 pub(crate) const SUMMARIZE: &str = "ryvos.summarize";
 /// The run span's event for a compaction: what it dropped and kept.
 pub(crate) const COMPACTION: &str = "ryvos.compaction";
+/// The run span's event for a park: why, and what continues it.
+pub(crate) const PARKED: &str = "ryvos.run.parked";
+pub(crate) const PARK_REASON: &str = "ryvos.park.reason";
 /// The agent's name on its spans.
 pub(crate) const AGENT_NAME: &str = "ryvos";
 

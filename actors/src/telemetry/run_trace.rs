@@ -114,6 +114,12 @@ impl RunTrace {
                     KeyValue::new("message", message.clone()),
                 ],
             ),
+            EventKind::RunParked { reason, message } => {
+                let reason = KeyValue::new(PARK_REASON, reason.as_str());
+                (self.telemetry.instruments.runs_parked).add(1, std::slice::from_ref(&reason));
+                let message = KeyValue::new("message", message.clone());
+                (self.run.span()).add_event(PARKED, vec![reason, message]);
+            }
             EventKind::ContextPruned { .. } => {
                 (self.run.span()).add_event(COMPACTION, compaction_attributes(kind))
             }
@@ -380,7 +386,8 @@ impl RunTrace {
         if let Some(cents) = cost_cents {
             span.set_attribute(KeyValue::new(RUN_COST_CENTS, cents));
         }
-        if status != RunStatus::Completed {
+        // A parked run is not over: its continue is a span of its own.
+        if !matches!(status, RunStatus::Completed | RunStatus::Parked) {
             span.set_attribute(KeyValue::new(ERROR_TYPE, status.to_string()));
             span.set_status(Status::error(reason.clone().unwrap_or_default()));
         }
