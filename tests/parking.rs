@@ -357,3 +357,69 @@ async fn a_run_parked_on_the_months_limit_goes_on_by_itself_once_the_limit_is_ra
     assert_eq!(history["runs"][0]["cost_microcents"], 210_000_000);
     home.shutdown(daemon).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_daemon_tells_its_command_and_webhook_when_a_run_parks() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let hook = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/parked", hook.local_addr().unwrap());
+    let (told, heard) = tokio::sync::oneshot::channel::<String>();
+    tokio::spawn(async move {
+        let (mut stream, _) = hook.accept().await.unwrap();
+        let mut request = Vec::new();
+        let mut buf = [0u8; 4096];
+        // The whole request: its headers, then a body that ends the JSON object.
+        while !String::from_utf8_lossy(&request).trim_end().ends_with('}') {
+            let n = stream.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            request.extend_from_slice(&buf[..n]);
+        }
+        stream
+            .write_all(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n")
+            .await
+            .unwrap();
+        told.send(String::from_utf8_lossy(&request).into_owned())
+            .ok();
+    });
+    let server = ScriptedModelServer::start(script()).await;
+    let notify = format!(
+        "{PRICED}[daemon]\nnotify_url = \"{url}\"\nnotify_command = [\"sh\", \"-c\", \
+         \"cat > parked.json && echo $RYVOS_RUN_ID $RYVOS_PARK_REASON > parked.env\"]\n"
+    );
+    let home = Home::new(&server, &notify);
+    let daemon = home.daemon().await;
+    let mut run = home.follow(&["run", "--json", "write", "the", "log"]);
+    let run_id = run
+        .until(|e| (e["type"] == "RunParked").then(|| e["run_id"].as_str().unwrap().to_owned()))
+        .await;
+
+    let request = tokio::time::timeout(std::time::Duration::from_secs(30), heard)
+        .await
+        .expect("the webhook is called")
+        .unwrap();
+    assert!(request.starts_with("POST /parked"), "{request}");
+    assert!(request.contains("\"type\":\"RunParked\""), "{request}");
+    assert!(request.contains(&run_id), "{request}");
+    let env = home.workspace.path().join("parked.env");
+    for _ in 0..300 {
+        if std::fs::read_to_string(&env).is_ok_and(|s| s.ends_with('\n')) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let said = std::fs::read_to_string(&env).unwrap();
+    assert_eq!(said, format!("{run_id} budget_run\n"));
+    let event: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.workspace.path().join("parked.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(event["type"], "RunParked");
+    assert_eq!(event["run_id"], run_id.as_str());
+    let (code, _, stderr) = home.ryvos(&["stop", &run_id]).await;
+    assert_eq!(code, 1, "{stderr}");
+    let Ended { code, .. } = run.rest().await;
+    assert_eq!(code, Some(1), "the attached run ends as it was stopped");
+    home.shutdown(daemon).await;
+}

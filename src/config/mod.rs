@@ -52,6 +52,12 @@ pub struct DaemonConfig {
     pub socket: String,
     /// Runs in flight past this are answered "busy", never queued without bound.
     pub max_in_flight_runs: usize,
+    /// A program (and its arguments) run when a run parks: the `RunParked` event as JSON on
+    /// its stdin, `RYVOS_RUN_ID`, `RYVOS_SESSION_ID` and `RYVOS_PARK_REASON` set. Empty: none.
+    pub notify_command: Vec<String>,
+    /// A webhook the `RunParked` event is POSTed to as JSON when a run parks. Empty: none.
+    #[serde(deserialize_with = "web_address")]
+    pub notify_url: String,
 }
 
 impl Default for DaemonConfig {
@@ -59,7 +65,21 @@ impl Default for DaemonConfig {
         Self {
             socket: "$RYVOS_HOME/ryvosd.sock".into(),
             max_in_flight_runs: 64,
+            notify_command: Vec::new(),
+            notify_url: String::new(),
         }
+    }
+}
+
+/// An `http://` or `https://` address, or nothing.
+fn web_address<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let url = String::deserialize(d)?;
+    if url.is_empty() || url.starts_with("http://") || url.starts_with("https://") {
+        Ok(url)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "'{url}' is not an http:// or https:// address"
+        )))
     }
 }
 
@@ -412,5 +432,19 @@ mod documented {
         let text = std::fs::read_to_string(&path).unwrap();
         let parsed = Config::parse(&text, &path).unwrap();
         assert_eq!(parsed, Config::with_home(parsed.home.clone()));
+    }
+
+    #[test]
+    fn a_park_webhook_must_be_a_web_address() {
+        let path = Path::new("ryvos.toml");
+        let bad = Config::parse("[daemon]\nnotify_url = \"ftp://example.com/x\"\n", path)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            bad.contains("daemon.notify_url") && bad.contains("http://"),
+            "{bad}"
+        );
+        let good = Config::parse("[daemon]\nnotify_url = \"https://example.com/x\"\n", path);
+        assert_eq!(good.unwrap().daemon.notify_url, "https://example.com/x");
     }
 }

@@ -10,6 +10,7 @@ mod approvals;
 mod connection;
 mod lock;
 mod month_parks;
+mod notify;
 mod peer;
 mod queue_methods;
 mod queue_worker;
@@ -108,6 +109,7 @@ pub async fn serve(
     let worker = queue_worker::spawn(shared.clone());
     let relayer = approvals::spawn(shared.clone());
     let month_parks = Some(month_parks::spawn(shared.clone()));
+    let notifier = notify::spawn(shared.clone());
 
     let mut connections = tokio::task::JoinSet::new();
     let accepted = accept_until_stopped(&listener, &shared, &mut connections).await;
@@ -116,7 +118,12 @@ pub async fn serve(
     if let Err(e) = std::fs::remove_file(&socket) {
         tracing::warn!("removing the socket {}: {e}", socket.display());
     }
-    let stopped = stop(shared, [worker, relayer, month_parks], connections).await;
+    let stopped = stop(
+        shared,
+        [worker, relayer, month_parks, notifier],
+        connections,
+    )
+    .await;
     tracing::info!("ryvosd stopped");
     accepted?;
     stopped
@@ -126,12 +133,12 @@ pub async fn serve(
 /// and closes the runtime, which writes out the run logs.
 async fn stop(
     shared: Arc<Shared>,
-    [worker, relayer, month_parks]: [Option<tokio::task::JoinHandle<()>>; 3],
+    [worker, relayer, month_parks, notifier]: [Option<tokio::task::JoinHandle<()>>; 4],
     mut connections: tokio::task::JoinSet<()>,
 ) -> Result<(), DaemonError> {
     // An answer relayed from now on finds this daemon gone: as good as not waiting; and a
     // parked run is continued by whichever daemon runs next.
-    for task in [relayer, month_parks].into_iter().flatten() {
+    for task in [relayer, month_parks, notifier].into_iter().flatten() {
         task.abort();
         task.await.ok();
     }

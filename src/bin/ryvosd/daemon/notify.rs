@@ -1,0 +1,122 @@
+//! Telling someone a run parked, for a daemon nobody watches: `[daemon] notify_command` is run
+//! and `notify_url` is POSTed the `RunParked` event. Each is bounded in time, and what goes
+//! wrong is logged: a notification never holds up or fails a run.
+
+use super::Shared;
+use ryvos::{Event, EventKind};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::broadcast::error::RecvError;
+
+/// How long a notify command may run before it is killed.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a webhook may take to answer.
+const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Starts the notifier when one is configured; it ends with the daemon.
+pub(super) fn spawn(shared: Arc<Shared>) -> Option<tokio::task::JoinHandle<()>> {
+    let daemon = &shared.config.daemon;
+    if daemon.notify_command.is_empty() && daemon.notify_url.is_empty() {
+        return None;
+    }
+    let mut events = shared.runtime.subscribe();
+    Some(tokio::spawn(async move {
+        loop {
+            let event = tokio::select! {
+                next = events.recv() => next,
+                () = shared.shutdown.cancelled() => return,
+            };
+            match event {
+                Ok(event) if matches!(event.kind, EventKind::RunParked { .. }) => {
+                    tokio::spawn(notify(shared.clone(), event));
+                }
+                Ok(_) => {}
+                Err(RecvError::Lagged(n)) => {
+                    tracing::warn!("the notifier fell behind by {n} events; a park may go untold");
+                }
+                Err(RecvError::Closed) => return,
+            }
+        }
+    }))
+}
+
+/// Tells the configured command and webhook that `event`'s run parked.
+async fn notify(shared: Arc<Shared>, event: Arc<Event>) {
+    let json = match serde_json::to_string(&*event) {
+        Ok(json) => json,
+        Err(e) => return tracing::warn!("the park could not be told: {e}"),
+    };
+    let daemon = &shared.config.daemon;
+    if let Some((program, args)) = daemon.notify_command.split_first() {
+        if let Err(e) = run_command(program, args, &event, &json).await {
+            tracing::warn!(run = %event.run_id, "[daemon] notify_command: {e}");
+        }
+    }
+    if !daemon.notify_url.is_empty() {
+        if let Err(e) = post(&daemon.notify_url, json).await {
+            tracing::warn!(run = %event.run_id, "[daemon] notify_url: {e}");
+        }
+    }
+}
+
+/// Runs `program args`, the event on its stdin, to its end (at most [`COMMAND_TIMEOUT`]).
+async fn run_command(
+    program: &str,
+    args: &[String],
+    event: &Event,
+    json: &str,
+) -> Result<(), String> {
+    let reason = match &event.kind {
+        EventKind::RunParked { reason, .. } => reason.as_str(),
+        _ => "",
+    };
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .env("RYVOS_RUN_ID", event.run_id.as_str())
+        .env("RYVOS_SESSION_ID", event.session_id.as_str())
+        .env("RYVOS_PARK_REASON", reason)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("{program} could not be started: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A command that does not read its stdin is not an error.
+        stdin.write_all(json.as_bytes()).await.ok();
+    }
+    let done = tokio::time::timeout(COMMAND_TIMEOUT, child.wait_with_output())
+        .await
+        .map_err(|_| format!("{program} ran past {COMMAND_TIMEOUT:?} and was killed"))?
+        .map_err(|e| format!("{program}: {e}"))?;
+    if done.status.success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&done.stderr);
+    Err(format!(
+        "{program} exited with {}: {}",
+        done.status,
+        said.trim()
+    ))
+}
+
+/// POSTs `json` to `url`, which must answer 2xx within [`WEBHOOK_TIMEOUT`].
+async fn post(url: &str, json: String) -> Result<(), String> {
+    let client = reqwest::Client::builder()
+        .timeout(WEBHOOK_TIMEOUT)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let answer = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(json)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    match answer.status() {
+        status if status.is_success() => Ok(()),
+        status => Err(format!("{url} answered {status}")),
+    }
+}
