@@ -9,7 +9,7 @@ use crate::render::Renderer;
 use crate::starting::{asked, Given};
 use ryvos::config::Config;
 use ryvos::protocol::{Follow, QueuedRunParams, Reply, Runs, RunsParams, Submit, Wait};
-use ryvos::RunStatus;
+use ryvos::{EventKind, RunStatus};
 use ryvos_client::{Client, ClientError};
 use ryvos_protocol::event::RunOutcome;
 use ryvos_protocol::records::{QueueState, QueuedRun};
@@ -112,8 +112,40 @@ pub async fn wait(run: String, json: bool, socket: &Path) -> u8 {
         Ok(client) => client,
         Err(code) => return code,
     };
-    let params = QueuedRunParams { run };
-    reading::call_then::<Wait>(&mut client, &params, |outcome| ended(outcome, json)).await
+    if let Err(e) = client.send::<Wait>(&QueuedRunParams { run }).await {
+        eprintln!("ryvos: {e}");
+        return EXIT_DAEMON;
+    }
+    loop {
+        match client.next().await {
+            // The only event `wait` sends: the run parked, and is waited through.
+            Ok(Reply::Event { event, .. }) => {
+                if let EventKind::RunParked { reason, message } = &event.kind {
+                    eprintln!(
+                        "ryvos: run {} parked ({reason}): {message}; waiting until it goes on",
+                        event.run_id
+                    );
+                }
+            }
+            Ok(Reply::Result { result, .. }) => {
+                return match Client::read::<Wait>(result) {
+                    Ok(outcome) => ended(&outcome, json),
+                    Err(e) => {
+                        eprintln!("ryvos: {e}");
+                        EXIT_DAEMON
+                    }
+                };
+            }
+            Ok(Reply::Error { error, .. }) => {
+                eprintln!("ryvos: {}", error.message);
+                return EXIT_RUN_FAILED;
+            }
+            Err(e) => {
+                eprintln!("ryvos: lost ryvosd while waiting ({e}); `ryvos wait` again goes on");
+                return EXIT_DAEMON;
+            }
+        }
+    }
 }
 
 /// Prints how a run ended; the exit code `run` would have.

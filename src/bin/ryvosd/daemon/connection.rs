@@ -233,7 +233,7 @@ async fn answer(
         Ok(Method::Runs(params)) => super::queue_methods::runs(params, shared)
             .await
             .map(|runs| Reply::result(id, &runs)),
-        Ok(Method::Wait(params)) => super::queue_methods::wait(params, shared, write)
+        Ok(Method::Wait(params)) => super::queue_methods::wait(id, params, shared, write)
             .await
             .map(|outcome| Reply::result(id, &outcome)),
         Ok(Method::Follow(params)) => super::queue_methods::follow(id, params, shared, write)

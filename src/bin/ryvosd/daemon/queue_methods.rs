@@ -3,6 +3,7 @@
 
 use super::reply::{send, EventLines};
 use super::run_request::{run_error, run_request};
+use super::streaming::final_outcome;
 use super::Shared;
 use ryvos::protocol::{ErrorBody, ErrorCode, QueuedRunParams, Reply, RunParams, RunsParams};
 use ryvos::shared_store::{now_ms, Change};
@@ -123,16 +124,18 @@ async fn again(
 
 /// Waits for a queued run's end, until the daemon stops or the client leaves.
 pub(super) async fn wait(
+    id: u64,
     params: QueuedRunParams,
     shared: &Shared,
-    write: &OwnedWriteHalf,
+    write: &mut OwnedWriteHalf,
 ) -> Result<RunOutcome, ErrorBody> {
     let mut run = find(&params, shared).await?;
     let store = shared.runtime.shared_store();
     let mut changes = store.changes();
     loop {
         if let Some(outcome) = run.outcome.take() {
-            return Ok(outcome);
+            // A run that parked is waited through, and the client told.
+            return final_outcome(id, outcome, (None, true), write, shared).await;
         }
         watching(changed(&mut changes, &run.id), shared, write).await?;
         run = again(&params, shared, write).await?;
@@ -209,10 +212,12 @@ pub(super) async fn follow(
     let store = shared.runtime.shared_store();
     let mut changes = store.changes();
     let mut turns_seen = 0;
+    let mut park_seen = false;
     let mut lines = EventLines::new(id);
     loop {
         if let Some(outcome) = run.outcome.take() {
-            return Ok(outcome);
+            let told = (Some(&mut lines), !park_seen);
+            return final_outcome(id, outcome, told, write, shared).await;
         }
         if shared.local.session(&run.id).as_ref() == Some(&run.session_id) {
             // Here: every event of the session as it comes, until the run's end.
@@ -227,6 +232,7 @@ pub(super) async fn follow(
                     continue;
                 }
                 let end = matches!(event.kind, EventKind::RunComplete { .. });
+                park_seen |= matches!(event.kind, EventKind::RunParked { .. });
                 if lines.push(&event).is_err() || lines.flush(write).await.is_err() {
                     return Err(ErrorBody::new(ErrorCode::Internal, "the client left"));
                 }

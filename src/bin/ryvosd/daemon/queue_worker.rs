@@ -216,7 +216,7 @@ async fn resumption(
 }
 
 /// The outcome a stored run record tells.
-fn ended(record: &RunRecord) -> RunOutcome {
+pub(super) fn ended(record: &RunRecord) -> RunOutcome {
     RunOutcome {
         session_id: record.session_id.clone(),
         run_id: record.run_id.clone(),

@@ -8,6 +8,7 @@ use super::reply::{send, EventLines};
 use super::run_request::{run_error, run_request};
 use super::Shared;
 use futures_util::FutureExt;
+use ryvos::protocol::event::ParkReason;
 use ryvos::protocol::{
     ContinueParams, ErrorBody, ErrorCode, Method, Reply, RunIdParams, RunParams,
 };
@@ -118,7 +119,7 @@ async fn follow(
     let outcome = match (outcome, parked) {
         (Some(o), Some(live)) if !o.status.is_end() => {
             tracing::info!(%session, %run, "run parked; following it until it ends");
-            match through_parks(&run, live, &mut lines, write, shared).await {
+            match through_parks(&run, live, Some(&mut lines), write, shared).await {
                 Ok(outcome) => Some(outcome),
                 Err(error) => return send(write, &Reply::Error { id, error }).await,
             }
@@ -189,10 +190,10 @@ async fn stream(
 /// Follows the parked `run` on the daemon's event stream until it ends for good (it may park
 /// again meanwhile), sending its events; its outcome. Nothing is polled meanwhile: the wait
 /// ends on the run's events, the client leaving or the daemon stopping.
-pub(super) async fn through_parks(
+async fn through_parks(
     run: &RunId,
     mut live: Receiver<Arc<Event>>,
-    lines: &mut EventLines,
+    mut lines: Option<&mut EventLines>,
     write: &mut OwnedWriteHalf,
     shared: &Shared,
 ) -> Result<RunOutcome, ErrorBody> {
@@ -214,12 +215,54 @@ pub(super) async fn through_parks(
                 ))
             }
         };
-        if lines.push(&event).is_err() || lines.flush(write).await.is_err() {
-            return Err(ErrorBody::new(ErrorCode::Internal, "the client left"));
+        if let Some(lines) = lines.as_deref_mut() {
+            if lines.push(&event).is_err() || lines.flush(write).await.is_err() {
+                return Err(ErrorBody::new(ErrorCode::Internal, "the client left"));
+            }
         }
         if let Some(outcome) = RunOutcome::from_event(&event).filter(|o| o.status.is_end()) {
             return Ok(outcome);
         }
+    }
+}
+
+/// How the run `outcome` tells of ended for good: `outcome` itself, unless it parked; then its
+/// record's end if it went on and ended since, else its end once it comes (sending its events
+/// with `lines`). Request `id` is told of the park first (`announce`), unless it was already.
+pub(super) async fn final_outcome(
+    id: u64,
+    outcome: RunOutcome,
+    (lines, announce): (Option<&mut EventLines>, bool),
+    write: &mut OwnedWriteHalf,
+    shared: &Shared,
+) -> Result<RunOutcome, ErrorBody> {
+    if outcome.status.is_end() {
+        return Ok(outcome);
+    }
+    if announce {
+        let event = Event {
+            session_id: outcome.session_id.clone(),
+            run_id: outcome.run_id.clone(),
+            kind: EventKind::RunParked {
+                reason: outcome.park_reason.unwrap_or(ParkReason::BudgetRun),
+                message: outcome.reason.clone().unwrap_or_default(),
+            },
+        };
+        if send(write, &Reply::Event { id, event }).await.is_err() {
+            return Err(ErrorBody::new(ErrorCode::Internal, "the client left"));
+        }
+    }
+    // Subscribed before the record is read, so that an end between the two is heard.
+    let live = shared.runtime.subscribe();
+    let store = shared.runtime.shared_store();
+    let runs = (store.session_runs(&outcome.session_id).await)
+        .map_err(|e| ErrorBody::new(ErrorCode::Internal, e.to_string()))?;
+    let ended = runs
+        .iter()
+        .find(|r| r.run_id == outcome.run_id && r.status.is_some_and(|s| s.is_end()));
+    match ended {
+        Some(record) => Ok(super::queue_worker::ended(record)),
+        None => through_parks(&outcome.run_id, live, lines, write, shared).await,
     }
 }
 
