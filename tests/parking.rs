@@ -423,3 +423,34 @@ async fn a_daemon_tells_its_command_and_webhook_when_a_run_parks() {
     assert_eq!(code, Some(1), "the attached run ends as it was stopped");
     home.shutdown(daemon).await;
 }
+
+#[tokio::test]
+async fn an_escalated_run_parks_for_a_person_and_goes_back_to_work_when_continued() {
+    let h = Harness::start(vec![Reply::text(&["41"]), Reply::text(&["42"])], |c| {
+        c.agent.judge.max_retries = 0;
+        c.agent.judge.park_on_escalate = true;
+    })
+    .await;
+    let goal = ryvos::Goal {
+        description: "six times seven".into(),
+        criteria: vec!["contains:42".parse().unwrap()],
+        ..ryvos::Goal::default()
+    };
+    let (_, parked) = h.run(h.request("six times seven?").goal(goal)).await;
+    assert_eq!(parked.status, RunStatus::Parked, "{:?}", parked.reason);
+    assert_eq!(parked.park_reason, Some(ParkReason::Escalated));
+    assert!(parked
+        .reason
+        .as_deref()
+        .unwrap_or_default()
+        .contains("person"));
+
+    let handle = h.runtime.continue_run(&parked.run_id, None).await.unwrap();
+    let (_, done) = common::collect(handle).await;
+    assert_eq!(done.status, RunStatus::Completed, "{:?}", done.reason);
+    assert_eq!(done.output, "42");
+    let requests = h.server.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(common::asked(&requests[1]).contains("A person reviewed the escalation"));
+    h.server.assert_no_orphans();
+}

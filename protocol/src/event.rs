@@ -283,6 +283,9 @@ pub enum ParkReason {
     /// The month reached its limit: the run goes on when the month turns or the limit is
     /// raised.
     BudgetMonth,
+    /// The Judge escalated (`[agent.judge] park_on_escalate`): a person looks, then continues
+    /// it (the model is told to go on) or stops it.
+    Escalated,
 }
 
 impl ParkReason {
@@ -291,6 +294,7 @@ impl ParkReason {
         match self {
             ParkReason::BudgetRun => "budget_run",
             ParkReason::BudgetMonth => "budget_month",
+            ParkReason::Escalated => "escalated",
         }
     }
 }

@@ -75,7 +75,11 @@ impl Runtime {
                     run.park_reason.map_or("parked", |r| r.as_str())
                 );
                 let settings = run.settings.clone();
-                let ends_as = Some((RunStatus::BudgetExceeded, reason));
+                let status = match run.park_reason {
+                    Some(ParkReason::Escalated) => RunStatus::Escalated,
+                    _ => RunStatus::BudgetExceeded,
+                };
+                let ends_as = Some((status, reason));
                 self.take_up(session, run, settings, ends_as).await
             }
             Some(status) => Err(RuntimeError::NotParked(format!(

@@ -252,6 +252,9 @@ pub struct JudgeConfig {
     pub evaluate_every_turns: u32,
     /// A `command` criterion running longer fails.
     pub command_timeout_secs: u64,
+    /// An escalation (the Judge's, or retries used up) parks the run for a person to look at,
+    /// instead of ending it `escalated`: `ryvos continue RUN` sends it back to work.
+    pub park_on_escalate: bool,
 }
 
 impl Default for JudgeConfig {
@@ -262,6 +265,7 @@ impl Default for JudgeConfig {
             max_retries: 3,
             evaluate_every_turns: 0,
             command_timeout_secs: 300,
+            park_on_escalate: false,
         }
     }
 }

@@ -211,6 +211,7 @@ pub(super) fn step_parked(id: &str, ran: &RunOutcome, director: &RunId) -> End {
     let what = match reason {
         ParkReason::BudgetRun => "its budget",
         ParkReason::BudgetMonth => "the month's limit",
+        ParkReason::Escalated => "an escalation",
     };
     End::parked(
         reason,

@@ -84,6 +84,8 @@ pub(super) struct ActiveRun {
     pub active_before_ms: u64,
     /// The run goes on after it parked: its prompt is in the history already.
     pub continued: bool,
+    /// What a continued run tells the model first, when it parked on an escalation.
+    pub resume_note: Option<String>,
     /// Why the run parks, once it does.
     pub parked: Option<ryvos_protocol::event::ParkReason>,
     /// Model calls answered so far.
@@ -225,6 +227,7 @@ impl ActiveRun {
             settings: Default::default(),
             active_before_ms: 0,
             continued: false,
+            resume_note: None,
             parked: None,
             turns: 0,
             turns_before: 0,
@@ -262,15 +265,23 @@ impl ActiveRun {
         self.started_at_ms = parked.started_at_ms;
         self.active_before_ms = parked.active_ms;
         self.continued = true;
+        if parked.park_reason == Some(ryvos_protocol::event::ParkReason::Escalated) {
+            // Its last word was an answer the Judge escalated: it goes on only when told to.
+            self.resume_note = Some(
+                "[Judge] A person reviewed the escalation and asks you to go on working toward \
+                 the goal, then give your final answer again."
+                    .into(),
+            );
+        }
     }
 
     /// The prompt this run gives the model: none for a continued run (its prompt is in the
     /// history already).
     pub(super) fn prompt_to_give(&self) -> &str {
-        if self.continued {
-            ""
-        } else {
-            &self.prompt
+        match (self.continued, &self.resume_note) {
+            (false, _) => &self.prompt,
+            (true, Some(note)) => note,
+            (true, None) => "",
         }
     }
 

@@ -1,11 +1,11 @@
 //! How a goal-driven run is judged: its final answer (and, when configured, its progress every
-//! few turns) goes to the Judge; `Accept` completes the run, `Escalate` stops it, and `Retry`
+//! few turns) goes to the Judge; `Accept` completes the run, `Escalate` stops (or parks) it, and `Retry`
 //! (or an unreadable verdict) sends the model back to work with a note saying what is unmet,
 //! up to `max_retries` times. Every verdict is published and stored with the run's turns.
 
 use super::spending::Bill;
 use super::{Driver, Ending, Step};
-use crate::event::{EventKind, RunStatus};
+use crate::event::{EventKind, ParkReason, RunStatus};
 use crate::judge::{Evaluated, Evaluation, Judgement, Verdict};
 use crate::message::Message;
 use crate::store::{now_ms, VerdictRecord};
@@ -74,6 +74,16 @@ impl Driver {
         Ok(judgement)
     }
 
+    /// The run escalated for `reason`: it parks for a person to look at, where so configured
+    /// (`park_on_escalate`), else it ends `escalated`.
+    fn escalated(&mut self, reason: String) -> Ending {
+        if self.session.services.agent.judge.park_on_escalate {
+            self.park(ParkReason::Escalated, &reason)
+        } else {
+            self.end(RunStatus::Escalated, reason)
+        }
+    }
+
     /// Acts on the Judge's verdict on `answer`.
     fn act_on_verdict(&mut self, answer: String, periodic: bool, judgement: Judgement) -> Step<()> {
         let max_retries = self.session.services.agent.judge.max_retries;
@@ -82,7 +92,7 @@ impl Driver {
             (Verdict::Accept, _) => Err(Ending::completed(answer)),
             (Verdict::Escalate, _) => {
                 let reason = format!("the Judge escalated: {}", judgement.reason);
-                Err(self.end(RunStatus::Escalated, reason))
+                Err(self.escalated(reason))
             }
             (_, true) => {
                 // Mid-run and not met yet: the work goes on, unprompted.
@@ -99,7 +109,7 @@ impl Driver {
                         "the goal was not met after {max_retries} retries: {}",
                         judgement.reason
                     );
-                    return Err(self.end(RunStatus::Escalated, reason));
+                    return Err(self.escalated(reason));
                 }
                 let note = if judgement.verdict == Verdict::Retry {
                     format!(

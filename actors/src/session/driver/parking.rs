@@ -1,4 +1,5 @@
-//! How a run parks: at its per-run budget or the month's limit it does not end but parks,
+//! How a run parks: at its per-run budget or the month's limit (and, with `[agent.judge]
+//! park_on_escalate`, when it escalates) it does not end but parks,
 //! its turns stored, holding nothing, until it is continued (the same run, its totals kept)
 //! or stopped. `[budget] on_limit = "stop"` (a run's `--no-park`) ends it instead.
 
@@ -16,13 +17,13 @@ impl Driver {
         let on_limit =
             (self.run.settings.on_limit).unwrap_or(self.session.services.budget.on_limit);
         match refusal.parks.filter(|_| on_limit == OnLimit::Park) {
-            Some(reason) => self.park(reason),
+            Some(reason) => self.park(reason, &refusal.reason),
             None => self.end(refusal.status, refusal.reason),
         }
     }
 
-    /// Parks the run for `reason`, saying why and what continues it.
-    fn park(&mut self, reason: ParkReason) -> Ending {
+    /// Parks the run for `reason` (`why` in words), saying why and what continues it.
+    pub(super) fn park(&mut self, reason: ParkReason, why: &str) -> Ending {
         self.run.parked = Some(reason);
         let run = &self.run.id;
         let spent = dollars(self.run.spent.cost_microcents);
@@ -36,6 +37,11 @@ impl Driver {
                      --budget-cents N` (N above {limit}) goes on; `ryvos stop {run}` ends it"
                 )
             }
+            ParkReason::Escalated => format!(
+                "{why}; the run parked for a person to look, its turns stored. `ryvos continue \
+                 {run}` sends it back to work (the model is told a person reviewed it), `ryvos \
+                 stop {run}` ends it escalated"
+            ),
             ParkReason::BudgetMonth => format!(
                 "this month's spending reached budget.monthly_limit_cents; the run (spent \
                  {spent}) parked before its next model call, its turns stored. Once the month \
