@@ -94,15 +94,15 @@ async fn a_run_parked_at_its_budget_survives_a_kill_and_goes_on_as_the_same_run(
     // Its totals are the sum of both stretches: three calls at 70 cents, three turns.
     assert_eq!(end["cost_cents"], 210.0, "{end}");
     assert_eq!(end["turns"], 3, "{end}");
-    // Each tool ran once: the first before the park, the second after.
-    let log = std::fs::read_to_string(home.workspace.path().join("log.txt")).unwrap();
-    assert_eq!(log, "one\ntwo\n");
-    assert_eq!(server.requests().len(), 3);
-    server.assert_no_orphans();
-
     let (code, history, stderr) = home.ryvos(&["history", &session, "--json"]).await;
     assert_eq!(code, 0, "{stderr}");
     let history: Value = serde_json::from_str(&history).unwrap();
+    // Each tool ran once: the first before the park, the second after.
+    let log = std::fs::read_to_string(home.workspace.path().join("log.txt")).unwrap();
+    assert_eq!(log, "one\ntwo\n", "{:#}", history["messages"]);
+    assert_eq!(server.requests().len(), 3);
+    server.assert_no_orphans();
+
     let runs = history["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["status"], "completed");

@@ -156,7 +156,7 @@ impl Cgroup {
             procs: Vec::new(),
         };
         for dir in dirs {
-            std::fs::create_dir(&dir)?;
+            create_fresh(&dir)?;
             let procs = dir.join("cgroup.procs");
             made.dirs.push(dir);
             made.procs.push(
@@ -348,9 +348,38 @@ fn divide_v2(dir: &Path) -> io::Result<PathBuf> {
     write(&leaf.join("cgroup.procs"), &std::process::id().to_string())?;
     write(&dir.join("cgroup.subtree_control"), "+pids +memory")?;
     let base = dir.join(sandbox_directory_name());
-    std::fs::create_dir(&base)?;
+    create_fresh(&base)?;
     write(&base.join("cgroup.subtree_control"), "+pids +memory")?;
     Ok(base)
+}
+
+/// Makes the cgroup `dir`. One left there by a process that was killed (a daemon's pid used
+/// again, the same name made again) holds no process any more: it is removed, with the
+/// commands' cgroups it kept, and made anew.
+fn create_fresh(dir: &Path) -> io::Result<()> {
+    match std::fs::create_dir(dir) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            clear(dir);
+            std::fs::remove_dir(dir)?;
+            std::fs::create_dir(dir)
+        }
+        made => made,
+    }
+}
+
+/// Removes the cgroups under `dir` that hold no process (a live one refuses, as it should).
+fn clear(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            clear(&entry.path());
+            if let Err(e) = std::fs::remove_dir(entry.path()) {
+                tracing::debug!("{} stays: {e}", entry.path().display());
+            }
+        }
+    }
 }
 
 /// `ryvos-PID-N`: one directory per sandbox, as a process may hold several (an embedding host,
@@ -378,7 +407,7 @@ fn cgroup_v1() -> Option<Mechanism> {
             return None;
         }
         remove_stale(&parent);
-        if !dir.exists() && std::fs::create_dir(&dir).is_err() {
+        if create_fresh(&dir).is_err() {
             return None;
         }
         dirs.push(dir);
@@ -406,7 +435,9 @@ fn remove_stale(parent: &Path) {
         if Path::new("/proc").join(pid).exists() {
             continue;
         }
-        // Fails, as it should, while it still holds a command's cgroup.
+        // Its commands' cgroups first (a killed daemon left them); fails, as it should, while
+        // one still holds a process.
+        clear(&entry.path());
         if let Err(e) = std::fs::remove_dir(entry.path()) {
             tracing::debug!("{} stays: {e}", entry.path().display());
         }
@@ -443,6 +474,30 @@ mod tests {
         assert_eq!(parse_counter(events, "oom_kill"), 1);
         assert_eq!(parse_counter(events, "max"), 4);
         assert_eq!(parse_counter(events, "absent"), 0);
+    }
+
+    /// A killed daemon leaves its cgroups; a process that gets its pid again makes the same
+    /// names, and must get them, fresh.
+    #[test]
+    fn a_cgroup_a_killed_process_left_is_made_anew() {
+        let text = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        let Some(own) = own_cgroup(&text, "pids") else {
+            return eprintln!("no cgroup v1 pids hierarchy here: nothing to check");
+        };
+        let parent = Path::new("/sys/fs/cgroup/pids").join(own.trim_start_matches('/'));
+        if !writable(&parent.join("cgroup.procs")) {
+            return eprintln!(
+                "{} is not ours to divide: nothing to check",
+                parent.display()
+            );
+        }
+        let dir = parent.join(format!("ryvos-test-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::create_dir(dir.join("cmd-0")).unwrap();
+        create_fresh(&dir).unwrap();
+        assert!(dir.join("cgroup.procs").exists(), "made anew");
+        assert!(!dir.join("cmd-0").exists(), "what it held is gone");
+        std::fs::remove_dir(&dir).unwrap();
     }
 
     #[test]
