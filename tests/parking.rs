@@ -4,40 +4,17 @@
 
 mod common;
 
+use common::budget::{priced, two_appends, PRICED};
 use common::home::{Ended, Home};
 use common::Harness;
-use ryvos::config::Pricing;
 use ryvos::protocol::event::ParkReason;
 use ryvos::{EventKind, RunStatus};
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use serde_json::Value;
 
-/// Each call costs 70 cents (1,000 input and 1,000 output tokens at these prices); a run may
-/// spend 50.
-const PRICED: &str = "[budget]\nper_run_limit_cents = 50\n\
-    [budget.pricing_overrides.scripted]\ninput_per_1m = 20000.0\noutput_per_1m = 50000.0\n";
-
-/// Two turns that each append a line to `log.txt`, then the answer: the run parks after the
-/// first (70 cents of its 50).
-fn script() -> Vec<Reply> {
-    let append = |id: &str, line: &str| {
-        Reply::tool_calls(&[(
-            id,
-            "bash",
-            &format!(r#"{{"command": "echo {line} >> log.txt"}}"#),
-        )])
-        .usage(Some((1000, 1000)))
-    };
-    vec![
-        append("b1", "one"),
-        append("b2", "two"),
-        Reply::text(&["Both lines are written."]).usage(Some((1000, 1000))),
-    ]
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_parked_at_its_budget_survives_a_kill_and_goes_on_as_the_same_run() {
-    let server = ScriptedModelServer::start(script()).await;
+    let server = ScriptedModelServer::start(two_appends()).await;
     let home = Home::new(&server, PRICED);
     let mut daemon = home.daemon().await;
     let mut run = home.follow(&["run", "--json", "write", "the", "log"]);
@@ -116,7 +93,7 @@ async fn a_run_parked_at_its_budget_survives_a_kill_and_goes_on_as_the_same_run(
 
 #[tokio::test]
 async fn in_process_a_parked_run_exits_4_and_is_continued_or_stopped() {
-    let server = ScriptedModelServer::start(script()).await;
+    let server = ScriptedModelServer::start(two_appends()).await;
     let home = Home::new(&server, PRICED);
     let (code, out, stderr) = home.ryvos(&["run", "--json", "write", "the", "log"]).await;
     assert_eq!(code, 4, "{stderr}");
@@ -152,17 +129,7 @@ async fn in_process_a_parked_run_exits_4_and_is_continued_or_stopped() {
 
 #[tokio::test]
 async fn a_parked_run_holds_nothing_and_counts_its_budget_across_continues() {
-    let h = Harness::start(script(), |c| {
-        c.budget.per_run_limit_cents = 50;
-        c.budget.pricing_overrides.insert(
-            "scripted".into(),
-            Pricing {
-                input_per_1m: 20_000.0,
-                output_per_1m: 50_000.0,
-            },
-        );
-    })
-    .await;
+    let h = Harness::start(two_appends(), priced).await;
     let (events, parked) = h.run(h.request("write the log")).await;
     assert_eq!(parked.status, RunStatus::Parked, "{:?}", parked.reason);
     assert!(events.iter().any(|e| matches!(
@@ -250,17 +217,7 @@ async fn a_director_run_parks_between_steps_and_finishes_its_plan_after_continue
         seen.lock().unwrap().push(name.to_owned());
         Some(reply)
     });
-    let h = Harness::start_routed(Vec::new(), router, |c| {
-        c.budget.per_run_limit_cents = 50;
-        c.budget.pricing_overrides.insert(
-            "scripted".into(),
-            Pricing {
-                input_per_1m: 20_000.0,
-                output_per_1m: 50_000.0,
-            },
-        );
-    })
-    .await;
+    let h = Harness::start_routed(Vec::new(), router, priced).await;
     let (events, parked) = h.run(h.request("look, then sum up").director()).await;
     assert_eq!(parked.status, RunStatus::Parked, "{:?}", parked.reason);
     assert_eq!(parked.park_reason, Some(ParkReason::BudgetRun));
@@ -310,7 +267,7 @@ async fn a_director_run_parks_between_steps_and_finishes_its_plan_after_continue
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_parked_on_the_months_limit_goes_on_by_itself_once_the_limit_is_raised() {
-    let server = ScriptedModelServer::start(script()).await;
+    let server = ScriptedModelServer::start(two_appends()).await;
     let month = "[budget]\nmonthly_limit_cents = 50\nper_run_limit_cents = 0\n\
         [budget.pricing_overrides.scripted]\ninput_per_1m = 20000.0\noutput_per_1m = 50000.0\n";
     let home = Home::new(&server, month);
@@ -383,7 +340,7 @@ async fn a_daemon_tells_its_command_and_webhook_when_a_run_parks() {
         told.send(String::from_utf8_lossy(&request).into_owned())
             .ok();
     });
-    let server = ScriptedModelServer::start(script()).await;
+    let server = ScriptedModelServer::start(two_appends()).await;
     let notify = format!(
         "{PRICED}[daemon]\nnotify_url = \"{url}\"\nnotify_command = [\"sh\", \"-c\", \
          \"cat > parked.json && echo $RYVOS_RUN_ID $RYVOS_PARK_REASON > parked.env\"]\n"

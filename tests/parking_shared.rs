@@ -5,14 +5,11 @@
 mod common;
 
 use common::backend::Backend;
+use common::budget::{two_appends, PRICED};
 use common::home::Home;
-use ryvos_testkit::{postgres, Reply, ScriptedModelServer};
+use ryvos_testkit::{postgres, ScriptedModelServer};
 use serde_json::Value;
 use std::process::Stdio;
-
-/// Each call costs 70 cents; a run may spend 50.
-const PRICED: &str = "[budget]\nper_run_limit_cents = 50\n\
-    [budget.pricing_overrides.scripted]\ninput_per_1m = 20000.0\noutput_per_1m = 50000.0\n";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_parked_queued_run_is_waited_through_and_goes_on_through_another_daemon() {
@@ -20,20 +17,7 @@ async fn a_parked_queued_run_is_waited_through_and_goes_on_through_another_daemo
         return;
     }
     let url = postgres::shared().unwrap().database().unwrap();
-    let append = |id: &str, line: &str| {
-        Reply::tool_calls(&[(
-            id,
-            "bash",
-            &format!(r#"{{"command": "echo {line} >> log.txt"}}"#),
-        )])
-        .usage(Some((1000, 1000)))
-    };
-    let server = ScriptedModelServer::start([
-        append("b1", "one"),
-        append("b2", "two"),
-        Reply::text(&["Both lines are written."]).usage(Some((1000, 1000))),
-    ])
-    .await;
+    let server = ScriptedModelServer::start(two_appends()).await;
     let a = Home::new(&server, PRICED).sharing(&url, 30);
     let b = Home::new(&server, PRICED).sharing(&url, 30);
     let daemon_a = a.daemon().await;

@@ -375,14 +375,7 @@ async fn a_park_is_an_event_of_the_runs_span_and_counted_by_reason() {
     ];
     let endpoint = collector.endpoint();
     let h = Harness::start(script, |config| {
-        config.budget.per_run_limit_cents = 50;
-        config.budget.pricing_overrides.insert(
-            "scripted".into(),
-            ryvos::config::Pricing {
-                input_per_1m: 20_000.0,
-                output_per_1m: 50_000.0,
-            },
-        );
+        common::budget::priced(config);
         config.otel.enabled = true;
         config.otel.endpoint = endpoint;
     })

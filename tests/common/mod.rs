@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod backend;
+pub mod budget;
 pub mod cli;
 pub mod home;
 pub mod mcp;
