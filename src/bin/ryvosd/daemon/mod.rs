@@ -17,6 +17,7 @@ mod queue_worker;
 mod reply;
 mod run_request;
 mod streaming;
+mod watching;
 
 use lock::HomeLock;
 use ryvos::config::Config;

@@ -4,6 +4,7 @@
 use super::reply::{send, EventLines};
 use super::run_request::{run_error, run_request};
 use super::streaming::final_outcome;
+use super::watching::watching;
 use super::Shared;
 use ryvos::protocol::{ErrorBody, ErrorCode, QueuedRunParams, Reply, RunParams, RunsParams};
 use ryvos::shared_store::{now_ms, Change};
@@ -160,41 +161,6 @@ async fn changed(changes: &mut Option<tokio::sync::broadcast::Receiver<Change>>,
     tokio::select! {
         () = told => {}
         () = tokio::time::sleep(LOOK_AGAIN) => {}
-    }
-}
-
-/// `until`'s end, unless the daemon stops or the client leaves first.
-pub(super) async fn watching<T>(
-    until: impl std::future::Future<Output = T>,
-    shared: &Shared,
-    write: &OwnedWriteHalf,
-) -> Result<T, ErrorBody> {
-    tokio::select! {
-        done = until => Ok(done),
-        () = shared.shutdown.cancelled() => Err(ErrorBody::new(
-            ErrorCode::ShuttingDown,
-            "the daemon is stopping; wait again through another one",
-        )),
-        () = client_left(write) => Err(ErrorBody::new(ErrorCode::Internal, "the client left")),
-    }
-}
-
-/// Ends when the client closed the connection. One that only stopped sending (a script's
-/// half-close) still reads the answer, and one that sends more (it may pipeline requests) is
-/// still there: for them this never ends, and a leaving is noticed at the next reply.
-async fn client_left(write: &OwnedWriteHalf) {
-    use tokio::io::Interest;
-    let stream: &tokio::net::UnixStream = write.as_ref();
-    match stream.ready(Interest::READABLE).await {
-        Ok(ready) if ready.is_read_closed() => {}
-        Err(_) => return,
-        Ok(_) => return std::future::pending().await,
-    }
-    // Closed both ways (a hang-up), or only the client's sending side?
-    match stream.ready(Interest::READABLE | Interest::WRITABLE).await {
-        Ok(ready) if ready.is_write_closed() => {}
-        Err(_) => {}
-        Ok(_) => std::future::pending().await,
     }
 }
 

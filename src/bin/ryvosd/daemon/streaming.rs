@@ -3,9 +3,9 @@
 //! `RunParked` and keeps following, until the run is continued (from anywhere on this
 //! daemon) and ends, or is stopped.
 
-use super::queue_methods::watching;
 use super::reply::{send, EventLines};
 use super::run_request::{run_error, run_request};
+use super::watching::watching;
 use super::Shared;
 use futures_util::FutureExt;
 use ryvos::protocol::event::ParkReason;
