@@ -88,6 +88,7 @@ async fn a_turn_cut_off_by_a_crash_is_repaired_on_resume() {
             settings: Default::default(),
             model_calls: 0,
             active_ms: 0,
+            directed_by: None,
         }));
         store.write(&[batch]).await.unwrap();
     }

@@ -119,7 +119,7 @@ async fn in_process_a_parked_run_exits_4_and_is_continued_or_stopped() {
     let (code, _, stderr) = home
         .ryvos(&["continue", &run_id, "--budget-cents", "500"])
         .await;
-    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(code, 1, "{stderr}");
     assert!(
         stderr.contains("has ended already") || stderr.contains("not parked"),
         "{stderr}"
@@ -235,6 +235,27 @@ async fn a_director_run_parks_between_steps_and_finishes_its_plan_after_continue
         0,
         "nothing is held while parked"
     );
+    // The parked step stands for its Director: it is continued through it, never alone.
+    let step_run = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::DirectorStep {
+                status: ryvos::protocol::plan::StepEvent::Parked,
+                step_run_id,
+                ..
+            } => step_run_id.clone(),
+            _ => None,
+        })
+        .expect("the step's run parked");
+    let alone = h.runtime.continue_run(&step_run, Some(500)).await;
+    let refused = alone.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        refused.contains(&format!("ryvos continue {}", parked.run_id)),
+        "{refused}"
+    );
+    let listed = h.runtime.parked_runs().await.unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].run_id, parked.run_id);
 
     let handle = h
         .runtime
@@ -254,12 +275,10 @@ async fn a_director_run_parks_between_steps_and_finishes_its_plan_after_continue
         &e.kind,
         EventKind::DirectorStep { step, detail, .. } if step == "a" && detail.contains("continued")
     )));
-    // Its totals are over both stretches: the look's 70 cents are in them.
-    assert!(
-        done.cost_cents.unwrap_or_default() > 70.0,
-        "{:?}",
-        done.cost_cents
-    );
+    // Its totals are over both stretches, each call counted once: the look's 70 cents and
+    // four calls of 0.07 cents (the plan, a's answer, b, the final answer).
+    let cents = done.cost_cents.unwrap_or_default();
+    assert!((cents - 70.28).abs() < 1e-6, "{cents}");
     // Continued again, it is refused: it is not parked any more.
     let again = h.runtime.continue_run(&parked.run_id, Some(500)).await;
     assert!(again.is_err());

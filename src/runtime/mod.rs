@@ -193,9 +193,16 @@ impl Runtime {
     /// Starts a run. Its events are followed from the first one through the handle.
     pub async fn run(&self, request: RunRequest) -> Result<RunHandle, RuntimeError> {
         let trace_parent = request.check()?;
+        let recorded = match &request.session {
+            Some(id) => self.session(id).await?,
+            None => None,
+        };
+        if let Some(session) = recorded.as_ref() {
+            refuse_while_parked(session)?;
+        }
         let workspace = match request.workspace {
             Some(dir) => Workspace::new(&dir)?,
-            None => self.default_workspace(request.session.as_ref()).await?,
+            None => default_workspace(recorded.as_ref())?,
         };
         let spec = RunSpec {
             prompt: request.prompt,
@@ -206,6 +213,7 @@ impl Runtime {
             on_message: request.on_message,
             trace_parent,
             settings: request.settings,
+            directed_by: None,
             continues: None,
         };
         let ticket = if request.director {
@@ -219,28 +227,6 @@ impl Runtime {
             events: BroadcastStream::new(ticket.events),
             ended: false,
         })
-    }
-
-    /// Where a run given no workspace works: its session's own (where its history's files
-    /// are), else the current directory.
-    async fn default_workspace(
-        &self,
-        session: Option<&SessionId>,
-    ) -> Result<Workspace, RuntimeError> {
-        let recorded = match session {
-            Some(id) => self.session(id).await?.and_then(|s| s.workspace),
-            None => None,
-        };
-        match recorded {
-            Some(dir) => Workspace::new(std::path::Path::new(&dir)).map_err(|e| {
-                RuntimeError::BadRequest(format!(
-                    "the session's workspace {dir} cannot be used ({e}); give another workspace"
-                ))
-            }),
-            None => Ok(Workspace::new(
-                &std::env::current_dir().unwrap_or_else(|_| ".".into()),
-            )?),
-        }
     }
 
     /// Pauses the run in flight on `session` after its current step (status `interrupted`);
@@ -453,5 +439,35 @@ impl Runtime {
             tracing::warn!("the run logger did not finish within {RUN_LOG_DRAIN:?}");
         }
         stopped
+    }
+}
+
+/// Where a run given no workspace works: its session's own (where its history's files are),
+/// else the current directory.
+fn default_workspace(session: Option<&SessionRecord>) -> Result<Workspace, RuntimeError> {
+    match session.and_then(|s| s.workspace.as_deref()) {
+        Some(dir) => Workspace::new(Path::new(dir)).map_err(|e| {
+            RuntimeError::BadRequest(format!(
+                "the session's workspace {dir} cannot be used ({e}); give another workspace"
+            ))
+        }),
+        None => Ok(Workspace::new(
+            &std::env::current_dir().unwrap_or_else(|_| ".".into()),
+        )?),
+    }
+}
+
+/// A session whose latest run is parked takes no other run until that one is continued or
+/// stopped: it would go on from a conversation that moved on.
+fn refuse_while_parked(session: &SessionRecord) -> Result<(), RuntimeError> {
+    match (&session.last_run, session.last_status) {
+        (Some(parked), Some(ryvos_protocol::event::RunStatus::Parked)) => {
+            Err(RuntimeError::BadRequest(format!(
+                "session {} has a parked run, {parked}: `ryvos continue {parked}` goes on with \
+                 it, `ryvos stop {parked}` ends it",
+                session.session_id
+            )))
+        }
+        _ => Ok(()),
     }
 }

@@ -60,7 +60,8 @@ impl Runtime {
             Err(RuntimeError::NoSuchRun(_)) => match self.parked_director(run_id).await? {
                 Some((session, plan)) => {
                     let reason = "the run was stopped where it parked".to_owned();
-                    let ends_as = Some((RunStatus::BudgetExceeded, reason));
+                    let parked_for = plan.parked.as_ref().and_then(|p| p.reason);
+                    let ends_as = Some((stopped_status(parked_for), reason));
                     return self.take_up_director(session, plan, None, ends_as);
                 }
                 None => return Err(RuntimeError::NoSuchRun(run_id.to_string())),
@@ -75,11 +76,7 @@ impl Runtime {
                     run.park_reason.map_or("parked", |r| r.as_str())
                 );
                 let settings = run.settings.clone();
-                let status = match run.park_reason {
-                    Some(ParkReason::Escalated) => RunStatus::Escalated,
-                    _ => RunStatus::BudgetExceeded,
-                };
-                let ends_as = Some((status, reason));
+                let ends_as = Some((stopped_status(run.park_reason), reason));
                 self.take_up(session, run, settings, ends_as).await
             }
             Some(status) => Err(RuntimeError::NotParked(format!(
@@ -117,17 +114,33 @@ impl Runtime {
             let run = runs
                 .into_iter()
                 .find(|r| Some(&r.run_id) == session.last_run.as_ref());
-            if let Some((run, reason)) = run.and_then(|r| r.park_reason.map(|p| (r, p))) {
-                parked.push((
-                    run.started_at_ms,
-                    ParkedRun {
-                        run_id: run.run_id,
-                        session_id: run.session_id,
-                        reason,
-                        cost_cents: run.cost_microcents as f64 / MICROCENTS_PER_CENT as f64,
-                    },
-                ));
+            let Some((run, reason)) = run.and_then(|r| r.park_reason.map(|p| (r, p))) else {
+                continue;
+            };
+            let cents = run.cost_microcents as f64 / MICROCENTS_PER_CENT as f64;
+            // A parked step stands for its Director, which is what is continued.
+            let (run_id, session_id, cost_cents) = match run.directed_by {
+                Some(director) => {
+                    let plan =
+                        (store.plan(&director.session_id).await).map_err(EngineError::from)?;
+                    let spent = plan.and_then(|p| p.parked).map_or(cents, |p| p.cost_cents);
+                    (director.run_id, director.session_id, spent)
+                }
+                None => (run.run_id, run.session_id, cents),
+            };
+            if parked
+                .iter()
+                .any(|(_, p): &(u64, ParkedRun)| p.run_id == run_id)
+            {
+                continue;
             }
+            let entry = ParkedRun {
+                run_id,
+                session_id,
+                reason,
+                cost_cents,
+            };
+            parked.push((run.started_at_ms, entry));
         }
         parked.sort_by_key(|(at, _)| *at);
         Ok(parked.into_iter().map(|(_, run)| run).collect())
@@ -141,7 +154,7 @@ impl Runtime {
         settings: ryvos_actors::RunSettings,
         ends_as: Option<(RunStatus, String)>,
     ) -> Result<RunHandle, RuntimeError> {
-        let workspace = self.default_workspace(Some(&session.session_id)).await?;
+        let workspace = super::default_workspace(Some(&session))?;
         let spec = RunSpec {
             prompt: String::new(),
             workspace,
@@ -150,6 +163,7 @@ impl Runtime {
             on_message: None,
             trace_parent: None,
             settings,
+            directed_by: None,
             continues: Some(Continuation {
                 parked: Box::new(run),
                 ends_as,
@@ -212,6 +226,7 @@ impl Runtime {
             settings: settings.clone(),
             model_calls: 0,
             active_ms: parked.duration_ms,
+            directed_by: None,
         };
         let spec = RunSpec {
             prompt: plan.prompt,
@@ -221,6 +236,7 @@ impl Runtime {
             on_message: None,
             trace_parent: None,
             settings,
+            directed_by: None,
             continues: Some(Continuation {
                 parked: Box::new(record),
                 ends_as,
@@ -255,6 +271,16 @@ impl Runtime {
     async fn parked(&self, run_id: &RunId) -> Result<(SessionRecord, RunRecord), RuntimeError> {
         let (session, run) = self.latest_run(run_id).await?;
         match run {
+            // A Director's step goes on with its Director: alone, the plan would not know.
+            Some(RunRecord {
+                directed_by: Some(director),
+                status: Some(RunStatus::Parked),
+                ..
+            }) => Err(RuntimeError::NotParked(format!(
+                "run {run_id} is a step of the parked Director run {}: `ryvos continue {}` goes \
+                 on with it",
+                director.run_id, director.run_id
+            ))),
             Some(run) if run.status == Some(RunStatus::Parked) => Ok((session, run)),
             Some(RunRecord {
                 status: Some(status),
@@ -287,5 +313,13 @@ impl Runtime {
             .map_err(EngineError::from)?;
         let run = runs.into_iter().find(|r| r.run_id == *run_id);
         Ok((session, run))
+    }
+}
+
+/// The end a parked run stopped where it parked has: as it would have ended unparked.
+fn stopped_status(parked_for: Option<ParkReason>) -> RunStatus {
+    match parked_for {
+        Some(ParkReason::Escalated) => RunStatus::Escalated,
+        _ => RunStatus::BudgetExceeded,
     }
 }

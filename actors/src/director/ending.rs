@@ -2,7 +2,7 @@
 
 use super::stop;
 use crate::event::{ParkReason, RunOutcome, RunStatus};
-use ryvos_protocol::records::ParkedPlan;
+use ryvos_protocol::records::{ParkedPlan, RunRecord};
 use std::time::Instant;
 
 /// The sums over every run a Director made, across its continues.
@@ -40,6 +40,15 @@ impl Totals {
     /// How long the Director has run, its parked time left out.
     pub(super) fn duration_ms(&self) -> u64 {
         self.ran_before_ms + self.since.elapsed().as_millis() as u64
+    }
+
+    /// Adds a continued step's run, less what it had spent when it parked (counted then).
+    pub(super) fn add_continued(&mut self, ran: &RunOutcome, counted: &RunRecord) {
+        self.turns += ran.turns.saturating_sub(counted.turns);
+        self.input_tokens += ran.input_tokens.saturating_sub(counted.input_tokens);
+        self.output_tokens += ran.output_tokens.saturating_sub(counted.output_tokens);
+        let before = counted.cost_microcents as f64 / 1_000_000.0;
+        self.cost_cents += (ran.cost_cents.unwrap_or(0.0) - before).max(0.0);
     }
 
     pub(super) fn add(&mut self, ran: &RunOutcome) {

@@ -21,6 +21,7 @@ pub(crate) use stop::StopSignal;
 use ending::{stopped_from_outside, End, Totals};
 
 pub(crate) use ryvos_protocol::plan::{Plan, PlanError, Step, StepEvent};
+use ryvos_protocol::records::DirectedBy;
 pub(crate) use ryvos_protocol::records::{PlanRecord, StepState};
 
 use crate::checkpoint::Checkpoint;
@@ -275,11 +276,11 @@ impl Director {
         totals: &mut Totals,
         running: &mut Steps,
     ) -> Result<(), End> {
+        // The continued steps' runs, as they parked (what they had spent is counted already).
+        let mut continued = (self.continue_parked_steps(record, spec, events, running)).await?;
         // Set once a step parks: no step starts after it, and the run parks once the steps in
         // flight have ended.
-        let mut parked = self
-            .continue_parked_steps(record, spec, events, running)
-            .await?;
+        let mut parked = None;
         loop {
             self.go_on()?;
             let free = self.config.max_parallel_steps.max(1);
@@ -313,8 +314,10 @@ impl Director {
             if let Some(end) = stopped_from_outside(&format!("step '{id}'"), &ran) {
                 return Err(end);
             }
-            if let Ok(r) = &ran {
-                totals.add(r);
+            match (&ran, continued.remove(&id)) {
+                (Ok(r), Some(counted)) => totals.add_continued(r, &counted),
+                (Ok(r), None) => totals.add(r),
+                (Err(_), _) => {}
             }
             let (status, detail) = self.record_step(record, &id, &ran, events);
             // A finished step is durable before anything depends on it.
@@ -383,10 +386,15 @@ impl Director {
             detail: String::new(),
         });
         // A step parks at a budget (unless the run said not to): the plan parks with it.
+        let directed_by = DirectedBy {
+            session_id: record.session_id.clone(),
+            run_id: record.run_id.clone(),
+        };
         let spec = RunSpec {
             prompt,
             goal,
             continues: None,
+            directed_by: Some(directed_by),
             ..spec.clone()
         };
         self.spawn_step(running, id, child, spec);
@@ -546,7 +554,7 @@ impl Director {
             cost_cents: Some(run.cost_microcents as f64 / 1_000_000.0),
             duration_ms: run.ended_at_ms?.saturating_sub(run.started_at_ms),
             truncated: false,
-            park_reason: None,
+            park_reason: run.park_reason,
         })
     }
 

@@ -10,6 +10,7 @@ use crate::ids::RunId;
 use crate::session::{Continuation, RunSpec};
 use ryvos_protocol::plan::StepEvent;
 use ryvos_protocol::records::{ParkedPlan, PlanRecord, RunRecord, StepState};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 impl Director {
@@ -44,27 +45,35 @@ impl Director {
         }
     }
 
-    /// Goes on with the runs of the plan's parked steps (a step whose run is not parked any
-    /// more is run again); the steps are then in flight.
+    /// Goes on with the runs of the plan's parked steps (a step whose run completed since is
+    /// done; one that ended otherwise runs again); the steps are then in flight. Gives each
+    /// continued step's run as it parked: what it had spent is counted already.
     pub(super) async fn continue_parked_steps(
         &self,
         record: &mut PlanRecord,
         spec: &RunSpec,
         events: &RunEvents,
         running: &mut Steps,
-    ) -> Result<Option<End>, End> {
+    ) -> Result<HashMap<String, RunRecord>, End> {
+        let mut continued = HashMap::new();
         let parked: Vec<String> = (record.steps.iter())
             .filter(|(_, p)| p.state == StepState::Parked)
             .map(|(id, _)| id.clone())
             .collect();
         for id in &parked {
             let child = record.step_session(id);
-            let run = match self.parked_run(record, id).await? {
-                Some(run) => run,
-                None => {
-                    // Its run was ended meanwhile: the step runs again.
+            let run = match self.step_run(record, id).await? {
+                Some(run) if run.status == Some(RunStatus::Parked) => run,
+                ended => {
+                    // Its run ended meanwhile: done if it completed, else the step runs again.
                     if let Some(progress) = record.steps.get_mut(id) {
-                        progress.state = StepState::Pending;
+                        match ended.filter(|r| r.status == Some(RunStatus::Completed)) {
+                            Some(run) => {
+                                progress.state = StepState::Done;
+                                progress.output = run.output;
+                            }
+                            None => progress.state = StepState::Pending,
+                        }
                     }
                     continue;
                 }
@@ -79,12 +88,13 @@ impl Director {
             if let Some(progress) = record.steps.get_mut(id) {
                 progress.state = StepState::Running;
             }
+            continued.insert(id.clone(), run.clone());
             self.spawn_step(running, id.clone(), child, continuing(spec, run, None));
         }
         if !parked.is_empty() {
             self.save(record).await?;
         }
-        Ok(None)
+        Ok(continued)
     }
 
     /// Ends a parked plan (`ryvos stop`): its parked steps' runs end with `status`, and the
@@ -101,8 +111,8 @@ impl Director {
             if record.state(&id) != StepState::Parked {
                 continue;
             }
-            match self.parked_run(record, &id).await {
-                Ok(Some(run)) => {
+            match self.step_run(record, &id).await {
+                Ok(Some(run)) if run.status == Some(RunStatus::Parked) => {
                     let ends = Some((status, reason.clone()));
                     let spec = continuing(spec, run, ends);
                     let child = record.step_session(&id);
@@ -110,7 +120,7 @@ impl Director {
                         tracing::warn!(step = %id, "a parked step's run could not be ended: {e}");
                     }
                 }
-                Ok(None) => {}
+                Ok(_) => {}
                 Err(end) => return end,
             }
             if let Some(progress) = record.steps.get_mut(&id) {
@@ -156,16 +166,14 @@ impl Director {
         }
     }
 
-    /// The parked run of step `id`, from its session's records; `None` when it is not parked.
-    async fn parked_run(&self, record: &PlanRecord, id: &str) -> Result<Option<RunRecord>, End> {
+    /// The latest run of step `id`, from its session's records.
+    async fn step_run(&self, record: &PlanRecord, id: &str) -> Result<Option<RunRecord>, End> {
         let Some(run_id) = record.steps.get(id).and_then(|p| p.run_id.clone()) else {
             return Ok(None);
         };
         let runs = (self.store.session_runs(&record.step_session(id)).await)
             .map_err(|e| End::failed(format!("reading step '{id}''s runs: {e}")))?;
-        Ok(runs
-            .into_iter()
-            .find(|r| r.run_id == run_id && r.status == Some(RunStatus::Parked)))
+        Ok(runs.into_iter().find(|r| r.run_id == run_id))
     }
 }
 
@@ -175,6 +183,7 @@ fn continuing(spec: &RunSpec, run: RunRecord, ends_as: Option<(RunStatus, String
     RunSpec {
         prompt: String::new(),
         goal: run.goal.clone().map(Arc::new),
+        directed_by: run.directed_by.clone(),
         continues: Some(Continuation {
             parked: Box::new(run),
             ends_as,

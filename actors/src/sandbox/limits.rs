@@ -407,7 +407,9 @@ fn cgroup_v1() -> Option<Mechanism> {
             return None;
         }
         remove_stale(&parent);
-        if create_fresh(&dir).is_err() {
+        // A directory still held (an orphaned command of a killed daemon with this pid) is
+        // used as it is.
+        if create_fresh(&dir).is_err() && !dir.exists() {
             return None;
         }
         dirs.push(dir);
@@ -429,6 +431,7 @@ fn remove_stale(parent: &Path) {
             .to_str()
             .and_then(|n| n.strip_prefix("ryvos-"))
             .and_then(|n| n.split('-').next())
+            .filter(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
         else {
             continue;
         };

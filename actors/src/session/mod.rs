@@ -99,6 +99,8 @@ pub struct RunSpec {
     pub settings: RunSettings,
     /// For a parked run going on: its record as it parked, and whether it goes on or ends.
     pub continues: Option<Continuation>,
+    /// For a Director's step: the Director run it serves.
+    pub directed_by: Option<ryvos_protocol::records::DirectedBy>,
 }
 
 /// A parked run taken up again: the same run, its totals kept.

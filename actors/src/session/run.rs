@@ -88,6 +88,8 @@ pub(super) struct ActiveRun {
     pub resume_note: Option<String>,
     /// Why the run parks, once it does.
     pub parked: Option<ryvos_protocol::event::ParkReason>,
+    /// For a Director's step: the Director run it serves.
+    pub directed_by: Option<ryvos_protocol::records::DirectedBy>,
     /// Model calls answered so far.
     pub turns: u32,
     /// For a run continuing without a prompt: the turns taken since the last prompt, before
@@ -229,6 +231,7 @@ impl ActiveRun {
             continued: false,
             resume_note: None,
             parked: None,
+            directed_by: None,
             turns: 0,
             turns_before: 0,
             writes: false,
@@ -264,6 +267,7 @@ impl ActiveRun {
         self.spent.model_calls = parked.model_calls;
         self.started_at_ms = parked.started_at_ms;
         self.active_before_ms = parked.active_ms;
+        self.last_text = parked.output.clone();
         self.continued = true;
         if parked.park_reason == Some(ryvos_protocol::event::ParkReason::Escalated) {
             // Its last word was an answer the Judge escalated: it goes on only when told to.
@@ -354,6 +358,7 @@ impl ActiveRun {
             settings: self.settings.clone(),
             model_calls: self.spent.model_calls,
             active_ms: self.active_ms(),
+            directed_by: self.directed_by.clone(),
         }
     }
 }

@@ -97,6 +97,17 @@ pub struct RunRecord {
     /// up to its latest continue).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub active_ms: u64,
+    /// For a Director's step: the Director run it serves (which continues or stops it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directed_by: Option<DirectedBy>,
+}
+
+/// The Director run a step's run serves.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DirectedBy {
+    pub session_id: SessionId,
+    pub run_id: RunId,
 }
 
 fn is_zero<T: Default + PartialEq>(n: &T) -> bool {

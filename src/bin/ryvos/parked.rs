@@ -78,10 +78,8 @@ async fn take_here(run: RunId, taken: Taken, shown: Shown, config: Config) -> u8
         }
         Err(e) => {
             eprintln!("ryvos: {e}");
-            match e {
-                RuntimeError::NoSuchRun(_) | RuntimeError::NotParked(_) => EXIT_USAGE,
-                _ => EXIT_RUN_FAILED,
-            }
+            // As through the daemon, which refuses it.
+            EXIT_RUN_FAILED
         }
     };
     if let Err(e) = runtime.close().await {

@@ -123,7 +123,9 @@ impl Renderer {
         if let EventKind::RunParked { reason, message } = &event.kind {
             self.end_line();
             let waiting = match self.answerable_elsewhere {
-                true => "; waiting until it goes on (Ctrl-C stops waiting, the run stays parked)",
+                true => {
+                    "; waiting until it goes on (Ctrl-C twice stops waiting; the run stays parked)"
+                }
                 false => "",
             };
             note!(

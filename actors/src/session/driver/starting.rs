@@ -36,6 +36,7 @@ pub(super) fn new_run(session: &Conversation, run_id: RunId, spec: &RunSpec) -> 
     run.goal = spec.goal.clone();
     run.on_message = spec.on_message.clone();
     run.settings = spec.settings.clone();
+    run.directed_by = spec.directed_by.clone();
     if let Some(continuation) = &spec.continues {
         run.take_up(&continuation.parked);
     }

@@ -40,6 +40,7 @@ fn run(id: &str, session: &SessionId) -> RunRecord {
         settings: Default::default(),
         model_calls: 0,
         active_ms: 0,
+        directed_by: None,
     }
 }
 

@@ -40,6 +40,7 @@ async fn batches_round_trip_and_sessions_stay_apart() {
         settings: Default::default(),
         model_calls: 0,
         active_ms: 0,
+        directed_by: None,
     }));
     let batch_b = WriteBatch::of(b.clone(), [message(0, 1, "b0".into())]);
     store.write(&[batch_a, batch_b]).await.unwrap();

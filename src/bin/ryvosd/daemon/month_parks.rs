@@ -1,17 +1,29 @@
 //! Runs parked on the month's limit go on by themselves once the month allows it again: when
 //! the daemon starts (its limit may have been raised meanwhile) and when the month turns.
-//! Nothing polls in between: one timer, set for the month's first instant.
+//! Nothing polls in between: one timer, set for the month's first instant (or, after a continue
+//! that failed, for a try again in a minute).
 
 use super::Shared;
 use ryvos::protocol::event::ParkReason;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long after a failed continue it is tried again, and how many times in a row.
+const RETRY_AFTER: Duration = Duration::from_secs(60);
+const RETRIES: u32 = 30;
 
 /// Starts the task; it ends with the daemon.
 pub(super) fn spawn(shared: Arc<Shared>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
+        let mut tries = 0;
         loop {
-            continue_month_parks(&shared).await;
-            let wait = ryvos::Period::until_next_month(ryvos::shared_store::now_ms());
+            let failed = continue_month_parks(&shared).await;
+            let month_turns = ryvos::Period::until_next_month(ryvos::shared_store::now_ms());
+            tries = if failed { tries + 1 } else { 0 };
+            let wait = match tries {
+                1..=RETRIES => RETRY_AFTER.min(month_turns),
+                _ => month_turns,
+            };
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
                 () = shared.shutdown.cancelled() => return,
@@ -20,21 +32,22 @@ pub(super) fn spawn(shared: Arc<Shared>) -> tokio::task::JoinHandle<()> {
     })
 }
 
-/// Continues the runs parked on the month's limit, if the month is within it now.
-async fn continue_month_parks(shared: &Shared) {
+/// Continues the runs parked on the month's limit, if the month is within it now; whether one
+/// of them could not be.
+async fn continue_month_parks(shared: &Shared) -> bool {
     let runtime = &shared.runtime;
     let parked = match runtime.parked_runs().await {
         Ok(parked) => parked,
         Err(e) => {
             tracing::warn!("listing the runs parked on the month's limit: {e}");
-            return;
+            return true;
         }
     };
     let waiting: Vec<_> = (parked.into_iter())
         .filter(|run| run.reason == ParkReason::BudgetMonth)
         .collect();
     if waiting.is_empty() {
-        return;
+        return false;
     }
     match runtime.cost_report().await {
         Ok(report) if report.refused_until.is_some() => {
@@ -42,14 +55,15 @@ async fn continue_month_parks(shared: &Shared) {
                 parked = waiting.len(),
                 "runs stay parked: the month is still over its limit"
             );
-            return;
+            return false;
         }
         Ok(_) => {}
         Err(e) => {
             tracing::warn!("reading the month's spending for its parked runs: {e}");
-            return;
+            return true;
         }
     }
+    let mut failed = false;
     for run in waiting {
         match runtime.continue_run(&run.run_id, None).await {
             Ok(handle) => {
@@ -63,10 +77,13 @@ async fn continue_month_parks(shared: &Shared) {
                     }
                 });
             }
-            // Another daemon sharing the store may have taken it up first.
+            // Another daemon sharing the store may have taken it up first: then it is not
+            // parked any more, and the next look leaves it be.
             Err(e) => {
-                tracing::warn!(run = %run.run_id, "continuing a run parked on the month's limit: {e}")
+                tracing::warn!(run = %run.run_id, "continuing a run parked on the month's limit: {e}");
+                failed = true;
             }
         }
     }
+    failed
 }

@@ -32,6 +32,12 @@ pub(super) async fn submit(params: RunParams, shared: &Shared) -> Result<QueuedR
     // Checked as `run` checks it, so that a bad run is refused now, not when it is claimed.
     let request = run_request(params.clone(), shared).await?;
     request.validate().map_err(run_error)?;
+    // Where it works is settled now (the caller's directory for a new session given none),
+    // not by whichever daemon claims it.
+    let mut params = params;
+    if params.workspace.is_none() {
+        params.workspace = (request.workspace.as_ref()).map(|w| w.display().to_string());
+    }
     let run = QueuedRun {
         id: QueuedRunId::generate(),
         session_id: request.session.unwrap_or_else(SessionId::generate),

@@ -231,7 +231,7 @@ pub(super) fn ended(record: &RunRecord) -> RunOutcome {
             .ended_at_ms
             .map_or(0, |end| end.saturating_sub(record.started_at_ms)),
         truncated: false,
-        park_reason: None,
+        park_reason: record.park_reason,
     }
 }
 

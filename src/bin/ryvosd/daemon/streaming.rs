@@ -13,8 +13,9 @@ use ryvos::protocol::{
     ContinueParams, ErrorBody, ErrorCode, Method, Reply, RunIdParams, RunParams,
 };
 use ryvos::{Event, EventKind, RunHandle, RunOutcome, RuntimeError};
-use ryvos_protocol::ids::RunId;
+use ryvos_protocol::ids::{RunId, SessionId};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::broadcast::{error::RecvError, Receiver};
 
@@ -119,7 +120,7 @@ async fn follow(
     let outcome = match (outcome, parked) {
         (Some(o), Some(live)) if !o.status.is_end() => {
             tracing::info!(%session, %run, "run parked; following it until it ends");
-            match through_parks(&run, live, Some(&mut lines), write, shared).await {
+            match through_parks((&session, &run), live, Some(&mut lines), write, shared).await {
                 Ok(outcome) => Some(outcome),
                 Err(error) => return send(write, &Reply::Error { id, error }).await,
             }
@@ -187,32 +188,48 @@ async fn stream(
     Ok((outcome, parked))
 }
 
-/// Follows the parked `run` on the daemon's event stream until it ends for good (it may park
-/// again meanwhile), sending its events; its outcome. Nothing is polled meanwhile: the wait
-/// ends on the run's events, the client leaving or the daemon stopping.
+/// How often a wait through a park looks at the run's record, where daemons share the store:
+/// another daemon may continue the run, and its events are not heard here.
+const LOOK_ACROSS_DAEMONS: Duration = Duration::from_secs(30);
+
+/// Follows the parked `run` of `session` on the daemon's event stream until it ends for good
+/// (it may park again meanwhile), sending its events; its outcome. The wait ends on the run's
+/// events, the client leaving or the daemon stopping; its record is looked at only when events
+/// were missed, and, where daemons share the store, every [`LOOK_ACROSS_DAEMONS`].
 async fn through_parks(
-    run: &RunId,
+    (session, run): (&SessionId, &RunId),
     mut live: Receiver<Arc<Event>>,
     mut lines: Option<&mut EventLines>,
     write: &mut OwnedWriteHalf,
     shared: &Shared,
 ) -> Result<RunOutcome, ErrorBody> {
+    // Alone on its store, nothing but this daemon's events can end the wait: no timer.
+    let look_every = match shared.runtime.shared_store().node() {
+        Some(_) => LOOK_ACROSS_DAEMONS,
+        None => Duration::MAX,
+    };
     loop {
-        let next = watching(live.recv(), shared, write)
+        let next = watching(tokio::time::timeout(look_every, live.recv()), shared, write)
             .await
             .map_err(|e| still_parked(run, e))?;
         let event = match next {
-            Ok(event) if event.run_id == *run => event,
-            Ok(_) => continue,
-            Err(RecvError::Lagged(n)) => {
-                tracing::warn!(%run, "following a parked run, {n} events of other runs were missed");
-                continue;
-            }
-            Err(RecvError::Closed) => {
+            Ok(Ok(event)) if event.run_id == *run => event,
+            Ok(Ok(_)) => continue,
+            Ok(Err(RecvError::Closed)) => {
                 return Err(ErrorBody::new(
                     ErrorCode::ShuttingDown,
                     format!("the daemon is stopping; run {run} stays parked"),
                 ))
+            }
+            // Events missed, or quiet for a while: the record says whether it ended.
+            lagged_or_quiet => {
+                if let Ok(Err(RecvError::Lagged(n))) = lagged_or_quiet {
+                    tracing::warn!(%run, "following a parked run, {n} events were missed");
+                }
+                match stored_end(shared, session, run).await {
+                    Some(outcome) => return Ok(outcome),
+                    None => continue,
+                }
             }
         };
         if let Some(lines) = lines.as_deref_mut() {
@@ -220,10 +237,29 @@ async fn through_parks(
                 return Err(ErrorBody::new(ErrorCode::Internal, "the client left"));
             }
         }
-        if let Some(outcome) = RunOutcome::from_event(&event).filter(|o| o.status.is_end()) {
-            return Ok(outcome);
+        let Some(outcome) = RunOutcome::from_event(&event).filter(|o| o.status.is_end()) else {
+            continue;
+        };
+        // A continue that could not start ends without touching the record: still parked.
+        match stored_end(shared, session, run).await {
+            Some(_) => return Ok(outcome),
+            None => tracing::info!(%run, "a continue did not start; the run stays parked"),
         }
     }
+}
+
+/// The end run `run` of `session` has on record, once it has ended for good.
+async fn stored_end(shared: &Shared, session: &SessionId, run: &RunId) -> Option<RunOutcome> {
+    let runs = match shared.runtime.shared_store().session_runs(session).await {
+        Ok(runs) => runs,
+        Err(e) => {
+            tracing::warn!(%run, "reading whether a parked run has ended: {e}");
+            return None;
+        }
+    };
+    runs.iter()
+        .find(|r| r.run_id == *run && r.status.is_some_and(|s| s.is_end()))
+        .map(super::queue_worker::ended)
 }
 
 /// How the run `outcome` tells of ended for good: `outcome` itself, unless it parked; then its
@@ -254,15 +290,10 @@ pub(super) async fn final_outcome(
     }
     // Subscribed before the record is read, so that an end between the two is heard.
     let live = shared.runtime.subscribe();
-    let store = shared.runtime.shared_store();
-    let runs = (store.session_runs(&outcome.session_id).await)
-        .map_err(|e| ErrorBody::new(ErrorCode::Internal, e.to_string()))?;
-    let ended = runs
-        .iter()
-        .find(|r| r.run_id == outcome.run_id && r.status.is_some_and(|s| s.is_end()));
-    match ended {
-        Some(record) => Ok(super::queue_worker::ended(record)),
-        None => through_parks(&outcome.run_id, live, lines, write, shared).await,
+    let (session, run) = (&outcome.session_id, &outcome.run_id);
+    match stored_end(shared, session, run).await {
+        Some(ended) => Ok(ended),
+        None => through_parks((session, run), live, lines, write, shared).await,
     }
 }
 
