@@ -5,7 +5,7 @@
 
 use super::Driver;
 use crate::config::OnLimit;
-use crate::cost_ledger::dollars;
+use crate::cost_ledger::{dollars, MICROCENTS_PER_CENT};
 use crate::event::{ParkReason, RunStatus};
 use crate::session::run::Ending;
 use crate::session::siblings::Refusal;
@@ -31,10 +31,12 @@ impl Driver {
             ParkReason::BudgetRun => {
                 let limit = (self.run.limits.per_run_limit_cents)
                     .unwrap_or(self.session.services.budget.per_run_limit_cents);
+                let budget = dollars(limit.saturating_mul(MICROCENTS_PER_CENT));
                 format!(
-                    "the run has spent {spent}, which reaches its budget of {limit} cents; it \
-                     parked before its next model call, its turns stored. `ryvos continue {run} \
-                     --budget-cents N` (N above {limit}) goes on; `ryvos stop {run}` ends it"
+                    "the run has spent {spent}, which reaches its budget of {budget}; it parked \
+                     before its next model call, its turns stored. `ryvos continue {run} \
+                     --budget-cents N` (N cents, above {limit}) goes on; `ryvos stop {run}` ends \
+                     it"
                 )
             }
             ParkReason::Escalated => format!(
