@@ -1,10 +1,8 @@
 //! `ryvos continue RUN` and `ryvos stop RUN`: a parked run goes on (followed as `run` follows
 //! a run) or ends, through the daemon when one answers, else in this process.
 
-use crate::exit::{EXIT_DAEMON, EXIT_RUN_FAILED, EXIT_USAGE};
-use crate::inline_approval;
-use crate::render::Renderer;
-use crate::running::{follow_local, follow_remote, start_local};
+use crate::exit::{EXIT_DAEMON, EXIT_USAGE};
+use crate::running::{follow_remote, host_here, start_local};
 use ryvos::config::Config;
 use ryvos::protocol::{Continue, ContinueParams, RunIdParams, Stop};
 use ryvos::{RunHandle, Runtime, RuntimeError};
@@ -70,23 +68,9 @@ async fn take_here(run: RunId, taken: Taken, shown: Shown, config: Config) -> u8
         Err(code) => return code,
     };
     let ctrl_c = crate::ctrl_c::CtrlC::listen();
-    let code = match started(&runtime, &run, taken).await {
-        Ok(handle) => {
-            let renderer = Renderer::new(shown.json).in_process().quiet(shown.quiet);
-            let inline = inline_approval::wanted(shown.json);
-            follow_local(&runtime, handle, renderer, inline, &config, ctrl_c).await
-        }
-        Err(e) => {
-            eprintln!("ryvos: {e}");
-            // As through the daemon, which refuses it.
-            EXIT_RUN_FAILED
-        }
-    };
-    if let Err(e) = runtime.close().await {
-        eprintln!("ryvos: stopping the runtime: {e}");
-        return EXIT_RUN_FAILED;
-    }
-    code
+    // Refused (not parked, unknown) exits 1, as through the daemon.
+    let started = started(&runtime, &run, taken).await;
+    host_here(runtime, started, (shown.json, shown.quiet), &config, ctrl_c).await
 }
 
 async fn started(runtime: &Runtime, run: &RunId, taken: Taken) -> Result<RunHandle, RuntimeError> {

@@ -272,11 +272,24 @@ pub async fn run_local(config: Config, local: Local) -> u8 {
         request = request.director();
     }
     let ctrl_c = CtrlC::listen();
-    let code = match runtime.run(request).await {
+    let started = runtime.run(request).await;
+    host_here(runtime, started, (json_out, quiet), &config, ctrl_c).await
+}
+
+/// Follows the run `started` in this process (`shown`: `--json`, `-q`), then closes the
+/// runtime; the exit code.
+pub async fn host_here(
+    runtime: Runtime,
+    started: Result<ryvos::RunHandle, RuntimeError>,
+    (json_out, quiet): (bool, bool),
+    config: &Config,
+    ctrl_c: CtrlC,
+) -> u8 {
+    let code = match started {
         Ok(handle) => {
             let renderer = Renderer::new(json_out).in_process().quiet(quiet);
             let inline = inline_approval::wanted(json_out);
-            follow_local(&runtime, handle, renderer, inline, &config, ctrl_c).await
+            follow_local(&runtime, handle, renderer, inline, config, ctrl_c).await
         }
         Err(e) => {
             eprintln!("ryvos: {e}");
@@ -314,7 +327,7 @@ pub async fn start_local(config: &Config, record: Option<&std::path::Path>) -> R
 
 /// Shows the in-process run's events as they come and answers its approval requests at the
 /// terminal; the run's exit code.
-pub async fn follow_local(
+async fn follow_local(
     runtime: &Runtime,
     mut handle: ryvos::RunHandle,
     mut renderer: Renderer,
