@@ -70,6 +70,11 @@ impl SharedStore {
         self.0.finish_run(id, outcome).await
     }
 
+    /// Finishes the queued run whose run (`outcome`'s) parked and has now ended.
+    pub async fn settle_parked(&self, outcome: &RunOutcome) -> Result<(), StoreError> {
+        self.0.settle_parked_run(outcome).await
+    }
+
     /// The queued run `id`, if there is one.
     pub async fn queued_run(&self, id: &QueuedRunId) -> Result<Option<QueuedRun>, StoreError> {
         self.0.queued_run(id).await

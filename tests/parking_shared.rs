@@ -34,7 +34,7 @@ async fn a_parked_queued_run_is_waited_through_and_goes_on_through_another_daemo
         .spawn()
         .unwrap();
 
-    // Parked: every daemon's status lists it.
+    // Parked: every daemon's status lists it, and the queue holds it as parked.
     let mut parked = Value::Null;
     for _ in 0..300 {
         let (_, status, _) = b.ryvos(&["status", "--json"]).await;
@@ -47,6 +47,16 @@ async fn a_parked_queued_run_is_waited_through_and_goes_on_through_another_daemo
     }
     let run_id = parked["run_id"].as_str().expect("the run parks").to_owned();
     assert_eq!(parked["reason"], "budget_run");
+    let mut queued_state = Value::Null;
+    for _ in 0..100 {
+        let (_, runs, _) = a.ryvos(&["runs", "--json", "--state", "parked"]).await;
+        queued_state = serde_json::from_str::<Value>(&runs).unwrap_or_default()[0]["state"].clone();
+        if queued_state == "parked" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(queued_state, "parked");
 
     let (code, out, stderr) = b
         .ryvos(&["continue", &run_id, "--budget-cents", "500", "--json"])
@@ -72,6 +82,18 @@ async fn a_parked_queued_run_is_waited_through_and_goes_on_through_another_daemo
     );
     let log = std::fs::read_to_string(a.workspace.path().join("log.txt")).unwrap();
     assert_eq!(log, "one\ntwo\n", "each tool ran once");
+    // The queued run waited as parked, and is finished with the run's end.
+    let mut listed = Value::Null;
+    for _ in 0..100 {
+        let (_, runs, _) = a.ryvos(&["runs", "--json"]).await;
+        listed = serde_json::from_str::<Value>(&runs).unwrap_or_default()[0].clone();
+        if listed["state"] == "finished" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(listed["state"], "finished", "{listed}");
+    assert_eq!(listed["outcome"]["status"], "completed", "{listed}");
     a.shutdown(daemon_a).await;
     b.shutdown(daemon_b).await;
 }

@@ -3,12 +3,15 @@
 
 use super::{Runtime, RuntimeError};
 use crate::runtime::RunHandle;
+use crate::shared_store::SharedStore;
 use ryvos_actors::{Continuation, EngineError, RunSpec};
+use ryvos_protocol::event::{Event, RunOutcome};
 use ryvos_protocol::event::{ParkReason, RunStatus};
 use ryvos_protocol::ids::RunId;
 use ryvos_protocol::records::{PlanRecord, RunRecord, SessionRecord};
 use ryvos_protocol::socket::ParkedRun;
 use std::sync::Arc;
+use tokio::sync::broadcast::{error::RecvError, Receiver};
 use tokio_stream::wrappers::BroadcastStream;
 
 /// Millionths of a cent in a cent, as the ledger counts.
@@ -169,10 +172,12 @@ impl Runtime {
                 ends_as,
             }),
         };
+        let settling = self.settle_queue_at_end(&spec);
         let ticket = self
             .engine
             .start_run(Some(session.session_id), spec)
             .await?;
+        settling.start();
         Ok(RunHandle {
             session_id: ticket.session_id,
             run_id: ticket.run_id,
@@ -242,13 +247,27 @@ impl Runtime {
                 ends_as,
             }),
         };
+        let settling = self.settle_queue_at_end(&spec);
         let ticket = self.engine.start_director(Some(session.session_id), spec)?;
+        settling.start();
         Ok(RunHandle {
             session_id: ticket.session_id,
             run_id: ticket.run_id,
             events: BroadcastStream::new(ticket.events),
             ended: false,
         })
+    }
+
+    /// Where daemons share a queue, the queued run the continued run `spec` serves waits as
+    /// `parked`: it is finished once the run ends (followed from before it starts, so that its
+    /// end is heard).
+    fn settle_queue_at_end(&self, spec: &RunSpec) -> Settling {
+        let store = self.shared_store();
+        let run = spec.continues.as_ref().map(|c| c.parked.run_id.clone());
+        match (store.node(), run) {
+            (Some(_), Some(run)) => Settling(Some((self.subscribe(), run, store))),
+            _ => Settling(None),
+        }
     }
 
     /// The parked Director run `run_id`, from its session's plan (a Director run keeps no run
@@ -321,5 +340,42 @@ fn stopped_status(parked_for: Option<ParkReason>) -> RunStatus {
     match parked_for {
         Some(ParkReason::Escalated) => RunStatus::Escalated,
         _ => RunStatus::BudgetExceeded,
+    }
+}
+
+/// A continued run's queued run, to finish once the run ends (see
+/// [`Runtime::settle_queue_at_end`]).
+struct Settling(Option<(Receiver<Arc<Event>>, RunId, SharedStore)>);
+
+impl Settling {
+    /// Follows the run to its end in a task of its own. A run that parks again leaves its
+    /// queued run parked: its next continue settles it.
+    fn start(self) {
+        let Some((mut events, run, store)) = self.0 else {
+            return;
+        };
+        tokio::spawn(async move {
+            loop {
+                let event = match events.recv().await {
+                    Ok(event) if event.run_id == run => event,
+                    Ok(_) => continue,
+                    Err(RecvError::Lagged(_)) => {
+                        // Its end may have been among them: `wait` still reads it from the run.
+                        tracing::warn!(%run, "the queued run of a continued run stays parked: its events were missed");
+                        return;
+                    }
+                    Err(RecvError::Closed) => return,
+                };
+                let Some(outcome) = RunOutcome::from_event(&event) else {
+                    continue;
+                };
+                if outcome.status.is_end() {
+                    if let Err(e) = store.settle_parked(&outcome).await {
+                        tracing::warn!(%run, "the queued run of a continued run stays parked: {e}");
+                    }
+                }
+                return;
+            }
+        });
     }
 }

@@ -172,6 +172,12 @@ pub trait Storage: Send + Sync + 'static {
         Ok(false)
     }
 
+    /// Finishes the queued run whose run (`outcome`'s) parked and has now ended; nothing when
+    /// no queued run waits on it.
+    async fn settle_parked_run(&self, _outcome: &RunOutcome) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// The queue's runs (in `state`, when given), the most recently submitted first.
     async fn queued_runs(
         &self,

@@ -16,6 +16,9 @@ pub enum QueueState {
     Running,
     /// It ended: its outcome says how.
     Finished,
+    /// Its run parked at a budget (its outcome says why): it is finished once the run is
+    /// continued and ends, or stopped.
+    Parked,
 }
 
 impl QueueState {
@@ -25,12 +28,13 @@ impl QueueState {
             QueueState::Queued => "queued",
             QueueState::Running => "running",
             QueueState::Finished => "finished",
+            QueueState::Parked => "parked",
         }
     }
 
     /// The state written as [`Self::as_str`] does.
     pub fn parse(text: &str) -> Option<Self> {
-        [Self::Queued, Self::Running, Self::Finished]
+        [Self::Queued, Self::Running, Self::Finished, Self::Parked]
             .into_iter()
             .find(|s| s.as_str() == text)
     }

@@ -175,7 +175,7 @@ pub enum Command {
     Submit(SubmitArgs),
     /// List the runs of the queue, across every daemon: queued, running, finished.
     Runs {
-        /// Only the runs in this state: queued, running or finished.
+        /// Only the runs in this state: queued, running, parked or finished.
         #[arg(long, value_parser = queue_state)]
         state: Option<ryvos_protocol::records::QueueState>,
         /// At most this many, the most recently submitted first.
@@ -370,5 +370,5 @@ pub enum McpCommand {
 /// A queue state as `--state` takes it.
 fn queue_state(text: &str) -> Result<ryvos_protocol::records::QueueState, String> {
     ryvos_protocol::records::QueueState::parse(text)
-        .ok_or_else(|| format!("'{text}' is not a state: use queued, running or finished"))
+        .ok_or_else(|| format!("'{text}' is not a state: use queued, running, parked or finished"))
 }

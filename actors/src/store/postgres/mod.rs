@@ -280,6 +280,10 @@ impl Storage for PostgresStore {
         self.finish(id, outcome).await
     }
 
+    async fn settle_parked_run(&self, outcome: &RunOutcome) -> Result<(), StoreError> {
+        self.settle_parked(outcome).await
+    }
+
     async fn queued_runs(
         &self,
         state: Option<QueueState>,

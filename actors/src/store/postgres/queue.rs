@@ -152,10 +152,15 @@ impl PostgresStore {
     ) -> Result<bool, StoreError> {
         let doing = || format!("recording the end of run {id}");
         let client = self.pool.get().await.pg(doing)?;
+        // A run that parked waits as `parked` until it is continued and ends.
+        let state = match outcome.status.is_end() {
+            true => QueueState::Finished,
+            false => QueueState::Parked,
+        };
         let ended = client
             .query(
                 "WITH ended AS ( \
-                    UPDATE run_queue SET state = 'finished', ended_at_ms = $3, outcome = $4 \
+                    UPDATE run_queue SET state = $5, ended_at_ms = $3, outcome = $4 \
                     WHERE id = $1 AND owner = $2 AND state = 'running' RETURNING id) \
                  SELECT pg_notify('ryvos_runs', id) FROM ended",
                 &[
@@ -163,11 +168,35 @@ impl PostgresStore {
                     &&*self.node,
                     &(now_ms() as i64),
                     &Json(outcome),
+                    &state.as_str(),
                 ],
             )
             .await
             .pg(doing)?;
         Ok(ended.len() == 1)
+    }
+
+    /// Finishes the queued run whose run (`outcome`'s) parked and has now ended.
+    pub(super) async fn settle_parked(&self, outcome: &RunOutcome) -> Result<(), StoreError> {
+        let doing = || format!("recording the end of parked run {}", outcome.run_id);
+        let client = self.pool.get().await.pg(doing)?;
+        client
+            .query(
+                "WITH settled AS ( \
+                    UPDATE run_queue SET state = 'finished', ended_at_ms = $3, outcome = $4 \
+                    WHERE session_id = $1 AND state = 'parked' AND outcome->>'run_id' = $2 \
+                    RETURNING id) \
+                 SELECT pg_notify('ryvos_runs', id) FROM settled",
+                &[
+                    &outcome.session_id.as_str(),
+                    &outcome.run_id.as_str(),
+                    &(now_ms() as i64),
+                    &Json(outcome),
+                ],
+            )
+            .await
+            .pg(doing)?;
+        Ok(())
     }
 
     pub(super) async fn list_queue(

@@ -162,6 +162,13 @@ const MIGRATIONS: &[&str] = &[
     // context's limits). Nothing changes in the tables; the new version keeps older daemons,
     // which would read 0 as 0 and never prune, from claiming runs.
     "SELECT 1",
+    // 8: a queued run whose run parked at a budget waits in the queue as `parked`, until the
+    // run is continued and ends.
+    r#"
+    ALTER TABLE run_queue DROP CONSTRAINT run_queue_state_check;
+    ALTER TABLE run_queue ADD CONSTRAINT run_queue_state_check
+        CHECK (state IN ('queued', 'running', 'finished', 'parked'));
+    "#,
 ];
 
 /// The schema version this binary writes.
