@@ -75,7 +75,9 @@ pub use sandbox::{
     inner::main as sandbox_inner_main, Machine as SandboxMachine, Sandbox, Site as SandboxSite,
 };
 pub use security::{ApprovalError, Approvals};
-pub use session::{Continuation, RunSettings, RunSpec, StartRunError, UndoError, Undone};
+pub use session::{
+    Continuation, RunSettings, RunSpec, RunTicket, StartRunError, UndoError, Undone,
+};
 pub use store::{copy_store, now_ms, Change, Copied, Delivery, Lease, Relay, Store, StoreError};
 pub use telemetry::{TelemetryError, TraceParent};
 pub use tools::{builtin::all as builtin_tools, Tool, ToolContext, ToolError};

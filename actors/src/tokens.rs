@@ -148,7 +148,8 @@ fn give_back_freed_memory() {
     }
 }
 
-/// Whether this process built the tokenizer, or began to.
+/// Whether this process built the tokenizer, or began to (for the tests of its cost).
+#[cfg(feature = "testing")]
 pub fn asked_for() -> bool {
     loaded() || WARMING.load(Ordering::Relaxed)
 }

@@ -59,6 +59,25 @@ impl Stream for RunHandle {
 }
 
 impl RunHandle {
+    /// Follows the run `ticket` started, from its first event.
+    pub(super) fn of(ticket: ryvos_actors::RunTicket) -> Self {
+        Self::following(ticket.session_id, ticket.run_id, ticket.events)
+    }
+
+    /// Follows run `run_id` of `session_id` on `events` (of its session, or of every run).
+    pub(super) fn following(
+        session_id: SessionId,
+        run_id: RunId,
+        events: tokio::sync::broadcast::Receiver<Arc<Event>>,
+    ) -> Self {
+        Self {
+            session_id,
+            run_id,
+            events: BroadcastStream::new(events),
+            ended: false,
+        }
+    }
+
     /// The run's next event; `None` after `RunComplete`. Events missed by falling behind are
     /// skipped (with a warning in the log); see the [`Stream`] for them as items.
     pub async fn next_event(&mut self) -> Option<Arc<Event>> {

@@ -25,7 +25,6 @@ use ryvos_protocol::socket::{CompactUndoResult, HistoryMessage, HistoryResult};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::broadcast;
-use tokio_stream::wrappers::BroadcastStream;
 
 /// Why the runtime could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -197,8 +196,12 @@ impl Runtime {
             Some(id) => self.session(id).await?,
             None => None,
         };
-        if let Some(session) = recorded.as_ref() {
-            refuse_while_parked(session)?;
+        // The run checks it too; refused before it starts, a queued run is not tried again.
+        if let Some(why) = recorded
+            .as_ref()
+            .and_then(SessionRecord::refused_while_parked)
+        {
+            return Err(RuntimeError::BadRequest(why));
         }
         let workspace = match request.workspace {
             Some(dir) => Workspace::new(&dir)?,
@@ -221,12 +224,7 @@ impl Runtime {
         } else {
             self.engine.start_run(request.session, spec).await?
         };
-        Ok(RunHandle {
-            session_id: ticket.session_id,
-            run_id: ticket.run_id,
-            events: BroadcastStream::new(ticket.events),
-            ended: false,
-        })
+        Ok(RunHandle::of(ticket))
     }
 
     /// Pauses the run in flight on `session` after its current step (status `interrupted`);
@@ -454,20 +452,5 @@ fn default_workspace(session: Option<&SessionRecord>) -> Result<Workspace, Runti
         None => Ok(Workspace::new(
             &std::env::current_dir().unwrap_or_else(|_| ".".into()),
         )?),
-    }
-}
-
-/// A session whose latest run is parked takes no other run until that one is continued or
-/// stopped: it would go on from a conversation that moved on.
-fn refuse_while_parked(session: &SessionRecord) -> Result<(), RuntimeError> {
-    match (&session.last_run, session.last_status) {
-        (Some(parked), Some(ryvos_protocol::event::RunStatus::Parked)) => {
-            Err(RuntimeError::BadRequest(format!(
-                "session {} has a parked run, {parked}: `ryvos continue {parked}` goes on with \
-                 it, `ryvos stop {parked}` ends it",
-                session.session_id
-            )))
-        }
-        _ => Ok(()),
     }
 }

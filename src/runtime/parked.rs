@@ -12,7 +12,6 @@ use ryvos_protocol::records::{PlanRecord, RunRecord, SessionRecord};
 use ryvos_protocol::socket::ParkedRun;
 use std::sync::Arc;
 use tokio::sync::broadcast::{error::RecvError, Receiver};
-use tokio_stream::wrappers::BroadcastStream;
 
 /// Millionths of a cent in a cent, as the ledger counts.
 const MICROCENTS_PER_CENT: u64 = 1_000_000;
@@ -87,17 +86,16 @@ impl Runtime {
             ))),
             None => {
                 // Followed from before the cancel, so that its end is seen.
-                let events = BroadcastStream::new(self.subscribe());
+                let events = self.subscribe();
                 let cancelled = self.cancel(&session.session_id).await?;
                 if !cancelled {
                     return Err(RuntimeError::NoSuchRun(run_id.to_string()));
                 }
-                Ok(RunHandle {
-                    session_id: session.session_id,
-                    run_id: run_id.clone(),
+                Ok(RunHandle::following(
+                    session.session_id,
+                    run_id.clone(),
                     events,
-                    ended: false,
-                })
+                ))
             }
         }
     }
@@ -106,20 +104,9 @@ impl Runtime {
     /// them: its parked step's run is).
     pub async fn parked_runs(&self) -> Result<Vec<ParkedRun>, RuntimeError> {
         let store = self.engine.store();
-        let mut parked = Vec::new();
-        let sessions = self.sessions().await?;
-        let waiting = sessions
-            .iter()
-            .filter(|s| s.last_status == Some(RunStatus::Parked));
-        for session in waiting {
-            let runs =
-                (store.session_runs(&session.session_id).await).map_err(EngineError::from)?;
-            let run = runs
-                .into_iter()
-                .find(|r| Some(&r.run_id) == session.last_run.as_ref());
-            let Some((run, reason)) = run.and_then(|r| r.park_reason.map(|p| (r, p))) else {
-                continue;
-            };
+        let mut parked: Vec<(u64, ParkedRun)> = Vec::new();
+        for run in self.parked_latest().await? {
+            let reason = run.park_reason.unwrap_or(ParkReason::BudgetRun);
             let cents = run.cost_microcents as f64 / MICROCENTS_PER_CENT as f64;
             // A parked step stands for its Director, which is what is continued.
             let (run_id, session_id, cost_cents) = match run.directed_by {
@@ -131,10 +118,7 @@ impl Runtime {
                 }
                 None => (run.run_id, run.session_id, cents),
             };
-            if parked
-                .iter()
-                .any(|(_, p): &(u64, ParkedRun)| p.run_id == run_id)
-            {
+            if parked.iter().any(|(_, p)| p.run_id == run_id) {
                 continue;
             }
             let entry = ParkedRun {
@@ -147,6 +131,26 @@ impl Runtime {
         }
         parked.sort_by_key(|(at, _)| *at);
         Ok(parked.into_iter().map(|(_, run)| run).collect())
+    }
+
+    /// The runs parked now: each the latest run of a session whose last status is `parked`.
+    async fn parked_latest(&self) -> Result<Vec<RunRecord>, RuntimeError> {
+        let store = self.engine.store();
+        let mut parked = Vec::new();
+        let sessions = self.sessions().await?;
+        let waiting = sessions
+            .iter()
+            .filter(|s| s.last_status == Some(RunStatus::Parked));
+        for session in waiting {
+            let runs =
+                (store.session_runs(&session.session_id).await).map_err(EngineError::from)?;
+            parked.extend(
+                runs.into_iter().find(|r| {
+                    Some(&r.run_id) == session.last_run.as_ref() && r.park_reason.is_some()
+                }),
+            );
+        }
+        Ok(parked)
     }
 
     /// Starts the parked `run` again on its session, going on or ending as `ends_as` says.
@@ -178,12 +182,7 @@ impl Runtime {
             .start_run(Some(session.session_id), spec)
             .await?;
         settling.start();
-        Ok(RunHandle {
-            session_id: ticket.session_id,
-            run_id: ticket.run_id,
-            events: BroadcastStream::new(ticket.events),
-            ended: false,
-        })
+        Ok(RunHandle::of(ticket))
     }
 
     /// Starts the parked Director run `plan` tells of again on its session: going on with
@@ -250,12 +249,7 @@ impl Runtime {
         let settling = self.settle_queue_at_end(&spec);
         let ticket = self.engine.start_director(Some(session.session_id), spec)?;
         settling.start();
-        Ok(RunHandle {
-            session_id: ticket.session_id,
-            run_id: ticket.run_id,
-            events: BroadcastStream::new(ticket.events),
-            ended: false,
-        })
+        Ok(RunHandle::of(ticket))
     }
 
     /// Where daemons share a queue, the queued run the continued run `spec` serves waits as
@@ -276,14 +270,18 @@ impl Runtime {
         &self,
         run_id: &RunId,
     ) -> Result<Option<(SessionRecord, PlanRecord)>, RuntimeError> {
+        // A parked Director has a parked step, which names it: no other session is read.
+        let director = (self.parked_latest().await?)
+            .into_iter()
+            .find_map(|step| step.directed_by.filter(|d| d.run_id == *run_id));
+        let Some(director) = director else {
+            return Ok(None);
+        };
         let store = self.engine.store();
-        for session in self.sessions().await? {
-            let plan = (store.plan(&session.session_id).await).map_err(EngineError::from)?;
-            if let Some(plan) = plan.filter(|p| p.run_id == *run_id && p.parked.is_some()) {
-                return Ok(Some((session, plan)));
-            }
-        }
-        Ok(None)
+        let plan = (store.plan(&director.session_id).await).map_err(EngineError::from)?;
+        let plan = plan.filter(|p| p.run_id == *run_id && p.parked.is_some());
+        let session = self.session(&director.session_id).await?;
+        Ok(session.zip(plan))
     }
 
     /// The parked run `run_id` and its session.

@@ -325,6 +325,11 @@ pub enum Recovery {
 }
 
 impl ProviderError {
+    /// A request that could not be encoded as JSON.
+    pub(crate) fn encoding(e: serde_json::Error) -> Self {
+        ProviderError::Config(format!("encoding the request: {e}"))
+    }
+
     /// What kind of failure this is, as a span's `error.type` says it.
     pub fn kind(&self) -> &'static str {
         match self {

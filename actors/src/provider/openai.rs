@@ -2,7 +2,6 @@
 //! llama.cpp's server, and anything else that speaks `/chat/completions` with SSE streaming.
 
 use super::endpoint::{bearer, Endpoint};
-use super::http::truncate;
 use super::keys::ApiKeys;
 use super::prefix::{Conversation, EncodedPrefix, Encoder};
 use super::replay::{self, ReplayIds};
@@ -30,7 +29,8 @@ pub(crate) struct OpenAiProvider {
 impl OpenAiProvider {
     /// A provider for `config`'s endpoint and model, authenticating with `keys`.
     pub(crate) fn new(config: &ModelConfig, keys: Arc<ApiKeys>) -> Result<Self, ProviderError> {
-        let settings = serde_json::to_vec(&WireSettings::new(config)).map_err(encoding_failed)?;
+        let settings =
+            serde_json::to_vec(&WireSettings::new(config)).map_err(ProviderError::encoding)?;
         Ok(Self {
             endpoint: Endpoint::new(config, "chat/completions", keys)?,
             model: config.model.clone(),
@@ -56,18 +56,21 @@ impl OpenAiProvider {
             let system = WireMessage::System {
                 content: &request.system,
             };
-            serde_json::to_writer(&mut prefix.messages_json, &system).map_err(encoding_failed)?;
+            serde_json::to_writer(&mut prefix.messages_json, &system)
+                .map_err(ProviderError::encoding)?;
         }
         for message in &request.messages[prefix.encoded()..] {
             if !prefix.messages_json.is_empty() {
                 prefix.messages_json.push(b',');
             }
             let wire = WireMessage::of(message, &mut prefix.ids);
-            serde_json::to_writer(&mut prefix.messages_json, &wire).map_err(encoding_failed)?;
+            serde_json::to_writer(&mut prefix.messages_json, &wire)
+                .map_err(ProviderError::encoding)?;
         }
         if prefix.tools_json.is_empty() && !request.tools.is_empty() {
             let tools: Vec<WireTool<'_>> = request.tools.iter().map(WireTool::from).collect();
-            serde_json::to_writer(&mut prefix.tools_json, &tools).map_err(encoding_failed)?;
+            serde_json::to_writer(&mut prefix.tools_json, &tools)
+                .map_err(ProviderError::encoding)?;
         }
         // The settings are an object: its closing brace makes room for the rest.
         let open = &self.settings[..self.settings.len() - 1];
@@ -86,10 +89,6 @@ impl OpenAiProvider {
         encoded.keep(prefix, &request.messages);
         Ok(body)
     }
-}
-
-fn encoding_failed(e: serde_json::Error) -> ProviderError {
-    ProviderError::Config(format!("encoding the request: {e}"))
 }
 
 #[async_trait]
@@ -140,11 +139,7 @@ pub(crate) fn decode_event(data: &str) -> Result<Decoded, ProviderError> {
 
 /// Parses one `data:` payload into deltas.
 fn parse_chunk(data: &str) -> Result<Vec<StreamDelta>, ProviderError> {
-    let mut chunk: WireChunk =
-        serde_json::from_str(data).map_err(|e| ProviderError::Malformed {
-            line: truncate(data, 500),
-            reason: e.to_string(),
-        })?;
+    let mut chunk: WireChunk = super::sse::payload(data)?;
     if let Some(error) = chunk.error {
         return Err(ProviderError::Stream(error.message));
     }

@@ -34,6 +34,19 @@ pub(crate) type SseEvents = std::pin::Pin<
     >,
 >;
 
+/// One event's `data:` payload, read as `T`; a payload that is not one is malformed.
+pub(crate) fn payload<T: serde::de::DeserializeOwned>(data: &str) -> Result<T, ProviderError> {
+    serde_json::from_str(data).map_err(|e| ProviderError::Malformed {
+        line: truncate(data, 500),
+        reason: e.to_string(),
+    })
+}
+
+/// A request's JSON body.
+pub(crate) fn body(request: &impl serde::Serialize) -> Result<Vec<u8>, ProviderError> {
+    serde_json::to_vec(request).map_err(ProviderError::encoding)
+}
+
 /// What a failure to read the event stream stands for.
 fn read_error(e: EventStreamError<reqwest::Error>, idle: Duration) -> ProviderError {
     match e {

@@ -27,9 +27,9 @@ mod undo;
 pub use history::History;
 pub(crate) use notice::SessionNotice;
 pub(crate) use starter::RunStarter;
-pub use supervisor::StartRunError;
+pub use supervisor::{RunTicket, StartRunError};
 pub(crate) use supervisor::{
-    RunTicket, RunsInFlight, SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg,
+    RunsInFlight, SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg,
 };
 pub use undo::{UndoError, Undone};
 

@@ -39,6 +39,27 @@ pub struct SessionRecord {
     pub measured: Option<WindowMeasure>,
 }
 
+impl SessionRecord {
+    /// Why the session takes no new run, when it cannot: see [`refused_while_parked`].
+    pub fn refused_while_parked(&self) -> Option<String> {
+        refused_while_parked(&self.session_id, self.last_run.as_ref(), self.last_status)
+    }
+}
+
+/// Why a session takes no new run while its latest run (`last_run`, `last_status`) is parked:
+/// a new run would go on from a conversation that moved on. `None` when it may take one.
+pub fn refused_while_parked(
+    session: &SessionId,
+    last_run: Option<&RunId>,
+    last_status: Option<RunStatus>,
+) -> Option<String> {
+    let parked = last_run.filter(|_| last_status == Some(RunStatus::Parked))?;
+    Some(format!(
+        "session {session} has a parked run, {parked}: `ryvos continue {parked}` goes on with \
+         it, `ryvos stop {parked}` ends it"
+    ))
+}
+
 /// A model server's count of a request made from a session's context window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]

@@ -6,7 +6,8 @@ use crate::event::RunOutcome;
 use crate::goal::Goal;
 use crate::message::Message;
 use crate::records::{
-    AuditRecord, Compaction, OnLimit, PendingApproval, QueuedRun, RunRecord, SessionRecord,
+    AuditRecord, Compaction, OnLimit, PendingApproval, QueuedRun, RunRecord, RunSettings,
+    SessionRecord,
 };
 use crate::report::CostReport;
 use schemars::JsonSchema;
@@ -90,6 +91,29 @@ impl RunParams {
             max_duration_secs: None,
             per_run_limit_cents: None,
             on_limit: None,
+        }
+    }
+
+    /// What the run asks for over the daemon's configuration.
+    pub fn settings(&self) -> RunSettings {
+        RunSettings {
+            model: self.model.clone(),
+            max_turns: self.max_turns,
+            max_duration_secs: self.max_duration_secs,
+            per_run_limit_cents: self.per_run_limit_cents,
+            on_limit: self.on_limit,
+        }
+    }
+
+    /// The same run, asking for `settings` over the daemon's configuration.
+    pub fn with_settings(self, settings: RunSettings) -> Self {
+        Self {
+            model: settings.model,
+            max_turns: settings.max_turns,
+            max_duration_secs: settings.max_duration_secs,
+            per_run_limit_cents: settings.per_run_limit_cents,
+            on_limit: settings.on_limit,
+            ..self
         }
     }
 }

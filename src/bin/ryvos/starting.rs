@@ -109,8 +109,7 @@ impl Asked {
         director: bool,
         settings: RunSettings,
     ) -> RunParams {
-        RunParams {
-            prompt: self.prompt,
+        let params = RunParams {
             session,
             resume: self.resume,
             workspace: self.workspace.map(|w| w.display().to_string()),
@@ -120,13 +119,9 @@ impl Asked {
             goal: self.goal,
             director,
             traceparent: crate::running::caller_trace(),
-            config: None,
-            model: settings.model,
-            max_turns: settings.max_turns,
-            max_duration_secs: settings.max_duration_secs,
-            per_run_limit_cents: settings.per_run_limit_cents,
-            on_limit: settings.on_limit,
-        }
+            ..RunParams::new(self.prompt, "")
+        };
+        params.with_settings(settings)
     }
 }
 

@@ -1,7 +1,6 @@
 //! Anthropic's typed stream events (`message_start`, `content_block_*`, `message_delta`,
 //! `message_stop`, `ping`, `error`) turned into [`StreamDelta`]s.
 
-use crate::provider::http::truncate;
 use crate::provider::sse::Decoded;
 use crate::provider::{FinishReason, ProviderError, StreamDelta, Usage};
 use serde::Deserialize;
@@ -24,11 +23,7 @@ impl EventParser {
     /// Long because it is a table: an arm per event type of the Messages stream, each turning
     /// its payload into the deltas it carries.
     pub(super) fn parse(&mut self, data: &str) -> Result<Decoded, ProviderError> {
-        let event: WireEvent =
-            serde_json::from_str(data).map_err(|e| ProviderError::Malformed {
-                line: truncate(data, 500),
-                reason: e.to_string(),
-            })?;
+        let event: WireEvent = crate::provider::sse::payload(data)?;
         let mut parsed = Decoded::default();
         match event {
             WireEvent::MessageStart { message } => {

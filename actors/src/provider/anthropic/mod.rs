@@ -61,8 +61,7 @@ impl Provider for AnthropicProvider {
 
     async fn stream(&self, request: &ChatRequest) -> Result<DeltaStream, ProviderError> {
         let wire = WireRequest::new(&self.model, self.max_output_tokens, request);
-        let body = serde_json::to_vec(&wire)
-            .map_err(|e| ProviderError::Config(format!("encoding the request: {e}")))?;
+        let body = crate::provider::sse::body(&wire)?;
         let versioned =
             |r: reqwest::RequestBuilder| r.header("anthropic-version", ANTHROPIC_VERSION);
         let authorize = |r: reqwest::RequestBuilder, key: &str| {

@@ -4,7 +4,6 @@
 //! stream has no `[DONE]`: a terminal `response.*` event ends it.
 
 use crate::message::Reasoning;
-use crate::provider::http::truncate;
 use crate::provider::sse::Decoded;
 use crate::provider::{FinishReason, ProviderError, StreamDelta, Usage};
 use serde::Deserialize;
@@ -26,11 +25,7 @@ pub(super) struct EventParser {
 impl EventParser {
     /// Parses one `data:` payload.
     pub(super) fn parse(&mut self, data: &str) -> Result<Decoded, ProviderError> {
-        let event: WireEvent =
-            serde_json::from_str(data).map_err(|e| ProviderError::Malformed {
-                line: truncate(data, 500),
-                reason: e.to_string(),
-            })?;
+        let event: WireEvent = crate::provider::sse::payload(data)?;
         let mut parsed = Decoded::default();
         match event {
             WireEvent::Created { response } => {

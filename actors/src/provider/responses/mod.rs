@@ -48,8 +48,7 @@ impl Provider for ResponsesProvider {
 
     async fn stream(&self, request: &ChatRequest) -> Result<DeltaStream, ProviderError> {
         let wire = WireRequest::new(&self.model, self.max_output_tokens, request);
-        let body = serde_json::to_vec(&wire)
-            .map_err(|e| ProviderError::Config(format!("encoding the request: {e}")))?;
+        let body = crate::provider::sse::body(&wire)?;
         (self.endpoint).stream(body, |r| r, bearer, decoder()).await
     }
 

@@ -14,6 +14,7 @@ use crate::session::siblings::Refusal;
 use crate::session::{prompt, RunSpec, Services};
 use crate::store::{Write, WriteBatch};
 use crate::tools::Workspace;
+use ryvos_protocol::records::refused_while_parked;
 use std::path::PathBuf;
 
 /// The run `spec` asks for, about to begin.
@@ -130,16 +131,10 @@ impl Driver {
     /// or stopped: it would go on from a conversation that moved on.
     fn no_run_parked(&self) -> Step<()> {
         let session = &self.session;
-        match (&session.last_run, session.last_status) {
-            (Some(parked), Some(RunStatus::Parked)) => Err(self.end(
-                RunStatus::Failed,
-                format!(
-                    "session {} has a parked run, {parked}: `ryvos continue {parked}` goes on \
-                     with it, `ryvos stop {parked}` ends it",
-                    session.id
-                ),
-            )),
-            _ => Ok(()),
+        let last_run = session.last_run.as_ref();
+        match refused_while_parked(&session.id, last_run, session.last_status) {
+            Some(why) => Err(self.end(RunStatus::Failed, why)),
+            None => Ok(()),
         }
     }
 

@@ -3,7 +3,7 @@
 use super::{canonical, Shared};
 use ryvos::protocol::{ErrorBody, ErrorCode, RunParams};
 use ryvos::{EngineError, StartRunError};
-use ryvos::{RunRequest, RunSettings, RuntimeError};
+use ryvos::{RunRequest, RuntimeError};
 use ryvos_protocol::ids::SessionId;
 use std::path::Path;
 
@@ -125,13 +125,7 @@ pub(super) fn request_of(params: &RunParams) -> RunRequest {
     if params.director {
         request = request.director();
     }
-    request.settings = RunSettings {
-        model: params.model.clone(),
-        max_turns: params.max_turns,
-        max_duration_secs: params.max_duration_secs,
-        per_run_limit_cents: params.per_run_limit_cents,
-        on_limit: params.on_limit,
-    };
+    request.settings = params.settings();
     request
 }
 
