@@ -19,6 +19,7 @@
 //! ```
 
 pub mod config;
+mod home;
 pub mod protocol;
 pub mod provider;
 mod run_log;
@@ -28,6 +29,7 @@ pub mod shared_store;
 pub mod testing;
 
 pub use config::Config;
+pub use home::{make_private as make_home_private, HomeError};
 pub use run_log::read_session_logs;
 pub use runtime::{
     EngineError, Interrupter, OnMessage, RunHandle, RunOutcome, RunRequest, RunSettings, RunUpdate,

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -173,8 +174,19 @@ impl RunLogger {
             }
             std::collections::hash_map::Entry::Vacant(slot) => path
                 .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|_| OpenOptions::new().create(true).append(true).open(&path))
+                .map_or(Ok(()), |dir| {
+                    std::fs::DirBuilder::new()
+                        .recursive(true)
+                        .mode(0o700)
+                        .create(dir)
+                })
+                .and_then(|_| {
+                    OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .mode(0o600)
+                        .open(&path)
+                })
                 .and_then(|f| slot.insert(f).write_all(text.as_bytes())),
         };
         // A File is unbuffered: each line is in the file once written, so a crash keeps it.

@@ -5,43 +5,12 @@
 mod common;
 
 use common::cli::json_lines as events;
+use common::confined::{
+    asking, bash_call, daemon_users, hosted_as, results, ryvosd_for, start_as, EVERYTHING_ALLOWED,
+};
 use common::home::Home;
 use ryvos_testkit::{runaway, Reply, ScriptedModelServer};
-use serde_json::{json, Value};
-use std::collections::HashMap;
-
-const EVERYTHING_ALLOWED: &str =
-    "t0 = \"allow\"\nt1 = \"allow\"\nt2 = \"allow\"\nt3 = \"allow\"\nt4 = \"allow\"";
-
-/// Each tool call's (is_error, output), by call id.
-fn results(events: &[Value]) -> HashMap<String, (bool, String)> {
-    events
-        .iter()
-        .filter(|e| e["type"] == "ToolEnd")
-        .map(|e| {
-            let id = e["call_id"].as_str().unwrap().to_owned();
-            let output = e["output"].as_str().unwrap_or_default().to_owned();
-            (id, (e["is_error"] == json!(true), output))
-        })
-        .collect()
-}
-
-fn bash_call(id: &str, command: &str) -> (String, String, String) {
-    (
-        id.to_owned(),
-        "bash".to_owned(),
-        json!({ "command": command }).to_string(),
-    )
-}
-
-/// Calls the model asks for in one answer.
-fn asking(calls: &[(String, String, String)]) -> Reply {
-    let borrowed: Vec<(&str, &str, &str)> = calls
-        .iter()
-        .map(|(id, name, args)| (id.as_str(), name.as_str(), args.as_str()))
-        .collect();
-    Reply::tool_calls(&borrowed)
-}
+use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn escape_attempts_through_the_daemon_leave_nothing_outside_the_workspace() {
@@ -124,9 +93,11 @@ async fn escape_attempts_through_the_daemon_leave_nothing_outside_the_workspace(
             "{id}: the model is told why: {output}"
         );
     }
+    // Refused by the sandbox, or (run as root, its commands lent nobody) out of reach: the
+    // home is closed to them.
     let (is_error, output) = &results["daemon"];
     assert!(*is_error, "{output}");
-    assert!(output.contains("[sandbox]"), "{output}");
+    assert!(output.contains("no daemon answering"), "{output}");
     let (is_error, output) = &results["inside"];
     assert!(!is_error, "{output}");
     assert!(output.contains("scratch"), "{output}");
@@ -182,57 +153,6 @@ async fn network_false_refuses_connections_that_network_true_allows() {
             assert!(output.contains("network = false"), "{output}");
         }
     }
-}
-
-/// Who the daemon runs as in the default-sandbox test: the test's own user, and, when the
-/// tests run as root (as CI does), an unprivileged user made for the purpose, as users run
-/// `ryvosd`.
-fn daemon_users() -> Vec<Option<(u32, u32)>> {
-    let mut users = vec![None];
-    // SAFETY: getuid only reads the caller's id.
-    if unsafe { libc::getuid() } == 0 {
-        users.push(Some(common::unprivileged::user()));
-    }
-    users
-}
-
-/// `ryvosd`, where `user` can run it.
-fn ryvosd_for(user: Option<(u32, u32)>) -> std::path::PathBuf {
-    match user {
-        Some(_) => common::unprivileged::program("ryvosd"),
-        None => env!("CARGO_BIN_EXE_ryvosd").into(),
-    }
-}
-
-/// Starts `daemon` (from [`Home::command`]) as `user`, handing it the home, the workspace and
-/// `more` first.
-async fn start_as(
-    home: &Home,
-    mut daemon: tokio::process::Command,
-    user: Option<(u32, u32)>,
-    more: &[&std::path::Path],
-) -> tokio::process::Child {
-    if let Some((uid, gid)) = user {
-        let mut paths = vec![home.path(), home.workspace.path()];
-        paths.extend(more);
-        common::unprivileged::hand_over(&paths, uid, gid);
-        daemon.uid(uid).gid(gid);
-    }
-    home.daemon_from(daemon).await
-}
-
-/// A home on `server` with `sandbox` in its `[security.sandbox]` and every tier allowed, and
-/// its daemon started as `user`.
-async fn hosted_as(
-    server: &ScriptedModelServer,
-    user: Option<(u32, u32)>,
-    sandbox: &str,
-) -> (Home, tokio::process::Child) {
-    let section = format!("[security.sandbox]\n{sandbox}\n");
-    let home = Home::with_sections(server, "", EVERYTHING_ALLOWED, &section);
-    let daemon = home.command(ryvosd_for(user));
-    let child = start_as(&home, daemon, user, &[]).await;
-    (home, child)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -489,4 +409,76 @@ async fn egress_through_the_proxy(user: Option<(u32, u32)>) {
         decisions.contains(&("example.com".to_owned(), false)),
         "{who}: {decisions:?}"
     );
+}
+
+/// The daemon as root (as in containers and CI): its commands, lent an unprivileged user, still
+/// build and run code in the workspace with cargo, python3, node, git and make, and what they
+/// make there is root's afterwards. A toolchain under root's home is reached by naming it in
+/// `allow_read`, as a user would.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_root_daemons_commands_build_code_and_leave_it_to_root() {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid only reads the caller's id.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let home_dir = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| home_dir.as_ref().map(|h| h.join(".cargo")));
+    let rustup_home = std::env::var_os("RUSTUP_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| home_dir.as_ref().map(|h| h.join(".rustup")));
+    let toolchains: Vec<String> = [&cargo_home, &rustup_home]
+        .into_iter()
+        .flatten()
+        .filter(|p| p.exists())
+        .map(|p| format!("{:?}", p.display().to_string()))
+        .collect();
+    let build = "cargo new -q --vcs none hello && cd hello && cargo build -q --offline \
+                 && ./target/debug/hello && cd .. \
+                 && python3 -c \"open('py.txt', 'w').write('py')\" \
+                 && node -e \"require('fs').writeFileSync('node.txt', 'node')\" \
+                 && printf 'all:\\n\\techo made > made.txt\\n' > Makefile && make -s \
+                 && git init -q repo && cd repo && echo a > a.txt && git add a.txt \
+                 && git -c user.name=M -c user.email=m@example.com commit -qm one \
+                 && git log --format=%s && id -un";
+    let server = ScriptedModelServer::start([
+        asking(&[bash_call("build", build)]),
+        Reply::text(&["Built."]),
+    ])
+    .await;
+    let sandbox = format!(
+        "[security.sandbox]\nallow_read = [{}]\n",
+        toolchains.join(", ")
+    );
+    let home = Home::with_sections(&server, "", EVERYTHING_ALLOWED, &sandbox);
+    let mut daemon = home.command(env!("CARGO_BIN_EXE_ryvosd"));
+    if let Some(rustup) = &rustup_home {
+        daemon.env("RUSTUP_HOME", rustup);
+    }
+    let _daemon = home.daemon_from(daemon).await;
+    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "build", "it"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let (is_error, output) = &results(&events(&stdout))["build"];
+    assert!(!is_error, "{output}");
+    assert!(output.contains("Hello, world!"), "{output}");
+    assert!(
+        output.contains("one") && output.contains("nobody"),
+        "{output}"
+    );
+    let ws = home.workspace.path();
+    for made in [
+        "hello/target/debug/hello",
+        "hello/src/main.rs",
+        "py.txt",
+        "node.txt",
+        "made.txt",
+        "repo/.git/HEAD",
+    ] {
+        let meta = std::fs::metadata(ws.join(made)).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (0, 0), "{made} is root's");
+    }
+    let (_, status, _) = home.ryvos(&["status"]).await;
+    assert!(status.contains("commands run as nobody"), "{status}");
 }

@@ -55,6 +55,7 @@ const RYVOS_STACK: &[&str] = &[
     "runtime",
     "run_log",
     "shared_store",
+    "home",
     "provider",
     "config",
     "protocol",

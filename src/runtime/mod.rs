@@ -22,6 +22,8 @@ use ryvos_protocol::mcp::McpServerStatus;
 use ryvos_protocol::records::{Answer, PendingApproval, SessionRecord};
 use ryvos_protocol::report::CostReport;
 use ryvos_protocol::socket::{CompactUndoResult, HistoryMessage, HistoryResult};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::broadcast;
@@ -47,6 +49,8 @@ pub enum RuntimeError {
     Recording(ryvos_actors::ProviderError),
     #[error("this home's daemon id ($RYVOS_HOME/node): {0}")]
     Node(std::io::Error),
+    #[error(transparent)]
+    Home(#[from] crate::home::HomeError),
     #[error("there is no run {0} that is parked or in flight: `ryvos sessions` lists each session's latest run")]
     NoSuchRun(String),
     #[error("{0}")]
@@ -102,6 +106,13 @@ impl RuntimeBuilder {
 
     /// Starts the runtime. Run logs go to `$RYVOS_HOME/logs/`.
     pub async fn start(self) -> Result<Runtime, RuntimeError> {
+        // Private whoever makes it first: a run in-process as much as the daemon.
+        for path in crate::home::make_private(&self.config.home)? {
+            tracing::warn!(
+                "{} was open to other users; it is private now",
+                path.display()
+            );
+        }
         let logs = self.config.logs_dir();
         let provider = match (self.provider, &self.record_to) {
             (provider, None) => provider,
@@ -150,9 +161,14 @@ fn node_id(home: &Path) -> std::io::Result<String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    std::fs::create_dir_all(home)?;
     let id = format!("d_{}", ulid::Ulid::new().to_string().to_lowercase());
-    std::fs::write(&path, format!("{id}\n"))?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)?
+        .write_all(format!("{id}\n").as_bytes())?;
     Ok(id)
 }
 

@@ -36,7 +36,11 @@ impl Home {
         policy: &str,
         extra: &str,
     ) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        // Private, as Ryvos makes a home it creates (a temporary directory is open to all).
+        let dir = tempfile::Builder::new()
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()
+            .unwrap();
         let config = format!(
             "[model]\nbase_url = \"{}\"\nmodel = \"scripted\"\napi_key = \"\"\n{model_extra}\n[supervision]\nbackoff_initial_ms = 20\n[security.policy]\n{policy}\n{extra}",
             server.base_url()

@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod budget;
 pub mod cli;
+pub mod confined;
 pub mod home;
 pub mod mcp;
 pub mod terminal;

@@ -61,6 +61,9 @@ pub struct SandboxConfig {
     pub max_processes: u64,
     /// Memory a command may use, all its descendants together, in MiB; 0: half the machine's.
     pub max_memory_mb: u64,
+    /// When the daemon runs as root, the unprivileged user its commands run as (a name, a uid
+    /// or `uid:gid`); `"root"` lends them root's power over files (dangerous).
+    pub run_as: String,
 }
 
 impl Default for SandboxConfig {
@@ -76,6 +79,7 @@ impl Default for SandboxConfig {
             env_keep: Vec::new(),
             max_processes: 512,
             max_memory_mb: 0,
+            run_as: "nobody".into(),
         }
     }
 }

@@ -26,6 +26,9 @@ pub(super) struct View {
     pub pinned: Vec<PathBuf>,
     pub network: bool,
     pub cwd: PathBuf,
+    /// No user namespace can be made inside (`--disable-userns`, bubblewrap 0.8): a nested
+    /// one would give the command the power to mount and to take namespaces apart.
+    pub disable_userns: bool,
 }
 
 /// One mount of the view, in the order bubblewrap applies them.
@@ -101,6 +104,9 @@ impl View {
         if !self.network {
             args.push("--unshare-net".into());
         }
+        if self.disable_userns {
+            args.push("--disable-userns".into());
+        }
         let mut covered = Vec::new();
         for mount in self.mounts() {
             let (flag, source): (&str, OsString) = match &mount {
@@ -146,15 +152,35 @@ pub(super) fn find_on_path(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Whether `bwrap` can forbid user namespaces inside (`--disable-userns`, from 0.8); asked
+/// once.
+pub(super) fn disables_userns(bwrap: &Path) -> bool {
+    static ASKED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ASKED.get_or_init(|| {
+        std::process::Command::new(bwrap)
+            .arg("--help")
+            .output()
+            .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("--disable-userns"))
+    })
+}
+
 /// Whether bubblewrap can make the namespaces a command needs on this machine: it is run once
 /// with the same kinds of namespaces (a kernel or a policy forbidding user namespaces shows
-/// here, not at the first command). `Err` says why not.
-pub(super) fn probe(bwrap: &Path) -> Result<(), String> {
+/// here, not at the first command), as `user` where commands run as another user than the
+/// daemon's. `Err` says why not.
+pub(super) fn probe(bwrap: &Path, user: Option<(u32, u32)>) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
     let view = View {
         cwd: "/".into(),
+        disable_userns: disables_userns(bwrap),
         ..View::default()
     };
-    let output = std::process::Command::new(bwrap)
+    let mut command = std::process::Command::new(bwrap);
+    if let Some((uid, gid)) = user {
+        command.uid(uid).gid(gid);
+    }
+    let output = command
+        .current_dir("/")
         .args(view.args())
         .arg("true")
         .stdin(std::process::Stdio::null())
@@ -195,6 +221,7 @@ mod tests {
             read_only: vec![ws.join(".git/hooks")],
             pinned: vec![ws.join(".git")],
             network: false,
+            disable_userns: true,
             cwd: ws.clone(),
         };
         let args = strings(&view.args());

@@ -3,6 +3,7 @@
 
 use super::egress::EgressProxy;
 use super::limits::Cgroup;
+use super::planted::PlantedGit;
 
 /// A command ready to start in its sandbox (use it as the [`tokio::process::Command`] it
 /// derefs to); keep it until the command is done: its cgroup (and anything left in it) and its
@@ -14,21 +15,36 @@ pub struct SandboxedCommand {
     pub(super) proxy: Option<EgressProxy>,
     /// The git directory's `commondir`, which did not exist when the command started.
     pub(super) planted_commondir: Option<std::path::PathBuf>,
+    /// The search for git code the command plants elsewhere (in a repository it makes, say);
+    /// taken when it is done.
+    pub(super) planted_git: Option<PlantedGit>,
 }
 
 impl SandboxedCommand {
     /// Undoes what the command planted for later, once it has ended, and says what the model
     /// should know about how it ended: a limit its cgroup counted, names its egress proxy
-    /// refused, a git redirection taken away.
-    pub fn finish(&self) -> Vec<String> {
-        [
+    /// refused, a git redirection taken away, git hooks and programs disabled.
+    pub async fn finish(&mut self) -> Vec<String> {
+        let mut notes: Vec<String> = [
             self.limit_met(),
             self.egress_refused(),
             self.commondir_removed(),
         ]
         .into_iter()
         .flatten()
-        .collect()
+        .collect();
+        if let Some(planted) = self.planted_git.take() {
+            // A walk of the workspace: off the async workers.
+            match tokio::task::spawn_blocking(move || planted.disable()).await {
+                Ok(disabled) => notes.extend(disabled),
+                Err(e) => notes.push(format!(
+                    "[sandbox] The search for git hooks this command may have planted failed \
+                     ({e}): do not run git in repositories it made before looking at their \
+                     hooks."
+                )),
+            }
+        }
+        notes
     }
 
     /// Removes a `commondir` the command made in the git directory (it would point git at a
@@ -83,11 +99,16 @@ impl SandboxedCommand {
 
 impl Drop for SandboxedCommand {
     /// A caller that did not [`finish`](SandboxedCommand::finish) still gets the git
-    /// redirection taken away.
+    /// redirection taken away and git code planted elsewhere disabled.
     fn drop(&mut self) {
         if let Some(file) = self.planted_commondir.take().filter(|f| f.exists()) {
             if let Err(e) = std::fs::remove_file(&file) {
                 tracing::error!("a planted {} could not be removed: {e}", file.display());
+            }
+        }
+        if let Some(planted) = self.planted_git.take() {
+            for note in planted.disable() {
+                tracing::warn!("{note}");
             }
         }
     }

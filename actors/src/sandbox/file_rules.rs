@@ -1,5 +1,6 @@
 //! What the file tools (`read`, `write`, `edit`, `glob`, `grep`) may not touch inside the
-//! workspace, as commands may not: covered secrets, and git's hooks and config.
+//! workspace, as commands may not: covered secrets, git's hooks and config, and under
+//! `mode = "read-only"` anything at all to write.
 
 use super::git::GitGuard;
 use std::path::{Path, PathBuf};
@@ -9,6 +10,8 @@ use std::path::{Path, PathBuf};
 pub struct FileRules {
     pub(super) hidden: Vec<PathBuf>,
     pub(super) git: GitGuard,
+    /// `mode = "read-only"`: the file tools write nothing, as commands write only `$TMPDIR`.
+    pub(super) read_only: bool,
 }
 
 impl FileRules {
@@ -26,6 +29,14 @@ impl FileRules {
 
     /// Why `path` (resolved inside the workspace) may not be written, if it may not.
     pub fn refuses_write(&self, path: &Path) -> Option<String> {
+        if self.read_only {
+            return Some(format!(
+                "{} cannot be written: the sandbox is read-only ([security.sandbox] mode = \
+                 \"read-only\"), for the file tools as for commands; say what you would change \
+                 instead, or ask the user to run with mode = \"workspace-write\"",
+                path.display()
+            ));
+        }
         if let Some(why) = self.refuses_read(path) {
             return Some(why);
         }

@@ -19,10 +19,11 @@ pub struct Machine {
 }
 
 impl Machine {
-    /// What this machine has, looked for and tried now.
-    pub fn detect() -> Self {
+    /// What this machine has, looked for and tried now (bubblewrap as the user commands run
+    /// as: `user`'s uid and gid where the daemon lends them one).
+    pub fn detect(user: Option<(u32, u32)>) -> Self {
         let bubblewrap = match bubblewrap::find() {
-            Some(path) => bubblewrap::probe(&path).map(|()| path),
+            Some(path) => bubblewrap::probe(&path, user).map(|()| path),
             None => Err("bubblewrap (bwrap) is not installed: install it (Debian and Ubuntu:                          apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
                 .into()),
         };

@@ -26,12 +26,14 @@ mod command;
 mod egress;
 mod file_rules;
 pub(crate) mod git;
+mod identity;
 pub(crate) mod inner;
 #[cfg(target_os = "linux")]
 mod landlock;
 mod limits;
 mod machine;
 mod notes;
+mod planted;
 mod run;
 mod scratch;
 #[cfg(target_os = "linux")]
@@ -79,6 +81,8 @@ struct Policy {
     allowed: egress::AllowedDomains,
     /// Per-command limits; none when the sandbox is off.
     limits: Option<Limits>,
+    /// The unprivileged user commands run as when the daemon is root (see [`identity`]).
+    lender: Option<identity::Lender>,
     machine: Machine,
 }
 
@@ -93,6 +97,8 @@ pub enum SandboxConfigError {
     },
     #[error("security.sandbox.allowed_domains: {0}")]
     AllowedDomains(String),
+    #[error("security.sandbox.run_as: {0}")]
+    RunAs(String),
 }
 
 /// Why a command cannot be started confined.
@@ -121,7 +127,7 @@ impl Sandbox {
                 inner: Err("not needed".into()),
                 landlock_abi: 0,
             },
-            _ => Machine::detect(),
+            _ => Machine::detect(lender(config)?.map(|l| (l.uid, l.gid))),
         };
         Self::on_machine(config, site, machine)
     }
@@ -169,6 +175,7 @@ impl Sandbox {
                     .map_err(SandboxConfigError::AllowedDomains)?,
                 limits: (config.mode != SandboxMode::Off)
                     .then(|| Limits::detect(config.max_processes, config.max_memory_mb)),
+                lender: lender(config)?,
                 machine,
             }),
         })
@@ -247,6 +254,7 @@ impl Sandbox {
         if !p.unix_sockets {
             line.push_str(", no unix sockets");
         }
+        line.push_str(&format!("; {}", self.identity()));
         if let Some(limits) = &p.limits {
             line.push_str(&format!("; {}", limits.describe()));
         }
@@ -255,6 +263,21 @@ impl Sandbox {
             line.push_str(&format!("; also writable: {}", paths.join(", ")));
         }
         line
+    }
+
+    /// Who commands run as: the daemon's user, or the user lent to them when it is root.
+    pub fn identity(&self) -> String {
+        let p = &self.policy;
+        match (&p.lender, p.mode) {
+            (_, SandboxMode::Off) => "commands run as the daemon's user".into(),
+            (Some(lender), _) => lender.describe(),
+            // SAFETY: geteuid only reads the caller's id.
+            (None, _) if unsafe { libc::geteuid() } == 0 => {
+                "commands run as root (run_as = \"root\": they can read every root-only file)"
+                    .into()
+            }
+            (None, _) => "commands run as the daemon's user".into(),
+        }
     }
 
     /// The sandbox of one run in `workspace`.
@@ -280,6 +303,16 @@ impl Sandbox {
             &p.allow_read,
         )
     }
+}
+
+/// The user a root daemon lends its commands, under a sandbox that is on.
+fn lender(config: &SandboxConfig) -> Result<Option<identity::Lender>, SandboxConfigError> {
+    if config.mode == SandboxMode::Off {
+        return Ok(None);
+    }
+    // SAFETY: geteuid only reads the caller's id.
+    identity::Lender::for_daemon(unsafe { libc::geteuid() }, &config.run_as)
+        .map_err(SandboxConfigError::RunAs)
 }
 
 /// `~/` and `${VAR}` expanded, then resolved; with `must_exist`, the path must exist (a path

@@ -1,14 +1,16 @@
 //! The sandbox of one run: the command line that starts a program confined, the rules the file
 //! tools follow, and the notes that tell the model why something was refused.
 
-use super::bubblewrap::View;
+use super::bubblewrap::{self, View};
 use super::command::SandboxedCommand;
 use super::egress::{EgressProxy, BRIDGE_PORT};
 use super::file_rules::FileRules;
 use super::git::GitGuard;
+use super::identity::Lending;
 use super::inner::InnerArgs;
 use super::limits::{self, Cgroup, Mechanism};
 use super::notes;
+use super::planted::PlantedGit;
 use super::scratch::Scratch;
 use super::{secrets, Sandbox, SandboxError};
 use crate::config::SandboxMode;
@@ -102,8 +104,8 @@ impl RunSandbox {
         let proxy = self.egress_proxy(&tmp)?;
         // The repository as it is now (a command may have made one), looked at once.
         let git = self.git();
-        let mut command = match policy.mode {
-            SandboxMode::Off => tokio::process::Command::new(program),
+        let (mut command, lending) = match policy.mode {
+            SandboxMode::Off => (tokio::process::Command::new(program), None),
             _ => self.confined(program, &tmp, proxy.as_ref(), &git)?,
         };
         command
@@ -112,41 +114,54 @@ impl RunSandbox {
             .env("TMP", &tmp)
             .env("TEMP", &tmp);
         let join = cgroup.as_ref().map(Cgroup::procs_files).unwrap_or_default();
-        // SAFETY: setsid and the cgroup's open/write/close are async-signal-safe, on strings
-        // made before the fork. A session of its own also makes the command the leader of its
-        // own process group, which is killed as a whole when it is stopped (and with
-        // bubblewrap, its namespaces and everything in them die too).
+        // SAFETY: setsid, the cgroup's open/write/close and the lending's mounts are system
+        // calls on what was made before the fork. A session of its own also makes the command
+        // the leader of its own process group, which is killed as a whole when it is stopped
+        // (and with bubblewrap, its namespaces and everything in them die too). The cgroup is
+        // joined while the child is still the daemon's user, before any lending drops it.
         unsafe {
             command.pre_exec(move || {
                 limits::join(&join)?;
                 if libc::setsid() == -1 {
                     return Err(std::io::Error::last_os_error());
                 }
-                Ok(())
+                match &lending {
+                    Some(lending) => lending.apply(),
+                    None => Ok(()),
+                }
             });
         }
         // A `commondir` file would send git to another directory's config and hooks: one that
         // appears during the command is taken away after it.
         let planted_commondir = git
             .git_dir
+            .as_ref()
             .map(|dir| dir.join("commondir"))
             .filter(|file| !file.exists());
+        // Hooks and programs the command writes into any other repository it can write.
+        let planted_git = (policy.mode == SandboxMode::WorkspaceWrite).then(|| {
+            let mut roots = vec![self.workspace.clone()];
+            roots.extend(policy.writable.iter().cloned());
+            PlantedGit::starting_now(roots, git.git_dir.clone())
+        });
         Ok(SandboxedCommand {
             command,
             cgroup,
             proxy,
             planted_commondir,
+            planted_git,
         })
     }
 
-    /// `program` inside both layers, with a built environment.
+    /// `program` inside both layers, with a built environment, and what the child must do
+    /// first when the daemon lends its commands another user.
     fn confined(
         &self,
         program: &str,
         tmp: &Path,
         proxy: Option<&EgressProxy>,
         git: &GitGuard,
-    ) -> Result<tokio::process::Command, SandboxError> {
+    ) -> Result<(tokio::process::Command, Option<Lending>), SandboxError> {
         let policy = &self.sandbox.policy;
         let missing = |why: &String| SandboxError::Unenforceable(why.clone());
         let bwrap = policy.machine.bubblewrap.as_ref().map_err(missing)?;
@@ -160,13 +175,22 @@ impl RunSandbox {
         let only_writable = |paths: &[PathBuf]| -> Vec<PathBuf> {
             paths.iter().filter(|p| in_writable(p)).cloned().collect()
         };
+        let lending = self.lending(&writable, bwrap, inner)?;
+        // A secret the lent user cannot reach needs no cover (and could not be given one).
+        let hidden = self
+            .sandbox
+            .hidden()
+            .into_iter()
+            .filter(|h| lending.as_ref().is_none_or(|l| l.reaches(h)))
+            .collect();
         let view = View {
-            hidden: self.sandbox.hidden(),
+            hidden,
             read_only: only_writable(&git.read_only),
             pinned: only_writable(git.git_dir.as_slice()),
             writable: writable.clone(),
             network: policy.network,
             cwd: self.workspace.clone(),
+            disable_userns: bubblewrap::disables_userns(bwrap),
         };
         // Without a cgroup, the inner layer sets rlimits.
         let rlimits = policy
@@ -201,7 +225,36 @@ impl RunSandbox {
             }
             command.env_remove("NO_PROXY").env_remove("no_proxy");
         }
-        Ok(command)
+        if lending.is_some() {
+            // The daemon's home is not the lent user's: programs keep their caches in the
+            // run's temporary directory instead.
+            command.env("HOME", tmp);
+        }
+        Ok((command, lending))
+    }
+
+    /// What a command's child must do before it becomes bubblewrap, when the daemon lends
+    /// commands another user: `writable` theirs, `allow_read` (and a read-only workspace)
+    /// readable, the programs reachable.
+    fn lending(
+        &self,
+        writable: &[PathBuf],
+        bwrap: &Path,
+        inner: &Path,
+    ) -> Result<Option<Lending>, SandboxError> {
+        let policy = &self.sandbox.policy;
+        let Some(lender) = &policy.lender else {
+            return Ok(None);
+        };
+        let mut readable = policy.allow_read.clone();
+        if policy.mode == SandboxMode::ReadOnly {
+            readable.push(self.workspace.clone());
+        }
+        let programs = [bwrap.to_path_buf(), inner.to_path_buf()];
+        lender
+            .lend(writable, &readable, &programs, &self.workspace)
+            .map(Some)
+            .map_err(SandboxError::Unenforceable)
     }
 
     /// What the file tools (`read`, `write`, `edit`, `glob`, `grep`) may touch, as commands
@@ -219,6 +272,7 @@ impl RunSandbox {
                 .filter(|h| h.starts_with(&self.workspace) && *h != self.workspace)
                 .collect(),
             git: self.git(),
+            read_only: self.sandbox.policy.mode == SandboxMode::ReadOnly,
         }
     }
 

@@ -1,5 +1,8 @@
 //! The sandbox's system-call filter: no new unix sockets (unless allowed), no tracing of other
-//! processes, no io_uring.
+//! processes, no io_uring, no typing into a terminal, and none of the calls that reach the
+//! kernel's least-guarded corners or the user's secrets (keyrings, BPF, performance events,
+//! userfaultfd, modules, mounts, namespaces), as container runtimes' default filters refuse
+//! them.
 //!
 //! Landlock does not confine connecting to a unix socket before ABI 9, and unix sockets lead
 //! out of any sandbox: the user's systemd and D-Bus (`systemd-run --user …` runs anything,
@@ -13,6 +16,46 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 use std::collections::BTreeMap;
+
+/// Calls no command the model runs needs: the user's keyrings (its secrets), the kernel's
+/// programmable and debugging interfaces (BPF, performance events, userfaultfd: the usual
+/// ways into kernel exploits), modules and kexec, and mounts and namespaces (a command has
+/// its own already, made for it).
+const KERNEL_CORNERS: &[i64] = &[
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_userfaultfd,
+    libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_open_by_handle_at,
+    libc::SYS_name_to_handle_at,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_chroot,
+    libc::SYS_setns,
+    libc::SYS_unshare,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+    libc::SYS_open_tree,
+    libc::SYS_move_mount,
+    libc::SYS_mount_setattr,
+    libc::SYS_swapon,
+    libc::SYS_swapoff,
+    libc::SYS_reboot,
+    libc::SYS_syslog,
+    libc::SYS_acct,
+    libc::SYS_quotactl,
+    libc::SYS_lookup_dcookie,
+];
 
 /// The filter (allowing unix sockets with `unix_sockets`), compiled for this machine's architecture (a call made through another
 /// architecture's entry point kills the process).
@@ -40,8 +83,22 @@ pub(super) fn filter(unix_sockets: bool) -> Result<BpfProgram, SandboxError> {
         libc::SYS_io_uring_register,
     ]
     .into_iter()
+    .chain(KERNEL_CORNERS.iter().copied())
     .map(|call| (call, Vec::new()))
     .collect();
+    // Typing into a terminal (TIOCSTI) or its console (TIOCLINUX) would run commands in the
+    // user's shell, outside the sandbox.
+    let typing: [u64; 2] = [libc::TIOCSTI, libc::TIOCLINUX];
+    let typing = typing
+        .into_iter()
+        .map(|request| {
+            let condition =
+                SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, request)
+                    .map_err(|e| prepare(&e))?;
+            SeccompRule::new(vec![condition]).map_err(|e| prepare(&e))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    rules.insert(libc::SYS_ioctl, typing);
     if !unix_sockets {
         rules.insert(
             libc::SYS_socket,

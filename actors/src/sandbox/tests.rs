@@ -51,7 +51,7 @@ fn kernel_sandbox(config: &SandboxConfig) -> Sandbox {
 
 /// A machine missing `missing` (the other pieces as detected).
 fn machine_without(missing: &str) -> Machine {
-    let mut machine = Machine::detect();
+    let mut machine = Machine::detect(None);
     match missing {
         "bubblewrap" => machine.bubblewrap = Err("bubblewrap (bwrap) is not installed".into()),
         _ => machine.inner = Err("ryvos-sandbox is not installed".into()),
@@ -440,7 +440,11 @@ async fn a_command_cannot_start_more_processes_or_take_more_memory_than_its_limi
     assert!(!out.status.success(), "1 GiB under max_memory_mb = 256");
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
     // The cgroup counts the kill; under rlimits the allocation fails with MemoryError.
-    let notes = [command.finish(), run.explain(&said).into_iter().collect()].concat();
+    let notes = [
+        command.finish().await,
+        run.explain(&said).into_iter().collect(),
+    ]
+    .concat();
     assert!(notes.join("\n").contains("max_memory_mb"), "{said}");
 }
 
@@ -492,7 +496,7 @@ async fn allowed_domains_are_reached_through_the_proxy_and_nothing_else_is() {
     let refused = "curl -fsS -m 10 http://example.com/";
     let out = command.arg("-c").arg(refused).output().await.unwrap();
     assert!(!out.status.success());
-    let notes = command.finish().join("\n");
+    let notes = command.finish().await.join("\n");
     assert!(
         notes.contains("example.com") && notes.contains("allowed_domains"),
         "{notes}"
@@ -503,4 +507,87 @@ async fn allowed_domains_are_reached_through_the_proxy_and_nothing_else_is() {
     // Tracing the bridge is refused.
     let trace = "python3 -c \"import ctypes; assert ctypes.CDLL(None).ptrace(16, 1, 0, 0) != 0\"";
     assert!(bash(&run, trace).await.status.success());
+}
+
+/// Run as root (as CI runs), the daemon lends its commands nobody: a file only root may read is
+/// refused wherever it is, the workspace is theirs to write, and what they make there is
+/// root's afterwards. Run as another user, there is nothing to lend and nothing to check.
+#[tokio::test]
+async fn a_root_daemon_lends_its_commands_nothing_of_root() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // SAFETY: geteuid only reads the caller's id.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let d = dirs();
+    let secret = d.outside.join("root-only.txt");
+    std::fs::write(&secret, "ROOT-ONLY-5T").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mine = d.workspace.root().join("mine.txt");
+    std::fs::write(&mine, "the user's own").unwrap();
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let sandbox = kernel_sandbox(&config(SandboxMode::WorkspaceWrite, false, &[]));
+    assert!(
+        sandbox.identity().contains("nobody"),
+        "{}",
+        sandbox.identity()
+    );
+    let run = sandbox.for_run(&d.workspace);
+
+    let out = bash(&run, &format!("cat {}", secret.display())).await;
+    assert!(!out.status.success(), "a root-only file was read");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("ROOT-ONLY-5T"));
+    let shadow = bash(&run, "head -c 300 /etc/shadow").await;
+    assert!(!shadow.status.success(), "/etc/shadow was read");
+
+    let work = bash(
+        &run,
+        "id -u && cat mine.txt && echo more >> mine.txt && mkdir -p made/deep \
+         && echo new > made/deep/file && echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"",
+    )
+    .await;
+    assert!(work.status.success(), "{}", stderr(&work));
+    let said = String::from_utf8_lossy(&work.stdout);
+    assert!(said.starts_with("65534\n"), "{said}");
+    assert!(said.contains("the user's own"), "{said}");
+    for made in ["made", "made/deep", "made/deep/file", "mine.txt"] {
+        let meta = std::fs::metadata(d.workspace.root().join(made)).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (0, 0), "{made} is root's");
+    }
+}
+
+/// A workspace under a directory the lent user cannot enter (`/root`, 0700) is reached through
+/// a cover that shows nothing else of it.
+#[tokio::test]
+async fn a_workspace_behind_a_closed_directory_is_reached_and_nothing_beside_it() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid only reads the caller's id.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let closed = root.path().join("closed");
+    std::fs::create_dir_all(closed.join("ws")).unwrap();
+    std::fs::write(closed.join("beside.txt"), "BESIDE-2Q").unwrap();
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let workspace = Workspace::new(&closed.join("ws")).unwrap();
+    let sandbox = kernel_sandbox(&config(SandboxMode::WorkspaceWrite, false, &[]));
+    let run = sandbox.for_run(&workspace);
+    let out = bash(
+        &run,
+        "pwd && echo x > here.txt && ls -a .. && cat ../beside.txt",
+    )
+    .await;
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.starts_with(&format!("{}\n", workspace.root().display())),
+        "{said}"
+    );
+    assert!(!said.contains("beside.txt"), "{said}");
+    assert!(
+        workspace.root().join("here.txt").exists(),
+        "{}",
+        stderr(&out)
+    );
 }

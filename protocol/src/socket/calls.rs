@@ -194,6 +194,10 @@ pub struct StatusResult {
     pub sandbox: String,
     /// False when commands cannot be confined: then every command is refused.
     pub sandbox_enforced: bool,
+    /// What weakens the sandbox as configured (`mode = "off"`, `network = true`): commands
+    /// run, with less in their way. Absent when nothing does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_warning: Option<String>,
     /// The store's backend (`redb` or `postgres`).
     pub store: String,
     /// The config file the daemon read; absent when it runs on the built-in defaults.

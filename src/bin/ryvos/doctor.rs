@@ -27,6 +27,8 @@ enum State {
     Ok,
     /// Works, with something to know.
     Note,
+    /// Works, weakened: what protects the user is less than it should be.
+    Warn,
     Fail,
 }
 
@@ -40,6 +42,18 @@ impl Check {
             check: check.into(),
             state,
             detail,
+        }
+    }
+
+    /// `check` passed, but `warning` weakens it.
+    fn warned(self, warning: Option<String>) -> Self {
+        match (self.state, warning) {
+            (State::Ok, Some(warning)) => Self {
+                state: State::Warn,
+                detail: format!("{}; {warning}", self.detail),
+                ..self
+            },
+            (_, _) => self,
         }
     }
 
@@ -164,7 +178,7 @@ fn daemon_checks(status: &StatusResult) -> Vec<Check> {
                 status.config.as_deref().unwrap_or("the built-in defaults")
             )),
         ),
-        Check::new("sandbox", sandbox),
+        Check::new("sandbox", sandbox).warned(status.sandbox_warning.clone()),
         Check::new("store", store),
     ]
     .into_iter()
@@ -205,13 +219,15 @@ fn sandbox_check(config: &Config) -> Check {
         config_file: config.source.clone(),
         ..Default::default()
     };
-    let result = ryvos::Sandbox::new(&config.security.sandbox, site)
-        .map_err(|e| format!("{e}; fix [security.sandbox]"))
-        .and_then(|sandbox| match sandbox.unenforceable() {
-            None => Ok(sandbox.describe()),
-            Some(_) => Err(sandbox.describe()),
-        });
-    Check::new("sandbox", result)
+    let sandbox = match ryvos::Sandbox::new(&config.security.sandbox, site) {
+        Ok(sandbox) => sandbox,
+        Err(e) => return Check::new("sandbox", Err(format!("{e}; fix [security.sandbox]"))),
+    };
+    let result = match sandbox.unenforceable() {
+        None => Ok(sandbox.describe()),
+        Some(_) => Err(sandbox.describe()),
+    };
+    Check::new("sandbox", result).warned(sandbox.run_warning())
 }
 
 /// Opens the store as a run would (starting the MCP servers too), and closes it.
@@ -253,6 +269,7 @@ fn print(checks: &[Check], json: bool) {
         let mark = match check.state {
             State::Ok => "ok  ",
             State::Note => "note",
+            State::Warn => "WARN",
             State::Fail => "FAIL",
         };
         outln!("{mark}  {:<8} {}", check.check, check.detail);

@@ -145,6 +145,11 @@ impl Renderer {
                 event.session_id
             );
         }
+        // Said in every mode: a weakened sandbox, a tool server that did not start.
+        if let EventKind::Warning { message } = &event.kind {
+            self.end_line();
+            note!("ryvos: warning: {message}");
+        }
         if self.json {
             let mut out = std::io::stdout().lock();
             if let Ok(line) = serde_json::to_string(event) {

@@ -311,6 +311,21 @@ pub async fn start_local(config: &Config, record: Option<&std::path::Path>) -> R
         eprintln!("ryvos: {e}");
         return Err(EXIT_USAGE);
     }
+    // Made private here rather than only in the runtime, to say so to the person at hand.
+    match ryvos::make_home_private(&config.home) {
+        Ok(tightened) => {
+            for path in tightened {
+                eprintln!(
+                    "ryvos: warning: {} was open to other users; it is private now",
+                    path.display()
+                );
+            }
+        }
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            return Err(EXIT_RUN_FAILED);
+        }
+    }
     let mut builder = Runtime::builder(config.clone());
     if let Some(path) = record {
         builder = builder.record_model_traffic(path);

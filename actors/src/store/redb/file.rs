@@ -51,6 +51,7 @@ impl DatabaseFile {
                 .doing(|| format!("creating the directory {}", dir.display()))?;
         }
         let db = open_waiting(path)?;
+        make_private(path)?;
         Ok(DatabaseFile {
             path: path.to_path_buf(),
             state: Mutex::new(State {
@@ -154,6 +155,20 @@ impl DatabaseFile {
 
 /// Opens (or creates) the database at `path`, waiting (at most [`LOCK_PATIENCE`], and saying
 /// so) while another process holds its lock.
+/// The store holds every transcript and tool output: only its owner may read it.
+fn make_private(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path)
+        .doing(|| format!("reading the mode of {}", path.display()))?
+        .permissions()
+        .mode();
+    if mode & 0o077 == 0 {
+        return Ok(());
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o700))
+        .doing(|| format!("making {} private (0600)", path.display()))
+}
+
 fn open_waiting(path: &Path) -> Result<Database, StoreError> {
     let deadline = Instant::now() + LOCK_PATIENCE;
     let mut waiting = false;

@@ -86,7 +86,7 @@ impl Tool for Bash {
         }
         let (out, err) = drain(stdout, stderr, group).await;
         let mut text = render(out, err);
-        let mut notes = command_line.finish();
+        let mut notes = command_line.finish().await;
         notes.extend(ctx.sandbox.explain(&text));
         for note in notes {
             text.push('\n');

@@ -289,6 +289,7 @@ async fn status(shared: &Shared) -> StatusResult {
         uptime_secs: shared.started.elapsed().as_secs(),
         sandbox: sandbox.describe(),
         sandbox_enforced: sandbox.unenforceable().is_none(),
+        sandbox_warning: sandbox.run_warning(),
         store: shared.runtime.store_backend().to_owned(),
         mcp: shared.runtime.mcp_servers_now(),
         config: shared

@@ -3,6 +3,7 @@
 use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,7 @@ impl HomeLock {
             .write(true)
             .create(true)
             .truncate(false)
+            .mode(0o600)
             .open(&path)
             .map_err(|e| format!("opening {}: {e}", path.display()))?;
         let deadline = Instant::now() + STALE_LOCK_PATIENCE;

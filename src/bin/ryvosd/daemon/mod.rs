@@ -65,11 +65,15 @@ pub async fn serve(
     ready: impl FnOnce(&std::path::Path),
 ) -> Result<(), DaemonError> {
     let setup = |what: &str, e: std::io::Error| DaemonError::Setup(format!("{what}: {e}"));
-    std::fs::create_dir_all(&config.home)
-        .map_err(|e| setup(&format!("creating {}", config.home.display()), e))?;
     // Only the owner may enter the home, so only the owner can reach the socket.
-    std::fs::set_permissions(&config.home, std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| setup(&format!("making {} private", config.home.display()), e))?;
+    for path in
+        ryvos::make_home_private(&config.home).map_err(|e| DaemonError::Setup(e.to_string()))?
+    {
+        tracing::warn!(
+            "{} was open to other users; it is private now",
+            path.display()
+        );
+    }
     let _lock = HomeLock::acquire(&config.home).map_err(DaemonError::Setup)?;
     let socket = config.socket_path()?;
     // Holding the lock, any socket file left here is from a daemon that died.
