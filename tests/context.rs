@@ -260,7 +260,7 @@ async fn the_memory_flush_prompt_appears_once_at_85_percent() {
             .filter(|m| {
                 m["content"]
                     .as_str()
-                    .is_some_and(|c| c.starts_with("[Memory]"))
+                    .is_some_and(|c| c.starts_with("[System] [Memory]"))
             })
             .count()
     };

@@ -31,12 +31,13 @@ fn verdicts(events: &[Arc<ryvos::Event>]) -> Vec<Verdict> {
         .collect()
 }
 
-/// The system messages of a request after its system prompt.
+/// The runtime's notes in a request after its system prompt (sent as user messages marked
+/// `[System]`, as strict chat templates accept them).
 fn notes(request: &Value) -> Vec<String> {
     request["messages"].as_array().unwrap()[1..]
         .iter()
-        .filter(|m| m["role"] == "system")
-        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .filter_map(|m| m["content"].as_str()?.strip_prefix("[System] "))
+        .map(str::to_owned)
         .collect()
 }
 

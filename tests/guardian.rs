@@ -23,8 +23,8 @@ fn hints_in(request: &Value) -> Vec<String> {
         .expect("messages")
         .iter()
         .skip(1) // the system prompt
-        .filter(|m| m["role"] == "system")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .filter_map(|m| m["content"].as_str()?.strip_prefix("[System] "))
+        .map(str::to_owned)
         .collect()
 }
 

@@ -193,7 +193,7 @@ pub(crate) struct Context<'a> {
 }
 
 /// What a call cut off at the output limit gets instead of running.
-const CUT_OFF: &str = "validation_error: this call was cut off at your output limit \
+pub(crate) const CUT_OFF: &str = "validation_error: this call was cut off at your output limit \
 (max_output_tokens) before its arguments were complete, so it did not run. Make it again with \
 shorter arguments: write a large file in parts (write the first part, then add the rest with \
 edit), or take a smaller step.";

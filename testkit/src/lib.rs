@@ -20,6 +20,7 @@ mod reply;
 mod responses;
 pub mod runaway;
 mod strict;
+pub use strict::SECOND_SYSTEM_REFUSED;
 
 pub use pairing::pairing_faults;
 pub use reply::{Format, Gate, Part, Reply};
@@ -230,6 +231,26 @@ impl Drop for ScriptedModelServer {
     }
 }
 
+/// Why the server refuses `json` before answering, as the real one would: like llama.cpp
+/// (HTTP 500, or 400 for a strict chat template) and OpenAI's Responses API (HTTP 400), a
+/// history it cannot accept.
+fn refusal(format: Format, json: &Value) -> Option<(u16, String)> {
+    match format {
+        Format::OpenAi => strict::refusal(json),
+        Format::Responses => {
+            (strict::input_refusal(json)).or_else(|| responses::refusal(json).map(|why| (400, why)))
+        }
+        Format::Anthropic => None,
+    }
+}
+
+/// The output limit a request asks for, in whichever field its format has it.
+fn output_limit(json: &Value) -> Option<u64> {
+    ["max_output_tokens", "max_tokens", "max_completion_tokens"]
+        .iter()
+        .find_map(|key| json.get(*key).and_then(Value::as_u64))
+}
+
 async fn answer(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) -> Response<Body> {
     let mut captured = Captured::of(&req);
     let format = if captured.path.ends_with("/messages") {
@@ -247,13 +268,8 @@ async fn answer(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) -> Res
     let json: Value = serde_json::from_slice(&body)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
     let streamed = json.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    // Like llama.cpp (HTTP 500) and OpenAI's Responses API (HTTP 400), a history it cannot
-    // accept is refused before anything is answered.
-    let refused = match format {
-        Format::OpenAi => strict::refusal(&json).map(|why| (500, why)),
-        Format::Responses => responses::refusal(&json).map(|why| (400, why)),
-        Format::Anthropic => None,
-    };
+    let limit_asked = output_limit(&json);
+    let refused = refusal(format, &json);
     let routed = refused
         .is_none()
         .then(|| shared.router.as_ref().and_then(|route| route(&json)))
@@ -285,8 +301,9 @@ async fn answer(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) -> Res
         tokio::time::sleep(reply.delay).await;
     }
     let linger = reply.linger;
-    let (status, headers, mut parts, cut) =
-        reply.for_request_of(body.len()).render(streamed, format);
+    let (status, headers, mut parts, cut) = reply
+        .for_request_of(body.len(), limit_asked)
+        .render(streamed, format);
     if !linger.is_zero() {
         parts.push(Part::Pause(linger));
     }

@@ -87,6 +87,9 @@ pub struct Reply {
     pub(crate) linger: Duration,
     /// In the Responses format: a reasoning item with this id comes first.
     reasoning: Option<String>,
+    /// In the Responses format: the events as llama.cpp sends them, with the output limit
+    /// the request asked for (see [`Reply::shaped_like_llama_cpp`]).
+    llama_cpp: Option<Option<u64>>,
 }
 
 /// The bytes per token of English prose in common BPE tokenizers, which
@@ -105,7 +108,16 @@ impl Reply {
             prompt_by_size: false,
             linger: Duration::ZERO,
             reasoning: None,
+            llama_cpp: None,
         }
+    }
+
+    /// In the Responses format, the events as llama.cpp's `/v1/responses` sends them: items
+    /// known by their ids (no `output_index`), and an answer cut at the output limit ended
+    /// `response.completed`, its output as long as the limit asked for.
+    pub fn shaped_like_llama_cpp(mut self) -> Self {
+        self.llama_cpp = Some(None);
+        self
     }
 
     /// In the Responses format, the answer begins with reasoning item `id`, its encrypted
@@ -214,8 +226,11 @@ impl Reply {
         self
     }
 
-    /// The usage as reported for a request of `bytes`.
-    pub(crate) fn for_request_of(mut self, bytes: usize) -> Self {
+    /// The usage as reported for a request of `bytes`, asking for at most `max_output` tokens.
+    pub(crate) fn for_request_of(mut self, bytes: usize, max_output: Option<u64>) -> Self {
+        if let Some(limit) = self.llama_cpp.as_mut() {
+            *limit = max_output;
+        }
         if let (true, Content::Chat { usage, .. }) = (self.prompt_by_size, &mut self.content) {
             let output = usage.map_or(0, |(_, output)| output);
             *usage = Some((bytes as u64 / BYTES_PER_TOKEN, output));
@@ -294,6 +309,7 @@ impl Reply {
                     usage,
                     cut_at_limit,
                     reasoning: self.reasoning.as_deref(),
+                    llama_cpp: self.llama_cpp,
                 };
                 let (kind, parts) = answer.body(streamed, format);
                 headers.push(("content-type".into(), kind.into()));
@@ -333,6 +349,8 @@ pub(crate) struct Answer<'a> {
     pub cut_at_limit: bool,
     /// In the Responses format, a reasoning item first, with this id.
     pub reasoning: Option<&'a str>,
+    /// In the Responses format, shaped as llama.cpp sends it, with the request's output limit.
+    pub llama_cpp: Option<Option<u64>>,
 }
 
 impl Answer<'_> {
@@ -345,10 +363,14 @@ impl Answer<'_> {
                 let events = crate::anthropic::events(deltas, calls, usage, cut);
                 ("text/event-stream", named_sse(events))
             }
-            Format::Responses => (
-                "text/event-stream",
-                named_sse(crate::responses::events(self)),
-            ),
+            Format::Responses => {
+                let events = crate::responses::events(self);
+                let events = match self.llama_cpp {
+                    Some(limit) => crate::responses::as_llama_cpp(events, limit),
+                    None => events,
+                };
+                ("text/event-stream", named_sse(events))
+            }
             Format::OpenAi if !streamed => {
                 let body = completion(&deltas.concat(), calls, usage, cut);
                 (

@@ -135,6 +135,45 @@ fn end(usage: Option<(u64, u64)>, cut: bool) -> (String, String) {
     }
 }
 
+/// `events` as llama.cpp's `/v1/responses` sends them: no `output_index` (a delta names its
+/// item by `item_id`), and a cut answer ended `response.completed`, its output tokens the
+/// `limit` asked for.
+pub(crate) fn as_llama_cpp(
+    events: Vec<(String, String)>,
+    limit: Option<u64>,
+) -> Vec<(String, String)> {
+    let mut ids: std::collections::HashMap<u64, String> = std::collections::HashMap::new();
+    events
+        .into_iter()
+        .map(|(name, data)| {
+            let mut value: Value = serde_json::from_str(&data).expect("a scripted event");
+            let index = value.get("output_index").and_then(Value::as_u64);
+            if let Some(object) = value.as_object_mut() {
+                object.remove("output_index");
+            }
+            if let (Some(index), Some(id)) = (index, value["item"]["id"].as_str()) {
+                ids.insert(index, id.to_owned());
+            }
+            if name.ends_with(".delta") {
+                if let Some(id) = index.and_then(|i| ids.get(&i)) {
+                    value["item_id"] = json!(id);
+                }
+            }
+            if name == "response.incomplete" {
+                let usage = &mut value["response"]["usage"];
+                usage["output_tokens"] = json!(limit.unwrap_or(8192));
+                value["type"] = json!("response.completed");
+                value["response"]["status"] = json!("completed");
+                if let Some(response) = value["response"].as_object_mut() {
+                    response.remove("incomplete_details");
+                }
+                return ("response.completed".to_owned(), value.to_string());
+            }
+            (name, value.to_string())
+        })
+        .collect()
+}
+
 /// Why the real server refuses `request`'s input, if it does (HTTP 400): a function call
 /// without its output, an output without its call, a reasoning item not passed back whole
 /// (nothing is stored, so its encrypted content must come with it) or not followed by the
@@ -259,6 +298,7 @@ mod tests {
             usage: Some((3, 4)),
             cut_at_limit: true,
             reasoning: Some("rs_1"),
+            llama_cpp: None,
         };
         let names: Vec<String> = events(&answer).into_iter().map(|(n, _)| n).collect();
         assert_eq!(

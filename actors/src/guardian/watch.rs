@@ -82,13 +82,21 @@ impl Ladder for RunWatch {
         // A finished turn is progress.
         self.stall_steps = 0;
         self.model_stalls = 0;
+        // Every call counts where it stands: a loop that a last, different call ends (a call
+        // cut at the output limit, which some servers put last) is a loop all the same.
+        let mut looping: Option<Streak> = None;
         for call in &turn.calls {
-            if !extend(&mut self.streak, call) {
-                self.doom_steps = 0;
+            extend(&mut self.streak, call);
+            if let Some(streak) = self.streak.as_ref().filter(|s| s.count >= limits.doom_loop) {
+                if looping.as_ref().is_none_or(|l| streak.count >= l.count) {
+                    looping = Some(streak.clone());
+                }
             }
         }
-        if let Some(streak) = self.streak.clone().filter(|s| s.count >= limits.doom_loop) {
-            escalate_doom_loop(self, &streak, &mut review);
+        // The ladder goes down only after a turn without a loop.
+        match looping {
+            Some(streak) => escalate_doom_loop(self, &streak, &mut review),
+            None => self.doom_steps = 0,
         }
         check_tokens(self, limits, turn.context_tokens, &mut review);
         review
@@ -291,6 +299,22 @@ mod tests {
         let (status, reason) = w.review(&limits(), &turn(&fail, 10)).stop.unwrap();
         assert_eq!(status, RunStatus::Escalated);
         assert!(reason.contains("5 times"));
+    }
+
+    #[test]
+    fn repeats_a_last_cut_call_ends_are_seen_and_escalate() {
+        let mut w = RunWatch::default();
+        let read = ("read", r#"{"path":"missing.txt"}"#, "no such file", true);
+        let cut = ("read", r#"{"path":"#, "cut off at the output limit", true);
+        // Three identical failing reads, then the call the output limit cut, turn after turn.
+        let shape = [read, read, read, cut];
+        let first = w.review(&limits(), &turn(&shape, 10));
+        assert_eq!(first.hint.expect("a hint at the first turn").level, 1);
+        assert_eq!(
+            w.review(&limits(), &turn(&shape, 10)).hint.unwrap().level,
+            2
+        );
+        assert!(w.review(&limits(), &turn(&shape, 10)).stop.is_some());
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::provider::{
     AssistantResponse, ChatRequest, EncodedPrefix, Provider, ProviderError, Recovery,
     ResponseAssembler, StreamDelta, Usage,
 };
-use crate::text::truncate;
+use crate::text::clip_middle;
 use crate::tokens;
 use futures_util::StreamExt;
 use std::sync::Arc;
@@ -191,7 +191,7 @@ impl ModelChain {
             match error.recovery() {
                 Recovery::Prune => return Err(Stop::Call(error)),
                 Recovery::FailFast => {
-                    return Err(gave_up(truncate(&first_line(&said), MAX_ATTEMPT_BYTES)))
+                    return Err(gave_up(clip_middle(&one_line(&said), MAX_ATTEMPT_BYTES)))
                 }
                 Recovery::Retry => {}
             }
@@ -246,7 +246,7 @@ impl Call<'_> {
             attempt = self.failures.len() + 1,
             "a model call attempt failed: {error}"
         );
-        let said = truncate(&error.to_string(), MAX_ATTEMPT_BYTES);
+        let said = clip_middle(&one_line(&error.to_string()), MAX_ATTEMPT_BYTES);
         self.failures
             .push(format!("{}: {said}", attempt_name(model, key)));
     }
@@ -258,7 +258,7 @@ impl Call<'_> {
         events.emit(EventKind::ModelRetry {
             message: format!(
                 "{model} failed ({}); trying again in {}",
-                first_line(said),
+                clip_middle(&one_line(said), MAX_ATTEMPT_BYTES),
                 humantime::format_duration(round_ms(wait))
             ),
             model: model.to_owned(),
@@ -299,7 +299,7 @@ enum Stop {
     Call(ProviderError),
 }
 
-/// `error` with what the server said cut to [`MAX_ATTEMPT_BYTES`].
+/// `error` with what the server said cut to [`MAX_ATTEMPT_BYTES`], its start and its end kept.
 fn bounded(error: ProviderError) -> ProviderError {
     match error {
         ProviderError::Http {
@@ -308,11 +308,11 @@ fn bounded(error: ProviderError) -> ProviderError {
             retry_after,
         } => ProviderError::Http {
             status,
-            message: truncate(&message, MAX_ATTEMPT_BYTES),
+            message: clip_middle(&message, MAX_ATTEMPT_BYTES),
             retry_after,
         },
         ProviderError::Stream(message) => {
-            ProviderError::Stream(truncate(&message, MAX_ATTEMPT_BYTES))
+            ProviderError::Stream(clip_middle(&message, MAX_ATTEMPT_BYTES))
         }
         other => other,
     }
@@ -327,11 +327,18 @@ fn attempt_name(model: &str, key: &str) -> String {
     }
 }
 
-/// The most of one attempt's error a run's reason repeats, in bytes.
-const MAX_ATTEMPT_BYTES: usize = 300;
+/// The most of one attempt's error a run's reason repeats, in bytes: enough for a server's
+/// words after what it quotes (a chat template's source, say).
+const MAX_ATTEMPT_BYTES: usize = 600;
 
-fn first_line(text: &str) -> String {
-    text.lines().next().unwrap_or_default().to_owned()
+/// `text` on one line: its lines joined by spaces, blank ones left out.
+fn one_line(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.join(" ")
 }
 
 fn round_ms(wait: Duration) -> Duration {

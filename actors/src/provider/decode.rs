@@ -30,7 +30,7 @@ pub async fn decode_body(
     let mut deltas = match format {
         WireFormat::OpenAi => sse::decode_events(events, idle, super::openai::decode_event),
         WireFormat::Anthropic => sse::decode_events(events, idle, super::anthropic::decoder()),
-        WireFormat::Responses => sse::decode_events(events, idle, super::responses::decoder()),
+        WireFormat::Responses => sse::decode_events(events, idle, super::responses::decoder(0)),
     };
     let mut assembler = super::ResponseAssembler::new();
     while let Some(delta) = deltas.next().await {

@@ -224,7 +224,7 @@ enum WireMessage<'a> {
         content: &'a str,
     },
     User {
-        content: &'a str,
+        content: Cow<'a, str>,
     },
     Assistant {
         content: Option<&'a str>,
@@ -242,8 +242,12 @@ impl<'a> WireMessage<'a> {
     /// [`replay`]).
     fn of(m: &'a Message, ids: &mut ReplayIds) -> Self {
         match m {
-            Message::User { content } => WireMessage::User { content },
-            Message::System { content } => WireMessage::System { content },
+            Message::User { content } => WireMessage::User {
+                content: Cow::Borrowed(content),
+            },
+            Message::System { content } => WireMessage::User {
+                content: Cow::Owned(replay::system_note(content)),
+            },
             Message::Assistant {
                 content,
                 tool_calls,

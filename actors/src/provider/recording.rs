@@ -119,6 +119,15 @@ impl Provider for RecordingProvider {
         self.inner.provider_name()
     }
 
+    /// Recording changes nothing of what a call costs: a model on loopback stays free.
+    fn runs_locally(&self) -> bool {
+        self.inner.runs_locally()
+    }
+
+    fn key_label(&self) -> String {
+        self.inner.key_label()
+    }
+
     async fn stream(&self, request: &ChatRequest) -> Result<DeltaStream, ProviderError> {
         self.stream_continuing(request, &EncodedPrefix::default())
             .await

@@ -11,13 +11,22 @@
 //! - an empty name, or one with other characters, is replayed cleaned (`[A-Za-z0-9_-]`, at
 //!   most 64);
 //! - ids are replayed cleaned the same way, at most 64 characters, and one used again gets a
-//!   suffix; a result names the id its call was replayed with.
+//!   suffix; a result names the id its call was replayed with;
+//! - a note the runtime put into the conversation (a Guardian hint, a summary, the Judge's
+//!   word) is sent as a user message marked `[System]`: many local models' chat templates
+//!   (Mistral's, Gemma's) allow one system message, the first, and refuse the request
+//!   otherwise, on every resume too.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 /// The longest id or name a provider is sent.
 const MAX_LEN: usize = 64;
+
+/// A runtime note (a `system` message after the first) as the user message it is sent as.
+pub(crate) fn system_note(content: &str) -> String {
+    format!("[System] {content}")
+}
 
 /// A call's argument text as a JSON object: itself when it is one, else `{}`.
 pub(crate) fn arguments(raw: &str) -> Cow<'_, str> {

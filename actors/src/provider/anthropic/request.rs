@@ -134,7 +134,7 @@ fn blocks_of<'a>(message: &'a Message, ids: &mut ReplayIds) -> (WireRole, Vec<Wi
         Message::User { content } => (WireRole::User, vec![WireBlock::text(content.as_str())]),
         Message::System { content } => (
             WireRole::User,
-            vec![WireBlock::text(format!("[System] {content}"))],
+            vec![WireBlock::text(replay::system_note(content))],
         ),
         Message::Assistant {
             content,

@@ -2,12 +2,17 @@
 //! `response.function_call_arguments.delta`, `response.output_item.added`/`done`,
 //! `response.completed`/`incomplete`/`failed`, `error`) turned into [`StreamDelta`]s. The
 //! stream has no `[DONE]`: a terminal `response.*` event ends it.
+//!
+//! Read as servers send them, not only as OpenAI does: an item is known by its `output_index`
+//! or, where a server leaves that out (llama.cpp), by its id (`item_id` on a delta); and a
+//! response whose output reached `max_output_tokens` was cut, whatever its last event says
+//! (llama.cpp ends it `response.completed`).
 
 use crate::message::Reasoning;
 use crate::provider::sse::Decoded;
 use crate::provider::{FinishReason, ProviderError, StreamDelta, Usage};
 use serde::Deserialize;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Reads the events of one response, keeping what later events need: which output items are
 /// function calls, and which of them (and of the messages) streamed their content, so that an
@@ -20,9 +25,41 @@ pub(super) struct EventParser {
     calls_streamed: HashSet<usize>,
     /// Output indexes of the messages whose text streamed.
     texts_streamed: HashSet<usize>,
+    /// The index given to each item known only by its id.
+    by_id: HashMap<String, usize>,
+    /// The output limit the request asked for: output that reaches it was cut.
+    max_output_tokens: Option<u64>,
 }
 
 impl EventParser {
+    /// A parser for a response asked for at most `max_output_tokens`.
+    pub(super) fn limited_to(max_output_tokens: u32) -> Self {
+        Self {
+            max_output_tokens: Some(u64::from(max_output_tokens)).filter(|n| *n > 0),
+            ..Self::default()
+        }
+    }
+
+    /// The index of an item: its `output_index`, else the one given to its id (a new one
+    /// for an id not seen yet, after every index in use).
+    fn index(&mut self, output_index: Option<usize>, id: Option<&str>) -> usize {
+        if let Some(index) = output_index {
+            return index;
+        }
+        let Some(id) = id.filter(|i| !i.is_empty()) else {
+            return 0;
+        };
+        if let Some(index) = self.by_id.get(id) {
+            return *index;
+        }
+        let next = (self.calls.iter().chain(&self.texts_streamed))
+            .chain(self.by_id.values())
+            .max()
+            .map_or(0, |i| i + 1);
+        self.by_id.insert(id.to_owned(), next);
+        next
+    }
+
     /// Parses one `data:` payload.
     pub(super) fn parse(&mut self, data: &str) -> Result<Decoded, ProviderError> {
         let event: WireEvent = crate::provider::sse::payload(data)?;
@@ -34,35 +71,41 @@ impl EventParser {
                 }
             }
             WireEvent::ItemAdded { output_index, item } => {
+                let index = self.index(output_index, item.id());
                 if let WireItem::FunctionCall { call_id, name, .. } = item {
-                    parsed
-                        .deltas
-                        .push(self.announce(output_index, call_id, name));
+                    parsed.deltas.push(self.announce(index, call_id, name));
                 }
             }
             WireEvent::TextDelta {
                 output_index,
+                item_id,
                 delta,
             } => {
-                self.texts_streamed.insert(output_index);
+                let index = self.index(output_index, item_id.as_deref());
+                self.texts_streamed.insert(index);
                 if !delta.is_empty() {
                     parsed.deltas.push(StreamDelta::Text { text: delta });
                 }
             }
             WireEvent::ArgumentsDelta {
                 output_index,
+                item_id,
                 delta,
             } => {
-                if !delta.is_empty() && self.calls.contains(&output_index) {
-                    self.calls_streamed.insert(output_index);
-                    parsed.deltas.push(arguments(output_index, delta));
+                let index = self.index(output_index, item_id.as_deref());
+                if !delta.is_empty() && self.calls.contains(&index) {
+                    self.calls_streamed.insert(index);
+                    parsed.deltas.push(arguments(index, delta));
                 }
             }
             WireEvent::ItemDone { output_index, item } => {
-                self.item_done(output_index, item, &mut parsed.deltas)
+                let index = self.index(output_index, item.id());
+                self.item_done(index, item, &mut parsed.deltas)
             }
             WireEvent::Completed { response } => {
-                let reason = if self.calls.is_empty() {
+                let reason = if self.reached_the_limit(&response) {
+                    FinishReason::Length
+                } else if self.calls.is_empty() {
                     FinishReason::Stop
                 } else {
                     FinishReason::ToolCalls
@@ -90,6 +133,18 @@ impl EventParser {
             WireEvent::Other => {}
         }
         Ok(parsed)
+    }
+
+    /// Whether `response`, said complete, was cut at the output limit all the same: it says
+    /// so in its details, or its output reached the limit asked for.
+    fn reached_the_limit(&self, response: &WireResponse) -> bool {
+        let said = response
+            .incomplete_details
+            .as_ref()
+            .and_then(|d| d.reason.as_deref())
+            == Some("max_output_tokens");
+        let output = response.usage.as_ref().map(|u| u.output_tokens);
+        said || matches!((output, self.max_output_tokens), (Some(n), Some(max)) if n >= max)
     }
 
     /// The call at `index` begins: its id and name.
@@ -122,6 +177,7 @@ impl EventParser {
                 call_id,
                 name,
                 arguments: whole,
+                ..
             } => {
                 if !self.calls.contains(&index) {
                     deltas.push(self.announce(index, call_id, name));
@@ -131,7 +187,7 @@ impl EventParser {
                     deltas.push(arguments(index, whole.unwrap_or_else(|| "{}".into())));
                 }
             }
-            WireItem::Message { content } if !self.texts_streamed.contains(&index) => {
+            WireItem::Message { content, .. } if !self.texts_streamed.contains(&index) => {
                 let text: String = content.into_iter().filter_map(WireContent::text).collect();
                 if !text.is_empty() {
                     deltas.push(StreamDelta::Text { text });
@@ -171,13 +227,33 @@ enum WireEvent {
     #[serde(rename = "response.created")]
     Created { response: WireResponse },
     #[serde(rename = "response.output_item.added")]
-    ItemAdded { output_index: usize, item: WireItem },
+    ItemAdded {
+        #[serde(default)]
+        output_index: Option<usize>,
+        item: WireItem,
+    },
     #[serde(rename = "response.output_text.delta")]
-    TextDelta { output_index: usize, delta: String },
+    TextDelta {
+        #[serde(default)]
+        output_index: Option<usize>,
+        #[serde(default)]
+        item_id: Option<String>,
+        delta: String,
+    },
     #[serde(rename = "response.function_call_arguments.delta")]
-    ArgumentsDelta { output_index: usize, delta: String },
+    ArgumentsDelta {
+        #[serde(default)]
+        output_index: Option<usize>,
+        #[serde(default)]
+        item_id: Option<String>,
+        delta: String,
+    },
     #[serde(rename = "response.output_item.done")]
-    ItemDone { output_index: usize, item: WireItem },
+    ItemDone {
+        #[serde(default)]
+        output_index: Option<usize>,
+        item: WireItem,
+    },
     #[serde(rename = "response.completed")]
     Completed { response: WireResponse },
     #[serde(rename = "response.incomplete")]
@@ -195,9 +271,13 @@ enum WireEvent {
 enum WireItem {
     Message {
         #[serde(default)]
+        id: Option<String>,
+        #[serde(default)]
         content: Vec<WireContent>,
     },
     FunctionCall {
+        #[serde(default)]
+        id: Option<String>,
         #[serde(default)]
         call_id: String,
         #[serde(default)]
@@ -214,6 +294,17 @@ enum WireItem {
     },
     #[serde(other)]
     Other,
+}
+
+impl WireItem {
+    /// The item's id, by which a server that sends no `output_index` names it.
+    fn id(&self) -> Option<&str> {
+        match self {
+            WireItem::Message { id, .. } | WireItem::FunctionCall { id, .. } => id.as_deref(),
+            WireItem::Reasoning { id, .. } => Some(id),
+            WireItem::Other => None,
+        }
+    }
 }
 
 #[derive(Deserialize)]

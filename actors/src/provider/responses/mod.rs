@@ -49,7 +49,8 @@ impl Provider for ResponsesProvider {
     async fn stream(&self, request: &ChatRequest) -> Result<DeltaStream, ProviderError> {
         let wire = WireRequest::new(&self.model, self.max_output_tokens, request);
         let body = crate::provider::sse::body(&wire)?;
-        (self.endpoint).stream(body, |r| r, bearer, decoder()).await
+        let decoder = decoder(self.max_output_tokens);
+        (self.endpoint).stream(body, |r| r, bearer, decoder).await
     }
 
     fn key_label(&self) -> String {
@@ -61,9 +62,10 @@ impl Provider for ResponsesProvider {
     }
 }
 
-/// A decoder of one response's events.
+/// A decoder of one response's events, asked for at most `max_output_tokens` (0: no limit).
 pub(crate) fn decoder(
+    max_output_tokens: u32,
 ) -> impl FnMut(&str) -> Result<crate::provider::sse::Decoded, ProviderError> + Send + 'static {
-    let mut parser = EventParser::default();
+    let mut parser = EventParser::limited_to(max_output_tokens);
     move |data| parser.parse(data)
 }

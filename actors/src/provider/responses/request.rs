@@ -50,7 +50,7 @@ impl<'a> WireRequest<'a> {
 pub(super) enum WireItem<'a> {
     Message {
         role: &'static str,
-        content: &'a str,
+        content: Cow<'a, str>,
     },
     Reasoning {
         id: &'a str,
@@ -85,11 +85,11 @@ pub(super) fn input_items(messages: &[Arc<Message>]) -> Vec<WireItem<'_>> {
         match &**message {
             Message::User { content } => items.push(WireItem::Message {
                 role: "user",
-                content,
+                content: Cow::Borrowed(content),
             }),
             Message::System { content } => items.push(WireItem::Message {
-                role: "system",
-                content,
+                role: "user",
+                content: Cow::Owned(replay::system_note(content)),
             }),
             Message::Assistant {
                 content,
@@ -103,7 +103,7 @@ pub(super) fn input_items(messages: &[Arc<Message>]) -> Vec<WireItem<'_>> {
                 if !content.is_empty() {
                     items.push(WireItem::Message {
                         role: "assistant",
-                        content,
+                        content: Cow::Borrowed(content),
                     });
                 }
                 items.extend(tool_calls.iter().map(|call| WireItem::FunctionCall {

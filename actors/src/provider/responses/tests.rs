@@ -87,7 +87,7 @@ fn the_conversation_is_input_items_with_reasoning_passed_back_before_its_output(
             {"type": "function_call_output", "call_id": "call_1", "output": "alpha"},
             {"type": "function_call_output", "call_id": "call_2",
              "output": "error: the arguments are not JSON"},
-            {"type": "message", "role": "system", "content": "be brief"},
+            {"type": "message", "role": "user", "content": "[System] be brief"},
         ])
     );
 }

@@ -75,8 +75,24 @@ impl Driver {
     }
 
     /// A paused run says which calls it leaves pending, and the session keeps them (stored
-    /// with the run's end: on reload they stay pending).
+    /// with the run's end: on reload they stay pending). A call the output limit cut can never
+    /// run: it is answered as cut now, as it would have been in the run, rather than left for
+    /// a resume to find its arguments broken.
     fn leave_calls_pending(&mut self, ending: &Ending) {
+        if self.run.turn.answer_cut {
+            let cut = self.session.history.pending_calls();
+            let cut = cut
+                .into_iter()
+                .filter(|c| !crate::provider::replay::is_object(&c.arguments));
+            for call in cut {
+                self.session.history.push(Message::ToolResult {
+                    call_id: call.id,
+                    name: call.name,
+                    content: crate::tool_executor::CUT_OFF.to_owned(),
+                    is_error: true,
+                });
+            }
+        }
         let pending_calls: Vec<_> = self
             .session
             .history
