@@ -348,3 +348,59 @@ async fn a_prompt_that_brings_the_session_past_its_budget_is_made_room_for_first
     );
     h.server.assert_no_orphans();
 }
+
+/// A session of 50 turns against a server that counts a token per 4 bytes of its request, not
+/// as Ryvos's tokenizer does: the first exact count is off by what the tokenizers differ by;
+/// once the server's counts are learned, what Ryvos expects comes close to them. Prints the
+/// figures (`cargo test --test context learned -- --nocapture`).
+#[tokio::test]
+async fn the_servers_count_is_learned_and_the_estimate_comes_close_to_it() {
+    let mut script: Vec<Reply> = (0..49)
+        .map(|i| {
+            let args = format!(r#"{{"path": "f{i}.txt"}}"#);
+            Reply::tool_calls(&[(&format!("c{i}"), "read", &args)]).prompt_tokens_by_size()
+        })
+        .collect();
+    script.push(Reply::text(&["Read them all."]).prompt_tokens_by_size());
+    let h = Harness::start(script, |c| {
+        c.agent.max_turns = 60;
+        c.agent.max_context_tokens = 6000;
+        c.agent.enable_summarization = false;
+    })
+    .await;
+    for i in 0..49 {
+        let text: String = (0..6)
+            .map(|j| {
+                format!("{i}-{j}: ports 8080/8443, paths /srv/app/{i}, ids r_{i:04}_{j}; ok.\n")
+            })
+            .collect();
+        std::fs::write(h.workspace.path().join(format!("f{i}.txt")), text).unwrap();
+    }
+    let (events, outcome) = h.run(h.request("read f0.txt to f48.txt")).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    // (server's count, Ryvos's count, what Ryvos expected) of each call it counted.
+    let counts: Vec<(f64, f64, f64)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ModelUsage {
+                input_tokens,
+                counted_input_tokens: Some(counted),
+                expected_input_tokens: Some(expected),
+                ..
+            } => Some((*input_tokens as f64, *counted as f64, *expected as f64)),
+            _ => None,
+        })
+        .collect();
+    assert!(counts.len() >= 20, "{} calls counted", counts.len());
+    let error = |(server, estimate): (f64, f64)| (estimate - server).abs() / server * 100.0;
+    let before = error((counts[0].0, counts[0].2));
+    let tail = &counts[counts.len() - 10..];
+    let raw_after: f64 = tail.iter().map(|c| error((c.0, c.1))).sum::<f64>() / 10.0;
+    let learned: f64 = tail.iter().map(|c| error((c.0, c.2))).sum::<f64>() / 10.0;
+    eprintln!(
+        "{} calls counted of 50: first, before learning: {before:.1}% off the server's count; \
+         the last 10: {raw_after:.1}% uncorrected, {learned:.1}% as expected after learning",
+        counts.len()
+    );
+    assert!(learned < before / 2.0, "{learned:.1}% against {before:.1}%");
+}

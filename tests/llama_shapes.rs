@@ -20,6 +20,15 @@ fn completion(stdout: &str) -> Value {
         .expect("a RunComplete")
 }
 
+/// Runs `ryvos run --json --resume` on the session of the run `stdout` shows, with a
+/// follow-up prompt.
+async fn resume_after(home: &Home, stdout: &str) -> (i32, String, String) {
+    let done = completion(stdout);
+    let session = done["session_id"].as_str().expect("a session id");
+    home.ryvos(&["run", "--json", "--resume", session, "and", "now?"])
+        .await
+}
+
 /// The messages of every request after its first, by role.
 fn roles_after_first(request: &Value) -> Vec<String> {
     request["messages"].as_array().unwrap()[1..]
@@ -49,13 +58,7 @@ async fn a_guardian_hint_goes_where_a_strict_template_takes_it_and_the_session_r
             .any(|e| e["type"] == "GuardianDoomLoop"),
         "three identical failing reads earn a hint: {stdout}"
     );
-    let session = completion(&stdout)["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let (code, stdout, stderr) = home
-        .ryvos(&["run", "--json", "--resume", &session, "and", "now?"])
-        .await;
+    let (code, stdout, stderr) = resume_after(&home, &stdout).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(completion(&stdout)["status"], "completed");
     let requests = server.requests();
@@ -172,5 +175,71 @@ async fn a_call_cut_at_max_turns_is_answered_as_cut_on_resume() {
         "{content}"
     );
     assert!(!content.contains("not valid JSON"), "{content}");
+    server.assert_no_orphans();
+}
+
+/// The window of the llama.cpp server the overflow test stands for, in its tokens (a token per
+/// 4 bytes of request, as the scripted server counts).
+const N_CTX: u64 = 8192;
+
+/// The scripted server's count of a request: a token per 4 bytes.
+fn server_count(request: &Value) -> u64 {
+    request.to_string().len() as u64 / 4
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_past_llama_cpps_window_makes_room_and_the_session_resumes() {
+    // Past the window: llama.cpp's refusal, with its sizes; else the script.
+    let router: ryvos_testkit::Router = std::sync::Arc::new(|request: &Value| {
+        let asked = server_count(request);
+        (asked > N_CTX).then(|| Reply::llama_cpp_overflow(asked, N_CTX))
+    });
+    let server = ScriptedModelServer::start_routed(
+        [
+            Reply::tool_calls(&[("c1", "read", r#"{"path": "big.txt"}"#)]).prompt_tokens_by_size(),
+            Reply::text(&["It is a long file."]).prompt_tokens_by_size(),
+            Reply::text(&["Still here."]).prompt_tokens_by_size(),
+        ],
+        Some(router),
+    )
+    .await;
+    let home = Home::new(&server, "");
+    // 72 KB of varied lines: about 18,000 of the server's tokens, twice its window.
+    let big: String = (0..1800)
+        .map(|i| format!("line {i:05}: the quick brown fox jumps over the lazy dog\n"))
+        .collect();
+    std::fs::write(home.workspace.path().join("big.txt"), &big).unwrap();
+    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "read", "big.txt"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(completion(&stdout)["status"], "completed", "{stdout}");
+    assert!(stderr.contains("trimmed"), "{stderr}");
+    let session = completion(&stdout)["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // The resume reloads the whole result from the store, and fits it again.
+    let (code, stdout, stderr) = resume_after(&home, &stdout).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(completion(&stdout)["output"], "Still here.");
+    // Every answered request fit the window; the store kept the result whole.
+    let requests = server.requests();
+    let answered: Vec<u64> = requests
+        .iter()
+        .map(server_count)
+        .filter(|n| *n <= N_CTX)
+        .collect();
+    assert_eq!(
+        answered.len(),
+        3,
+        "{:?}",
+        requests.iter().map(server_count).collect::<Vec<_>>()
+    );
+    let (_, history, _) = home.ryvos(&["history", "--json", &session]).await;
+    let longest = history.split("line 0").count();
+    assert!(
+        longest > 300,
+        "the store keeps the result whole ({longest} lines)"
+    );
     server.assert_no_orphans();
 }

@@ -63,6 +63,15 @@ pub enum EventKind {
         estimated: bool,
         /// What the call cost, as the cost ledger priced it.
         cost_cents: f64,
+        /// Ryvos's own count of the request (its tokenizer), where it counted it: set against
+        /// `input_tokens`, how far its tokenizer is from the model's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        counted_input_tokens: Option<u64>,
+        /// What Ryvos expected the server to count: its own count corrected by what the
+        /// session learned of the server's counts (see `ModelFit`), on which its decisions
+        /// about the context window rest.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expected_input_tokens: Option<u64>,
     },
     /// A model call failed in a way worth trying again; the next attempt starts after
     /// `wait_ms`. When `discarded_text` is true, text of the failed attempt was already

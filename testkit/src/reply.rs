@@ -192,6 +192,24 @@ impl Reply {
         .header("content-type", "application/json")
     }
 
+    /// llama.cpp's answer to a request past its context window (HTTP 400, its sizes with it):
+    /// `prompt` tokens asked, `n_ctx` the window.
+    pub fn llama_cpp_overflow(prompt: u64, n_ctx: u64) -> Self {
+        let body = serde_json::json!({"error": {
+            "code": 400,
+            "message": format!("request ({prompt} tokens) exceeds the available context size \
+                                ({n_ctx} tokens), try increasing it"),
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": prompt,
+            "n_ctx": n_ctx,
+        }});
+        Self::new(Content::Raw {
+            status: 400,
+            parts: vec![Part::Bytes(Bytes::from(body.to_string()))],
+        })
+        .header("content-type", "application/json")
+    }
+
     /// An error answer, in the shape of the client's provider (OpenAI's or Anthropic's).
     pub fn error(status: u16, message: &str) -> Self {
         Self::new(Content::Error {

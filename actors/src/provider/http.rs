@@ -4,7 +4,6 @@
 use super::keys::ApiKeys;
 use super::{wait_hint, ProviderError};
 use crate::config::ModelConfig;
-use serde::Deserialize;
 use std::time::Duration;
 
 /// At most this much of a server's error body is kept in an error message.
@@ -46,44 +45,15 @@ pub(crate) async fn error_from(response: reqwest::Response) -> ProviderError {
     let status = response.status().as_u16();
     let retry_after = wait_hint::from_headers(response.headers());
     let body = response.text().await.unwrap_or_default();
-    let error = serde_json::from_str::<WireErrorBody>(&body)
-        .ok()
-        .and_then(|b| b.error);
-    let code = error
-        .as_ref()
-        .map(|e| {
-            let code = e.code.as_ref().map(|c| c.to_string()).unwrap_or_default();
-            format!("{code} {}", e.kind.as_deref().unwrap_or(""))
-        })
-        .unwrap_or_default();
-    let message = error
-        .map(|e| e.message)
-        .filter(|m| !m.is_empty())
-        .unwrap_or_else(|| truncate(body.trim(), MAX_ERROR_BODY));
-    if (status == 400 || status == 413) && is_context_overflow(&code, &message) {
-        return ProviderError::ContextOverflow(message);
+    if let Some(overflow) = super::overflow::from_answer(status, &body) {
+        return ProviderError::ContextOverflow(overflow);
     }
+    let message = server_words(&body).unwrap_or_else(|| truncate(body.trim(), MAX_ERROR_BODY));
     ProviderError::Http {
         status,
         message,
         retry_after,
     }
-}
-
-/// How providers say a request is larger than the model's context window.
-fn is_context_overflow(code: &str, message: &str) -> bool {
-    let text = format!("{code} {message}").to_lowercase();
-    [
-        "context_length_exceeded",
-        "maximum context length",
-        "context window",
-        "prompt is too long",
-        "too many tokens",
-        "input is too long",
-        "context limit",
-    ]
-    .iter()
-    .any(|needle| text.contains(needle))
 }
 
 /// Sends `request` with the key in use (put on it by `authorize`), and returns the response
@@ -168,20 +138,16 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
 
 pub(crate) use crate::text::truncate;
 
-#[derive(Deserialize)]
-struct WireErrorBody {
-    error: Option<WireError>,
-}
-
-#[derive(Deserialize)]
-struct WireError {
-    #[serde(default)]
-    message: String,
-    /// A string in OpenAI's answers, a number in some compatible servers'.
-    #[serde(default)]
-    code: Option<serde_json::Value>,
-    #[serde(default, rename = "type")]
-    kind: Option<String>,
+/// What the server said in an error body: `error.message` (OpenAI's, Anthropic's, llama.cpp's
+/// shapes), `error` itself when it is a string (Ollama), or a top-level `message` (vLLM).
+fn server_words(body: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    let said = match value.get("error") {
+        Some(serde_json::Value::String(words)) => Some(words.as_str()),
+        Some(error) => error.get("message").and_then(serde_json::Value::as_str),
+        None => value.get("message").and_then(serde_json::Value::as_str),
+    };
+    said.filter(|s| !s.is_empty()).map(str::to_owned)
 }
 
 #[cfg(test)]
@@ -208,21 +174,5 @@ mod tests {
         ] {
             assert!(!is_loopback(remote), "{remote}");
         }
-    }
-
-    #[test]
-    fn context_overflow_is_recognised_in_both_shapes() {
-        assert!(is_context_overflow(
-            "context_length_exceeded invalid_request_error",
-            "This model's maximum context length is 128000 tokens."
-        ));
-        assert!(is_context_overflow(
-            " invalid_request_error",
-            "prompt is too long: 210000 tokens > 200000 maximum"
-        ));
-        assert!(!is_context_overflow(
-            " invalid_request_error",
-            "tools[0].name is invalid"
-        ));
     }
 }

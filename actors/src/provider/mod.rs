@@ -10,6 +10,7 @@ mod endpoint;
 pub(crate) mod http;
 pub(crate) mod keys;
 pub(crate) mod openai;
+pub(crate) mod overflow;
 mod prefix;
 mod probe;
 pub(crate) mod recording;
@@ -273,8 +274,8 @@ pub enum ProviderError {
     Config(String),
     /// The request is larger than the model's context window: the conversation must be pruned,
     /// not the request repeated.
-    #[error("the request exceeds the model's context window: {0}")]
-    ContextOverflow(String),
+    #[error("the request exceeds the model's context window: {}", .0.message)]
+    ContextOverflow(overflow::Overflow),
     /// Every attempt failed; each is listed, oldest first.
     #[error("the model call failed; attempts: {}", numbered(.0))]
     Exhausted(Vec<String>),

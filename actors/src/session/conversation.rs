@@ -13,6 +13,7 @@ use super::Services;
 use crate::event::SessionEvents;
 use crate::ids::{CallId, RunId, SessionId};
 use crate::store::{now_ms, SessionRecord, TurnCheckpoint, Write, WriteBatch};
+use ryvos_protocol::records::ModelFit;
 
 /// See the module documentation.
 pub(super) struct Conversation {
@@ -39,6 +40,8 @@ pub(super) struct Conversation {
     pub title: Option<String>,
     /// How the latest run ended, kept on the session's record.
     pub last_status: Option<crate::event::RunStatus>,
+    /// What the session's model's server taught the runtime, kept on the session's record.
+    pub model_fit: Option<ModelFit>,
 }
 
 impl Conversation {
@@ -66,6 +69,7 @@ impl Conversation {
             workspace: None,
             title: None,
             last_status: None,
+            model_fit: None,
         }
     }
 
@@ -90,6 +94,7 @@ impl Conversation {
             title: self.title.clone(),
             last_status: self.last_status,
             measured: self.history.window_measure(),
+            model_fit: self.model_fit.clone(),
         }));
         let notify = self.commits.submitted(batch.checkpoint().map(|c| c.turn));
         self.services.checkpoint.append(batch, notify);
@@ -157,6 +162,7 @@ impl Conversation {
             self.workspace = record.workspace.clone();
             self.title = record.title.clone();
             self.last_status = record.last_status;
+            self.model_fit = record.model_fit.clone();
         }
         if let Some((run_id, why)) = &recover {
             // Reported even when the run never reached the store: its subscribers need an end.

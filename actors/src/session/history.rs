@@ -380,6 +380,67 @@ impl History {
         self.tokens[first..].iter().map(|&t| u64::from(t)).sum()
     }
 
+    /// Trims the largest tool results in the window, largest first, until about `need` tokens
+    /// are freed: each keeps its first `keep` tokens' worth of text (four bytes a token) and
+    /// `note` of how many bytes were cut. The store keeps them whole. Each trimmed result's
+    /// tool, and its size before and after.
+    pub fn trim_results(
+        &mut self,
+        need: u64,
+        keep: u64,
+        note: impl Fn(usize) -> String,
+    ) -> Vec<(String, u64, u64)> {
+        let mut largest: Vec<usize> = (0..self.messages.len())
+            .filter(|&i| matches!(*self.messages[i], Message::ToolResult { .. }))
+            .collect();
+        largest.sort_by_key(|&i| std::cmp::Reverse(self.tokens[i]));
+        let mut trimmed = Vec::new();
+        let mut freed = 0;
+        for i in largest {
+            let before = u64::from(self.tokens[i]);
+            if freed >= need || before <= keep {
+                break;
+            }
+            let Message::ToolResult {
+                call_id,
+                name,
+                content,
+                is_error,
+            } = &*self.messages[i]
+            else {
+                continue;
+            };
+            let mut cut = usize::try_from(keep * 4)
+                .unwrap_or(usize::MAX)
+                .min(content.len());
+            while !content.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let message = Message::ToolResult {
+                call_id: call_id.clone(),
+                name: name.clone(),
+                content: format!("{}\n{}", &content[..cut], note(content.len() - cut)),
+                is_error: *is_error,
+            };
+            let size = tokens::size_message(&message);
+            let after = u64::from(size.tokens());
+            trimmed.push((name.clone(), before, after));
+            freed += before.saturating_sub(after);
+            self.total_tokens = self.total_tokens - before + after;
+            let bounded = size.counted().is_none();
+            self.uncounted = self.uncounted - usize::from(self.bounded[i]) + usize::from(bounded);
+            self.bounded[i] = bounded;
+            self.tokens[i] = size.tokens();
+            Arc::make_mut(&mut self.messages)[i] = Arc::new(message);
+        }
+        if !trimmed.is_empty() {
+            // The server's last count was of the window before.
+            self.epoch += 1;
+            self.measured = None;
+        }
+        trimmed
+    }
+
     /// The compaction made since the last call, not yet stored, to complete.
     pub fn compaction_mut(&mut self) -> Option<&mut Compaction> {
         self.compaction.as_mut()

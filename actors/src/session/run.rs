@@ -107,9 +107,12 @@ pub(super) struct ActiveRun {
     pub pending_hints: Vec<Hint>,
     /// The model was asked to save memories since the last pruning.
     pub flush_prompted: bool,
-    /// The model rejected the current turn's request as too large, and the conversation was
-    /// pruned for it: a second rejection fails the run.
-    pub pruned_for_overflow: bool,
+    /// Times the model refused the current turn's request as too large (room was made each
+    /// time).
+    pub overflows: u32,
+    /// Ryvos's exact count of the request being answered, when it had one: the server's count
+    /// of it teaches how the server counts.
+    pub asked_counted: Option<u64>,
     /// This turn's model call was lost with its actor and asked again this many times.
     pub lost_calls: u32,
     /// The next model call makes the last one again (it stalled, or was lost): it belongs to
@@ -246,7 +249,8 @@ impl ActiveRun {
             guardian_watch: None,
             pending_hints: Vec::new(),
             flush_prompted: false,
-            pruned_for_overflow: false,
+            overflows: 0,
+            asked_counted: None,
             lost_calls: 0,
             asking_again: false,
             asked_with: Default::default(),

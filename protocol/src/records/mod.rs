@@ -16,8 +16,8 @@ pub use memory::MemoryEntry;
 pub use progress::{ParkedPlan, PlanRecord, StepProgress, StepState};
 pub use queue::{QueueState, QueuedRun};
 pub use session::{
-    refused_while_parked, Compaction, CompactionNote, DirectedBy, OnLimit, RunRecord, RunSettings,
-    SessionRecord, TurnCheckpoint, Window, WindowMeasure,
+    refused_while_parked, Compaction, CompactionNote, DirectedBy, ModelFit, OnLimit, RunRecord,
+    RunSettings, SessionRecord, TurnCheckpoint, Window, WindowMeasure,
 };
 pub use verdict::VerdictRecord;
 pub use watch::{RunWatch, Streak};

@@ -37,6 +37,10 @@ pub struct SessionRecord {
     /// knows its size without counting it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<WindowMeasure>,
+    /// What the runtime learned of the session's model from its server: how it counts tokens
+    /// against Ryvos's tokenizer, and its context window where smaller than configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_fit: Option<ModelFit>,
 }
 
 impl SessionRecord {
@@ -58,6 +62,56 @@ pub fn refused_while_parked(
         "session {session} has a parked run, {parked}: `ryvos continue {parked}` goes on with \
          it, `ryvos stop {parked}` ends it"
     ))
+}
+
+/// What a model's server taught the runtime of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ModelFit {
+    /// The model it was learned of: another model starts afresh.
+    pub model: String,
+    /// The server's count per 1,000 tokens Ryvos counts (its tokenizer is not the model's):
+    /// Ryvos's sizes are taken times this.
+    pub tokens_per_1000: u32,
+    /// The model's context window, as its server reported it in an overflow, where smaller
+    /// than `max_context_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u64>,
+}
+
+impl ModelFit {
+    /// The fit of `model` before anything is learned.
+    pub fn of(model: &str) -> Self {
+        Self {
+            model: model.to_owned(),
+            tokens_per_1000: 1000,
+            window: None,
+        }
+    }
+
+    /// `tokens` as the model's server counts them.
+    pub fn scale(&self, tokens: u64) -> u64 {
+        tokens.saturating_mul(u64::from(self.tokens_per_1000)) / 1000
+    }
+
+    /// Takes in a count: the server counted `server` tokens where Ryvos counted `counted`.
+    /// Averaged with what was known (a count varies with what the request held). A ratio
+    /// under 0.5 or over 3 is not a count of the same request (a server that leaves cached
+    /// input out of its count, say) and is not taken.
+    pub fn learn(&mut self, server: u64, counted: u64) {
+        if counted == 0 {
+            return;
+        }
+        let sample = server.saturating_mul(1000) / counted;
+        if !(500..=3000).contains(&sample) {
+            return;
+        }
+        let sample = sample as u32;
+        self.tokens_per_1000 = match self.tokens_per_1000 {
+            1000 => sample,
+            known => (known + sample) / 2,
+        };
+    }
 }
 
 /// A model server's count of a request made from a session's context window.

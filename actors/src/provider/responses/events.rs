@@ -126,10 +126,9 @@ impl EventParser {
                 end(response, reason, &mut parsed);
             }
             WireEvent::Failed { response } => {
-                let error = response.error.unwrap_or_default();
-                return Err(ProviderError::Stream(error.describe()));
+                return Err(response.error.unwrap_or_default().into())
             }
-            WireEvent::Error(error) => return Err(ProviderError::Stream(error.describe())),
+            WireEvent::Error(error) => return Err(error.into()),
             WireEvent::Other => {}
         }
         Ok(parsed)
@@ -368,6 +367,19 @@ struct WireError {
     code: Option<String>,
     #[serde(default)]
     message: Option<String>,
+}
+
+impl From<WireError> for ProviderError {
+    /// An overflow where the code or the words say so (`context_length_exceeded`), else the
+    /// stream's failure in the server's words.
+    fn from(error: WireError) -> Self {
+        let message = error.message.clone().unwrap_or_default();
+        let code = error.code.clone().unwrap_or_default();
+        match crate::provider::overflow::from_words(&message, &code) {
+            Some(overflow) => ProviderError::ContextOverflow(overflow),
+            None => ProviderError::Stream(error.describe()),
+        }
+    }
 }
 
 impl WireError {

@@ -24,6 +24,7 @@ impl Driver {
         }
         let request = self.request()?;
         let counted_input = self.counted_request_tokens();
+        self.run.asked_counted = self.is_counted().then(|| self.raw_request_tokens());
         let run = &mut self.run;
         run.asked_with = self.session.history.mark();
         run.call_cancel = run.cancel.child_token();
@@ -65,13 +66,15 @@ impl Driver {
         };
         let mut bills = Bill::cut_calls(turn, &answer.cut_calls, cut_input);
         if let Ok(reply) = &answer.result {
-            bills.push(Bill::of(turn, reply));
+            let expected =
+                (self.run.asked_counted).map(|counted| (counted, self.as_served(counted)));
+            bills.push(Bill::of(turn, reply).expecting(expected));
         }
         self.bill(bills).await?;
         match answer.result {
             Ok(reply) => Ok(Some(reply)),
-            Err(ProviderError::ContextOverflow(why)) => {
-                self.prune_for_overflow(why).await?;
+            Err(ProviderError::ContextOverflow(overflow)) => {
+                self.make_room_for_overflow(overflow).await?;
                 Ok(None)
             }
             Err(e) => Err(self.failure(format!("the model call failed: {e}"))),
@@ -140,7 +143,7 @@ impl Driver {
     /// text and the calls it asks for.
     pub(super) fn take_answer(&mut self, reply: ModelReply) -> Step<(String, Vec<ToolCall>)> {
         let run = &mut self.run;
-        run.pruned_for_overflow = false;
+        run.overflows = 0;
         run.lost_calls = 0;
         run.turns += 1;
         run.turn.input_tokens = reply.usage.input_tokens;
@@ -150,6 +153,7 @@ impl Driver {
             let asked_with = self.run.asked_with;
             let history = &mut self.session.history;
             history.measure(asked_with, reply.usage.input_tokens, system);
+            self.learn_count(reply.usage.input_tokens);
         }
         self.guard_answer(&reply.response)?;
         let run = &mut self.run;

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 /// After pruning, the conversation is brought down to this share of `max_context_tokens`,
 /// leaving room to grow before the next pruning.
-const PRUNE_TARGET_PERCENT: u64 = 60;
+pub(super) const PRUNE_TARGET_PERCENT: u64 = 60;
 /// At this share of `max_context_tokens` the model is asked to save memories.
 const FLUSH_PERCENT: u64 = 85;
 /// The tool the memory flush asks the model to use.
@@ -33,7 +33,7 @@ impl Driver {
         let guardian = &agent.guardian;
         let percent = u64::from(guardian.token_budget_soft.min(guardian.token_budget_hard))
             .min(FLUSH_PERCENT);
-        agent.max_context_tokens.saturating_mul(percent) / 100
+        self.window().saturating_mul(percent) / 100
     }
 
     /// Counts the context exactly once its bound reaches [`Self::decision_floor`], so that
@@ -72,7 +72,7 @@ impl Driver {
     /// the run (`token_budget_hard` of `max_context_tokens`). The check is O(1).
     pub(super) fn cut_needed(&self) -> Option<Cut> {
         let agent = &self.session.services.agent;
-        let max = agent.max_context_tokens;
+        let max = self.window();
         let trigger = max.saturating_mul(u64::from(agent.guardian.token_budget_hard)) / 100;
         if self.context_tokens() < trigger {
             return None;
@@ -82,17 +82,17 @@ impl Driver {
 
     /// The cut a pruning makes: down to [`PRUNE_TARGET_PERCENT`] of the budget.
     fn pruning_cut(&self) -> Option<Cut> {
-        let max = self.session.services.agent.max_context_tokens;
+        let max = self.window();
         self.cut_down_to(max.saturating_mul(PRUNE_TARGET_PERCENT) / 100)
     }
 
-    /// The cut that brings the context (system prompt included) down to `target` tokens, if
-    /// one can.
+    /// The cut that brings the context (system prompt included) down to `target` tokens (as
+    /// the model's server counts them), if one can.
     pub(super) fn cut_down_to(&self, target: u64) -> Option<Cut> {
         let agent = &self.session.services.agent;
-        let max = agent.max_context_tokens;
+        let max = self.as_counted(self.window());
         let system: u64 = self.run.system_size.tokens().into();
-        let target = target.saturating_sub(system);
+        let target = self.as_counted(target).saturating_sub(system);
         let reserve = if agent.enable_summarization {
             max.saturating_mul(SUMMARY_RESERVE_PERCENT) / 100
         } else {
@@ -114,7 +114,7 @@ impl Driver {
     /// `memory_write` tool to do so. The exact facts of the messages that will leave (see
     /// [`facts`]) are saved to memory by the runtime itself, whatever the model writes.
     pub(super) fn prompt_memory_flush(&mut self) {
-        let max = self.session.services.agent.max_context_tokens;
+        let max = self.window();
         let context = self.context_tokens();
         let has_tool = self.session.services.registry.get(MEMORY_WRITE).is_some();
         if self.run.flush_prompted || !has_tool || context < max.saturating_mul(FLUSH_PERCENT) / 100
@@ -183,32 +183,6 @@ impl Driver {
         }
     }
 
-    /// The model found the request too large for its context window: the conversation is
-    /// pruned to [`PRUNE_TARGET_PERCENT`] of its size (or of the budget, if smaller) for the
-    /// call to be made again, once per turn.
-    pub(super) async fn prune_for_overflow(&mut self, why: String) -> Step<()> {
-        // The model's window is smaller than the budget said: shrink from where it is now,
-        // counted.
-        self.count_exactly();
-        let first = !std::mem::replace(&mut self.run.pruned_for_overflow, true);
-        let max = self.session.services.agent.max_context_tokens;
-        let target = (max.min(self.context_tokens())).saturating_mul(PRUNE_TARGET_PERCENT) / 100;
-        let Some(cut) = self.cut_down_to(target).filter(|_| first) else {
-            return Err(self.failure(format!(
-                "the request is too large for the model's context window and pruning cannot \
-                 make it smaller ({why}); lower [agent] max_context_tokens or min_tail"
-            )));
-        };
-        self.run.events.emit(EventKind::Warning {
-            message: format!(
-                "the model rejected the request as too large for its context window ({why}); \
-                 the oldest messages leave the context and the call is made again. Lower \
-                 [agent] max_context_tokens to match the model."
-            ),
-        });
-        self.compact(cut).await
-    }
-
     /// Leaves the messages `cut` drops out of the window, behind the model's summary of them
     /// when summarization is on and the budget allows a call. The exact facts the summary left
     /// out (see [`facts`]) are kept verbatim below it, as many as `[agent] summary_facts`.
@@ -219,12 +193,38 @@ impl Driver {
             true => self.summarize(cut).await?,
             false => None,
         };
-        let model = summary.as_ref().map(|_| self.run.models.model().to_owned());
-        let summarized = summary.is_some();
-        let (text, kept, dropped) = match wants_summary {
+        let had_summary = summary.is_some();
+        let (mut text, mut kept, mut dropped) = match wants_summary {
             true => self.with_facts(cut, summary),
             false => (None, Vec::new(), Vec::new()),
         };
+        // A compaction that would not shrink the window is not one: a summary as large as
+        // what it replaces is left out (what it replaced is still stored, and in memory's
+        // facts).
+        let leaving: u64 = (self.session.history.token_counts()[..cut.drop])
+            .iter()
+            .map(|t| u64::from(*t))
+            .sum();
+        let replacing = text
+            .as_deref()
+            .map_or(0, |t| u64::from(crate::tokens::count_text(t)));
+        if replacing >= leaving {
+            if text.is_some() {
+                self.run.events.emit(EventKind::Warning {
+                    message: format!(
+                        "the summary ({replacing} tokens) was no smaller than the {} messages \
+                         it would replace ({leaving} tokens); they leave the window without it",
+                        cut.drop
+                    ),
+                });
+            }
+            (text, kept, dropped) = (None, Vec::new(), Vec::new());
+        }
+        if leaving == 0 {
+            return Ok(());
+        }
+        let summarized = had_summary && text.is_some();
+        let model = summarized.then(|| self.run.models.model().to_owned());
         let before = self.context_tokens();
         let record = self.session.history.compact(cut.drop, text);
         record.facts_kept = kept;

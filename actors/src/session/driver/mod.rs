@@ -24,6 +24,7 @@
 mod asking;
 mod context;
 mod ending;
+mod fitting;
 mod guardrails;
 mod judging;
 mod parking;

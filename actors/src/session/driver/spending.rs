@@ -58,6 +58,7 @@ impl Driver {
             model,
             usage,
             estimated,
+            expected,
         } = bill;
         let model = model.as_str();
         run.spent.cost_microcents = receipt.run.cost_microcents;
@@ -68,6 +69,8 @@ impl Driver {
             output_tokens: usage.output_tokens,
             estimated,
             cost_cents: receipt.call_microcents as f64 / 1_000_000.0,
+            counted_input_tokens: expected.map(|(counted, _)| counted),
+            expected_input_tokens: expected.map(|(_, served)| served),
         });
         if receipt.price_source == PriceSource::Unknown && !run.spent.unpriced_alerted {
             run.spent.unpriced_alerted = true;
@@ -133,6 +136,9 @@ pub(crate) struct Bill {
     pub model: String,
     pub usage: Usage,
     pub estimated: bool,
+    /// Ryvos's count of the request and what it expected the server to count, where it
+    /// counted it.
+    pub expected: Option<(u64, u64)>,
 }
 
 impl Bill {
@@ -156,6 +162,7 @@ impl Bill {
             model: model.to_owned(),
             usage,
             estimated: true,
+            expected: None,
         }
     }
 
@@ -166,7 +173,15 @@ impl Bill {
             model: reply.model.clone(),
             usage: reply.usage,
             estimated: reply.usage_estimated,
+            expected: None,
         }
+    }
+
+    /// The same bill, with Ryvos's count of the request and what it expected the server to
+    /// count.
+    pub(super) fn expecting(mut self, expected: Option<(u64, u64)>) -> Self {
+        self.expected = expected;
+        self
     }
 }
 

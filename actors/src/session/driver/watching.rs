@@ -110,17 +110,27 @@ impl Driver {
         Duration::from_secs(secs.max(1))
     }
 
-    /// The conversation's size as the next request would carry it: counted, or (while no
-    /// decision depends on it) bounded.
+    /// The conversation's size as the next request would carry it, as the model's server
+    /// counts it (see [`Driver::as_served`]): counted, or (while no decision depends on it)
+    /// bounded; the server's own last count where it is smaller.
     pub(super) fn context_tokens(&self) -> u64 {
         let history = &self.session.history;
-        let bound = history.total_tokens() + self.system_tokens();
+        let bound = self.as_served(history.total_tokens() + self.system_tokens());
         if self.is_counted() {
             return bound;
         }
         history
             .measured_tokens(self.system_tokens())
             .map_or(bound, |measured| measured.min(bound))
+    }
+
+    /// The next request's size as Ryvos's tokenizer counts it (the conversation, the system
+    /// prompt and the tools' specs), all of it counted: what a server's count is set against.
+    pub(super) fn raw_request_tokens(&self) -> u64 {
+        let history = &self.session.history;
+        history.total_tokens()
+            + self.system_tokens()
+            + self.session.services.registry.specs_tokens()
     }
 
     /// The system prompt's size: counted, or bounded.
