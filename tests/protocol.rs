@@ -300,6 +300,28 @@ async fn a_real_daemon_answers_every_documented_request_as_the_schema_says() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_new_sessions_cwd_stands_for_its_workspace() {
+    let server = ScriptedModelServer::start([Reply::text(&["here"])]).await;
+    let home = Home::new(&server, "");
+    let _daemon = home.daemon().await;
+    let dir = home.workspace.path().canonicalize().unwrap();
+    let line =
+        serde_json::json!({"id": 1, "method": "run", "params": {"prompt": "hello", "cwd": dir}});
+    let answer = Connection::open(&home).await.ask(&line.to_string()).await;
+    let last = answer.last().unwrap();
+    assert_eq!(last["result"]["status"], "completed", "{answer:?}");
+    let started = answer
+        .iter()
+        .find(|l| l["event"]["type"] == "RunStarted")
+        .expect("RunStarted");
+    assert_eq!(
+        started["event"]["workspace"],
+        dir.display().to_string(),
+        "{started}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn requests_that_cannot_be_served_as_asked_are_refused_and_the_connection_stays_open() {
     let server = ScriptedModelServer::start([]).await;
     let home = Home::new(&server, "");
@@ -313,6 +335,14 @@ async fn requests_that_cannot_be_served_as_asked_are_refused_and_the_connection_
         (
             r#"{"id": 2, "method": "run", "params": {"prompt": "p", "workspace": "."}}"#.to_owned(),
             "bad_request", "relative",
+        ),
+        (
+            r#"{"id": 2, "method": "run", "params": {"prompt": "p", "cwd": "here"}}"#.to_owned(),
+            "bad_request", "cwd 'here' is relative",
+        ),
+        (
+            r#"{"id": 2, "method": "run", "params": {"prompt": "p"}}"#.to_owned(),
+            "bad_request", "or cwd, which then stands for it",
         ),
         (
             serde_json::json!({"id": 3, "method": "run", "params": {"prompt": "p", "workspace": file}})

@@ -32,10 +32,11 @@ pub struct RunParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume: Option<String>,
     /// The directory the file tools work in (absolute, on the daemon's machine). Left out
-    /// when resuming a session, the session's own workspace; required for a new session.
+    /// when resuming a session, the session's own workspace; for a new session, `cwd`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
-    /// The client's current directory: context files found there come first.
+    /// The client's current directory (absolute): context files found there come first, and
+    /// a new session given no `workspace` works there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// Makes the run goal-driven.

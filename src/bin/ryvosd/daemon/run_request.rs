@@ -13,21 +13,23 @@ pub(super) async fn run_request(
     shared: &Shared,
 ) -> Result<RunRequest, ErrorBody> {
     let bad = |message: String| ErrorBody::new(ErrorCode::BadRequest, message);
-    match &params.workspace {
-        // Relative to what? The daemon's directory is not the client's.
-        Some(dir) if !Path::new(dir).is_absolute() => {
+    // Relative to what? The daemon's directory is not the client's.
+    for (key, dir) in [("workspace", &params.workspace), ("cwd", &params.cwd)] {
+        if let Some(dir) = dir.as_deref().filter(|d| !Path::new(d).is_absolute()) {
             return Err(bad(format!(
-                "workspace '{dir}' is relative: give an absolute directory"
+                "{key} '{dir}' is relative: give an absolute directory"
             )));
         }
-        Some(_) => {}
-        // The daemon's own directory is nobody's workspace.
-        None if params.resume.is_none() && params.session.is_none() => {
-            return Err(bad(
-                "a new session needs its workspace: give workspace (an absolute directory)".into(),
-            ));
-        }
-        None => {}
+    }
+    // The daemon's own directory is nobody's workspace: a new session works in the one given,
+    // or in the client's.
+    let new_session = params.resume.is_none() && params.session.is_none();
+    if new_session && params.workspace.is_none() && params.cwd.is_none() {
+        return Err(bad(
+            "a new session needs its workspace: give workspace (an absolute directory), or cwd, \
+             which then stands for it"
+                .into(),
+        ));
     }
     if params.session.is_some() && params.resume.is_some() {
         return Err(bad(
@@ -45,6 +47,9 @@ pub(super) async fn run_request(
             .map_err(|why| ErrorBody::new(ErrorCode::ConfigMismatch, why))?;
     }
     let mut request = request_of(&params);
+    if new_session && request.workspace.is_none() {
+        request = request.workspace(params.cwd.clone().unwrap_or_default());
+    }
     if let Some(resume) = params.resume {
         let session = SessionId::new(resume);
         let known = shared.runtime.session(&session).await.map_err(internal)?;
@@ -81,7 +86,7 @@ fn in_the_callers_directory(
     if request.workspace.is_some() {
         return Ok(request);
     }
-    match cwd.as_deref().filter(|dir| Path::new(dir).is_absolute()) {
+    match cwd.as_deref() {
         Some(dir) => Ok(request.workspace(dir)),
         None => Err(ErrorBody::new(
             ErrorCode::BadRequest,
