@@ -208,3 +208,42 @@ async fn an_unset_key_variable_is_checked_by_the_process_that_sends_the_key() {
     );
     home.shutdown(daemon).await;
 }
+
+/// A goal run given its own model through the daemon is judged by that model too, when
+/// `[agent.judge] model` is left empty ("the run's"): the configured model is never asked.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runs_model_judges_its_goal() {
+    let router: ryvos_testkit::Router = std::sync::Arc::new(|request: &serde_json::Value| {
+        (request["model"] != "chosen").then(|| Reply::error(400, "the configured model was asked"))
+    });
+    let verdict = r#"{"verdict": "accept", "reason": "it is done", "criteria": [{"index": 1, "met": true, "reason": "done"}]}"#;
+    let server = ScriptedModelServer::start_routed(
+        [Reply::text(&["Done."]), Reply::text(&[verdict])],
+        Some(router),
+    )
+    .await;
+    let home = Home::new(&server, "");
+    let daemon = home.daemon().await;
+    let (code, stdout, stderr) = home
+        .ryvos(&[
+            "run",
+            "--json",
+            "--model",
+            "chosen",
+            "--goal",
+            "finish it",
+            "--criterion",
+            "llm:the work is done",
+            "finish",
+        ])
+        .await;
+    assert_eq!(code, 0, "{stderr}\n{stdout}");
+    assert!(stdout.contains(r#""verdict":"Accept""#), "{stdout}");
+    let asked: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r["model"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(asked, ["chosen", "chosen"]);
+    home.shutdown(daemon).await;
+}

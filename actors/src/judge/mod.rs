@@ -31,7 +31,8 @@ use std::time::Duration;
 use verdict::ModelOpinion;
 
 /// The models that judge goals: `[agent.judge] model` on the primary's endpoint (with the
-/// same retries), or the run's own chain when it is empty.
+/// same retries), or, when it is empty, the configured chain (an evaluation brings its run's
+/// own chain, which is used instead: see [`Evaluation::run_models`]).
 pub(crate) fn models(
     model: &crate::config::ModelConfig,
     judge: &JudgeConfig,
@@ -65,6 +66,9 @@ pub(crate) struct Evaluation {
     pub events: RunEvents,
     /// The run's budget still allows a model call: without it the judge model is not asked.
     pub model_allowed: bool,
+    /// The run's models (its per-run model first): they judge when `[agent.judge] model` is
+    /// empty ("the run's").
+    pub run_models: Arc<ModelChain>,
     pub on_done: Callback<Evaluated>,
 }
 
@@ -136,7 +140,10 @@ impl Actor for JudgeActor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             JudgeMsg::Evaluate(job) => {
-                let args = state.clone();
+                let mut args = state.clone();
+                if args.config.model.is_empty() {
+                    args.models = job.run_models.clone();
+                }
                 tokio::spawn(async move {
                     let Evaluation {
                         goal,
@@ -146,6 +153,7 @@ impl Actor for JudgeActor {
                         events,
                         model_allowed,
                         on_done,
+                        ..
                     } = *job;
                     let cancel = ctx.cancel.clone();
                     let asked = Asked {

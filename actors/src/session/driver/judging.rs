@@ -35,6 +35,7 @@ impl Driver {
             ctx: run.tool_context(&self.session.id),
             events: run.events.clone(),
             model_allowed: run.spent.refusal.is_none(),
+            run_models: run.models.clone(),
             on_done,
         });
         let evaluated = self
