@@ -309,3 +309,38 @@ async fn thirty_runs_through_many_compactions_keep_the_facts_and_stay_whole() {
         mean(&took[RUNS - 5..])
     );
 }
+
+/// A compacted session keeps the server's count of its latest request on its record: the
+/// calls after the compaction reported usage (`sessions[].measured`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_compacted_session_keeps_the_servers_latest_count() {
+    let mut script = vec![Reply::tool_calls(&[(
+        "s1",
+        "read",
+        r#"{"path": "secrets.txt"}"#,
+    )])];
+    script.extend(Reply::reads_then(30, "page", "All read."));
+    let script = script
+        .into_iter()
+        .map(Reply::prompt_tokens_by_size)
+        .collect();
+    let router: Router = Arc::new(|request: &Value| {
+        summary_request(request).map(|_| Reply::text(&["Pages were read."]))
+    });
+    let h = with_secrets(script, router).await;
+    for i in 0..30 {
+        let text = format!("page {i}: {}", "the quick brown fox jumps ".repeat(20));
+        std::fs::write(h.workspace.path().join(format!("page{i}.txt")), text).unwrap();
+    }
+    let (events, outcome) = h.run(h.request("read every page")).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{:?}", outcome.reason);
+    assert!(!kept(&events).is_empty(), "it was compacted");
+    let record = h
+        .runtime
+        .store()
+        .session_record(&outcome.session_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(record.measured.is_some(), "{record:?}");
+}

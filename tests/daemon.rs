@@ -624,14 +624,14 @@ async fn an_interrupted_run_keeps_its_waiting_call_across_a_restart_and_resumes_
 
 #[tokio::test(flavor = "multi_thread")]
 async fn status_and_doctor_say_the_store_is_encrypted_and_verified() {
-    use ryvos_testkit::postgres::{PostgresServer, Unavailable};
+    use ryvos_testkit::postgres::PostgresServer;
     let db = match PostgresServer::start_tls() {
         Ok(db) => db,
-        Err(Unavailable::NotInstalled(why)) => {
-            eprintln!("skipped: needs a PostgreSQL server and openssl: {why}");
+        Err(unavailable) if unavailable.may_skip() => {
+            eprintln!("skipped: needs a PostgreSQL server and openssl: {unavailable}");
             return;
         }
-        Err(Unavailable::Failed(why)) => panic!("the TLS test server: {why}"),
+        Err(unavailable) => panic!("the TLS test server: {unavailable}"),
     };
     let url = format!(
         "{}&sslmode=verify-full&sslrootcert={}",

@@ -39,6 +39,18 @@ pub enum Unavailable {
     Failed(String),
 }
 
+impl Unavailable {
+    /// Whether a test that needs the server may skip: only where it is not installed, and
+    /// never under CI (`CI` set, as `.ci/run` runs) or `RYVOS_REQUIRE_POSTGRES`, where a
+    /// missing server would let the PostgreSQL tests pass without running.
+    pub fn may_skip(&self) -> bool {
+        let required = ["CI", "RYVOS_REQUIRE_POSTGRES"]
+            .iter()
+            .any(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty() && v != "0"));
+        matches!(self, Self::NotInstalled(_)) && !required
+    }
+}
+
 impl std::fmt::Display for Unavailable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -392,7 +404,7 @@ extern "C" fn stop_shared() {
 
 /// The test binary's one server, started on first use and stopped when the process exits.
 /// `None` when PostgreSQL is not installed (the caller skips, and this says so on stderr);
-/// panics when it is installed and cannot start.
+/// panics when it is installed and cannot start, or is required (see [`Unavailable::may_skip`]).
 pub fn shared() -> Option<&'static PostgresServer> {
     let server = SHARED.get_or_init(|| {
         let started = PostgresServer::start();
@@ -404,10 +416,10 @@ pub fn shared() -> Option<&'static PostgresServer> {
     });
     match server {
         Ok(server) => Some(server),
-        Err(Unavailable::NotInstalled(why)) => {
-            eprintln!("skipped: needs a PostgreSQL server: {why}");
+        Err(unavailable) if unavailable.may_skip() => {
+            eprintln!("skipped: needs a PostgreSQL server: {unavailable}");
             None
         }
-        Err(Unavailable::Failed(why)) => panic!("the test PostgreSQL server: {why}"),
+        Err(unavailable) => panic!("the test PostgreSQL server: {unavailable}"),
     }
 }
