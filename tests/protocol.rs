@@ -610,3 +610,42 @@ fn results_and_events_are_closed_in_the_schema() {
         "ids start at 1"
     );
 }
+
+/// Every object schema in `schema` that has property `name`: that property's schema.
+fn properties_named<'a>(schema: &'a Value, name: &str, found: &mut Vec<&'a Value>) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(property) = map.get("properties").and_then(|p| p.get(name)) {
+                found.push(property);
+            }
+            map.values().for_each(|v| properties_named(v, name, found));
+        }
+        Value::Array(items) => items.iter().for_each(|v| properties_named(v, name, found)),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_schemas_bounds_are_the_daemons() {
+    let schema = schema();
+    for (method, name, bound, value) in [
+        ("run", "max_turns", "minimum", 1),
+        ("run", "max_duration_secs", "minimum", 1),
+        ("submit", "max_turns", "minimum", 1),
+        ("approve", "by", "minLength", 1),
+        (
+            "deny",
+            "by",
+            "maxLength",
+            ryvos::protocol::MAX_BY_BYTES as u64,
+        ),
+    ] {
+        let mut found = Vec::new();
+        properties_named(&schema["methods"][method]["params"], name, &mut found);
+        let params: Vec<_> = found.iter().filter(|p| p.get(bound).is_some()).collect();
+        assert!(!params.is_empty(), "{name} has no {bound} in the schema");
+        for property in params {
+            assert_eq!(property[bound], value, "{name}.{bound}");
+        }
+    }
+}

@@ -60,9 +60,11 @@ pub struct RunParams {
     pub model: Option<String>,
     /// Stop after this many model calls (as `[agent] max_turns` would; at least 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_turns: Option<u32>,
     /// Stop after this many seconds (as `[agent] max_duration_secs` would; at least 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_duration_secs: Option<u64>,
     /// This run's spending limit in cents (as `[budget] per_run_limit_cents` would; 0 is
     /// none).
@@ -175,10 +177,15 @@ pub struct AnswerParams {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub always: bool,
     /// Who answers, as the audit and `ApprovalResolved` name them (default: `ryvos approve`
-    /// or `ryvos deny`).
+    /// or `ryvos deny`), in 1 to [`MAX_BY_BYTES`] bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_BY_BYTES))]
     pub by: Option<String>,
 }
+
+/// The longest `by` an answer may give, in bytes (the schema's `maxLength` counts characters:
+/// the same for ASCII).
+pub const MAX_BY_BYTES: usize = 100;
 
 /// `status`'s result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

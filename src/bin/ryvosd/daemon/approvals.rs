@@ -4,7 +4,7 @@
 
 use super::run_request::internal;
 use super::Shared;
-use ryvos::protocol::{AnswerParams, AnswerResult, ErrorBody, ErrorCode};
+use ryvos::protocol::{AnswerParams, AnswerResult, ErrorBody, ErrorCode, MAX_BY_BYTES};
 use ryvos::shared_store::{Change, Delivery, Relay};
 use ryvos::ApprovalError;
 use std::collections::HashSet;
@@ -48,9 +48,6 @@ pub(super) async fn answer(
         Err(e) => Err(ErrorBody::new(ErrorCode::NotFound, e.to_string())),
     }
 }
-
-/// The longest `by` a client may give, in bytes.
-const MAX_BY_BYTES: usize = 100;
 
 /// Who answered, as the audit and `ApprovalResolved` say it: the client's own `by`, else the
 /// command line's words.
