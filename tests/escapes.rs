@@ -429,8 +429,12 @@ async fn escapes_are_refused(user: Option<(u32, u32)>) {
     {
         assert!(!line.contains("pwned"), "{who}: {planted_config}");
     }
-    let (_, planted_note) = &results["git_planted"];
-    assert!(planted_note.contains("disabled"), "{who}: {planted_note}");
+    // Said after the command that planted it, or after one that ended beside it (the calls
+    // run side by side): the model is told.
+    let told = results
+        .values()
+        .any(|(_, output)| output.contains("planted/.git") && output.contains("was disabled"));
+    assert!(told, "{who}: {:?}", results["git_planted"]);
     let (is_error, link) = &results["read_shadow_link"];
     assert!(*is_error, "{who}: the file tool followed the link: {link}");
     // And work goes on inside.

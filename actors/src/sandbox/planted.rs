@@ -5,7 +5,7 @@
 //! workspace that the guard does not hold (a nested clone), is writable: a hook written there,
 //! or a config naming a program (`core.fsmonitor`, `core.hooksPath`, a `!` alias), would run
 //! at the user's next git command there, outside any sandbox. So after every command the
-//! writable places are searched for git directories, and what the command wrote in them that
+//! workspace is searched for git directories (`node_modules` passed over), and what the command wrote in them that
 //! runs a program is disabled before anything else can run it: hooks are moved aside into
 //! `hooks.disabled-by-ryvos/`, config lines are commented out. What the command did not touch
 //! (its ctime, which no command can set back, is older than the command) is left alone.
@@ -137,7 +137,8 @@ impl PlantedGit {
                     } else if kind.is_file() {
                         found.extend(pointed_git_dir(&path).filter(|d| self.inside(d)));
                     }
-                } else if kind.is_dir() {
+                } else if kind.is_dir() && name != "node_modules" {
+                    // Packages' own trees are large, and nobody runs git in them.
                     subdirs.push(path);
                 }
                 names.push((name, kind.is_dir()));

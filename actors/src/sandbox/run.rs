@@ -138,12 +138,10 @@ impl RunSandbox {
             .as_ref()
             .map(|dir| dir.join("commondir"))
             .filter(|file| !file.exists());
-        // Hooks and programs the command writes into any other repository it can write.
-        let planted_git = (policy.mode == SandboxMode::WorkspaceWrite).then(|| {
-            let mut roots = vec![self.workspace.clone()];
-            roots.extend(policy.writable.iter().cloned());
-            PlantedGit::starting_now(roots, git.git_dir.clone())
-        });
+        // Hooks and programs the command writes into any other repository of the workspace
+        // (writable_paths are caches, where nobody runs git: not walked after every command).
+        let planted_git = (policy.mode == SandboxMode::WorkspaceWrite)
+            .then(|| PlantedGit::starting_now(vec![self.workspace.clone()], git.git_dir.clone()));
         Ok(SandboxedCommand {
             command,
             cgroup,
