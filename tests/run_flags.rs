@@ -107,11 +107,12 @@ async fn a_run_through_the_daemon_takes_its_model_and_limits_and_nothing_else() 
     assert_eq!(requests[0]["model"], "other-model");
     let session = first_session(&out);
 
-    // The next run, without settings, asks the daemon's model; history says which each used.
+    // The next run, without settings, goes on with the session's model (its limit is its
+    // own); history says which each used.
     let (code, _, stderr) = home.ryvos(&["run", "--resume", &session, "and now?"]).await;
     assert_eq!(code, 0, "{stderr}");
     let requests = server.requests();
-    assert_ne!(requests[1]["model"], "other-model");
+    assert_eq!(requests[1]["model"], "other-model");
     let (code, history, stderr) = home.ryvos(&["history", &session, "--json"]).await;
     assert_eq!(code, 0, "{stderr}");
     let history: serde_json::Value = serde_json::from_str(&history).unwrap();
@@ -246,4 +247,51 @@ async fn a_runs_model_judges_its_goal() {
         .collect();
     assert_eq!(asked, ["chosen", "chosen"]);
     home.shutdown(daemon).await;
+}
+
+/// A session resumed without `--model` goes on with the model its latest run was given, through
+/// the daemon and in-process alike; `--model` on the resume changes it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumed_session_keeps_the_model_it_was_given() {
+    let server = ScriptedModelServer::start([
+        Reply::text(&["one"]),
+        Reply::text(&["two"]),
+        Reply::text(&["three"]),
+        Reply::text(&["four"]),
+    ])
+    .await;
+    let home = Home::new(&server, "");
+    let session = |stdout: &str| {
+        let last = stdout.lines().last().unwrap_or_default();
+        let event: serde_json::Value = serde_json::from_str(last).unwrap();
+        event["session_id"].as_str().unwrap().to_owned()
+    };
+    let (code, stdout, stderr) = home
+        .ryvos(&["run", "--json", "--model", "chosen", "first"])
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    let id = session(&stdout);
+    // In-process, then through a daemon.
+    let (code, _, stderr) = home
+        .ryvos(&["run", "--json", "--resume", &id, "second"])
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    let daemon = home.daemon().await;
+    let (code, _, stderr) = home
+        .ryvos(&["run", "--json", "--resume", &id, "third"])
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = home
+        .ryvos(&[
+            "run", "--json", "--resume", &id, "--model", "other", "fourth",
+        ])
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    home.shutdown(daemon).await;
+    let asked: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r["model"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(asked, ["chosen", "chosen", "chosen", "other"]);
 }

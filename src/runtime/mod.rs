@@ -223,6 +223,10 @@ impl Runtime {
             Some(dir) => Workspace::new(&dir)?,
             None => default_workspace(recorded.as_ref())?,
         };
+        let mut settings = request.settings;
+        if let (None, Some(record)) = (&settings.model, &recorded) {
+            settings.model = self.session_model(&record.session_id).await?;
+        }
         let spec = RunSpec {
             prompt: request.prompt,
             workspace,
@@ -231,7 +235,7 @@ impl Runtime {
             goal: request.goal.map(|g| Arc::new(g.from_user())),
             on_message: request.on_message,
             trace_parent,
-            settings: request.settings,
+            settings,
             directed_by: None,
             continues: None,
         };
@@ -241,6 +245,14 @@ impl Runtime {
             self.engine.start_run(request.session, spec).await?
         };
         Ok(RunHandle::of(ticket))
+    }
+
+    /// The model the latest run of `session` was given for itself, if it was given one: a
+    /// resumed session goes on with it (as codex and goose do), not with the configured model.
+    async fn session_model(&self, session: &SessionId) -> Result<Option<String>, RuntimeError> {
+        let runs = (self.engine.store().session_runs(session).await).map_err(EngineError::from)?;
+        let latest = runs.into_iter().max_by_key(|run| run.started_at_ms);
+        Ok(latest.and_then(|run| run.settings.model))
     }
 
     /// Pauses the run in flight on `session` after its current step (status `interrupted`);

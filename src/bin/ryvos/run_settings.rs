@@ -39,13 +39,21 @@ pub fn for_the_daemon(config: &Config, given: &[Override]) -> Result<RunSettings
             allowed.join(", ")
         ));
     }
+    Ok(per_run(config, given))
+}
+
+/// The run's own settings among `given`, their values as `config` holds them; the other keys
+/// are left to the config (in-process, where they apply). On both roads the run records them,
+/// so a `continue` or a resume goes on with them.
+pub fn per_run(config: &Config, given: &[Override]) -> RunSettings {
+    let keys: Vec<String> = given.iter().map(Override::key).collect();
     let set = |key: &str| keys.iter().any(|k| k == key);
-    Ok(RunSettings {
+    RunSettings {
         model: set("model.model").then(|| config.model.model.clone()),
         max_turns: set("agent.max_turns").then_some(config.agent.max_turns),
         max_duration_secs: set("agent.max_duration_secs").then_some(config.agent.max_duration_secs),
         per_run_limit_cents: set("budget.per_run_limit_cents")
             .then_some(config.budget.per_run_limit_cents),
         on_limit: set("budget.on_limit").then_some(config.budget.on_limit),
-    })
+    }
 }

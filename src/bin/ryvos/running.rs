@@ -216,6 +216,9 @@ pub struct Local {
     pub json: bool,
     /// `-q`: only the final answer on stdout, errors on stderr.
     pub quiet: bool,
+    /// The run's own settings (`--model`, `--max-turns`, the per-run `-c` keys), recorded
+    /// with it as a run through the daemon records them.
+    pub settings: ryvos::RunSettings,
     /// `None` to work in the continued session's own workspace.
     pub workspace: Option<PathBuf>,
     pub session: Option<String>,
@@ -231,6 +234,7 @@ pub async fn run_local(config: Config, local: Local) -> u8 {
     let Local {
         json: json_out,
         quiet,
+        settings,
         workspace,
         session,
         resume,
@@ -271,6 +275,7 @@ pub async fn run_local(config: Config, local: Local) -> u8 {
     if director {
         request = request.director();
     }
+    request.settings = settings;
     let ctrl_c = CtrlC::listen();
     let started = runtime.run(request).await;
     host_here(runtime, started, (json_out, quiet), &config, ctrl_c).await

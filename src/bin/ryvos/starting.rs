@@ -72,6 +72,7 @@ pub async fn run(mut args: RunArgs, given: Given, config: Config, socket: PathBu
             let local = Local {
                 json: args.json,
                 quiet: args.quiet,
+                settings: crate::run_settings::per_run(&config, &settings),
                 workspace,
                 session: args.session,
                 resume,
