@@ -39,6 +39,11 @@ pub fn make_private(home: &Path) -> Result<Vec<PathBuf>, HomeError> {
                 cause,
             })?;
     }
+    // A home that is a link is its target: that is what must be private.
+    let home = &home.canonicalize().map_err(|cause| HomeError::Create {
+        home: shown(),
+        cause,
+    })?;
     let meta = std::fs::metadata(home).map_err(|cause| HomeError::Create {
         home: shown(),
         cause,

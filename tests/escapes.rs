@@ -302,6 +302,20 @@ async fn escapes_are_refused(user: Option<(u32, u32)>) {
              git -C planted config alias.st '!touch /tmp/pwned' && echo planted"
                 .into(),
         ),
+        // A set-id program left in the workspace would run as its owner: root, for a root
+        // daemon's commands.
+        (
+            "setuid_chmod",
+            "cp /bin/true setid && chmod u+s setid && echo ESCAPED-setuid_chmod".into(),
+        ),
+        (
+            "setgid_create",
+            python(
+                "setgid_create",
+                "import os\nos.close(os.open('setgid', os.O_CREAT | os.O_WRONLY, 0o2755))\n\
+                 assert os.stat('setgid').st_mode & 0o2000",
+            ),
+        ),
         (
             "shadow_link",
             "ln -s /etc/shadow shadow-link && echo linked".into(),
@@ -437,6 +451,13 @@ async fn escapes_are_refused(user: Option<(u32, u32)>) {
     assert!(told, "{who}: {:?}", results["git_planted"]);
     let (is_error, link) = &results["read_shadow_link"];
     assert!(*is_error, "{who}: the file tool followed the link: {link}");
+    // No set-id bit is on anything the commands made.
+    for name in ["setid", "setgid"] {
+        if let Ok(meta) = std::fs::metadata(ws.join(name)) {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(meta.permissions().mode() & 0o6000, 0, "{who}: {name}");
+        }
+    }
     // And work goes on inside.
     let (is_error, inside) = &results["inside"];
     assert!(!is_error, "{who}: {inside}");

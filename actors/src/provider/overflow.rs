@@ -121,7 +121,18 @@ fn sizes(lower: &str) -> (Option<u64>, Option<u64>) {
         "context window of",
         "context length of",
     ]);
-    let prompt = find(&["requested", "resulted in", "request ("]);
+    // vLLM's "requested M tokens (P in the messages, C in the completion)" counts the output
+    // asked for too: the prompt is P.
+    let in_messages = lower.find(" in the messages").and_then(|at| {
+        let digits: String = lower[..at]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_digit() || *c == ',')
+            .filter(char::is_ascii_digit)
+            .collect();
+        digits.chars().rev().collect::<String>().parse().ok()
+    });
+    let prompt = in_messages.or_else(|| find(&["resulted in", "request (", "requested"]));
     (window, prompt)
 }
 
@@ -168,7 +179,7 @@ mod tests {
 
         let vllm = r#"{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}"#;
         let o = from_answer(400, vllm).unwrap();
-        assert_eq!((o.window, o.prompt_tokens), (Some(4096), Some(5000)));
+        assert_eq!((o.window, o.prompt_tokens), (Some(4096), Some(4000)));
 
         let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}"#;
         let o = from_answer(400, anthropic).unwrap();

@@ -7,11 +7,13 @@
 //! root's uid to the kernel, and the owner of every root-owned file. So the command's process
 //! really changes its uid, after the daemon, still root in the child it forked, prepared its
 //! view in a mount namespace of the child's own:
-//! - the writable places (the workspace, the run's `TMPDIR`, `writable_paths`) and `allow_read`
-//!   are bound over themselves through an *idmapped mount* (`mount_setattr`, Linux 5.12) that
-//!   shows root's files as the command's and stores the command's as root's. The command can
-//!   write the workspace; what it makes there belongs to the daemon's user afterwards, as it
-//!   would without this; `allow_read` is idmapped read-only;
+//! - the writable places (the workspace, the run's `TMPDIR`, `writable_paths`) are bound over
+//!   themselves through an *idmapped mount* (`mount_setattr`, Linux 5.12) that shows root's
+//!   files as the command's and stores the command's as root's. The command can write the
+//!   workspace; what it makes there belongs to the daemon's user afterwards, as it would
+//!   without this (set-id bits it cannot give: see [`super::seccomp`]); a `read-only`
+//!   workspace is idmapped read-only; `allow_read` paths are reached as they are, their files
+//!   readable as their modes let any user;
 //! - a directory on the way to one of them that the command could not enter (`/root`, mode
 //!   0700) is covered by an empty tmpfs holding just the way through: the command could read
 //!   nothing else in it anyway;
@@ -94,10 +96,20 @@ impl Lender {
     ) -> Result<Lending, String> {
         let idmap = self.idmap()?;
         let mut places: Vec<Place> = Vec::new();
+        // As configured (resolved once, at start): never resolved again here, where a command
+        // could have made a place a link to elsewhere. A place that is a link now, or that lies
+        // inside a writable one (which lends it already, and whose contents the command may
+        // swap), is not lent on its own.
         let mut add = |path: &Path, how: How| {
-            let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-            if path.exists() && !places.iter().any(|p| p.path == path) {
-                places.push(Place { path, how });
+            let real = std::fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_symlink());
+            let inside_writable = places
+                .iter()
+                .any(|p| p.how == How::Writable && path.starts_with(&p.path));
+            if real && !inside_writable && !places.iter().any(|p| p.path == path) {
+                places.push(Place {
+                    path: path.to_path_buf(),
+                    how,
+                });
             }
         };
         writable.iter().for_each(|p| add(p, How::Writable));
@@ -343,7 +355,9 @@ impl Lending {
                     libc::SYS_open_tree,
                     libc::AT_FDCWD,
                     bind.path.as_ptr(),
-                    libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC,
+                    libc::OPEN_TREE_CLONE
+                        | libc::OPEN_TREE_CLOEXEC
+                        | libc::AT_SYMLINK_NOFOLLOW as libc::c_uint,
                 ) as libc::c_int)?;
                 if bind.attr != 0 {
                     let attr = libc::mount_attr {

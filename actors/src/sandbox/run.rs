@@ -141,7 +141,7 @@ impl RunSandbox {
         // Hooks and programs the command writes into any other repository of the workspace
         // (writable_paths are caches, where nobody runs git: not walked after every command).
         let planted_git = (policy.mode == SandboxMode::WorkspaceWrite)
-            .then(|| PlantedGit::starting_now(vec![self.workspace.clone()], git.git_dir.clone()));
+            .then(|| PlantedGit::starting_now(self.workspace.clone(), git.git_dir.clone()));
         Ok(SandboxedCommand {
             command,
             cgroup,
@@ -232,8 +232,8 @@ impl RunSandbox {
     }
 
     /// What a command's child must do before it becomes bubblewrap, when the daemon lends
-    /// commands another user: `writable` theirs, `allow_read` (and a read-only workspace)
-    /// readable, the programs reachable.
+    /// commands another user: `writable` theirs, a read-only workspace readable, the programs
+    /// and `allow_read` reachable.
     fn lending(
         &self,
         writable: &[PathBuf],
@@ -244,11 +244,14 @@ impl RunSandbox {
         let Some(lender) = &policy.lender else {
             return Ok(None);
         };
-        let mut readable = policy.allow_read.clone();
-        if policy.mode == SandboxMode::ReadOnly {
-            readable.push(self.workspace.clone());
-        }
-        let programs = [bwrap.to_path_buf(), inner.to_path_buf()];
+        // The workspace is the user's to read under read-only; allow_read is reached as it
+        // is, its files readable as their modes let any user (root's own stay closed).
+        let readable = match policy.mode {
+            SandboxMode::ReadOnly => vec![self.workspace.clone()],
+            _ => Vec::new(),
+        };
+        let mut programs = vec![bwrap.to_path_buf(), inner.to_path_buf()];
+        programs.extend(policy.allow_read.iter().cloned());
         lender
             .lend(writable, &readable, &programs, &self.workspace)
             .map(Some)

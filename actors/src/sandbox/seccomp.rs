@@ -57,6 +57,59 @@ const KERNEL_CORNERS: &[i64] = &[
     libc::SYS_lookup_dcookie,
 ];
 
+/// The mode bits that make a program run as its owner or group (`S_ISUID`, `S_ISGID`).
+const PRIVILEGE_BITS: [u64; 2] = [libc::S_ISUID as u64, libc::S_ISGID as u64];
+
+/// Rules refusing a file mode with a set-user-id or set-group-id bit, given to `chmod` and its
+/// kin or to a file created. Files a command makes may belong to someone else afterwards
+/// (root's, for a daemon run as root that lends its commands a user): a set-id program left
+/// there would run as them.
+fn privilege_bits() -> Result<Vec<(i64, Vec<SeccompRule>)>, seccompiler::BackendError> {
+    // The system call, the argument holding the mode, and the one holding open's flags.
+    let mut calls: Vec<(i64, u8, Option<u8>)> = vec![
+        (libc::SYS_fchmod, 1, None),
+        (libc::SYS_fchmodat, 2, None),
+        (FCHMODAT2, 2, None),
+        (libc::SYS_openat, 3, Some(2)),
+        (libc::SYS_mknodat, 2, None),
+    ];
+    // The older calls, which newer architectures have only as the *at ones above.
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([
+        (libc::SYS_chmod, 1, None),
+        (libc::SYS_creat, 1, None),
+        (libc::SYS_open, 2, Some(1)),
+        (libc::SYS_mknod, 1, None),
+    ]);
+    let mut rules = Vec::new();
+    for (call, mode, flags) in calls {
+        let mut of_call = Vec::new();
+        for bit in PRIVILEGE_BITS {
+            let mut conditions = vec![SeccompCondition::new(
+                mode,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::MaskedEq(bit),
+                bit,
+            )?];
+            if let Some(flags) = flags {
+                let create = libc::O_CREAT as u64;
+                conditions.push(SeccompCondition::new(
+                    flags,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::MaskedEq(create),
+                    create,
+                )?);
+            }
+            of_call.push(SeccompRule::new(conditions)?);
+        }
+        rules.push((call, of_call));
+    }
+    Ok(rules)
+}
+
+/// `fchmodat2` (Linux 6.6), which the libc crate may not name yet.
+const FCHMODAT2: i64 = 452;
+
 /// The filter (allowing unix sockets with `unix_sockets`), compiled for this machine's architecture (a call made through another
 /// architecture's entry point kills the process).
 pub(super) fn filter(unix_sockets: bool) -> Result<BpfProgram, SandboxError> {
@@ -99,6 +152,9 @@ pub(super) fn filter(unix_sockets: bool) -> Result<BpfProgram, SandboxError> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_ioctl, typing);
+    for (call, rules_of_call) in privilege_bits().map_err(|e| prepare(&e))? {
+        rules.insert(call, rules_of_call);
+    }
     if !unix_sockets {
         rules.insert(
             libc::SYS_socket,

@@ -104,14 +104,14 @@ impl Driver {
                  compacted) and the call is made again. The window is {window} tokens"
             ),
         });
-        let before = size;
+        let before = self.context_tokens();
         self.trim_largest_results(size.saturating_sub(target), window);
         if self.context_tokens() > target {
             if let Some(cut) = self.cut_down_to(target) {
                 self.compact(cut).await?;
             }
         }
-        if self.context_tokens() >= before && overflow.prompt_tokens.is_none_or(|p| p <= before) {
+        if self.context_tokens() >= before {
             return Err(self.failure(format!(
                 "the request is too large for the model's context window and no room can be \
                  made ({why}); lower [agent] max_context_tokens or min_tail"
