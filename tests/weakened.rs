@@ -8,7 +8,7 @@ use common::confined::{asking, results, EVERYTHING_ALLOWED};
 use common::home::Home;
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use serde_json::json;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 
 fn mode(path: &Path) -> u32 {
@@ -33,8 +33,6 @@ fn open_to_others(dir: &Path) -> Vec<String> {
     }
     open
 }
-
-use std::os::unix::fs::FileTypeExt;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn read_only_means_read_only_for_the_file_tools_too() {
@@ -79,20 +77,17 @@ async fn the_first_run_makes_a_private_home_and_an_open_one_is_tightened() {
     let home = Home::new(&server, "");
     // A home that does not exist yet, as the README's first command makes it.
     let fresh = home.path().join("new/.ryvos");
-    std::fs::copy(
-        home.path().join("config.toml"),
-        home.path().join("config.copy"),
-    )
-    .unwrap();
-    let mut first = home.command(env!("CARGO_BIN_EXE_ryvos"));
-    first
-        .env("RYVOS_HOME", &fresh)
-        .args([
-            "--config",
-            home.path().join("config.copy").to_str().unwrap(),
-        ])
-        .args(["run", "hello"]);
-    let (code, _, stderr) = common::cli::output(&mut first).await;
+    let config = home.path().join("config.toml");
+    let run_on_fresh = |prompt: &'static str| {
+        let mut command = home.command(env!("CARGO_BIN_EXE_ryvos"));
+        command
+            .env("RYVOS_HOME", &fresh)
+            .arg("--config")
+            .arg(&config)
+            .args(["run", prompt]);
+        async move { common::cli::output(&mut command).await }
+    };
+    let (code, _, stderr) = run_on_fresh("hello").await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(mode(&fresh), 0o700);
     assert!(fresh.join("ryvos.redb").exists());
@@ -105,15 +100,7 @@ async fn the_first_run_makes_a_private_home_and_an_open_one_is_tightened() {
         std::fs::Permissions::from_mode(0o644),
     )
     .unwrap();
-    let mut again = home.command(env!("CARGO_BIN_EXE_ryvos"));
-    again
-        .env("RYVOS_HOME", &fresh)
-        .args([
-            "--config",
-            home.path().join("config.copy").to_str().unwrap(),
-        ])
-        .args(["run", "again"]);
-    let (code, _, stderr) = common::cli::output(&mut again).await;
+    let (code, _, stderr) = run_on_fresh("again").await;
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("private now"), "{stderr}");
     assert_eq!(open_to_others(&fresh), Vec::<String>::new());
