@@ -47,7 +47,7 @@ pub use ryvos_actors::{
 /// How commands the model runs are confined (bubblewrap's namespaces, Landlock and seccomp
 /// inside), as `[security.sandbox]` asks; where secrets live; what the machine offers.
 pub use ryvos_actors::{Sandbox, SandboxMachine, SandboxSite};
-pub use ryvos_protocol::event::{Event, EventKind, RunStatus};
+pub use ryvos_protocol::event::{CallPurpose, Event, EventKind, RunStatus};
 pub use ryvos_protocol::goal::{Constraints, Criterion, CriterionKind, Goal};
 pub use ryvos_protocol::ids::{CallId, RunId, SessionId};
 pub use ryvos_protocol::message::{Message, ToolCall};

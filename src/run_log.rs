@@ -8,7 +8,7 @@
 //! runs on the async workers. Every line is written and flushed at once, so a crash keeps what
 //! was logged. A logger that falls behind says how many events it missed, in the log itself.
 
-use ryvos_protocol::event::{Event, EventKind};
+use ryvos_protocol::event::{CallPurpose, Event, EventKind};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -39,6 +39,25 @@ struct TurnSoFar {
     output_tokens: u64,
     estimated: bool,
     tools: Vec<String>,
+}
+
+impl TurnSoFar {
+    /// Takes the model and the usage of the turn's `ModelUsage`.
+    fn took(&mut self, usage: &EventKind) {
+        if let EventKind::ModelUsage {
+            model,
+            input_tokens,
+            output_tokens,
+            estimated,
+            ..
+        } = usage
+        {
+            self.model = model.clone();
+            self.input_tokens = *input_tokens;
+            self.output_tokens = *output_tokens;
+            self.estimated = *estimated;
+        }
+    }
 }
 
 struct RunLogger {
@@ -87,20 +106,15 @@ impl RunLogger {
             line
         };
         match &event.kind {
+            // A summary's or a verdict's call is not the turn's.
             EventKind::ModelUsage {
                 turn,
-                model,
-                input_tokens,
-                output_tokens,
-                estimated,
+                purpose: CallPurpose::Turn,
                 ..
             } => {
                 self.current.insert(run.to_owned(), *turn);
-                let turn = self.turns.entry((run.to_owned(), *turn)).or_default();
-                turn.model = model.clone();
-                turn.input_tokens = *input_tokens;
-                turn.output_tokens = *output_tokens;
-                turn.estimated = *estimated;
+                let so_far = self.turns.entry((run.to_owned(), *turn)).or_default();
+                so_far.took(&event.kind);
             }
             EventKind::ToolStart { call_id, input, .. } => {
                 self.calls

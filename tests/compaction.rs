@@ -344,3 +344,50 @@ async fn a_compacted_session_keeps_the_servers_latest_count() {
         .unwrap();
     assert!(record.measured.is_some(), "{record:?}");
 }
+
+/// Through the real daemon: `sessions` lists the count of the session's latest request, made
+/// after the compaction; a count too small to be the request's (a server counting what it did
+/// not cache, say) is not taken for it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_compacted_session_is_listed_with_the_servers_latest_count() {
+    let measured = listed_count(true).await;
+    assert!(measured["tokens"].as_u64() > Some(100), "{measured}");
+    assert!(measured["window_start"].as_u64() > Some(0), "{measured}");
+    assert_eq!(listed_count(false).await, Value::Null);
+}
+
+/// `measured` as `ryvos sessions` lists it after a run that was compacted, on a server that
+/// counts requests by their size (`by_size`) or says 12 tokens for each.
+async fn listed_count(by_size: bool) -> Value {
+    let script =
+        Reply::reads_then(30, "page", "All read.")
+            .into_iter()
+            .map(|reply| match by_size {
+                true => reply.prompt_tokens_by_size(),
+                false => reply,
+            });
+    let router: Router = Arc::new(|request: &Value| {
+        summary_request(request).map(|_| Reply::text(&["Pages were read."]))
+    });
+    let server = ryvos_testkit::ScriptedModelServer::start_routed(script, Some(router)).await;
+    let home = common::home::Home::new(
+        &server,
+        "[agent]\nmax_context_tokens = 3000\nmax_turns = 100",
+    );
+    for i in 0..30 {
+        let text = format!("page {i}: {}", "the quick brown fox jumps ".repeat(20));
+        std::fs::write(home.workspace.path().join(format!("page{i}.txt")), text).unwrap();
+    }
+    let daemon = home.daemon().await;
+    let workspace = home.workspace.path().to_str().unwrap();
+    let (code, out, err) = home
+        .ryvos(&["run", "--json", "--workspace", workspace, "read every page"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"ContextPruned\""), "it was compacted: {out}");
+    let (code, out, err) = home.ryvos(&["sessions", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let sessions: Value = serde_json::from_str(out.trim()).unwrap();
+    home.shutdown(daemon).await;
+    sessions[0]["measured"].clone()
+}

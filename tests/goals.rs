@@ -8,7 +8,7 @@ mod common;
 use common::cli;
 use common::Harness;
 use ryvos::testing::Inspect;
-use ryvos::{EventKind, Goal, RunStatus, Verdict};
+use ryvos::{CallPurpose, EventKind, Goal, RunStatus, Verdict};
 use ryvos_testkit::{Reply, Router, ScriptedModelServer};
 use serde_json::Value;
 use std::sync::Arc;
@@ -173,12 +173,16 @@ async fn a_garbage_judge_verdict_is_never_acceptance_and_retries_past_the_bound_
     assert_eq!(verdicts(&events), [Verdict::Continue, Verdict::Continue]);
     let reason = outcome.reason.unwrap_or_default();
     assert!(reason.contains("not met after 1 retries"), "{reason}");
-    // Each judge call was billed like any model call: 2 answers + 2 judgements.
-    let calls = events
+    // Each judge call was billed like any model call, and marked: 2 answers + 2 judgements.
+    let purposes: Vec<CallPurpose> = events
         .iter()
-        .filter(|e| matches!(e.kind, EventKind::ModelUsage { .. }))
-        .count();
-    assert_eq!(calls, 4);
+        .filter_map(|e| match e.kind {
+            EventKind::ModelUsage { purpose, .. } => Some(purpose),
+            _ => None,
+        })
+        .collect();
+    use CallPurpose::{Judge, Turn};
+    assert_eq!(purposes, [Turn, Judge, Turn, Judge]);
 }
 
 #[tokio::test]

@@ -53,9 +53,13 @@ pub enum EventKind {
         is_error: bool,
         output: String,
     },
-    /// The model call of a turn finished; which model answered and what it used.
+    /// A model call finished; which model answered and what it used. `purpose` says what the
+    /// call was for when it was not the turn's own (a summary, a verdict): such calls carry
+    /// the number of the turn they came after.
     ModelUsage {
         turn: u32,
+        #[serde(default, skip_serializing_if = "CallPurpose::is_turn")]
+        purpose: CallPurpose,
         model: String,
         input_tokens: u64,
         output_tokens: u64,
@@ -284,6 +288,25 @@ pub enum EventKind {
 }
 
 /// Why a run parked.
+/// What a model call was for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CallPurpose {
+    /// The turn's own answer.
+    #[default]
+    Turn,
+    /// A summary of messages leaving the context.
+    Summary,
+    /// The judge's verdict on the run's goal.
+    Judge,
+}
+
+impl CallPurpose {
+    pub fn is_turn(&self) -> bool {
+        *self == Self::Turn
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ParkReason {

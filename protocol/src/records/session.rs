@@ -34,7 +34,8 @@ pub struct SessionRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_status: Option<RunStatus>,
     /// The model server's count of the session's latest request, so that a resumed session
-    /// knows its size without counting it.
+    /// knows its size without counting it. Absent until a count that can be the request's
+    /// (not below a sixteenth of Ryvos's bound on its size) is reported since the window last changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<WindowMeasure>,
     /// What the runtime learned of the session's model from its server: how it counts tokens

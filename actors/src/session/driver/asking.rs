@@ -5,7 +5,7 @@
 use super::spending::Bill;
 use super::waiting::OnInterrupt;
 use super::{Driver, Step};
-use crate::event::{EventKind, StallPhase};
+use crate::event::{CallPurpose, EventKind, StallPhase};
 use crate::llm_stream::{Heartbeat, ModelAnswer, ModelReply, Purpose, StreamJob};
 
 /// What a turn's model call is called when it is lost.
@@ -70,7 +70,7 @@ impl Driver {
                 (self.run.asked_counted).map(|counted| (counted, self.as_served(counted)));
             bills.push(Bill::of(turn, reply).expecting(expected));
         }
-        self.bill(bills).await?;
+        self.bill(CallPurpose::Turn, bills).await?;
         match answer.result {
             Ok(reply) => Ok(Some(reply)),
             Err(ProviderError::ContextOverflow(overflow)) => {
@@ -113,7 +113,7 @@ impl Driver {
         };
         let model = self.run.models.model().to_owned();
         let bill = Bill::estimated(self.run.turns + 1, &model, usage);
-        self.bill(vec![bill]).await?;
+        self.bill(CallPurpose::Turn, vec![bill]).await?;
         self.run.asking_again = true;
         Ok(None)
     }

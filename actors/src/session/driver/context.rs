@@ -7,7 +7,7 @@ use super::spending::Bill;
 use super::waiting::{OnInterrupt, Waited};
 use super::{Driver, Step};
 use crate::context::{facts, prune_to_budget, summary, Cut};
-use crate::event::EventKind;
+use crate::event::{CallPurpose, EventKind};
 use crate::llm_stream::{Heartbeat, ModelAnswer, Purpose, StreamJob};
 use crate::provider::ProviderError;
 use crate::tokens::Size;
@@ -322,7 +322,7 @@ impl Driver {
             // The summary was paid for like any call.
             bills.push(Bill::of(turn, reply));
         }
-        self.bill(bills).await?;
+        self.bill(CallPurpose::Summary, bills).await?;
         let failed = match answer.result {
             Ok(reply) if !reply.response.text.trim().is_empty() => {
                 return Ok(Some(reply.response.text.trim().to_owned()))

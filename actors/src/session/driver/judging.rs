@@ -5,7 +5,7 @@
 
 use super::spending::Bill;
 use super::{Driver, Ending, Step};
-use crate::event::{EventKind, ParkReason, RunStatus};
+use crate::event::{CallPurpose, EventKind, ParkReason, RunStatus};
 use crate::judge::{Evaluated, Evaluation, Judgement, Verdict};
 use crate::message::Message;
 use crate::store::{now_ms, VerdictRecord};
@@ -71,7 +71,7 @@ impl Driver {
         let judge_input = judge_call.map_or(0, |r| r.usage.input_tokens);
         let mut bills = Bill::cut_calls(turn, &evaluated.cut_calls, judge_input);
         bills.extend(judge_call.map(|r| Bill::of(turn, r)));
-        self.bill(bills).await?;
+        self.bill(CallPurpose::Judge, bills).await?;
         Ok(judgement)
     }
 

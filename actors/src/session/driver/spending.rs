@@ -4,15 +4,16 @@
 use super::{Driver, Step};
 use crate::cost_ledger::{dollars, BudgetNotice, MICROCENTS_PER_CENT};
 use crate::cost_ledger::{PriceSource, Receipt, UsageReport};
-use crate::event::{BudgetScope, EventKind, RunStatus};
+use crate::event::{BudgetScope, CallPurpose, EventKind, RunStatus};
 use crate::llm_stream::ModelReply;
 use crate::provider::Usage;
 use crate::session::siblings::{self, Refusal};
 
 impl Driver {
-    /// Has the ledger price and record `bills`, in order, and publishes what its receipts
-    /// say; a refusal they carry stops the run before its next call.
-    pub(super) async fn bill(&mut self, bills: Vec<Bill>) -> Step<()> {
+    /// Has the ledger price and record `bills` (calls made for `purpose`), in order, and
+    /// publishes what its receipts say; a refusal they carry stops the run before its next
+    /// call.
+    pub(super) async fn bill(&mut self, purpose: CallPurpose, bills: Vec<Bill>) -> Step<()> {
         if bills.is_empty() {
             return Ok(());
         }
@@ -44,14 +45,14 @@ impl Driver {
         };
         let receipts = receipts.map_err(|reason| self.failure(reason))?;
         for (bill, receipt) in bills.into_iter().zip(receipts) {
-            self.apply_receipt(bill, receipt);
+            self.apply_receipt(bill, purpose, receipt);
         }
         Ok(())
     }
 
     /// Publishes what a receipt says: the call's cost, budget warnings, and a limit reached
     /// (which stops the run before its next call).
-    fn apply_receipt(&mut self, bill: Bill, receipt: Receipt) {
+    fn apply_receipt(&mut self, bill: Bill, purpose: CallPurpose, receipt: Receipt) {
         let run = &mut self.run;
         let Bill {
             turn,
@@ -64,6 +65,7 @@ impl Driver {
         run.spent.cost_microcents = receipt.run.cost_microcents;
         run.events.emit(EventKind::ModelUsage {
             turn,
+            purpose,
             model: model.to_owned(),
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,

@@ -7,11 +7,13 @@ use super::streaming::final_outcome;
 use super::watching::watching;
 use super::Shared;
 use ryvos::protocol::{ErrorBody, ErrorCode, QueuedRunParams, Reply, RunParams, RunsParams};
-use ryvos::shared_store::{now_ms, Change};
+use ryvos::shared_store::{now_ms, Change, SharedStore};
 use ryvos::RunOutcome;
 use ryvos_protocol::event::{Event, EventKind};
-use ryvos_protocol::ids::{QueuedRunId, SessionId};
+use ryvos_protocol::ids::{QueuedRunId, RunId, SessionId};
 use ryvos_protocol::records::{QueueState, QueuedRun};
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::broadcast::error::RecvError;
@@ -171,7 +173,8 @@ async fn changed(changes: &mut Option<tokio::sync::broadcast::Receiver<Change>>,
 }
 
 /// Streams a queued run's progress to `write` until it ends: its live events while this daemon
-/// runs it, a `CheckpointSaved` per stored turn otherwise.
+/// runs it, a `CheckpointSaved` per stored turn otherwise. Each turn is told once, whichever
+/// way it came, and nothing after the run's end but its outcome.
 pub(super) async fn follow(
     id: u64,
     params: QueuedRunParams,
@@ -183,64 +186,126 @@ pub(super) async fn follow(
     let mut run = find(&params, shared).await?;
     let store = shared.runtime.shared_store();
     let mut changes = store.changes();
-    let mut turns_seen = 0;
-    let mut park_seen = false;
-    let mut lines = EventLines::new(id);
+    let mut told = Told::new(id);
     loop {
-        if let Some(outcome) = run.outcome.take() {
-            let told = (Some(&mut lines), !park_seen);
-            return final_outcome(id, outcome, told, write, shared).await;
+        if !told.ended {
+            // What was stored before this looked, or while it was not looking: turns stored
+            // just before the run's end among them.
+            told.stored_turns(&run, &store, write).await?;
         }
-        if shared.local.session(&run.id).as_ref() == Some(&run.session_id) {
-            // Here: every event of the session as it comes, until the run's end.
-            loop {
-                let next = tokio::time::timeout(LOOK_AGAIN, live.recv());
-                // Quiet for a while (the run may have ended before this looked), or events
-                // missed: the run is looked at again.
-                let Ok(Ok(event)) = watching(next, shared, write).await? else {
-                    break;
-                };
-                if event.session_id != run.session_id {
-                    continue;
-                }
-                let end = matches!(event.kind, EventKind::RunComplete { .. });
-                park_seen |= matches!(event.kind, EventKind::RunParked { .. });
-                if lines.push(&event).is_err() || lines.flush(write).await.is_err() {
-                    return Err(ErrorBody::new(ErrorCode::Internal, "the client left"));
-                }
-                if end {
-                    break;
-                }
-            }
+        if let Some(outcome) = run.outcome.take() {
+            let announce = !told.park_seen;
+            let lines = Some(&mut told.lines);
+            return final_outcome(id, outcome, (lines, announce), write, shared).await;
+        }
+        let here = shared.local.session(&run.id).as_ref() == Some(&run.session_id);
+        if here && !told.ended {
+            told.live_events(&run, &mut live, shared, write).await?;
         } else {
-            let checkpoints = match store.checkpoints(&run.session_id).await {
-                Ok(checkpoints) => checkpoints,
-                // Read again at the next look.
-                Err(e) => {
-                    tracing::warn!(run = %run.id, "following: {e}");
-                    Vec::new()
-                }
-            };
-            let since = run.started_at_ms.unwrap_or(u64::MAX);
-            let fresh: Vec<_> = checkpoints
-                .into_iter()
-                .filter(|c| c.at_ms >= since)
-                .collect();
-            for checkpoint in fresh.iter().skip(turns_seen) {
-                let event = Event {
-                    session_id: run.session_id.clone(),
-                    run_id: checkpoint.run_id.clone(),
-                    kind: EventKind::CheckpointSaved {
-                        turn: checkpoint.turn,
-                    },
-                };
-                if send(write, &Reply::Event { id, event }).await.is_err() {
-                    return Err(ErrorBody::new(ErrorCode::Internal, "the client left"));
-                }
-            }
-            turns_seen = turns_seen.max(fresh.len());
             watching(changed(&mut changes, &run.id), shared, write).await?;
         }
         run = again(&params, shared, write).await?;
     }
+}
+
+/// What a `follow` has told its client.
+struct Told {
+    id: u64,
+    lines: EventLines,
+    /// The turns told, by run: the live stream and the store may both have one.
+    turns: HashSet<(RunId, u32)>,
+    park_seen: bool,
+    /// The run's end came on the live stream: its outcome is all that is left to tell.
+    ended: bool,
+}
+
+impl Told {
+    fn new(id: u64) -> Self {
+        Self {
+            id,
+            lines: EventLines::new(id),
+            turns: HashSet::new(),
+            park_seen: false,
+            ended: false,
+        }
+    }
+
+    /// Every event of the run's session as it comes, until the run's end, a quiet while (the
+    /// run may have ended before this looked) or missed events (the store is looked at again).
+    async fn live_events(
+        &mut self,
+        run: &QueuedRun,
+        live: &mut tokio::sync::broadcast::Receiver<Arc<Event>>,
+        shared: &Shared,
+        write: &mut OwnedWriteHalf,
+    ) -> Result<(), ErrorBody> {
+        loop {
+            let next = tokio::time::timeout(LOOK_AGAIN, live.recv());
+            let Ok(Ok(event)) = watching(next, shared, write).await? else {
+                return Ok(());
+            };
+            if event.session_id != run.session_id {
+                continue;
+            }
+            match &event.kind {
+                // Told already, from the store.
+                EventKind::CheckpointSaved { turn }
+                    if !self.turns.insert((event.run_id.clone(), *turn)) =>
+                {
+                    continue
+                }
+                EventKind::RunParked { .. } => self.park_seen = true,
+                EventKind::RunComplete { .. } => self.ended = true,
+                _ => {}
+            }
+            if self.lines.push(&event).is_err() || self.lines.flush(write).await.is_err() {
+                return Err(client_left());
+            }
+            if self.ended {
+                return Ok(());
+            }
+        }
+    }
+
+    /// A `CheckpointSaved` for each turn of the run stored and not yet told.
+    async fn stored_turns(
+        &mut self,
+        run: &QueuedRun,
+        store: &SharedStore,
+        write: &mut OwnedWriteHalf,
+    ) -> Result<(), ErrorBody> {
+        let Some(since) = run.started_at_ms else {
+            return Ok(());
+        };
+        let checkpoints = match store.checkpoints(&run.session_id).await {
+            Ok(checkpoints) => checkpoints,
+            // Read again at the next look.
+            Err(e) => {
+                tracing::warn!(run = %run.id, "following: {e}");
+                return Ok(());
+            }
+        };
+        let ran = run.outcome.as_ref().map(|o| &o.run_id);
+        for checkpoint in checkpoints {
+            let of_run = ran.is_none_or(|r| *r == checkpoint.run_id);
+            let key = (checkpoint.run_id, checkpoint.turn);
+            if checkpoint.at_ms < since || !of_run || !self.turns.insert(key.clone()) {
+                continue;
+            }
+            let event = Event {
+                session_id: run.session_id.clone(),
+                run_id: key.0,
+                kind: EventKind::CheckpointSaved { turn: key.1 },
+            };
+            let reply = Reply::Event { id: self.id, event };
+            if send(write, &reply).await.is_err() {
+                return Err(client_left());
+            }
+        }
+        Ok(())
+    }
+}
+
+fn client_left() -> ErrorBody {
+    ErrorBody::new(ErrorCode::Internal, "the client left")
 }
