@@ -430,3 +430,48 @@ async fn an_escalated_run_parks_for_a_person_and_goes_back_to_work_when_continue
     assert!(common::asked(&requests[1]).contains("A person reviewed the escalation"));
     h.server.assert_no_orphans();
 }
+
+/// A run given its model (`--model`) parks at its budget; continued, it asks that model again,
+/// not the configured one: in-process and through the daemon alike.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_continued_run_asks_the_model_it_was_started_with() {
+    for through_daemon in [false, true] {
+        let server = ScriptedModelServer::start(two_appends()).await;
+        let priced = PRICED.replace("pricing_overrides.scripted", "pricing_overrides.chosen");
+        let home = Home::new(&server, &priced);
+        let daemon = match through_daemon {
+            true => Some(home.daemon().await),
+            false => None,
+        };
+        let args = ["run", "--json", "--model", "chosen", "write", "the", "log"];
+        let run_id = match &daemon {
+            None => {
+                let (code, out, stderr) = home.ryvos(&args).await;
+                assert_eq!(code, 4, "{stderr}");
+                let events = common::cli::json_lines(&out);
+                let parked = events.iter().find(|e| e["type"] == "RunParked").unwrap();
+                parked["run_id"].as_str().unwrap().to_owned()
+            }
+            Some(_) => {
+                let mut run = home.follow(&args);
+                let parked = run
+                    .until(|e| (e["type"] == "RunParked").then(|| e.clone()))
+                    .await;
+                parked["run_id"].as_str().unwrap().to_owned()
+            }
+        };
+        let (code, _, stderr) = home
+            .ryvos(&["continue", &run_id, "--budget-cents", "500"])
+            .await;
+        assert_eq!(code, 0, "daemon: {through_daemon}: {stderr}");
+        if let Some(daemon) = daemon {
+            home.shutdown(daemon).await;
+        }
+        let asked: Vec<Value> = server
+            .requests()
+            .iter()
+            .map(|r| r["model"].clone())
+            .collect();
+        assert_eq!(asked, ["chosen"; 3], "daemon: {through_daemon}");
+    }
+}

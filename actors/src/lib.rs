@@ -1,29 +1,36 @@
-//! The Ryvos engine: supervised actors that run the ReAct loop, durable in redb.
+//! The Ryvos engine: supervised actors that run the ReAct loop, durable in redb or PostgreSQL.
 //!
 //! ```text
 //! RootSupervisor                 restarts a failed child with backoff; escalates past the intensity
 //!  ├── CheckpointActor           owns the store's one writer (grouped commits), which outlives it
 //!  ├── CostLedgerActor           prices usage; run / session / day / month totals; budgets
 //!  ├── GuardianActor             doom loops, stalls, the token budget -> hints, retries, stops
-//!  ├── LlmStreamActor            asks the model, streams text deltas, assembles tool calls
-//!  ├── ToolExecutorActor         validates arguments, runs tools (bounded, in call order)
+//!  ├── LlmStreamActor            asks the model (retries, fallbacks), streams its answer
+//!  ├── ToolExecutorActor         validates arguments, passes the security gate, runs tools
+//!  ├── JudgeActor                a goal's criteria -> Accept / Retry / Escalate / Continue
+//!  ├── McpHub                    one McpClientActor per [mcp.servers.NAME]; tools as NAME__tool
 //!  └── SessionSupervisor         one SessionActor per active session; bounds runs in flight
-//!       └── SessionActor         the ReAct loop as a state machine; events; checkpoints
+//!       └── SessionActor         one conversation: loads it, starts runs, stops them, hibernates
+//!            └── run driver      one task per run: the ReAct loop, in the order it happens
 //! ```
 //!
-//! A run: the session appends the user message and sends the conversation to the
-//! [`llm_stream`] actor, which publishes text as it streams and returns the assembled answer.
-//! An answer without tool calls ends the run. Otherwise the [`tool_executor`] runs the calls
-//! (once the turn is durable, when any call has side effects), the results are appended paired
-//! with their calls, and the turn's batch goes to the [`checkpoint`] writer while the next request
-//! leaves at once: commits overlap model calls, and commits of concurrent sessions are grouped.
-//! Around every turn the [`cost_ledger`] prices the call and checks the budgets before the next
-//! one, and the [`guardian`] reviews the turn (and any stall) and answers with hints or a stop.
-//! Everything a run does is an [`event::Event`].
+//! A run is driven by its [`session`]'s driver (read `session/driver/mod.rs` first). It asks the
+//! [`cost_ledger`] for leave to spend, then loops: the [`llm_stream`] actor streams the model's
+//! answer (text published as it arrives); an answer without tool calls goes to the [`judge`]
+//! (with a goal) or ends the run; otherwise the [`tool_executor`] runs the calls through the
+//! [`security`] gate, programs inside the [`sandbox`], once the turn that asked for them is
+//! durable if any call has side effects. The turn then goes to the [`checkpoint`] writer while
+//! the next model call leaves at once: commits overlap model calls, and commits of concurrent
+//! sessions are grouped. The [`guardian`] reviews every turn (and any stall), and [`context`]
+//! keeps the conversation within its window. Everything a run does is an [`event::Event`];
+//! `RunComplete` is published once the run's end is durable.
 //!
 //! Actors reach each other through [`supervision::ChildSlot`]s, so a restarted actor is found
-//! by everyone at once. The [`store`] is append-only and repairs a turn cut off by a crash when
-//! the session is next loaded.
+//! by everyone at once, and every question to one is bounded in time. The [`store`] is
+//! append-only and repairs a turn cut off by a crash when the session is next loaded. The
+//! [`director`] is a client on top: it plans a goal into steps and starts each step's run as a
+//! host application would. [`Engine`] starts, addresses and stops the whole tree.
+//! `tests/layering.rs` keeps every module using only the modules below it.
 
 #![cfg_attr(feature = "testing", warn(unreachable_pub))]
 

@@ -47,10 +47,9 @@ const STACK: &[&str] = &[
     "message",
 ];
 
-/// The `ryvos` crate's modules, from the top down (`bin` holds its programs: the daemon's
-/// modules are `ryvosd`'s own, on the library's public API only).
+/// The `ryvos` library's modules, from the top down (its programs, in `bin`, are crates of
+/// their own on its public API).
 const RYVOS_STACK: &[&str] = &[
-    "bin",
     "testing",
     "runtime",
     "run_log",
@@ -175,7 +174,11 @@ fn sources(root: &Path) -> Vec<Source> {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
-                dirs.push(path);
+                // The programs beside a library are crates of their own, checked as such.
+                let programs = dir == root && path.ends_with("bin") && root.join("lib.rs").exists();
+                if !programs {
+                    dirs.push(path);
+                }
                 continue;
             }
             if path.extension().and_then(|e| e.to_str()) != Some("rs") {
@@ -187,7 +190,10 @@ fn sources(root: &Path) -> Vec<Source> {
                 .components()
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect();
-            if matches!(module.last().map(String::as_str), Some("mod" | "lib")) {
+            if matches!(
+                module.last().map(String::as_str),
+                Some("mod" | "lib" | "main")
+            ) {
                 module.pop();
             }
             let text = std::fs::read_to_string(&path).unwrap();
@@ -219,7 +225,7 @@ fn re_exports(
     let mut out: HashMap<Vec<String>, HashMap<String, Vec<String>>> = HashMap::new();
     for source in sources {
         let name = source.file.file_name().unwrap().to_string_lossy();
-        if name != "mod.rs" && name != "lib.rs" {
+        if !matches!(&*name, "mod.rs" | "lib.rs" | "main.rs") {
             continue;
         }
         let text = std::fs::read_to_string(root.join(&source.file)).unwrap();
@@ -370,6 +376,49 @@ fn the_ryvos_crate_uses_its_modules_in_order_and_without_a_circle() {
     );
     let circles = circles(&root);
     assert!(circles.is_empty(), "circles:\n{}", circles.join("\n"));
+}
+
+/// Every crate and program of the workspace, as the folder its root file is in: their files
+/// use each other without a circle (the engine's are checked above, with its stack).
+const CRATE_ROOTS: &[&str] = &[
+    "src",
+    "src/bin/ryvos",
+    "src/bin/ryvosd",
+    "protocol/src",
+    "client/src",
+    "testkit/src",
+];
+
+#[test]
+fn no_crate_or_program_has_a_circle() {
+    let circles: Vec<String> = CRATE_ROOTS
+        .iter()
+        .flat_map(|root| {
+            let found = circles(&workspace_root().join(root));
+            found.into_iter().map(move |c| format!("{root}: {c}"))
+        })
+        .collect();
+    assert!(circles.is_empty(), "circles:\n{}", circles.join("\n"));
+}
+
+#[test]
+fn a_circle_planted_in_a_program_is_found_there_not_in_the_library() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |path: &str, text: &str| {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("lib.rs", "pub mod a;\npub mod b;\n");
+    write("a.rs", "pub fn f() {}\n");
+    write("b.rs", "pub fn g() { crate::a::f(); }\n");
+    write("bin/tool/main.rs", "mod a;\nmod b;\n");
+    write("bin/tool/a.rs", "pub fn f() { crate::b::g(); }\n");
+    write("bin/tool/b.rs", "pub fn g() { crate::a::f(); }\n");
+    assert!(circles(dir.path()).is_empty(), "the library has none");
+    let circles = circles(&dir.path().join("bin/tool"));
+    assert_eq!(circles.len(), 1, "{circles:?}");
+    assert!(circles[0].contains("in /: a -> b -> a"), "{circles:?}");
 }
 
 /// The check finds what it is for: an upward import and a circle planted in a small crate.

@@ -14,6 +14,7 @@ pub mod message;
 pub mod plan;
 pub mod records;
 pub mod report;
+pub mod run_params;
 pub mod socket;
 pub mod tier;
 pub mod verdict;

@@ -5,6 +5,7 @@ use ryvos_actors::{Interrupter, OnMessage, RunSettings, TraceParent};
 use ryvos_protocol::goal::Goal;
 use ryvos_protocol::ids::SessionId;
 use ryvos_protocol::message::Message;
+use ryvos_protocol::socket::RunParams;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -94,6 +95,21 @@ impl RunRequest {
             traceparent: None,
             settings: RunSettings::default(),
         }
+    }
+
+    /// The run `params` describe (a socket `run`, a queued run, or the command line's flags
+    /// in-process: one road for all), on a new session; the caller names the session it
+    /// goes on with, as it finds it (`params.session` as given, `params.resume` once it is
+    /// known to exist).
+    pub fn from_params(params: &RunParams) -> Self {
+        let mut request = Self::new(params.prompt.clone());
+        request.workspace = params.workspace.as_ref().map(PathBuf::from);
+        request.caller_dir = params.cwd.as_ref().map(PathBuf::from);
+        request.goal = params.goal.clone();
+        request.traceparent = params.traceparent.clone();
+        request.director = params.director;
+        request.settings = params.settings();
+        request
     }
 
     /// Asks `model` (as `[model] model` would), on the configured provider's endpoint and keys,

@@ -1,7 +1,7 @@
 //! Scripted answers in Anthropic's Messages format: the same content the OpenAI replies carry,
 //! rendered as Anthropic's typed SSE events, and its error bodies.
 
-use crate::reply::thirds;
+use crate::answer::thirds;
 use serde_json::{json, Value};
 
 /// The `(event name, JSON data)` pairs of a complete Anthropic stream: `message_start`, a text
@@ -121,7 +121,7 @@ mod tests {
             .collect();
         assert_eq!(arguments, r#"{"path":"é.txt"}"#);
         assert!(events[events.len() - 2].1.contains("\"tool_use\""));
-        assert!(crate::reply::named_events(events)[0].starts_with("event: message_start\ndata: {"));
+        assert!(crate::answer::named_events(events)[0].starts_with("event: message_start\ndata: {"));
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! with arguments that are not JSON, or without a name ([`Reply::cut_at_output_limit`] makes
 //! the model produce such calls).
 
+mod answer;
 mod anthropic;
 pub mod otlp;
 mod pairing;

@@ -1,5 +1,6 @@
 //! The replies a scripted server gives.
 
+use crate::answer::{named_events, thirds, Answer};
 use bytes::Bytes;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -329,7 +330,7 @@ impl Reply {
                     reasoning: self.reasoning.as_deref(),
                     llama_cpp: self.llama_cpp,
                 };
-                let (kind, parts) = answer.body(streamed, format);
+                let (kind, parts) = body(&answer, streamed, format);
                 headers.push(("content-type".into(), kind.into()));
                 (200, parts)
             }
@@ -359,54 +360,37 @@ impl Reply {
     }
 }
 
-/// A scripted answer's content, as every format renders it.
-pub(crate) struct Answer<'a> {
-    pub deltas: &'a [String],
-    pub calls: &'a [(String, String, String)],
-    pub usage: Option<(u64, u64)>,
-    pub cut_at_limit: bool,
-    /// In the Responses format, a reasoning item first, with this id.
-    pub reasoning: Option<&'a str>,
-    /// In the Responses format, shaped as llama.cpp sends it, with the request's output limit.
-    pub llama_cpp: Option<Option<u64>>,
-}
-
-impl Answer<'_> {
-    /// The body in `format` (as one JSON completion when a chat request is not `streamed`):
-    /// its content type and parts.
-    fn body(&self, streamed: bool, format: Format) -> (&'static str, Vec<Part>) {
-        let (deltas, calls, usage, cut) = (self.deltas, self.calls, self.usage, self.cut_at_limit);
-        match format {
-            Format::Anthropic => {
-                let events = crate::anthropic::events(deltas, calls, usage, cut);
-                ("text/event-stream", named_sse(events))
-            }
-            Format::Responses => {
-                let events = crate::responses::events(self);
-                let events = match self.llama_cpp {
-                    Some(limit) => crate::responses::as_llama_cpp(events, limit),
-                    None => events,
-                };
-                ("text/event-stream", named_sse(events))
-            }
-            Format::OpenAi if !streamed => {
-                let body = completion(&deltas.concat(), calls, usage, cut);
-                (
-                    "application/json",
-                    vec![Part::Bytes(Bytes::from(body.to_string()))],
-                )
-            }
-            Format::OpenAi => ("text/event-stream", sse(chunks(deltas, calls, usage, cut))),
+/// `answer`'s body in `format` (as one JSON completion when a chat request is not
+/// `streamed`): its content type and parts.
+fn body(answer: &Answer, streamed: bool, format: Format) -> (&'static str, Vec<Part>) {
+    let (deltas, calls, usage, cut) = (
+        answer.deltas,
+        answer.calls,
+        answer.usage,
+        answer.cut_at_limit,
+    );
+    match format {
+        Format::Anthropic => {
+            let events = crate::anthropic::events(deltas, calls, usage, cut);
+            ("text/event-stream", named_sse(events))
         }
+        Format::Responses => {
+            let events = crate::responses::events(answer);
+            let events = match answer.llama_cpp {
+                Some(limit) => crate::responses::as_llama_cpp(events, limit),
+                None => events,
+            };
+            ("text/event-stream", named_sse(events))
+        }
+        Format::OpenAi if !streamed => {
+            let body = completion(&deltas.concat(), calls, usage, cut);
+            (
+                "application/json",
+                vec![Part::Bytes(Bytes::from(body.to_string()))],
+            )
+        }
+        Format::OpenAi => ("text/event-stream", sse(chunks(deltas, calls, usage, cut))),
     }
-}
-
-/// Each `(name, data)` pair as the text of one SSE event with its name.
-pub(crate) fn named_events(events: Vec<(String, String)>) -> Vec<String> {
-    events
-        .into_iter()
-        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
-        .collect()
 }
 
 fn named_sse(events: Vec<(String, String)>) -> Vec<Part> {
@@ -476,16 +460,6 @@ fn chunks(
         );
     }
     out
-}
-
-/// `text` in three pieces cut on character boundaries (some may be empty): how a call's
-/// arguments are streamed, in every format.
-pub(crate) fn thirds(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let third = chars.len().div_ceil(3);
-    (0..3)
-        .map(|i| chars.iter().skip(i * third).take(third).collect())
-        .collect()
 }
 
 /// Why a chat answer stopped, as OpenAI says it.

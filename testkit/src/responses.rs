@@ -2,7 +2,7 @@
 //! replies carry, rendered as the Responses API's typed SSE events, and the checks the real
 //! server makes of a request's input before it answers.
 
-use crate::reply::{thirds, Answer};
+use crate::answer::{thirds, Answer};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 

@@ -10,14 +10,15 @@ mod session;
 mod verdict;
 mod watch;
 
+pub use crate::run_params::{OnLimit, RunSettings};
 pub use audit::{Answer, AuditRecord, PendingApproval};
 pub use cost::CostTotals;
 pub use memory::MemoryEntry;
 pub use progress::{ParkedPlan, PlanRecord, StepProgress, StepState};
 pub use queue::{QueueState, QueuedRun};
 pub use session::{
-    refused_while_parked, Compaction, CompactionNote, DirectedBy, ModelFit, OnLimit, RunRecord,
-    RunSettings, SessionRecord, TurnCheckpoint, Window, WindowMeasure,
+    refused_while_parked, Compaction, CompactionNote, DirectedBy, ModelFit, RunRecord,
+    SessionRecord, TurnCheckpoint, Window, WindowMeasure,
 };
 pub use verdict::VerdictRecord;
 pub use watch::{RunWatch, Streak};

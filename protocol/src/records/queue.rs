@@ -2,7 +2,7 @@
 
 use crate::event::RunOutcome;
 use crate::ids::{QueuedRunId, SessionId};
-use crate::socket::RunParams;
+use crate::run_params::RunParams;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -3,6 +3,7 @@
 use crate::event::{ParkReason, RunStatus};
 use crate::goal::Goal;
 use crate::ids::{CallId, RunId, SessionId};
+use crate::run_params::RunSettings;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -188,47 +189,6 @@ pub struct DirectedBy {
 
 fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
     *n == T::default()
-}
-
-/// What one run asks for over the configuration. Each is the run's own; `None` keeps the
-/// configured value.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct RunSettings {
-    /// The model to ask (`[model] model`): on the configured provider's endpoint and keys,
-    /// with the configured fallbacks after it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// `[agent] max_turns`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_turns: Option<u32>,
-    /// `[agent] max_duration_secs`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_duration_secs: Option<u64>,
-    /// `[budget] per_run_limit_cents` (0: no limit).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub per_run_limit_cents: Option<u64>,
-    /// `[budget] on_limit`: what the run does at a budget.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub on_limit: Option<OnLimit>,
-}
-
-impl RunSettings {
-    /// Nothing is asked over the configuration.
-    pub fn is_empty(&self) -> bool {
-        *self == Self::default()
-    }
-}
-
-/// What a run does when it reaches its per-run budget or the month's limit.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum OnLimit {
-    /// It parks (status `parked`), its turns stored, until it is continued.
-    #[default]
-    Park,
-    /// It ends (status `budget_exceeded`).
-    Stop,
 }
 
 /// A completed turn: the messages it added and what it cost.

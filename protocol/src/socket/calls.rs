@@ -3,11 +3,9 @@
 
 use super::Call;
 use crate::event::RunOutcome;
-use crate::goal::Goal;
 use crate::message::Message;
 use crate::records::{
-    AuditRecord, Compaction, OnLimit, PendingApproval, QueuedRun, RunRecord, RunSettings,
-    SessionRecord,
+    AuditRecord, Compaction, PendingApproval, QueuedRun, RunRecord, SessionRecord,
 };
 use crate::report::CostReport;
 use schemars::JsonSchema;
@@ -19,107 +17,7 @@ use std::sync::Arc;
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
 
-/// `run`'s parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RunParams {
-    /// Empty continues the session given by `resume` without a new prompt.
-    pub prompt: String,
-    /// Use (or create) this session.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
-    /// Continue this session, which must exist.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resume: Option<String>,
-    /// The directory the file tools work in (absolute, on the daemon's machine). Left out
-    /// when resuming a session, the session's own workspace; for a new session, `cwd`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workspace: Option<String>,
-    /// The client's current directory (absolute): context files found there come first, and
-    /// a new session given no `workspace` works there.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
-    /// Makes the run goal-driven.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub goal: Option<Goal>,
-    /// Runs as a Director: a planned graph of steps.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub director: bool,
-    /// The caller's W3C trace context (`00-<trace id>-<span id>-<flags>`): with `[otel]` on,
-    /// the run's span is a child of the caller's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub traceparent: Option<String>,
-    /// The config file the caller means the run to use (an absolute path): a daemon running
-    /// on another one refuses the run (`config_mismatch`) rather than use its own silently.
-    /// Only for `run`: a queued run is hosted by whichever daemon claims it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config: Option<String>,
-    /// Ask this model (as `[model] model` would), on the daemon's configured provider, its
-    /// keys and its fallbacks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// Stop after this many model calls (as `[agent] max_turns` would; at least 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
-    pub max_turns: Option<u32>,
-    /// Stop after this many seconds (as `[agent] max_duration_secs` would; at least 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
-    pub max_duration_secs: Option<u64>,
-    /// This run's spending limit in cents (as `[budget] per_run_limit_cents` would; 0 is
-    /// none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub per_run_limit_cents: Option<u64>,
-    /// What the run does at its budget or the month's limit (as `[budget] on_limit` would):
-    /// `park` (the default) or `stop`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub on_limit: Option<OnLimit>,
-}
-
-impl RunParams {
-    /// A run of `prompt` in `workspace`, every option left out.
-    pub fn new(prompt: impl Into<String>, workspace: impl Into<String>) -> Self {
-        Self {
-            prompt: prompt.into(),
-            session: None,
-            resume: None,
-            workspace: Some(workspace.into()),
-            cwd: None,
-            goal: None,
-            director: false,
-            traceparent: None,
-            config: None,
-            model: None,
-            max_turns: None,
-            max_duration_secs: None,
-            per_run_limit_cents: None,
-            on_limit: None,
-        }
-    }
-
-    /// What the run asks for over the daemon's configuration.
-    pub fn settings(&self) -> RunSettings {
-        RunSettings {
-            model: self.model.clone(),
-            max_turns: self.max_turns,
-            max_duration_secs: self.max_duration_secs,
-            per_run_limit_cents: self.per_run_limit_cents,
-            on_limit: self.on_limit,
-        }
-    }
-
-    /// The same run, asking for `settings` over the daemon's configuration.
-    pub fn with_settings(self, settings: RunSettings) -> Self {
-        Self {
-            model: settings.model,
-            max_turns: settings.max_turns,
-            max_duration_secs: settings.max_duration_secs,
-            per_run_limit_cents: settings.per_run_limit_cents,
-            on_limit: settings.on_limit,
-            ..self
-        }
-    }
-}
+pub use crate::run_params::RunParams;
 
 /// The parameters of a method about one session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -23,6 +23,7 @@ mod running;
 mod shown_config;
 mod starting;
 mod store_copy;
+mod workspace_dir;
 
 use clap::Parser;
 use cli::{Cli, Command, CompactCommand, McpCommand, StoreCommand};

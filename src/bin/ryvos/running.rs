@@ -81,7 +81,7 @@ async fn latest_remote(client: &mut Client, workspace: &std::path::Path) -> Resu
 fn lookup_dir(workspace: Option<&str>) -> Result<PathBuf, u8> {
     match workspace {
         Some(dir) => Ok(PathBuf::from(dir)),
-        None => crate::starting::here().map_err(|e| {
+        None => crate::workspace_dir::here().map_err(|e| {
             eprintln!("ryvos: {e}");
             EXIT_USAGE
         }),
@@ -216,38 +216,24 @@ pub struct Local {
     pub json: bool,
     /// `-q`: only the final answer on stdout, errors on stderr.
     pub quiet: bool,
-    /// The run's own settings (`--model`, `--max-turns`, the per-run `-c` keys), recorded
-    /// with it as a run through the daemon records them.
-    pub settings: ryvos::RunSettings,
-    /// `None` to work in the continued session's own workspace.
-    pub workspace: Option<PathBuf>,
-    pub session: Option<String>,
-    /// The session to continue; empty for the workspace's most recent one.
-    pub resume: Option<String>,
     pub record: Option<PathBuf>,
-    pub prompt: String,
-    pub goal: Option<ryvos::Goal>,
-    pub director: bool,
+    /// The run, as the daemon would be asked for it: one road from the flags to a run.
+    pub params: RunParams,
 }
 
 pub async fn run_local(config: Config, local: Local) -> u8 {
     let Local {
         json: json_out,
         quiet,
-        settings,
-        workspace,
-        session,
-        resume,
         record,
-        prompt,
-        goal,
-        director,
+        mut params,
     } = local;
     let runtime = match start_local(&config, record.as_deref()).await {
         Ok(runtime) => runtime,
         Err(code) => return code,
     };
-    let resume = match resume_local(&runtime, resume, workspace.as_deref()).await {
+    let workspace = params.workspace.as_deref().map(std::path::Path::new);
+    let resume = match resume_local(&runtime, params.resume.take(), workspace).await {
         Ok(resume) => resume,
         Err(code) => {
             if let Err(e) = runtime.close().await {
@@ -256,26 +242,10 @@ pub async fn run_local(config: Config, local: Local) -> u8 {
             return code;
         }
     };
-    let mut request = RunRequest::new(prompt);
-    if let Some(workspace) = workspace {
-        request = request.workspace(workspace);
-    }
-    if let Ok(cwd) = std::env::current_dir() {
-        request = request.caller_dir(cwd);
-    }
-    if let Some(s) = session.or(resume) {
+    let mut request = RunRequest::from_params(&params);
+    if let Some(s) = params.session.take().or(resume) {
         request = request.session(SessionId::new(s));
     }
-    if let Some(goal) = goal {
-        request = request.goal(goal);
-    }
-    if let Some(traceparent) = caller_trace() {
-        request = request.traceparent(traceparent);
-    }
-    if director {
-        request = request.director();
-    }
-    request.settings = settings;
     let ctrl_c = CtrlC::listen();
     let started = runtime.run(request).await;
     host_here(runtime, started, (json_out, quiet), &config, ctrl_c).await
@@ -454,12 +424,4 @@ async fn ctrl_c_remote(
         Err(e) => eprintln!("\nryvos: interrupting the run: {e}"),
     }
     None
-}
-
-/// The caller's trace context, from `TRACEPARENT` (the OpenTelemetry convention for passing
-/// it through the environment): the run's span is then a child of the caller's.
-pub(crate) fn caller_trace() -> Option<String> {
-    std::env::var("TRACEPARENT")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
 }

@@ -5,6 +5,7 @@ use crate::cli::RunArgs;
 use crate::exit::{EXIT_DAEMON, EXIT_USAGE};
 use crate::run_settings;
 use crate::running::{run_local, run_remote, Local, Remote};
+use crate::workspace_dir::workspace_of;
 use ryvos::config::{Config, Override};
 use ryvos::protocol::RunParams;
 use ryvos::RunSettings;
@@ -63,23 +64,12 @@ pub async fn run(mut args: RunArgs, given: Given, config: Config, socket: PathBu
                     socket.display()
                 );
             }
-            let Asked {
-                prompt,
-                resume,
-                goal,
-                workspace,
-            } = asked;
+            let settings = run_settings::per_run(&config, &settings);
             let local = Local {
                 json: args.json,
                 quiet: args.quiet,
-                settings: crate::run_settings::per_run(&config, &settings),
-                workspace,
-                session: args.session,
-                resume,
                 record: args.record,
-                prompt,
-                goal,
-                director: args.director,
+                params: asked.into_params(args.session, args.director, settings),
             };
             run_local(config, local).await
         }
@@ -119,7 +109,7 @@ impl Asked {
                 .map(|c| c.display().to_string()),
             goal: self.goal,
             director,
-            traceparent: crate::running::caller_trace(),
+            traceparent: caller_trace(),
             ..RunParams::new(self.prompt, "")
         };
         params.with_settings(settings)
@@ -191,21 +181,6 @@ fn prompt_of(words: &[String], continuing: bool) -> Result<String, String> {
     Ok(prompt.trim_end().to_owned())
 }
 
-/// The current directory, as a workspace (absolute, symlinks resolved).
-pub fn here() -> Result<PathBuf, String> {
-    workspace_of(None)
-}
-
-/// The workspace, absolute: `--workspace`, else the current directory.
-fn workspace_of(asked: Option<PathBuf>) -> Result<PathBuf, String> {
-    let dir = asked
-        .map_or_else(std::env::current_dir, Ok)
-        .map_err(|e| e.to_string())?;
-    ryvos::Workspace::new(&dir)
-        .map(|w| w.root().to_path_buf())
-        .map_err(|e| format!("{e}; give an existing directory with --workspace"))
-}
-
 /// The goal `--goal` and `--criterion` describe, if any.
 fn goal_of(
     goal: Option<String>,
@@ -224,4 +199,12 @@ fn goal_of(
         criteria,
         ..ryvos::Goal::default()
     }))
+}
+
+/// The caller's trace context, from `TRACEPARENT` (the OpenTelemetry convention for passing
+/// it through the environment): the run's span is then a child of the caller's.
+fn caller_trace() -> Option<String> {
+    std::env::var("TRACEPARENT")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
 }

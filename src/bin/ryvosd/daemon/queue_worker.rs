@@ -3,7 +3,6 @@
 //! back anywhere in the cluster), and by a tick that also finds the runs of daemons that
 //! died: those are claimed again and resumed from their last durable turn.
 
-use super::run_request::request_of;
 use super::Shared;
 use ryvos::shared_store::Change;
 use ryvos::{EngineError, StartRunError};
@@ -189,7 +188,7 @@ async fn resumption(
     shared: &Shared,
     run: &QueuedRun,
 ) -> Result<Resumption, ryvos::shared_store::StoreError> {
-    let mut request = request_of(&run.params).session(run.session_id.clone());
+    let mut request = RunRequest::from_params(&run.params).session(run.session_id.clone());
     // Earlier attempts' runs started after the run was first claimed. (Compared across
     // machines: their clocks must agree to well within the time between two runs.)
     let since = run.started_at_ms.unwrap_or(u64::MAX);

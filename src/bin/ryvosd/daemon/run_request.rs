@@ -46,7 +46,7 @@ pub(super) async fn run_request(
         same_config(config, shared)
             .map_err(|why| ErrorBody::new(ErrorCode::ConfigMismatch, why))?;
     }
-    let mut request = request_of(&params);
+    let mut request = RunRequest::from_params(&params);
     if new_session && request.workspace.is_none() {
         request = request.workspace(params.cwd.clone().unwrap_or_default());
     }
@@ -110,28 +110,6 @@ fn same_config(asked: &str, shared: &Shared) -> Result<(), String> {
          on that; leave `config` out to run on the daemon's settings, or stop the daemon \
          (`shutdown`, `ryvos shutdown`) to run on {asked} in-process"
     ))
-}
-
-/// The run `params` describe, on a new session (the caller says which session it continues).
-pub(super) fn request_of(params: &RunParams) -> RunRequest {
-    let mut request = RunRequest::new(params.prompt.clone());
-    if let Some(workspace) = &params.workspace {
-        request = request.workspace(workspace.clone());
-    }
-    if let Some(cwd) = &params.cwd {
-        request = request.caller_dir(cwd.clone());
-    }
-    if let Some(goal) = &params.goal {
-        request = request.goal(goal.clone());
-    }
-    if let Some(traceparent) = &params.traceparent {
-        request = request.traceparent(traceparent.clone());
-    }
-    if params.director {
-        request = request.director();
-    }
-    request.settings = params.settings();
-    request
 }
 
 /// The answer to a request the store failed.
