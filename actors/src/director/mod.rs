@@ -30,7 +30,7 @@ use crate::event::{EventKind, RunEvents, RunOutcome, RunStatus};
 use crate::ids::{RunId, SessionId};
 use crate::judge::rubric::unfenced;
 use crate::judge::Goal;
-use crate::session::{RunSpec, RunStarter};
+use crate::session::{RunSpec, Sessions};
 use crate::store::{Store, Write, WriteBatch};
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,7 +39,7 @@ use tokio::task::JoinSet;
 /// What a Director needs of the engine.
 #[derive(Clone)]
 pub(crate) struct Director {
-    pub runs: RunStarter,
+    pub runs: Sessions,
     pub checkpoint: Checkpoint,
     pub store: Store,
     pub config: DirectorConfig,

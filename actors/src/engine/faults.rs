@@ -4,7 +4,6 @@ use super::Engine;
 use crate::cost_ledger::CostLedgerMsg;
 use crate::ids::SessionId;
 use crate::root::RootMsg;
-use crate::session::SessionSupervisorMsg;
 
 impl Engine {
     /// Test hook: makes one of the root's children panic.
@@ -30,18 +29,6 @@ impl Engine {
     /// Test hook: makes a session's actor panic (or, with `driver`, its run's driver);
     /// answers whether the session was live.
     pub async fn inject_session_panic(&self, session_id: SessionId, driver: bool) -> bool {
-        let Ok(sessions) = self.slots.sessions.get() else {
-            return false;
-        };
-        ractor::call_t!(
-            sessions,
-            |reply| SessionSupervisorMsg::PanicSession {
-                session_id,
-                driver,
-                reply
-            },
-            5_000
-        )
-        .unwrap_or(false)
+        self.sessions().inject_panic(session_id, driver).await
     }
 }

@@ -28,8 +28,7 @@ use crate::root::{RootArgs, RootMsg, RootSupervisor, Slots, SupervisorNotice};
 use crate::sandbox::{Sandbox, Site};
 use crate::security::{ApprovalError, Approvals, Gate};
 use crate::session::{
-    RunSpec, RunStarter, RunTicket, RunsInFlight, Services, SessionSupervisorArgs,
-    SessionSupervisorMsg, StartRunError,
+    RunSpec, RunTicket, RunsInFlight, Services, SessionSupervisorArgs, Sessions, StartRunError,
 };
 use crate::store::{Store, StoreError};
 use crate::supervision::RestartPolicy;
@@ -43,8 +42,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
-/// How long a caller waits for the session supervisor to accept or refuse a run.
-const START_RUN_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long `shutdown` waits in all.
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(90);
 
@@ -336,9 +333,7 @@ impl Engine {
         spec: RunSpec,
     ) -> Result<RunTicket, EngineError> {
         self.can_honour(&spec)?;
-        Ok(RunStarter::new(self.slots.sessions.clone())
-            .start(session, spec)
-            .await?)
+        Ok(self.sessions().start(session, spec).await?)
     }
 
     /// Refuses a run whose settings cannot be honoured before it starts (its model's chain,
@@ -370,7 +365,7 @@ impl Engine {
         let stream = SessionEvents::new(self.global_events.clone());
         let events = stream.subscribe();
         let director = Director {
-            runs: RunStarter::new(self.slots.sessions.clone()),
+            runs: self.sessions(),
             checkpoint: self.checkpoint.clone(),
             store: self.store.clone(),
             config: self.director.clone(),
@@ -408,27 +403,15 @@ impl Engine {
         if Directing::stop(&self.directing, session, RunStatus::Cancelled, reason) {
             return Ok(true);
         }
-        self.ask_sessions(|reply| SessionSupervisorMsg::StopRun {
-            session_id: session.clone(),
-            status: crate::event::RunStatus::Cancelled,
-            reason: reason.to_owned(),
-            reply,
-        })
-        .await
+        Ok(self
+            .sessions()
+            .stop(session, RunStatus::Cancelled, reason)
+            .await?)
     }
 
-    /// Asks the session supervisor and waits (bounded) for its answer.
-    async fn ask_sessions<R: Send + 'static>(
-        &self,
-        request: impl FnOnce(ractor::RpcReplyPort<R>) -> SessionSupervisorMsg,
-    ) -> Result<R, EngineError> {
-        let supervisor = self
-            .slots
-            .sessions
-            .get()
-            .map_err(|e| EngineError::Actors(e.to_string()))?;
-        ractor::call_t!(supervisor, request, START_RUN_TIMEOUT.as_millis() as u64)
-            .map_err(|e| EngineError::Actors(format!("the session supervisor did not answer: {e}")))
+    /// The session supervisor's handle.
+    fn sessions(&self) -> Sessions {
+        Sessions::new(self.slots.sessions.clone())
     }
 
     /// Pauses the run in flight on `session` after its current step (status `interrupted`):
@@ -443,12 +426,10 @@ impl Engine {
         if Directing::stop(&self.directing, session, RunStatus::Interrupted, reason) {
             return Ok(true);
         }
-        self.ask_sessions(|reply| SessionSupervisorMsg::InterruptRun {
-            session_id: session.clone(),
-            reason: reason.to_owned(),
-            reply,
-        })
-        .await
+        Ok(self
+            .sessions()
+            .stop(session, RunStatus::Interrupted, reason)
+            .await?)
     }
 
     /// Sets `session`'s context window back to before its last compaction: the messages it
@@ -466,13 +447,7 @@ impl Engine {
         if directed {
             return Err(crate::session::UndoError::Busy(session.clone()).into());
         }
-        let undone = self
-            .ask_sessions(|reply| SessionSupervisorMsg::UndoCompaction {
-                session_id: session.clone(),
-                reply,
-            })
-            .await?;
-        Ok(undone?)
+        Ok(self.sessions().undo_compaction(session).await??)
     }
 
     /// Answers approval request `request_id`. A request whose run is paused keeps the answer,

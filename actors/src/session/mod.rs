@@ -18,15 +18,15 @@ mod notice;
 mod prompt;
 mod recovery;
 mod run;
+mod sessions;
 mod siblings;
-mod starter;
 mod supervisor;
 mod undo;
 
 #[cfg(feature = "testing")]
 pub use history::History;
 pub(crate) use notice::SessionNotice;
-pub(crate) use starter::RunStarter;
+pub(crate) use sessions::Sessions;
 pub use supervisor::{RunTicket, StartRunError};
 pub(crate) use supervisor::{
     RunsInFlight, SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg,
