@@ -20,7 +20,7 @@ impl Driver {
     pub(super) async fn ask_model(&mut self) -> Step<Option<ModelReply>> {
         // A call made again belongs to the turn its predecessor began.
         if !std::mem::take(&mut self.run.asking_again) {
-            self.run.turn.first_seq = self.session.history.next_seq();
+            self.begin_turn();
         }
         let request = self.request()?;
         let counted_input = self.counted_request_tokens();

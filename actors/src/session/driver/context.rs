@@ -10,14 +10,13 @@ use crate::context::{facts, prune_to_budget, summary, Cut};
 use crate::event::{CallPurpose, EventKind};
 use crate::llm_stream::{Heartbeat, ModelAnswer, Purpose, StreamJob};
 use crate::provider::ProviderError;
-use crate::tokens::Size;
 use tokio::time::Instant;
 
 /// After pruning, the conversation is brought down to this share of `max_context_tokens`,
 /// leaving room to grow before the next pruning.
 pub(super) const PRUNE_TARGET_PERCENT: u64 = 60;
 /// At this share of `max_context_tokens` the model is asked to save memories.
-const FLUSH_PERCENT: u64 = 85;
+pub(super) const FLUSH_PERCENT: u64 = 85;
 /// The tool the memory flush asks the model to use.
 const MEMORY_WRITE: &str = "memory_write";
 /// What a summary's model call is called when it is lost.
@@ -26,48 +25,6 @@ const SUMMARY_CALL: &str = "the summary call";
 const SUMMARY_RESERVE_PERCENT: u64 = 5;
 
 impl Driver {
-    /// The smallest context at which its size decides something: the memory flush, the
-    /// Guardian's warning and its hard limit (where pruning starts).
-    fn decision_floor(&self) -> u64 {
-        let agent = &self.session.services.agent;
-        let guardian = &agent.guardian;
-        let percent = u64::from(guardian.token_budget_soft.min(guardian.token_budget_hard))
-            .min(FLUSH_PERCENT);
-        self.window().saturating_mul(percent) / 100
-    }
-
-    /// Counts the context exactly once its bound reaches [`Self::decision_floor`], so that
-    /// every decision is made on counts; from half of it the tokenizer is built in the
-    /// background, so that the count rarely waits for it.
-    pub(super) fn count_near_limits(&mut self) {
-        let floor = self.decision_floor();
-        let bound = self.context_tokens();
-        if self.is_counted() || bound < floor / 2 {
-            return;
-        }
-        if bound < floor {
-            return crate::tokens::warm_up();
-        }
-        self.count_exactly();
-    }
-
-    /// Whether the context's sizes are all counted, none only bounded.
-    pub(super) fn is_counted(&self) -> bool {
-        self.session.history.is_counted() && self.run.system_size.counted().is_some()
-    }
-
-    /// Counts every size only bounded so far: the conversation's and the system prompt's.
-    pub(super) fn count_exactly(&mut self) {
-        if self.is_counted() {
-            return;
-        }
-        crate::tokens::blocking(|| {
-            self.session.history.count_exactly();
-            let run = &mut self.run;
-            run.system_size = Size::Counted(crate::tokens::count_text(&run.system));
-        })
-    }
-
     /// The cut to make now, if the context has reached the point where the Guardian would stop
     /// the run (`token_budget_hard` of `max_context_tokens`). The check is O(1).
     pub(super) fn cut_needed(&self) -> Option<Cut> {

@@ -23,9 +23,8 @@ impl Driver {
             if ending.status.pauses() {
                 self.leave_calls_pending(&ending);
             }
-            let checkpoint = self.turn_checkpoint(Vec::new());
             let record = self.run.record(Some(&ending));
-            self.submit(checkpoint, Some(record));
+            self.close_turn(Vec::new(), Some(record));
             self.last_commits().await;
         }
         if let Some(e) = self.session.commits.take_error() {

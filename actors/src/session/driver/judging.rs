@@ -21,9 +21,7 @@ impl Driver {
     /// verdict: the run ends, or goes on with the next turn.
     pub(super) async fn judge(&mut self, answer: String, periodic: bool) -> Step<()> {
         // The answer is stored before it is judged: a slow check must not risk it.
-        let checkpoint = self.turn_checkpoint(Vec::new());
-        self.submit(checkpoint, None);
-        self.run.turn.first_seq = self.session.history.next_seq();
+        self.close_turn(Vec::new(), None);
         let Some(goal) = self.run.goal.clone() else {
             return Ok(());
         };

@@ -25,15 +25,16 @@ mod asking;
 mod context;
 mod ending;
 mod fitting;
+mod guarding;
 mod guardrails;
 mod judging;
 mod parking;
+mod sizing;
 mod spending;
 mod starting;
 mod storing;
 mod tools;
 mod waiting;
-mod watching;
 
 pub(super) use ending::Ended;
 pub(super) use waiting::Control;

@@ -116,7 +116,7 @@ impl Driver {
         if session.needs_reload && leased.is_ok() {
             // The session's own store: the run cannot begin before its history is back.
             session.reload().await;
-            self.run.turn.first_seq = self.session.history.next_seq();
+            self.begin_turn();
         }
         leased
     }
@@ -195,7 +195,7 @@ impl Driver {
         } else {
             self.run.held_prompt = Some(prompt);
         }
-        self.run.turn.first_seq = self.session.history.next_seq();
+        self.begin_turn();
         let record = self.run.record(None);
         self.submit(None, Some(record));
         if let Some(message) = self.session.services.sandbox.run_warning() {
@@ -221,7 +221,7 @@ impl Driver {
         let prompt = self.run.held_prompt.take().unwrap_or_default();
         self.push_prompt(prompt);
         self.submit(None, None);
-        self.run.turn.first_seq = self.session.history.next_seq();
+        self.begin_turn();
         Ok(())
     }
 

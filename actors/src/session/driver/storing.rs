@@ -43,6 +43,20 @@ impl Driver {
         session.submit_batch(batch);
     }
 
+    /// Stores what the turn in progress appended (its checkpoint, with `tools_called`), and
+    /// `run`'s record when given; the next turn begins with the next message.
+    pub(super) fn close_turn(&mut self, tools_called: Vec<String>, run: Option<RunRecord>) {
+        let checkpoint = self.turn_checkpoint(tools_called);
+        self.submit(checkpoint, run);
+        self.begin_turn();
+    }
+
+    /// The turn in progress begins with the next message appended: the one place a turn's
+    /// boundary is set.
+    pub(super) fn begin_turn(&mut self) {
+        self.run.turn.first_seq = self.session.history.next_seq();
+    }
+
     /// The checkpoint of the turn in progress, if it appended anything.
     pub(super) fn turn_checkpoint(&self, tools_called: Vec<String>) -> Option<TurnCheckpoint> {
         let run = &self.run;

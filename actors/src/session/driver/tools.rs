@@ -87,9 +87,7 @@ impl Driver {
         self.prompt_memory_flush();
         if let Some(cut) = self.cut_needed() {
             // The turn is stored before the conversation is compacted.
-            let checkpoint = self.turn_checkpoint(turn.tools_called.clone());
-            self.submit(checkpoint, None);
-            self.run.turn.first_seq = self.session.history.next_seq();
+            self.close_turn(turn.tools_called.clone(), None);
             self.compact(cut).await?;
         }
         let stop = match self.session.services.agent.guardian.enabled {
@@ -97,9 +95,7 @@ impl Driver {
             false => None,
         };
         // The turn and the Guardian's view of it are stored together.
-        let checkpoint = self.turn_checkpoint(turn.tools_called);
-        self.submit(checkpoint, None);
-        self.run.turn.first_seq = self.session.history.next_seq();
+        self.close_turn(turn.tools_called, None);
         if let Some((status, reason)) = stop {
             return Err(self.stopped_by_guardian(status, reason));
         }

@@ -7,6 +7,7 @@
 //! it gracefully: runs in flight are paused (status `interrupted`) once their turns are durable.
 
 mod approvals;
+mod attended;
 mod connection;
 mod lock;
 mod month_parks;
@@ -17,7 +18,6 @@ mod queue_worker;
 mod reply;
 mod run_request;
 mod streaming;
-mod watching;
 
 use lock::HomeLock;
 use ryvos::config::Config;

@@ -1,10 +1,10 @@
 //! The run queue's methods: `submit`, `runs`, `wait` and `follow`. They read and write the
 //! shared store, so they answer the same through any daemon of the cluster.
 
+use super::attended::attended;
 use super::reply::{send, EventLines};
 use super::run_request::{run_error, run_request};
 use super::streaming::final_outcome;
-use super::watching::watching;
 use super::Shared;
 use ryvos::protocol::{ErrorBody, ErrorCode, QueuedRunParams, Reply, RunParams, RunsParams};
 use ryvos::shared_store::{now_ms, Change, SharedStore};
@@ -127,7 +127,7 @@ async fn again(
                 ),
             ));
         }
-        watching(tokio::time::sleep(LOOK_AGAIN), shared, write).await?;
+        attended(tokio::time::sleep(LOOK_AGAIN), shared, write).await?;
     }
 }
 
@@ -146,7 +146,7 @@ pub(super) async fn wait(
             // A run that parked is waited through, and the client told.
             return final_outcome(id, outcome, (None, true), write, shared).await;
         }
-        watching(changed(&mut changes, &run.id), shared, write).await?;
+        attended(changed(&mut changes, &run.id), shared, write).await?;
         run = again(&params, shared, write).await?;
     }
 }
@@ -202,7 +202,7 @@ pub(super) async fn follow(
         if here && !told.ended {
             told.live_events(&run, &mut live, shared, write).await?;
         } else {
-            watching(changed(&mut changes, &run.id), shared, write).await?;
+            attended(changed(&mut changes, &run.id), shared, write).await?;
         }
         run = again(&params, shared, write).await?;
     }
@@ -241,7 +241,7 @@ impl Told {
     ) -> Result<(), ErrorBody> {
         loop {
             let next = tokio::time::timeout(LOOK_AGAIN, live.recv());
-            let Ok(Ok(event)) = watching(next, shared, write).await? else {
+            let Ok(Ok(event)) = attended(next, shared, write).await? else {
                 return Ok(());
             };
             if event.session_id != run.session_id {

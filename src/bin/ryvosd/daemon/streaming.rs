@@ -3,9 +3,9 @@
 //! `RunParked` and keeps following, until the run is continued (from anywhere on this
 //! daemon) and ends, or is stopped.
 
+use super::attended::attended;
 use super::reply::{send, EventLines};
 use super::run_request::{run_error, run_request};
-use super::watching::watching;
 use super::Shared;
 use futures_util::FutureExt;
 use ryvos::protocol::event::ParkReason;
@@ -209,7 +209,7 @@ async fn through_parks(
         None => Duration::MAX,
     };
     loop {
-        let next = watching(tokio::time::timeout(look_every, live.recv()), shared, write)
+        let next = attended(tokio::time::timeout(look_every, live.recv()), shared, write)
             .await
             .map_err(|e| still_parked(run, e))?;
         let event = match next {

@@ -1,6 +1,5 @@
 //! How the Guardian watches the run: its review of each turn, and the stall watch on every
-//! model call and tool batch, with the hints and stops they lead to; and the context's size as
-//! its token budget measures it.
+//! model call and tool batch, with the hints and stops they lead to.
 
 use super::waiting::{OnInterrupt, Waited};
 use super::{Driver, Ending, Step};
@@ -108,47 +107,5 @@ impl Driver {
     pub(super) fn stall_timeout(&self) -> Duration {
         let secs = self.session.services.agent.guardian.stall_timeout_secs;
         Duration::from_secs(secs.max(1))
-    }
-
-    /// The conversation's size as the next request would carry it, as the model's server
-    /// counts it (see [`Driver::as_served`]): counted, or (while no decision depends on it)
-    /// bounded; the server's own last count where it is smaller.
-    pub(super) fn context_tokens(&self) -> u64 {
-        let history = &self.session.history;
-        let bound = self.as_served(history.total_tokens() + self.system_tokens());
-        if self.is_counted() {
-            return bound;
-        }
-        history
-            .measured_tokens(self.system_tokens())
-            .map_or(bound, |measured| measured.min(bound))
-    }
-
-    /// The next request's size as Ryvos's tokenizer counts it (the conversation, the system
-    /// prompt and the tools' specs), all of it counted: what a server's count is set against.
-    pub(super) fn raw_request_tokens(&self) -> u64 {
-        let history = &self.session.history;
-        history.total_tokens()
-            + self.system_tokens()
-            + self.session.services.registry.specs_tokens()
-    }
-
-    /// The system prompt's size: counted, or bounded.
-    pub(super) fn system_tokens(&self) -> u64 {
-        self.run.system_size.tokens().into()
-    }
-
-    /// What the next request weighs, counted: the conversation, the system prompt and the
-    /// tools' specs. A call cut after the server began answering is billed this much input.
-    pub(super) fn request_tokens(&mut self) -> u64 {
-        self.count_exactly();
-        self.context_tokens() + self.session.services.registry.specs_tokens()
-    }
-
-    /// What the next request weighs, when every part of it is counted already.
-    pub(super) fn counted_request_tokens(&self) -> Option<u64> {
-        // The tools' specs are counted with the tokenizer: only once it is needed anyway.
-        let specs = || self.session.services.registry.specs_tokens();
-        self.is_counted().then(|| self.context_tokens() + specs())
     }
 }

@@ -6,7 +6,7 @@ use ryvos::protocol::{ErrorBody, ErrorCode};
 use tokio::net::unix::OwnedWriteHalf;
 
 /// `until`'s end, unless the daemon stops or the client leaves first.
-pub(super) async fn watching<T>(
+pub(super) async fn attended<T>(
     until: impl std::future::Future<Output = T>,
     shared: &Shared,
     write: &OwnedWriteHalf,
