@@ -4,7 +4,10 @@
 //! section rejects keys it does not know and values of the wrong type, with an error that names
 //! the file, the line and the key, so a typo never turns into a silently ignored setting.
 
+mod http;
 mod overrides;
+
+pub use http::{HttpConfig, HttpDoor};
 
 pub use overrides::{Override, OverrideSyntaxError};
 use ryvos_actors::config::expand_env;
@@ -42,6 +45,8 @@ pub struct Config {
     pub store: StoreConfig,
     /// OpenTelemetry traces and metrics (off by default).
     pub otel: OtelConfig,
+    /// The console's HTTP door in `ryvosd` (off by default).
+    pub http: HttpConfig,
 }
 
 /// `[daemon]`.
@@ -99,6 +104,7 @@ impl Default for Config {
             mcp: McpConfig::default(),
             store: StoreConfig::default(),
             otel: OtelConfig::default(),
+            http: HttpConfig::default(),
         }
     }
 }

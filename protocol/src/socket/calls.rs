@@ -104,6 +104,10 @@ pub struct StatusResult {
     /// run, with less in their way. Absent when nothing does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_warning: Option<String>,
+    /// Where the console is served (`http://127.0.0.1:7420`, `https://…`); absent when
+    /// `[http] listen` is not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub console: Option<String>,
     /// The store's backend (`redb` or `postgres`).
     pub store: String,
     /// The config file the daemon read; absent when it runs on the built-in defaults.
@@ -227,6 +231,17 @@ pub struct ShutdownResult {
     pub stopping: bool,
 }
 
+/// `console`'s result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ConsoleResult {
+    /// The console's address, its one-time login code in the fragment (which a browser does
+    /// not send on, nor a server log).
+    pub url: String,
+    /// How long the code works, if it is not used first.
+    pub expires_in_secs: u64,
+}
+
 macro_rules! calls {
     ($($(#[$doc:meta])* $name:ident = $method:literal: $params:ty => $result:ty;)*) => {
         $(
@@ -291,4 +306,7 @@ calls! {
     /// A queued run's progress as events (live where this daemon runs it, turn by turn from
     /// the store otherwise); the result is how it ended.
     Follow = "follow": QueuedRunParams => RunOutcome;
+    /// A one-time login to the daemon's console: its address with a code that works once,
+    /// for minutes.
+    Console = "console": NoParams => ConsoleResult;
 }

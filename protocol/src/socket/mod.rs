@@ -162,6 +162,7 @@ impl Request {
             Runs::METHOD => Method::Runs(self.params::<Runs>()?),
             Wait::METHOD => Method::Wait(self.params::<Wait>()?),
             Follow::METHOD => Method::Follow(self.params::<Follow>()?),
+            Console::METHOD => Method::Console(self.params::<Console>()?),
             other => {
                 return Err(ErrorBody::new(
                     ErrorCode::UnknownMethod,
@@ -207,6 +208,7 @@ pub const METHODS: &[&str] = &[
     Runs::METHOD,
     Wait::METHOD,
     Follow::METHOD,
+    Console::METHOD,
 ];
 
 /// A request's method with its parameters, as the daemon dispatches it.
@@ -233,6 +235,7 @@ pub enum Method {
     Runs(RunsParams),
     Wait(QueuedRunParams),
     Follow(QueuedRunParams),
+    Console(NoParams),
 }
 
 /// What a daemon line carries.

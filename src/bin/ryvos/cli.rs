@@ -226,6 +226,13 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print the daemon's console address with a one-time login code (`[http] listen` must
+    /// be set).
+    Console {
+        /// Open it in the desktop's browser too (xdg-open).
+        #[arg(long)]
+        open: bool,
+    },
     /// Is a daemon running? Exits 0 if one answers.
     Status {
         /// Print the answer as one JSON object.

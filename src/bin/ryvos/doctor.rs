@@ -107,6 +107,7 @@ pub async fn run(config: &Config, socket: &Path, json: bool) -> u8 {
             checks.extend(store_and_mcp_checks(config).await);
         }
     }
+    checks.push(console_check(config, daemon.as_ref()));
     let keys_here = ryvos::provider::keys_set(&config.model).is_ok();
     if daemon.is_some() && !keys_here {
         // The daemon sends the key, and checked it at its start: this process need not have it.
@@ -122,6 +123,27 @@ pub async fn run(config: &Config, socket: &Path, json: bool) -> u8 {
         true => EXIT_RUN_FAILED,
         false => 0,
     }
+}
+
+/// Whether the console is served, and safely: a door `[http]` cannot open is a failure.
+fn console_check(config: &Config, daemon: Option<&StatusResult>) -> Check {
+    let served = daemon.and_then(|s| s.console.clone());
+    let result = match (config.http.door(), served) {
+        (Err(why), _) => Err(why),
+        (Ok(_), Some(origin)) => Ok(format!("served at {origin}: `ryvos console` logs in")),
+        (Ok(None), None) => Ok("off ([http] listen is not set)".to_owned()),
+        (Ok(Some(door)), None) => Ok(format!(
+            "{} once ryvosd runs{}",
+            door.address,
+            if door.tls.is_some() { ", over TLS" } else { "" }
+        )),
+    };
+    let plaintext = config.http.allow_plaintext && config.http.tls_cert.is_empty();
+    let warning = (plaintext && !config.http.listen.is_empty()).then(|| {
+        "allow_plaintext: logins and approvals cross the network unencrypted unless a proxy in          front terminates TLS"
+            .to_owned()
+    });
+    Check::new("console", result).warned(warning)
 }
 
 /// Asks the model server whether it can be used.

@@ -6,6 +6,7 @@
 
 mod cli;
 mod compact;
+mod console;
 mod ctrl_c;
 mod doctor;
 mod exit;
@@ -108,6 +109,7 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
             let shown = parked::Shown { json, quiet: false };
             parked::take(run, parked::Taken::Stop, shown, config, socket).await
         }
+        Command::Console { open } => console::console(open, &socket).await,
         Command::Status { json } => {
             simple::<Status>(&socket, &NoParams {}, shown(json, print::status)).await
         }

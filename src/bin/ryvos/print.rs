@@ -15,6 +15,9 @@ pub fn status(s: &StatusResult) {
         s.home
     );
     outln!("sandbox: {}", s.sandbox);
+    if let Some(console) = &s.console {
+        outln!("console: {console} (`ryvos console` logs in)");
+    }
     let store = match &s.store_security {
         Some(security) => format!("{} ({security})", s.store),
         None => s.store.clone(),

@@ -37,6 +37,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A console door that cannot be opened safely is a config error too.
+    if let Err(e) = config.http.door() {
+        eprintln!("ryvosd: {e}");
+        return ExitCode::from(2);
+    }
     // The daemon sends the model's API keys: their variables must be set in its environment,
     // and a unit that cannot work is refused at start (exit 2, not restarted), not at a run.
     if let Err(e) = ryvos::provider::keys_set(&config.model) {

@@ -7,7 +7,7 @@ use super::Shared;
 use futures_util::StreamExt;
 use ryvos::protocol::{
     CancelResult, CompactUndoResult, ErrorBody, ErrorCode, HistoryResult, InterruptResult, Method,
-    Reply, Request, ShutdownResult, StatusResult, Undecodable, MAX_FRAME_BYTES, PROTOCOL_VERSION,
+    Reply, Request, ShutdownResult, Undecodable, MAX_FRAME_BYTES,
 };
 use ryvos::{EngineError, RuntimeError, UndoError};
 use ryvos_protocol::ids::SessionId;
@@ -164,6 +164,9 @@ async fn sessions(
 }
 
 /// Answers one request (a stopping daemon takes no new work, whatever the request).
+///
+/// Long because it is the table of methods: an arm each, calling the one function that
+/// answers it.
 async fn answer(
     request: Request,
     write: &mut OwnedWriteHalf,
@@ -185,7 +188,7 @@ async fn answer(
         Ok(method @ (Method::Run(_) | Method::Continue(_) | Method::Stop(_))) => {
             return streaming::answer(id, method, write, shared).await
         }
-        Ok(Method::Status(_)) => Ok(Reply::result(id, &status(shared).await)),
+        Ok(Method::Status(_)) => Ok(Reply::result(id, &super::status::status(shared).await)),
         Ok(Method::Sessions(_)) => sessions(shared)
             .await
             .map(|sessions| Reply::result(id, &sessions)),
@@ -239,6 +242,9 @@ async fn answer(
         Ok(Method::Follow(params)) => super::queue_methods::follow(id, params, shared, write)
             .await
             .map(|outcome| Reply::result(id, &outcome)),
+        Ok(Method::Console(_)) => {
+            super::console::login(shared).map(|login| Reply::result(id, &login))
+        }
     };
     let reply = reply.unwrap_or_else(|error| Reply::Error { id, error });
     send(write, &reply).await
@@ -259,47 +265,6 @@ async fn compact_undo(id: &SessionId, shared: &Shared) -> Result<CompactUndoResu
         };
         ErrorBody::new(code, e.to_string())
     })
-}
-
-async fn status(shared: &Shared) -> StatusResult {
-    let sandbox = shared.runtime.sandbox();
-    let store = shared.runtime.shared_store();
-    let queue_depth = match store.queue_depth().await {
-        Ok(depth) => depth,
-        Err(e) => {
-            tracing::warn!("{e}");
-            None
-        }
-    };
-    let parked = shared.runtime.parked_runs().await.unwrap_or_else(|e| {
-        tracing::warn!("listing the parked runs: {e}");
-        Vec::new()
-    });
-    StatusResult {
-        parked,
-        daemon_id: store.node().map(str::to_owned),
-        leases: store.node().map(|_| store.leases_held()),
-        queue_depth,
-        queued_runs_here: store.node().map(|_| shared.local.count()),
-        pid: std::process::id(),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        protocol: PROTOCOL_VERSION,
-        home: shared.config.home.display().to_string(),
-        socket: shared.socket.display().to_string(),
-        uptime_secs: shared.started.elapsed().as_secs(),
-        sandbox: sandbox.describe(),
-        sandbox_enforced: sandbox.unenforceable().is_none(),
-        sandbox_warning: sandbox.run_warning(),
-        store: shared.runtime.store_backend().to_owned(),
-        mcp: shared.runtime.mcp_servers_now(),
-        config: shared
-            .config
-            .source
-            .as_ref()
-            .map(|p| p.display().to_string()),
-        store_fault: shared.runtime.store_fault(),
-        store_security: shared.runtime.store_security(),
-    }
 }
 
 async fn history(id: &SessionId, shared: &Shared) -> Result<HistoryResult, ErrorBody> {

@@ -9,6 +9,7 @@
 mod approvals;
 mod attended;
 mod connection;
+mod console;
 mod lock;
 mod month_parks;
 mod notify;
@@ -17,6 +18,7 @@ mod queue_methods;
 mod queue_worker;
 mod reply;
 mod run_request;
+mod status;
 mod streaming;
 
 use lock::HomeLock;
@@ -57,6 +59,8 @@ pub(crate) struct Shared {
     pub shutdown: CancellationToken,
     /// The queued runs this daemon runs.
     pub local: queue_worker::LocalRuns,
+    /// The console's door, when `[http] listen` opens one.
+    pub console: Option<console::Console>,
 }
 
 /// Runs the daemon until it is told to stop. `ready` is called once the socket answers.
@@ -89,7 +93,9 @@ pub async fn serve(
             )
         })?;
     }
+    let door = config.http.door().map_err(DaemonError::Setup)?;
     let runtime = Runtime::start(config.clone()).await?;
+    let (opened, console) = console::open(door).await?.unzip();
     let listener = UnixListener::bind(&socket)
         .map_err(|e| setup(&format!("listening on {}", socket.display()), e))?;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
@@ -102,12 +108,14 @@ pub async fn serve(
         started: Instant::now(),
         shutdown: CancellationToken::new(),
         local: queue_worker::LocalRuns::default(),
+        console,
     });
     tracing::info!(
         socket = %socket.display(),
         pid = std::process::id(),
         store = shared.runtime.store_backend(),
         daemon = shared.runtime.shared_store().node().unwrap_or("-"),
+        console = shared.console.as_ref().map_or("-", |c| c.origin.as_str()),
         "ryvosd is ready"
     );
     ready(&socket);
@@ -115,6 +123,7 @@ pub async fn serve(
     let relayer = approvals::spawn(shared.clone());
     let month_parks = Some(month_parks::spawn(shared.clone()));
     let notifier = notify::spawn(shared.clone());
+    let console = opened.map(|opened| console::spawn(opened, shared.clone()));
 
     let mut connections = tokio::task::JoinSet::new();
     let accepted = accept_until_stopped(&listener, &shared, &mut connections).await;
@@ -125,7 +134,7 @@ pub async fn serve(
     }
     let stopped = stop(
         shared,
-        [worker, relayer, month_parks, notifier],
+        [worker, relayer, month_parks, notifier, console],
         connections,
     )
     .await;
@@ -138,12 +147,15 @@ pub async fn serve(
 /// and closes the runtime, which writes out the run logs.
 async fn stop(
     shared: Arc<Shared>,
-    [worker, relayer, month_parks, notifier]: [Option<tokio::task::JoinHandle<()>>; 4],
+    [worker, relayer, month_parks, notifier, console]: [Option<tokio::task::JoinHandle<()>>; 5],
     mut connections: tokio::task::JoinSet<()>,
 ) -> Result<(), DaemonError> {
     // An answer relayed from now on finds this daemon gone: as good as not waiting; and a
     // parked run is continued by whichever daemon runs next.
-    for task in [relayer, month_parks, notifier].into_iter().flatten() {
+    for task in [relayer, month_parks, notifier, console]
+        .into_iter()
+        .flatten()
+    {
         task.abort();
         task.await.ok();
     }

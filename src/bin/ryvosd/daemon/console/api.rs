@@ -1,0 +1,159 @@
+//! The console's JSON API: what the page reads and the few things it may do, each through the
+//! same façade and daemon functions the socket's methods use.
+
+use super::access::Refused;
+use super::guard::{self, Authed, SameOrigin};
+use super::State;
+use axum::extract::{Path, Query};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use ryvos::protocol::records::SessionRecord;
+use ryvos::protocol::{AnswerParams, ErrorBody, ErrorCode};
+use serde::Deserialize;
+
+/// `POST /api/login`'s body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Login {
+    code: String,
+}
+
+/// Trades a one-time code for a session cookie.
+pub(super) async fn log_in(
+    axum::extract::State(state): axum::extract::State<State>,
+    _: SameOrigin,
+    Json(login): Json<Login>,
+) -> Response {
+    match state.access().log_in(login.code.trim()) {
+        Ok(cookie) => {
+            let cookie = guard::session_cookie(&cookie, state.secure);
+            (StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response()
+        }
+        Err(Refused::Code) => guard::refused(
+            StatusCode::UNAUTHORIZED,
+            "that login code is not one (wrong, used, or expired): `ryvos console` prints a \
+             new one",
+        ),
+        Err(Refused::TooMany(wait)) => guard::refused(
+            StatusCode::TOO_MANY_REQUESTS,
+            &format!(
+                "too many failed logins: try again in {}s",
+                wait.as_secs().max(1)
+            ),
+        ),
+    }
+}
+
+/// Ends the session.
+pub(super) async fn log_out(
+    axum::extract::State(state): axum::extract::State<State>,
+    _: SameOrigin,
+    Authed(cookie): Authed,
+) -> Response {
+    state.access().log_out(&cookie);
+    let cleared = guard::cleared_cookie();
+    (StatusCode::NO_CONTENT, [(header::SET_COOKIE, cleared)]).into_response()
+}
+
+/// The daemon's status, as `ryvos status` shows it.
+pub(super) async fn status(
+    axum::extract::State(state): axum::extract::State<State>,
+    _: Authed,
+) -> Response {
+    Json(super::super::status::status(&state.shared).await).into_response()
+}
+
+/// `GET /api/sessions`'s query.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SessionsQuery {
+    /// Only the sessions whose latest run ended so (`completed`, `parked`, …), or `running`
+    /// for those with a run in flight.
+    status: Option<String>,
+    /// At most this many (default 100).
+    limit: Option<usize>,
+}
+
+/// The sessions, most recently updated first.
+pub(super) async fn sessions(
+    axum::extract::State(state): axum::extract::State<State>,
+    _: Authed,
+    Query(query): Query<SessionsQuery>,
+) -> Response {
+    let sessions = match state.shared.runtime.sessions().await {
+        Ok(sessions) => sessions,
+        Err(e) => return guard::refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    let wanted = |s: &SessionRecord| match query.status.as_deref() {
+        None | Some("") => true,
+        Some("running") => s.last_run.is_some() && s.last_status.is_none(),
+        Some(status) => s
+            .last_status
+            .is_some_and(|last| serde_json::to_value(last).is_ok_and(|v| v == status)),
+    };
+    let limit = query.limit.unwrap_or(100).clamp(1, 1_000);
+    let listed: Vec<&SessionRecord> = sessions.iter().filter(|s| wanted(s)).take(limit).collect();
+    Json(listed).into_response()
+}
+
+/// The calls waiting for a person's answer.
+pub(super) async fn approvals(
+    axum::extract::State(state): axum::extract::State<State>,
+    _: Authed,
+) -> Response {
+    Json(state.shared.runtime.pending_approvals()).into_response()
+}
+
+/// `POST /api/approvals/{id}/{approve|deny}`'s body.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Answer {
+    reason: Option<String>,
+}
+
+/// Approves or denies a waiting call, as `ryvos approve` and `ryvos deny` do (through the
+/// daemon waiting for it, in a cluster).
+pub(super) async fn answer(
+    axum::extract::State(state): axum::extract::State<State>,
+    _: SameOrigin,
+    _: Authed,
+    Path((request_id, answer)): Path<(String, String)>,
+    body: Option<Json<Answer>>,
+) -> Response {
+    let approved = match answer.as_str() {
+        "approve" => true,
+        "deny" => false,
+        _ => return not_found().await,
+    };
+    let reason = body
+        .and_then(|Json(a)| a.reason)
+        .filter(|r| !r.trim().is_empty());
+    let params = AnswerParams {
+        request_id,
+        reason,
+        always: false,
+        by: Some("the console".into()),
+    };
+    match super::super::approvals::answer(params, approved, &state.shared).await {
+        Ok(answered) => Json(answered).into_response(),
+        Err(error) => failed(error),
+    }
+}
+
+/// Anything else.
+pub(super) async fn not_found() -> Response {
+    guard::refused(StatusCode::NOT_FOUND, "there is nothing here")
+}
+
+/// A daemon error as an HTTP answer.
+fn failed(error: ErrorBody) -> Response {
+    let status = match error.code {
+        ErrorCode::NotFound => StatusCode::NOT_FOUND,
+        ErrorCode::BadRequest | ErrorCode::BadFrame => StatusCode::BAD_REQUEST,
+        ErrorCode::Busy => StatusCode::CONFLICT,
+        ErrorCode::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    guard::refused(status, &error.message)
+}

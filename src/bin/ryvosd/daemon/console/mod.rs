@@ -1,0 +1,133 @@
+//! The console: `ryvosd`'s HTTP door, off unless `[http] listen` is set. A browser logs in
+//! with a one-time code (`ryvos console`) and watches and steers the daemon through the same
+//! `Runtime` façade the socket serves: no second implementation of runs or approvals.
+
+pub(crate) mod access;
+mod api;
+mod assets;
+mod guard;
+mod tls;
+
+use super::{DaemonError, Shared};
+use access::Access;
+use axum::routing::{get, post};
+use axum::Router;
+use ryvos::config::HttpDoor;
+use ryvos::protocol::{ConsoleResult, ErrorBody, ErrorCode};
+use std::sync::Arc;
+
+/// The longest request body the console reads (an answer's reason, a login code).
+const MAX_BODY_BYTES: usize = 16 * 1024;
+
+/// The console's door as the rest of the daemon sees it: where it is, and who may enter.
+pub(crate) struct Console {
+    /// `http://127.0.0.1:7420`, `https://…`: what a browser is sent to.
+    pub origin: String,
+    pub access: Arc<Access>,
+}
+
+/// The console's listener, bound (so that a daemon whose door cannot open does not start) but
+/// not yet serving.
+pub(crate) struct Opened {
+    listener: tokio::net::TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+/// Binds the door `[http]` asks for; `None` when it is off.
+pub(crate) async fn open(door: Option<HttpDoor>) -> Result<Option<(Opened, Console)>, DaemonError> {
+    let Some(door) = door else {
+        return Ok(None);
+    };
+    let tls = match &door.tls {
+        Some((cert, key)) => Some(tls::acceptor(cert, key).map_err(DaemonError::Setup)?),
+        None => None,
+    };
+    let listener = tokio::net::TcpListener::bind(door.address)
+        .await
+        .map_err(|e| DaemonError::Setup(format!("[http] listen on {}: {e}", door.address)))?;
+    let address = listener
+        .local_addr()
+        .map_err(|e| DaemonError::Setup(format!("[http] listen: {e}")))?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let console = Console {
+        origin: format!("{scheme}://{address}"),
+        access: Arc::new(Access::default()),
+    };
+    Ok(Some((Opened { listener, tls }, console)))
+}
+
+/// A one-time login to the console, when it is served (the socket's `console`).
+pub(super) fn login(shared: &Shared) -> Result<ConsoleResult, ErrorBody> {
+    let Some(console) = &shared.console else {
+        return Err(ErrorBody::new(
+            ErrorCode::BadRequest,
+            "this daemon serves no console: set [http] listen = \"127.0.0.1:7420\" in its \
+             config and restart it",
+        ));
+    };
+    let code = console.access.new_code();
+    Ok(ConsoleResult {
+        url: format!("{}/#code={code}", console.origin),
+        expires_in_secs: access::CODE_LIFETIME.as_secs(),
+    })
+}
+
+/// Serves the console until the daemon stops.
+pub(crate) fn spawn(opened: Opened, shared: Arc<Shared>) -> tokio::task::JoinHandle<()> {
+    let secure = opened.tls.is_some();
+    let app = router(shared.clone(), secure);
+    let stop = shared.shutdown.clone().cancelled_owned();
+    tokio::spawn(async move {
+        let served = match opened.tls {
+            Some(acceptor) => {
+                let listener = tls::Listener::new(opened.listener, acceptor);
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(stop)
+                    .await
+            }
+            None => {
+                axum::serve(opened.listener, app)
+                    .with_graceful_shutdown(stop)
+                    .await
+            }
+        };
+        if let Err(e) = served {
+            tracing::error!("the console stopped: {e}");
+        }
+    })
+}
+
+/// What every handler of the console has.
+#[derive(Clone)]
+pub(super) struct State {
+    pub shared: Arc<Shared>,
+    /// Served over TLS: the cookie is `Secure`.
+    pub secure: bool,
+}
+
+impl State {
+    fn access(&self) -> &Access {
+        let console = self.shared.console.as_ref();
+        &console
+            .expect("the console is served only when it is open")
+            .access
+    }
+}
+
+fn router(shared: Arc<Shared>, secure: bool) -> Router {
+    Router::new()
+        .route("/", get(assets::page))
+        .route("/login.js", get(assets::login_js))
+        .route("/console.js", get(assets::console_js))
+        .route("/console.css", get(assets::console_css))
+        .route("/api/login", post(api::log_in))
+        .route("/api/logout", post(api::log_out))
+        .route("/api/status", get(api::status))
+        .route("/api/sessions", get(api::sessions))
+        .route("/api/approvals", get(api::approvals))
+        .route("/api/approvals/{id}/{answer}", post(api::answer))
+        .fallback(api::not_found)
+        .layer(axum::middleware::map_response(guard::headers))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(State { shared, secure })
+}
