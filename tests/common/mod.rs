@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod backend;
+pub mod browser;
 pub mod budget;
 pub mod cli;
 pub mod confined;

@@ -19,13 +19,19 @@ async function logIn(code) {
   status.textContent = body.error || "The login was refused.";
 }
 
-document.addEventListener("DOMContentLoaded", () => {
-  const fragment = new URLSearchParams(location.hash.slice(1));
-  const code = fragment.get("code");
+// The code in the address's fragment, if any, taken out of the address bar and used.
+function codeFromAddress() {
+  const code = new URLSearchParams(location.hash.slice(1)).get("code");
   if (code) {
     history.replaceState(null, "", location.pathname);
     logIn(code);
   }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  codeFromAddress();
+  // A link pasted into this page's own tab changes only the fragment: no new page loads.
+  window.addEventListener("hashchange", codeFromAddress);
   document.getElementById("login-form").addEventListener("submit", (event) => {
     event.preventDefault();
     logIn(document.getElementById("login-code").value.trim());
