@@ -89,13 +89,16 @@ async fn a_login_code_works_once_and_an_approval_in_the_console_finishes_the_run
     );
 
     // Nothing of any run without a session: every page and API answers 401.
-    for path in [
+    let history = format!("/api/sessions/{session}");
+    let events = format!("/api/sessions/{session}/events");
+    let paths = [
         "/",
         "/api/sessions",
         "/api/approvals",
         "/api/status",
         "/console.js",
-    ] {
+    ];
+    for path in paths.into_iter().chain([history.as_str(), events.as_str()]) {
         let (status, body) = get(&origin, path, None).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}: {body}");
         assert!(!body.contains(&session), "{path} shows the session: {body}");

@@ -1,10 +1,12 @@
 //! The console in a real headless Chromium with a phone's window, against the real `ryvosd`:
 //! a stranger sees only the login page; the link `ryvos console` prints logs in; a call waiting
-//! for approval shows with its tool, and approving it by keyboard lets the run finish.
+//! for approval shows with its tool, approving it by keyboard lets the run finish, and the
+//! session's events appear as they happen; a parked run is continued with a new budget.
 
 mod common;
 
 use common::browser::Browser;
+use common::budget::{two_appends, PRICED};
 use common::home::{Home, WAIT};
 use fantoccini::key::Key;
 use fantoccini::Locator;
@@ -48,6 +50,16 @@ async fn a_person_logs_in_with_the_link_and_approves_a_call_by_keyboard() {
     browser.text_with("#sessions tr", "make the proof").await;
     assert!(!home.workspace.path().join("proof.txt").exists());
 
+    // The session opened: its stored prompt, and its events from now on.
+    let open = browser
+        .client
+        .find(Locator::Css("#sessions button.open"))
+        .await
+        .unwrap();
+    open.click().await.unwrap();
+    browser.text_with("#messages li", "make the proof").await;
+    browser.text_with("#live-state", "Following").await;
+
     // Approved by keyboard: the button takes Enter.
     let approve = browser
         .client
@@ -58,10 +70,60 @@ async fn a_person_logs_in_with_the_link_and_approves_a_call_by_keyboard() {
     let ended = tokio::time::timeout(WAIT, run.rest()).await.unwrap();
     assert_eq!(ended.code, Some(0), "{}", ended.stderr);
     assert!(home.workspace.path().join("proof.txt").exists());
+    // Seen as it happened: the answer, the tool, the end.
+    browser
+        .text_with("#live li", "approved by the console")
+        .await;
+    browser.text_with("#live li", "tool bash").await;
+    browser.text_with("#live li", "run completed").await;
+    browser.text_with("#live-text", "Done.").await;
     browser
         .text_with("#no-approvals", "No call is waiting")
         .await;
     browser.text_with("#sessions tr", "completed").await;
+    browser.close().await;
+    home.shutdown(daemon).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_parked_run_is_continued_from_the_console_with_a_new_budget() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let server = ScriptedModelServer::start(two_appends()).await;
+    // Each call costs 70 cents, the run may spend 50: it parks after its first turn.
+    let config = format!("{PRICED}[http]\nlisten = \"127.0.0.1:0\"\n");
+    let home = Home::new(&server, &config);
+    let daemon = home.daemon().await;
+    let mut run = home.follow(&["run", "--json", "write", "the", "log"]);
+    let run_id = run
+        .until(|e| (e["type"] == "RunParked").then(|| e["run_id"].clone()))
+        .await;
+    let run_id = run_id.as_str().unwrap().to_owned();
+    let (code, link, err) = home.ryvos(&["console"]).await;
+    assert_eq!(code, 0, "{err}");
+    browser.client.goto(link.trim()).await.unwrap();
+    let parked = browser.text_with("#parked li", &run_id).await;
+    assert!(parked.contains("budget_run"), "{parked}");
+    let budget = browser
+        .client
+        .find(Locator::Css("#parked li input"))
+        .await
+        .unwrap();
+    budget.send_keys("500").await.unwrap();
+    let go = browser
+        .client
+        .find(Locator::Css("#parked li button.approve"))
+        .await
+        .unwrap();
+    go.click().await.unwrap();
+    // The attached client waited through the park, and sees the same run end.
+    let ended = tokio::time::timeout(WAIT, run.rest()).await.unwrap();
+    assert_eq!(ended.code, Some(0), "{}", ended.stderr);
+    let end = ended.events.last().unwrap();
+    assert_eq!(end["status"], "completed", "{end}");
+    assert_eq!(end["run_id"], run_id.as_str());
+    browser.text_with("#no-parked", "No run is parked").await;
     browser.close().await;
     home.shutdown(daemon).await;
 }

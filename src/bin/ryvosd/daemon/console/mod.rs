@@ -6,6 +6,8 @@ pub(crate) mod access;
 mod api;
 mod assets;
 mod guard;
+mod live;
+mod runs;
 mod tls;
 
 use super::{DaemonError, Shared};
@@ -124,6 +126,10 @@ fn router(shared: Arc<Shared>, secure: bool) -> Router {
         .route("/api/logout", post(api::log_out))
         .route("/api/status", get(api::status))
         .route("/api/sessions", get(api::sessions))
+        .route("/api/sessions/{id}", get(live::history))
+        .route("/api/sessions/{id}/events", get(live::events))
+        .route("/api/runs/{run}/continue", post(runs::continue_run))
+        .route("/api/runs/{run}/stop", post(runs::stop_run))
         .route("/api/approvals", get(api::approvals))
         .route("/api/approvals/{id}/{answer}", post(api::answer))
         .fallback(api::not_found)

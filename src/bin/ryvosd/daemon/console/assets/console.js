@@ -82,13 +82,69 @@ async function answer(requestId, action, reason, item) {
   }
 }
 
+function showParked(parked) {
+  const list = document.getElementById("parked");
+  document.getElementById("no-parked").hidden = parked.length > 0;
+  const kept = new Set(parked.map((p) => p.run_id));
+  for (const item of [...list.children]) {
+    if (!kept.has(item.dataset.run)) item.remove();
+  }
+  for (const run of parked) {
+    if (list.querySelector(`[data-run="${CSS.escape(run.run_id)}"]`)) continue;
+    list.append(parkedItem(run));
+  }
+}
+
+function parkedItem(run) {
+  const item = element("li", undefined, "approval");
+  item.dataset.run = run.run_id;
+  item.append(element("h3", `run ${run.run_id} (${run.reason})`));
+  item.append(element("p", `session ${run.session_id} · ${run.cost_cents.toFixed(2)} cents spent`));
+  const budget = element("input");
+  budget.type = "number";
+  budget.min = "0";
+  budget.placeholder = "new budget, cents";
+  budget.setAttribute("aria-label", `new budget for ${run.run_id}, in cents`);
+  const go = element("button", "Continue", "approve");
+  const stop = element("button", "Stop", "deny");
+  go.type = stop.type = "button";
+  go.addEventListener("click", () => {
+    const cents = budget.value === "" ? null : Number(budget.value);
+    act(`/api/runs/${encodeURIComponent(run.run_id)}/continue`, { budget_cents: cents }, item);
+  });
+  stop.addEventListener("click", () => act(`/api/runs/${encodeURIComponent(run.run_id)}/stop`, {}, item));
+  item.append(budget, go, stop);
+  return item;
+}
+
+async function act(path, body, item) {
+  for (const button of item.querySelectorAll("button")) button.disabled = true;
+  try {
+    await api(path, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    item.remove();
+    refresh();
+  } catch (e) {
+    problem(e);
+    for (const button of item.querySelectorAll("button")) button.disabled = false;
+  }
+}
+
 function showSessions(sessions) {
   const body = document.getElementById("sessions");
   body.replaceChildren(
     ...sessions.map((session) => {
       const row = element("tr");
+      const open = element("button", session.title || session.session_id, "open");
+      open.type = "button";
+      open.addEventListener("click", () => openSession(session.session_id));
+      const name = element("td");
+      name.append(open);
       row.append(
-        element("td", session.title || session.session_id),
+        name,
         element("td", session.last_run ? session.last_status || "running" : "none"),
         element("td", when(session.updated_at_ms)),
         element("td", session.workspace || ""),
@@ -112,6 +168,7 @@ async function refresh() {
       api(`/api/sessions${query}`),
     ]);
     showStatus(status);
+    showParked(status.parked || []);
     showApprovals(approvals);
     showSessions(sessions);
     problem(null);
@@ -120,7 +177,83 @@ async function refresh() {
   }
 }
 
+// The session shown: its stored messages, then its events as they happen.
+let following = null;
+
+function messageText(message) {
+  if (message.content !== undefined && typeof message.content === "string") return message.content;
+  if (message.text) return message.text;
+  return JSON.stringify(message);
+}
+
+async function openSession(id) {
+  const panel = document.getElementById("session");
+  panel.hidden = false;
+  document.getElementById("session-title").textContent = `Session ${id}`;
+  const history = await api(`/api/sessions/${encodeURIComponent(id)}`).catch((e) => {
+    problem(e);
+    return { messages: [] };
+  });
+  document.getElementById("messages").replaceChildren(
+    ...history.messages.map((stored) => {
+      const message = stored.message;
+      const item = element("li", undefined, `message ${message.role}`);
+      item.append(element("strong", `${message.role} `), element("span", messageText(message)));
+      for (const call of message.tool_calls || []) {
+        item.append(element("pre", `${call.name} ${call.arguments}`));
+      }
+      return item;
+    }),
+  );
+  follow(id);
+  document.getElementById("close-session").focus();
+}
+
+function follow(id) {
+  if (following) following.close();
+  const live = document.getElementById("live");
+  const text = document.getElementById("live-text");
+  const state = document.getElementById("live-state");
+  live.replaceChildren();
+  text.textContent = "";
+  following = new EventSource(`/api/sessions/${encodeURIComponent(id)}/events`);
+  following.onopen = () => { state.textContent = "Following the session as it runs."; };
+  following.onerror = () => { state.textContent = "Reconnecting…"; };
+  following.addEventListener("lagged", (sent) => {
+    live.append(element("li", `${sent.data} events were missed`));
+  });
+  following.onmessage = (sent) => {
+    const event = JSON.parse(sent.data);
+    if (event.type === "TextDelta") {
+      text.textContent += event.text;
+      return;
+    }
+    if (event.type === "ModelUsage") return;
+    live.append(element("li", describe(event)));
+    if (["RunComplete", "ApprovalRequested", "ApprovalResolved", "RunParked"].includes(event.type)) {
+      refresh();
+    }
+  };
+}
+
+function describe(event) {
+  switch (event.type) {
+    case "ToolStart": return `tool ${event.name} ${JSON.stringify(event.input)}`;
+    case "ToolEnd": return `${event.name} ${event.is_error ? "failed" : "done"}: ${event.output}`;
+    case "CheckpointSaved": return `turn ${event.turn} stored`;
+    case "ApprovalRequested": return `waiting for approval: ${event.tool}`;
+    case "ApprovalResolved": return `${event.approved ? "approved" : "denied"} by ${event.by}`;
+    case "RunComplete": return `run ${event.status}${event.reason ? `: ${event.reason}` : ""}`;
+    default: return `${event.type}${event.message ? `: ${event.message}` : ""}`;
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  document.getElementById("close-session").addEventListener("click", () => {
+    if (following) following.close();
+    following = null;
+    document.getElementById("session").hidden = true;
+  });
   document.getElementById("status-filter").addEventListener("change", refresh);
   document.getElementById("log-out").addEventListener("click", async () => {
     await api("/api/logout", { method: "POST" }).catch(() => {});
