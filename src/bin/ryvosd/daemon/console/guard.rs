@@ -45,25 +45,23 @@ impl FromRequestParts<State> for Authed {
     }
 }
 
-/// A request that changes something, sent by the console's own page: its `Origin` is the
-/// console's (a page elsewhere cannot act with the person's session).
+/// A request that changes something, sent by the console's own page: its `Origin` names the
+/// host the request was sent to (a page elsewhere cannot act with the person's session). The
+/// scheme is not compared: behind a proxy that terminates TLS, the page is `https` while the
+/// daemon serves `http`.
 pub(super) struct SameOrigin;
 
 impl FromRequestParts<State> for SameOrigin {
     type Rejection = Response;
 
-    async fn from_request_parts(parts: &mut Parts, state: &State) -> Result<Self, Response> {
-        let scheme = if state.secure { "https" } else { "http" };
-        let host = parts
-            .headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok());
-        let origin = parts
-            .headers
-            .get(header::ORIGIN)
-            .and_then(|h| h.to_str().ok());
-        match (host, origin) {
-            (Some(host), Some(origin)) if origin == format!("{scheme}://{host}") => Ok(SameOrigin),
+    async fn from_request_parts(parts: &mut Parts, _: &State) -> Result<Self, Response> {
+        let header = |name| parts.headers.get(name).and_then(|h| h.to_str().ok());
+        let host = header(header::HOST);
+        let authority = header(header::ORIGIN)
+            .and_then(|o| o.split_once("://"))
+            .map(|(_, authority)| authority);
+        match (host, authority) {
+            (Some(host), Some(authority)) if authority == host => Ok(SameOrigin),
             _ => Err(refused(
                 StatusCode::FORBIDDEN,
                 "a change must come from the console's own page (its Origin did not match)",
