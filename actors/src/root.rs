@@ -409,18 +409,12 @@ impl RootState {
                 self.slots.close(kind);
             }
         }
-        if let Ok(sessions) = self.slots.sessions.get() {
-            let stopped = ractor::call_t!(
-                sessions,
-                |reply| SessionSupervisorMsg::StopAll {
-                    reason: "the runtime is shutting down".into(),
-                    reply,
-                },
-                SHUTDOWN_STEP_TIMEOUT.as_millis() as u64
-            );
-            if let Err(e) = stopped {
-                tracing::warn!("stopping the sessions: {e}");
-            }
+        let sessions = crate::session::Sessions::new(self.slots.sessions.clone());
+        let stopped = sessions
+            .stop_all("the runtime is shutting down", SHUTDOWN_STEP_TIMEOUT)
+            .await;
+        if let Err(e) = stopped {
+            tracing::warn!("stopping the sessions: {e}");
         }
         let flushed = crate::checkpoint::flush(&self.checkpoint).await;
         for kind in ChildKind::ALL.iter().rev() {

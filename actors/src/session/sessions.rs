@@ -82,6 +82,18 @@ impl Sessions {
         .await
     }
 
+    /// Ends every run in flight (status `interrupted`) and waits, at most `patience`, until
+    /// their last turns are handed to the store: the shutdown's first step.
+    pub(crate) async fn stop_all(&self, reason: &str, patience: Duration) -> Result<(), String> {
+        // A supervisor already gone has no run left to stop.
+        let Ok(supervisor) = self.supervisor.get() else {
+            return Ok(());
+        };
+        let reason = reason.to_owned();
+        let asked = |reply| SessionSupervisorMsg::StopAll { reason, reply };
+        ractor::call_t!(supervisor, asked, patience.as_millis() as u64).map_err(|e| e.to_string())
+    }
+
     /// Test hook: makes a session's actor panic (or, with `driver`, its run's driver);
     /// whether the session was live.
     #[cfg(feature = "testing")]
