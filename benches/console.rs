@@ -13,12 +13,13 @@ mod support;
 
 use reqwest::header::{COOKIE, ORIGIN, SET_COOKIE};
 use ryvos::protocol::records::SessionRecord;
-use ryvos::protocol::{Console, NoParams, Shutdown, Status};
+use ryvos::protocol::{Console, NoParams};
 use ryvos::testing::{Store, Write, WriteBatch};
 use ryvos::SessionId;
 use ryvos_client::Client;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use support::daemon::{start_daemon, stop_daemon};
 use support::{machine, percentile};
 
 /// Sessions stored for the listing's figure.
@@ -76,40 +77,6 @@ fn home(door: bool) -> tempfile::TempDir {
     home
 }
 
-async fn start(home: &Path) -> tokio::process::Child {
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ryvosd"))
-        .env("RYVOS_HOME", home)
-        .env("RUST_LOG", "error")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    loop {
-        if let Ok(mut client) = Client::connect(&home.join("ryvosd.sock")).await {
-            if let Ok(Ok(_)) = client.call::<Status>(&NoParams {}).await {
-                return child;
-            }
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "ryvosd never answered"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
-async fn stop(home: &Path, mut child: tokio::process::Child) {
-    let mut client = Client::connect(&home.join("ryvosd.sock")).await.unwrap();
-    client
-        .call::<Shutdown>(&NoParams {})
-        .await
-        .unwrap()
-        .unwrap();
-    child.wait().await.unwrap();
-}
-
 struct Idle {
     rss_kib: u64,
     cpu_ms: u64,
@@ -118,7 +85,7 @@ struct Idle {
 /// A fresh daemon left alone: its resident memory once settled, and its CPU over [`IDLE`].
 async fn idle(door: bool) -> Idle {
     let home = home(door);
-    let child = start(home.path()).await;
+    let (child, _) = start_daemon(home.path()).await;
     let pid = child.id().unwrap();
     tokio::time::sleep(Duration::from_secs(1)).await;
     let before = cpu_ms(pid);
@@ -130,7 +97,7 @@ async fn idle(door: bool) -> Idle {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap();
-    stop(home.path(), child).await;
+    stop_daemon(home.path(), child).await;
     Idle { rss_kib, cpu_ms }
 }
 
@@ -154,7 +121,7 @@ fn cpu_ms(pid: u32) -> u64 {
 async fn listing() -> String {
     let home = home(true);
     seed(&home.path().join("ryvos.redb")).await;
-    let child = start(home.path()).await;
+    let (child, _) = start_daemon(home.path()).await;
     let mut client = Client::connect(&home.path().join("ryvosd.sock"))
         .await
         .unwrap();
@@ -200,7 +167,7 @@ async fn listing() -> String {
             verdict(p50 <= 50.0)
         );
     }
-    stop(home.path(), child).await;
+    stop_daemon(home.path(), child).await;
     report
 }
 

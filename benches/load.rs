@@ -14,7 +14,7 @@
 mod support;
 
 use async_trait::async_trait;
-use ryvos::protocol::{NoParams, Run, RunParams, Shutdown, Status};
+use ryvos::protocol::{Run, RunParams};
 use ryvos::provider::{ChatRequest, DeltaStream, FinishReason, ProviderError, StreamDelta};
 use ryvos::{Config, EventKind, Provider, RunRequest, RunStatus, Runtime, SafetyTier};
 use ryvos_client::Client;
@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::daemon::{command, start_daemon, stop_daemon};
 use support::{machine, measure, percentile, resident_bytes, InstantModel, Noop};
 
 /// A runtime answering with `model`, with the no-op tool, durable checkpoints, and room for
@@ -240,46 +241,6 @@ fn daemon_home_on(server: &ScriptedModelServer, postgres: Option<&str>) -> tempf
 /// A home for the binaries, its config pointing at `server`.
 fn daemon_home(server: &ScriptedModelServer) -> tempfile::TempDir {
     daemon_home_on(server, None)
-}
-
-fn command(binary: &str, home: &std::path::Path) -> tokio::process::Command {
-    let mut c = tokio::process::Command::new(binary);
-    c.env("RYVOS_HOME", home)
-        .env("RUST_LOG", "error")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true);
-    c
-}
-
-/// Starts ryvosd; returns it and the milliseconds until its socket answered `status`.
-async fn start_daemon(home: &std::path::Path) -> (tokio::process::Child, f64) {
-    let socket = home.join("ryvosd.sock");
-    let started = Instant::now();
-    let child = command(env!("CARGO_BIN_EXE_ryvosd"), home).spawn().unwrap();
-    loop {
-        if let Ok(mut client) = Client::connect(&socket).await {
-            if let Ok(Ok(_)) = client.call::<Status>(&NoParams {}).await {
-                return (child, started.elapsed().as_secs_f64() * 1e3);
-            }
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "ryvosd never answered"
-        );
-        tokio::time::sleep(Duration::from_micros(200)).await;
-    }
-}
-
-async fn stop_daemon(home: &std::path::Path, mut child: tokio::process::Child) {
-    let mut client = Client::connect(&home.join("ryvosd.sock")).await.unwrap();
-    client
-        .call::<Shutdown>(&NoParams {})
-        .await
-        .unwrap()
-        .unwrap();
-    child.wait().await.unwrap();
 }
 
 /// A model that calls `glob` for every turn but the last, then answers.

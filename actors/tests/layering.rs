@@ -403,25 +403,20 @@ fn no_crate_or_program_has_a_circle() {
 
 #[test]
 fn a_circle_planted_in_a_program_is_found_there_not_in_the_library() {
-    let dir = tempfile::tempdir().unwrap();
-    let write = |path: &str, text: &str| {
-        let path = dir.path().join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
-    write("lib.rs", "pub mod a;\npub mod b;\n");
-    write("a.rs", "pub fn f() {}\n");
-    write("b.rs", "pub fn g() { crate::a::f(); }\n");
-    write("bin/tool/main.rs", "mod a;\nmod b;\n");
-    write("bin/tool/a.rs", "pub fn f() { crate::b::g(); }\n");
-    write("bin/tool/b.rs", "pub fn g() { crate::a::f(); }\n");
+    let dir = planted(&[
+        ("lib.rs", "pub mod a;\npub mod b;\n"),
+        ("a.rs", "pub fn f() {}\n"),
+        ("b.rs", "pub fn g() { crate::a::f(); }\n"),
+        ("bin/tool/main.rs", "mod a;\nmod b;\n"),
+        ("bin/tool/a.rs", "pub fn f() { crate::b::g(); }\n"),
+        ("bin/tool/b.rs", "pub fn g() { crate::a::f(); }\n"),
+    ]);
     assert!(circles(dir.path()).is_empty(), "the library has none");
     let circles = circles(&dir.path().join("bin/tool"));
     assert_eq!(circles.len(), 1, "{circles:?}");
     assert!(circles[0].contains("in /: a -> b -> a"), "{circles:?}");
 }
 
-/// The check finds what it is for: an upward import and a circle planted in a small crate.
 /// Past this many lines a file holds more than one concern: split it.
 const MAX_FILE_LINES: usize = 600;
 
@@ -561,22 +556,19 @@ fn a_long_function_is_found_unless_it_says_why() {
     assert!(long[0].contains("lib.rs:1 long (82 lines)"), "{long:?}");
 }
 
+/// The check finds what it is for: an upward import and a circle planted in a small crate.
 #[test]
 fn a_planted_upward_import_and_circle_are_found() {
-    let dir = tempfile::tempdir().unwrap();
-    let write = |path: &str, text: &str| {
-        let path = dir.path().join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
-    write("lib.rs", "pub mod high;\npub mod low;\n");
-    write("high.rs", "use crate::low::Thing;\n");
-    write("low/mod.rs", "mod a;\nmod b;\npub use a::Thing;\n");
-    write(
-        "low/a.rs",
-        "pub struct Thing;\nfn f() { super::b::g(); crate::high::h(); }\n",
-    );
-    write("low/b.rs", "use super::Thing;\npub fn g() {}\n");
+    let dir = planted(&[
+        ("lib.rs", "pub mod high;\npub mod low;\n"),
+        ("high.rs", "use crate::low::Thing;\n"),
+        ("low/mod.rs", "mod a;\nmod b;\npub use a::Thing;\n"),
+        (
+            "low/a.rs",
+            "pub struct Thing;\nfn f() { super::b::g(); crate::high::h(); }\n",
+        ),
+        ("low/b.rs", "use super::Thing;\npub fn g() {}\n"),
+    ]);
     let upward = upward_imports(dir.path(), &["high", "low"]);
     assert_eq!(upward.len(), 1, "{upward:?}");
     assert!(
@@ -591,6 +583,17 @@ fn a_planted_upward_import_and_circle_are_found() {
     );
     // `super::Thing` is followed through `low`'s re-export to the file that defines it.
     assert!(circles[1].contains("in low/: a -> b -> a"), "{circles:?}");
+}
+
+/// A small crate of `files` (path, text) in a temporary directory.
+fn planted(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, text) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
 }
 
 /// Every use under `root` of a module above the user's in `stack`.

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod daemon;
+
 use async_trait::async_trait;
 use ryvos::protocol::ids::CallId;
 use ryvos::protocol::message::{Message, ToolCall};

@@ -86,12 +86,14 @@ impl Sessions {
     /// their last turns are handed to the store: the shutdown's first step.
     pub(crate) async fn stop_all(&self, reason: &str, patience: Duration) -> Result<(), String> {
         // A supervisor already gone has no run left to stop.
-        let Ok(supervisor) = self.supervisor.get() else {
+        if self.supervisor.get().is_err() {
             return Ok(());
-        };
+        }
         let reason = reason.to_owned();
         let asked = |reply| SessionSupervisorMsg::StopAll { reason, reply };
-        ractor::call_t!(supervisor, asked, patience.as_millis() as u64).map_err(|e| e.to_string())
+        self.ask_within(patience, asked)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// Test hook: makes a session's actor panic (or, with `driver`, its run's driver);
@@ -112,9 +114,18 @@ impl Sessions {
         &self,
         request: impl FnOnce(RpcReplyPort<R>) -> SessionSupervisorMsg,
     ) -> Result<R, StartRunError> {
+        self.ask_within(PATIENCE, request).await
+    }
+
+    /// Asks the supervisor and waits, at most `patience`, for its answer.
+    async fn ask_within<R: Send + 'static>(
+        &self,
+        patience: Duration,
+        request: impl FnOnce(RpcReplyPort<R>) -> SessionSupervisorMsg,
+    ) -> Result<R, StartRunError> {
         let supervisor =
             (self.supervisor.get()).map_err(|e| StartRunError::Unanswered(e.to_string()))?;
-        ractor::call_t!(supervisor, request, PATIENCE.as_millis() as u64)
+        ractor::call_t!(supervisor, request, patience.as_millis() as u64)
             .map_err(|e| StartRunError::Unanswered(e.to_string()))
     }
 }

@@ -127,8 +127,17 @@ pub async fn run(config: &Config, socket: &Path, json: bool) -> u8 {
 
 /// Whether the console is served, and safely: a door `[http]` cannot open is a failure.
 fn console_check(config: &Config, daemon: Option<&StatusResult>) -> Check {
+    let door = config.http.door();
+    // Served in plain text to other machines: allowed only knowingly, by allow_plaintext.
+    let plaintext =
+        matches!(&door, Ok(Some(d)) if d.tls.is_none() && !d.address.ip().is_loopback());
+    let warning = plaintext.then(|| {
+        "allow_plaintext: logins and approvals cross the network unencrypted unless a proxy in \
+         front terminates TLS"
+            .to_owned()
+    });
     let served = daemon.and_then(|s| s.console.clone());
-    let result = match (config.http.door(), served) {
+    let result = match (door, served) {
         (Err(why), _) => Err(why),
         (Ok(_), Some(origin)) => Ok(format!("served at {origin}: `ryvos console` logs in")),
         (Ok(None), None) => Ok("off ([http] listen is not set)".to_owned()),
@@ -138,11 +147,6 @@ fn console_check(config: &Config, daemon: Option<&StatusResult>) -> Check {
             if door.tls.is_some() { ", over TLS" } else { "" }
         )),
     };
-    let plaintext = config.http.allow_plaintext && config.http.tls_cert.is_empty();
-    let warning = (plaintext && !config.http.listen.is_empty()).then(|| {
-        "allow_plaintext: logins and approvals cross the network unencrypted unless a proxy in          front terminates TLS"
-            .to_owned()
-    });
     Check::new("console", result).warned(warning)
 }
 

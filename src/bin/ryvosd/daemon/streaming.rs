@@ -80,7 +80,7 @@ async fn stop(
 }
 
 /// A run id as a client gave it, checked.
-fn run_id(given: &str) -> Result<RunId, ErrorBody> {
+pub(super) fn run_id(given: &str) -> Result<RunId, ErrorBody> {
     if RunId::is_well_formed(given) {
         Ok(RunId::new(given))
     } else {
@@ -94,7 +94,7 @@ fn run_id(given: &str) -> Result<RunId, ErrorBody> {
 }
 
 /// A parked run that cannot be continued or stopped, as the socket answers it.
-fn parked_error(e: RuntimeError) -> ErrorBody {
+pub(super) fn parked_error(e: RuntimeError) -> ErrorBody {
     match e {
         RuntimeError::NoSuchRun(_) => ErrorBody::new(ErrorCode::NotFound, e.to_string()),
         RuntimeError::NotParked(_) => ErrorBody::new(ErrorCode::BadRequest, e.to_string()),

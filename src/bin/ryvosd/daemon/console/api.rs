@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use ryvos::protocol::records::SessionRecord;
 use ryvos::protocol::{AnswerParams, ErrorBody, ErrorCode};
+use ryvos::RunStatus;
 use serde::Deserialize;
 
 /// `POST /api/login`'s body.
@@ -25,7 +26,7 @@ pub(super) async fn log_in(
     _: SameOrigin,
     Json(login): Json<Login>,
 ) -> Response {
-    match state.access().log_in(login.code.trim()) {
+    match state.access.log_in(login.code.trim()) {
         Ok(cookie) => {
             let cookie = guard::session_cookie(&cookie, state.secure);
             (StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response()
@@ -51,7 +52,7 @@ pub(super) async fn log_out(
     _: SameOrigin,
     Authed(cookie): Authed,
 ) -> Response {
-    state.access().log_out(&cookie);
+    state.access.log_out(&cookie);
     let cleared = guard::cleared_cookie();
     (StatusCode::NO_CONTENT, [(header::SET_COOKIE, cleared)]).into_response()
 }
@@ -85,12 +86,15 @@ pub(super) async fn sessions(
         Ok(sessions) => sessions,
         Err(e) => return guard::refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
-    let wanted = |s: &SessionRecord| match query.status.as_deref() {
-        None | Some("") => true,
-        Some("running") => s.last_run.is_some() && s.last_status.is_none(),
-        Some(status) => s
-            .last_status
-            .is_some_and(|last| serde_json::to_value(last).is_ok_and(|v| v == status)),
+    // Read once, not per session: a status no run ends with matches none.
+    let ended_so = query
+        .status
+        .as_deref()
+        .map(|status| serde_json::from_value::<RunStatus>(serde_json::Value::from(status)).ok());
+    let wanted = |s: &SessionRecord| match (query.status.as_deref(), ended_so) {
+        (None | Some(""), _) => true,
+        (Some("running"), _) => s.last_run.is_some() && s.last_status.is_none(),
+        (_, ended_so) => ended_so.flatten().is_some_and(|e| s.last_status == Some(e)),
     };
     let limit = query.limit.unwrap_or(100).clamp(1, 1_000);
     let listed: Vec<&SessionRecord> = sessions.iter().filter(|s| wanted(s)).take(limit).collect();
@@ -147,7 +151,7 @@ pub(super) async fn not_found() -> Response {
 }
 
 /// A daemon error as an HTTP answer.
-fn failed(error: ErrorBody) -> Response {
+pub(super) fn failed(error: ErrorBody) -> Response {
     let status = match error.code {
         ErrorCode::NotFound => StatusCode::NOT_FOUND,
         ErrorCode::BadRequest | ErrorCode::BadFrame => StatusCode::BAD_REQUEST,

@@ -2,7 +2,7 @@
 //! needs building to install it. Without a session only the login page and its script are
 //! served, with 401.
 
-use super::guard::{cookie, unauthorized};
+use super::guard::{admitted, Authed};
 use super::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
@@ -18,9 +18,9 @@ pub(super) async fn page(
     axum::extract::State(state): axum::extract::State<State>,
     headers: HeaderMap,
 ) -> Response {
-    match cookie(&headers).is_some_and(|c| state.access().admits(&c)) {
-        true => Html(CONSOLE_HTML).into_response(),
-        false => (StatusCode::UNAUTHORIZED, Html(LOGIN_HTML)).into_response(),
+    match admitted(&state, &headers) {
+        Some(_) => Html(CONSOLE_HTML).into_response(),
+        None => (StatusCode::UNAUTHORIZED, Html(LOGIN_HTML)).into_response(),
     }
 }
 
@@ -29,30 +29,12 @@ pub(super) async fn login_js() -> Response {
     asset(LOGIN_JS, "text/javascript; charset=utf-8")
 }
 
-pub(super) async fn console_js(
-    axum::extract::State(state): axum::extract::State<State>,
-    headers: HeaderMap,
-) -> Response {
-    authed(
-        &state,
-        &headers,
-        CONSOLE_JS,
-        "text/javascript; charset=utf-8",
-    )
+pub(super) async fn console_js(_: Authed) -> Response {
+    asset(CONSOLE_JS, "text/javascript; charset=utf-8")
 }
 
-pub(super) async fn console_css(
-    axum::extract::State(state): axum::extract::State<State>,
-    headers: HeaderMap,
-) -> Response {
-    authed(&state, &headers, CONSOLE_CSS, "text/css; charset=utf-8")
-}
-
-fn authed(state: &State, headers: &HeaderMap, body: &'static str, kind: &'static str) -> Response {
-    match cookie(headers).is_some_and(|c| state.access().admits(&c)) {
-        true => asset(body, kind),
-        false => unauthorized(),
-    }
+pub(super) async fn console_css(_: Authed) -> Response {
+    asset(CONSOLE_CSS, "text/css; charset=utf-8")
 }
 
 fn asset(body: &'static str, kind: &'static str) -> Response {

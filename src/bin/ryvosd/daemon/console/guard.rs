@@ -2,11 +2,12 @@
 //! on every change, and the headers every answer carries.
 
 use super::State;
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequestParts, Path};
 use axum::http::header::{self, HeaderMap, HeaderValue};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use ryvos::SessionId;
 
 /// The session cookie's name.
 pub(super) const COOKIE: &str = "ryvos_console";
@@ -38,9 +39,33 @@ impl FromRequestParts<State> for Authed {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &State) -> Result<Self, Response> {
-        match cookie(&parts.headers) {
-            Some(value) if state.access().admits(&value) => Ok(Authed(value)),
-            _ => Err(unauthorized()),
+        admitted(state, &parts.headers)
+            .map(Authed)
+            .ok_or_else(unauthorized)
+    }
+}
+
+/// The cookie of a live console session among `headers`, if there is one.
+pub(super) fn admitted(state: &State, headers: &HeaderMap) -> Option<String> {
+    cookie(headers).filter(|value| state.access.admits(value))
+}
+
+/// A well-formed session id in the request's path.
+pub(super) struct SessionInPath(pub SessionId);
+
+impl FromRequestParts<State> for SessionInPath {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &State) -> Result<Self, Response> {
+        let Path(id) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        match SessionId::is_well_formed(&id) {
+            true => Ok(SessionInPath(SessionId::new(id))),
+            false => Err(refused(
+                StatusCode::BAD_REQUEST,
+                "that is not a session id (s_…)",
+            )),
         }
     }
 }
@@ -71,7 +96,7 @@ impl FromRequestParts<State> for SameOrigin {
 }
 
 /// The session cookie's value in `headers`, if any.
-pub(super) fn cookie(headers: &HeaderMap) -> Option<String> {
+fn cookie(headers: &HeaderMap) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()

@@ -2,37 +2,23 @@
 //! happen, as server-sent events. The stream ends when the daemon stops; the browser
 //! reconnects by itself, to this daemon or the next.
 
-use super::guard::{self, Authed};
+use super::guard::{self, Authed, SessionInPath};
 use super::State;
-use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::response::sse::{Event as Sent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures_util::StreamExt;
-use ryvos::SessionId;
 use std::convert::Infallible;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_stream::wrappers::BroadcastStream;
-
-/// The session `id` names, when it is one.
-fn session(id: String) -> Option<SessionId> {
-    SessionId::is_well_formed(&id).then(|| SessionId::new(id))
-}
-
-fn not_a_session() -> Response {
-    guard::refused(StatusCode::BAD_REQUEST, "that is not a session id (s_…)")
-}
 
 /// Everything stored of a session, as `ryvos history --json` shows it.
 pub(super) async fn history(
     axum::extract::State(state): axum::extract::State<State>,
     _: Authed,
-    Path(id): Path<String>,
+    SessionInPath(id): SessionInPath,
 ) -> Response {
-    let Some(id) = session(id) else {
-        return not_a_session();
-    };
     match state.shared.runtime.history(&id).await {
         Ok(Some(history)) => Json(history).into_response(),
         Ok(None) => guard::refused(StatusCode::NOT_FOUND, "there is no such session"),
@@ -45,11 +31,8 @@ pub(super) async fn history(
 pub(super) async fn events(
     axum::extract::State(state): axum::extract::State<State>,
     _: Authed,
-    Path(id): Path<String>,
+    SessionInPath(id): SessionInPath,
 ) -> Response {
-    let Some(id) = session(id) else {
-        return not_a_session();
-    };
     let live = BroadcastStream::new(state.shared.runtime.subscribe());
     let stopped = state.shared.shutdown.clone().cancelled_owned();
     let sent = live

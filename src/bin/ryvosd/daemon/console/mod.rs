@@ -33,6 +33,8 @@ pub(crate) struct Console {
 pub(crate) struct Opened {
     listener: tokio::net::TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
+    /// The same as its [`Console`]'s.
+    access: Arc<Access>,
 }
 
 /// Binds the door `[http]` asks for; `None` when it is off.
@@ -51,11 +53,19 @@ pub(crate) async fn open(door: Option<HttpDoor>) -> Result<Option<(Opened, Conso
         .local_addr()
         .map_err(|e| DaemonError::Setup(format!("[http] listen: {e}")))?;
     let scheme = if tls.is_some() { "https" } else { "http" };
+    let access = Arc::new(Access::default());
     let console = Console {
         origin: format!("{scheme}://{address}"),
-        access: Arc::new(Access::default()),
+        access: access.clone(),
     };
-    Ok(Some((Opened { listener, tls }, console)))
+    Ok(Some((
+        Opened {
+            listener,
+            tls,
+            access,
+        },
+        console,
+    )))
 }
 
 /// A one-time login to the console, when it is served (the socket's `console`).
@@ -77,7 +87,7 @@ pub(super) fn login(shared: &Shared) -> Result<ConsoleResult, ErrorBody> {
 /// Serves the console until the daemon stops.
 pub(crate) fn spawn(opened: Opened, shared: Arc<Shared>) -> tokio::task::JoinHandle<()> {
     let secure = opened.tls.is_some();
-    let app = router(shared.clone(), secure);
+    let app = router(shared.clone(), opened.access, secure);
     let stop = shared.shutdown.clone().cancelled_owned();
     tokio::spawn(async move {
         let served = match opened.tls {
@@ -103,20 +113,13 @@ pub(crate) fn spawn(opened: Opened, shared: Arc<Shared>) -> tokio::task::JoinHan
 #[derive(Clone)]
 pub(super) struct State {
     pub shared: Arc<Shared>,
+    /// Who may enter: the daemon's [`Console::access`].
+    pub access: Arc<Access>,
     /// Served over TLS: the cookie is `Secure`.
     pub secure: bool,
 }
 
-impl State {
-    fn access(&self) -> &Access {
-        let console = self.shared.console.as_ref();
-        &console
-            .expect("the console is served only when it is open")
-            .access
-    }
-}
-
-fn router(shared: Arc<Shared>, secure: bool) -> Router {
+fn router(shared: Arc<Shared>, access: Arc<Access>, secure: bool) -> Router {
     Router::new()
         .route("/", get(assets::page))
         .route("/login.js", get(assets::login_js))
@@ -135,5 +138,9 @@ fn router(shared: Arc<Shared>, secure: bool) -> Router {
         .fallback(api::not_found)
         .layer(axum::middleware::map_response(guard::headers))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(State { shared, secure })
+        .with_state(State {
+            shared,
+            access,
+            secure,
+        })
 }

@@ -1,14 +1,16 @@
 //! Parked runs from the console: continued with a new budget, or stopped where they parked,
-//! through the same façade as `ryvos continue` and `ryvos stop`. A continued run goes on in
-//! the daemon; the page follows it through its session's events.
+//! through the same façade, and the same checks and errors, as the socket's `continue` and
+//! `stop`. A continued run goes on in the daemon; the page follows it through its session's
+//! events.
 
-use super::guard::{self, Authed, SameOrigin};
+use super::super::streaming::{parked_error, run_id};
+use super::api::failed;
+use super::guard::{Authed, SameOrigin};
 use super::State;
 use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use ryvos::{RunId, RuntimeError};
 use serde::Deserialize;
 
 /// `POST /api/runs/{run}/continue`'s body.
@@ -27,8 +29,9 @@ pub(super) async fn continue_run(
     Path(run): Path<String>,
     body: Option<Json<Continue>>,
 ) -> Response {
-    let Some(run) = run_id(run) else {
-        return not_a_run();
+    let run = match run_id(&run) {
+        Ok(run) => run,
+        Err(error) => return failed(error),
     };
     let budget = body.and_then(|Json(c)| c.budget_cents);
     match state.shared.runtime.continue_run(&run, budget).await {
@@ -39,7 +42,7 @@ pub(super) async fn continue_run(
             tracing::info!(run = %handle.run_id, "continued from the console");
             (StatusCode::ACCEPTED, Json(going)).into_response()
         }
-        Err(e) => failed(e),
+        Err(e) => failed(parked_error(e)),
     }
 }
 
@@ -50,8 +53,9 @@ pub(super) async fn stop_run(
     _: Authed,
     Path(run): Path<String>,
 ) -> Response {
-    let Some(run) = run_id(run) else {
-        return not_a_run();
+    let run = match run_id(&run) {
+        Ok(run) => run,
+        Err(error) => return failed(error),
     };
     let stopped = match state.shared.runtime.stop_run(&run).await {
         Ok(handle) => handle.outcome().await,
@@ -59,24 +63,6 @@ pub(super) async fn stop_run(
     };
     match stopped {
         Ok(outcome) => Json(outcome).into_response(),
-        Err(e) => failed(e),
+        Err(e) => failed(parked_error(e)),
     }
-}
-
-/// The run `given` names, when it is one.
-fn run_id(given: String) -> Option<RunId> {
-    RunId::is_well_formed(&given).then(|| RunId::new(given))
-}
-
-fn not_a_run() -> Response {
-    guard::refused(StatusCode::BAD_REQUEST, "that is not a run id (r_…)")
-}
-
-fn failed(e: RuntimeError) -> Response {
-    let status = match &e {
-        RuntimeError::NoSuchRun(_) => StatusCode::NOT_FOUND,
-        RuntimeError::NotParked(_) | RuntimeError::BadRequest(_) => StatusCode::BAD_REQUEST,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    guard::refused(status, &e.to_string())
 }

@@ -34,22 +34,30 @@ function showStatus(status) {
   document.getElementById("daemon").textContent = parts.join(" · ");
 }
 
-function showApprovals(approvals) {
-  const list = document.getElementById("approvals");
-  document.getElementById("no-approvals").hidden = approvals.length > 0;
-  const kept = new Set(approvals.map((a) => a.request_id));
+// Keeps list `listId` showing one item per entry of `entries` (by `keyOf`), made by `make`:
+// items already shown stay as they are (a reason being typed is kept), gone ones leave.
+function showKeyed(listId, emptyId, entries, keyOf, make) {
+  const list = document.getElementById(listId);
+  document.getElementById(emptyId).hidden = entries.length > 0;
+  const kept = new Set(entries.map(keyOf));
   for (const item of [...list.children]) {
-    if (!kept.has(item.dataset.request)) item.remove();
+    if (!kept.has(item.dataset.key)) item.remove();
   }
-  for (const approval of approvals) {
-    if (list.querySelector(`[data-request="${CSS.escape(approval.request_id)}"]`)) continue;
-    list.append(approvalItem(approval));
+  const shown = new Set([...list.children].map((item) => item.dataset.key));
+  for (const entry of entries) {
+    if (shown.has(keyOf(entry))) continue;
+    const item = make(entry);
+    item.dataset.key = keyOf(entry);
+    list.append(item);
   }
+}
+
+function showApprovals(approvals) {
+  showKeyed("approvals", "no-approvals", approvals, (a) => a.request_id, approvalItem);
 }
 
 function approvalItem(approval) {
   const item = element("li", undefined, "approval");
-  item.dataset.request = approval.request_id;
   item.append(element("h3", `${approval.tool} (${approval.tier})`));
   item.append(element("p", `session ${approval.session_id} · asked ${when(approval.asked_at_ms)}`));
   item.append(element("pre", JSON.stringify(approval.input, null, 2)));
@@ -60,44 +68,19 @@ function approvalItem(approval) {
   const deny = element("button", "Deny", "deny");
   for (const [button, action] of [[approve, "approve"], [deny, "deny"]]) {
     button.type = "button";
-    button.addEventListener("click", () => answer(approval.request_id, action, reason.value, item));
+    const path = `/api/approvals/${encodeURIComponent(approval.request_id)}/${action}`;
+    button.addEventListener("click", () => act(path, { reason: reason.value || null }, item));
   }
   item.append(reason, approve, deny);
   return item;
 }
 
-async function answer(requestId, action, reason, item) {
-  for (const button of item.querySelectorAll("button")) button.disabled = true;
-  try {
-    await api(`/api/approvals/${encodeURIComponent(requestId)}/${action}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ reason: reason || null }),
-    });
-    item.remove();
-    refresh();
-  } catch (e) {
-    problem(e);
-    for (const button of item.querySelectorAll("button")) button.disabled = false;
-  }
-}
-
 function showParked(parked) {
-  const list = document.getElementById("parked");
-  document.getElementById("no-parked").hidden = parked.length > 0;
-  const kept = new Set(parked.map((p) => p.run_id));
-  for (const item of [...list.children]) {
-    if (!kept.has(item.dataset.run)) item.remove();
-  }
-  for (const run of parked) {
-    if (list.querySelector(`[data-run="${CSS.escape(run.run_id)}"]`)) continue;
-    list.append(parkedItem(run));
-  }
+  showKeyed("parked", "no-parked", parked, (p) => p.run_id, parkedItem);
 }
 
 function parkedItem(run) {
   const item = element("li", undefined, "approval");
-  item.dataset.run = run.run_id;
   item.append(element("h3", `run ${run.run_id} (${run.reason})`));
   item.append(element("p", `session ${run.session_id} · ${run.cost_cents.toFixed(2)} cents spent`));
   const budget = element("input");
@@ -117,6 +100,7 @@ function parkedItem(run) {
   return item;
 }
 
+// POSTs `body` to `path` for the list item's buttons; the item leaves once it is done.
 async function act(path, body, item) {
   for (const button of item.querySelectorAll("button")) button.disabled = true;
   try {
