@@ -18,6 +18,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod access;
 pub mod config;
 mod home;
 pub mod protocol;

@@ -8,7 +8,7 @@ use ryvos_actors::Store;
 pub use ryvos_actors::{now_ms, Change, Delivery, Relay, StoreError};
 use ryvos_protocol::event::RunOutcome;
 use ryvos_protocol::ids::{QueuedRunId, SessionId};
-use ryvos_protocol::records::{QueueState, QueuedRun, RunRecord, TurnCheckpoint};
+use ryvos_protocol::records::{PendingApproval, QueueState, QueuedRun, RunRecord, TurnCheckpoint};
 use tokio::sync::broadcast;
 
 /// A handle on the store as daemons share it, from [`crate::Runtime::shared_store`]. Cheap to
@@ -73,6 +73,12 @@ impl SharedStore {
     /// Finishes the queued run whose run (`outcome`'s) parked and has now ended.
     pub async fn settle_parked(&self, outcome: &RunOutcome) -> Result<(), StoreError> {
         self.0.settle_parked_run(outcome).await
+    }
+
+    /// Every stored approval request: each is stored before anyone is asked, so in a shared
+    /// store these are the whole cluster's, until answered.
+    pub async fn approvals(&self) -> Result<Vec<PendingApproval>, StoreError> {
+        self.0.paused_approvals().await
     }
 
     /// The queued run `id`, if there is one.

@@ -52,6 +52,7 @@ const STACK: &[&str] = &[
 const RYVOS_STACK: &[&str] = &[
     "testing",
     "runtime",
+    "access",
     "run_log",
     "shared_store",
     "home",

@@ -361,6 +361,11 @@ impl Runtime {
         self.engine.store().security()
     }
 
+    /// Who may use the HTTP door: tokens, console sessions, approval links' key.
+    pub fn access(&self) -> crate::access::Access {
+        crate::access::Access::new(self.engine.store().clone())
+    }
+
     /// The store as daemons share it: the run queue, leases and the relay between daemons.
     pub fn shared_store(&self) -> SharedStore {
         SharedStore(self.engine.store().clone())

@@ -7,6 +7,7 @@ pub mod browser;
 pub mod budget;
 pub mod cli;
 pub mod confined;
+pub mod console;
 pub mod home;
 pub mod mcp;
 pub mod terminal;

@@ -16,7 +16,8 @@ pub struct Copied {
 /// Copies everything `from` holds into `to`, which must hold nothing: every session (its
 /// history, runs, checkpoints, plan, audit trail, verdicts and Guardian records), the
 /// approvals kept, the cost totals and the memories, in one transaction, so that a copy that
-/// fails leaves `to` as empty as it was. Refused, writing nothing, when `to` already holds
+/// fails leaves `to` as empty as it was; then the credentials (tokens, console sessions, the
+/// approval links' key). Refused, writing nothing, when `to` already holds
 /// any of these. The records are held in memory until they are written: about the size of
 /// the home's store.
 pub async fn copy_store(from: &Store, to: &Store) -> Result<Copied, StoreError> {
@@ -53,6 +54,14 @@ pub async fn copy_store(from: &Store, to: &Store) -> Result<Copied, StoreError> 
             .chain(memories.into_iter().map(Write::Memory)),
     ));
     to.write(&batches).await?;
+    // Tokens, the approval links' key and what they govern go along, so that programs and
+    // links made for the old store work with the new one.
+    let now = super::now_ms();
+    for credential in from.credentials("").await? {
+        if !credential.expired(now) {
+            to.add_credential(&credential).await?;
+        }
+    }
     Ok(copied)
 }
 

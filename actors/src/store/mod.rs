@@ -10,6 +10,8 @@
 mod batch;
 mod bm25;
 mod copy;
+#[cfg(test)]
+mod credential_checks;
 mod error;
 mod postgres;
 mod records;
@@ -37,7 +39,9 @@ use crate::ids::{QueuedRunId, RunId, SessionId};
 use crate::message::Message;
 use async_trait::async_trait;
 use ryvos_protocol::event::RunOutcome;
-use ryvos_protocol::records::{PendingApproval, PlanRecord, QueueState, QueuedRun, RunWatch};
+use ryvos_protocol::records::{
+    Credential, PendingApproval, PlanRecord, QueueState, QueuedRun, RunWatch,
+};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -282,6 +286,25 @@ pub trait Storage: Send + Sync + 'static {
 
     /// The memory `id`, if it exists.
     async fn memory(&self, id: &str) -> Result<Option<MemoryEntry>, StoreError>;
+
+    // Credentials are written where they are made, not through the CheckpointActor's writer:
+    // they belong to no session, are rare, and a login must not wait on a group commit.
+
+    /// The credential `id`, if there is one (expired or not: the caller judges).
+    async fn credential(&self, id: &str) -> Result<Option<Credential>, StoreError>;
+
+    /// Every credential whose id starts with `prefix`, in id order.
+    async fn credentials(&self, prefix: &str) -> Result<Vec<Credential>, StoreError>;
+
+    /// Stores `credential` unless an unexpired one holds its id (at `credential.created_ms`);
+    /// whether it was stored. Daemons racing to add the same id: one wins.
+    async fn add_credential(&self, credential: &Credential) -> Result<bool, StoreError>;
+
+    /// Removes the credential `id`; whether there was one.
+    async fn remove_credential(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// Removes every credential expired at `now_ms`; how many.
+    async fn remove_expired_credentials(&self, now_ms: u64) -> Result<u64, StoreError>;
 }
 
 /// The store as the engine holds it: a cheap handle on one backend.

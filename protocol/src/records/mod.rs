@@ -1,6 +1,7 @@
 //! What the store keeps besides messages: one record type per table, plain data whose JSON
 //! form is what is on disk (records grow fields with `#[serde(default)]`, never a migration).
 
+mod access;
 mod audit;
 mod cost;
 mod memory;
@@ -11,6 +12,7 @@ mod verdict;
 mod watch;
 
 pub use crate::run_params::{OnLimit, RunSettings};
+pub use access::{Credential, CredentialKind, Scope, TokenInfo};
 pub use audit::{Answer, AuditRecord, PendingApproval};
 pub use cost::CostTotals;
 pub use memory::MemoryEntry;

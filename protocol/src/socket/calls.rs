@@ -5,7 +5,7 @@ use super::Call;
 use crate::event::RunOutcome;
 use crate::message::Message;
 use crate::records::{
-    AuditRecord, Compaction, PendingApproval, QueuedRun, RunRecord, SessionRecord,
+    AuditRecord, Compaction, PendingApproval, QueuedRun, RunRecord, Scope, SessionRecord, TokenInfo,
 };
 use crate::report::CostReport;
 use schemars::JsonSchema;
@@ -242,6 +242,43 @@ pub struct ConsoleResult {
     pub expires_in_secs: u64,
 }
 
+/// `token_create`'s parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenCreateParams {
+    /// What the token is for: 1 to 64 letters, digits, `-`, `_` or `.`; unique.
+    pub name: String,
+    /// `operate` when left out.
+    #[serde(default)]
+    pub scope: Scope,
+}
+
+/// The parameters of a method about one token.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenParams {
+    pub name: String,
+}
+
+/// `token_create`'s result: the only time the token's secret is shown.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct TokenCreated {
+    pub name: String,
+    pub scope: Scope,
+    /// What a program sends as `Authorization: Bearer …`.
+    pub token: String,
+}
+
+/// `token_revoke`'s result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct TokenRevoked {
+    pub name: String,
+    /// False when there was no such token.
+    pub revoked: bool,
+}
+
 macro_rules! calls {
     ($($(#[$doc:meta])* $name:ident = $method:literal: $params:ty => $result:ty;)*) => {
         $(
@@ -309,4 +346,10 @@ calls! {
     /// A one-time login to the daemon's console: its address with a code that works once,
     /// for minutes.
     Console = "console": NoParams => ConsoleResult;
+    /// Makes a bearer token for the HTTP door, stored hashed; its secret is in the result only.
+    TokenCreate = "token_create": TokenCreateParams => TokenCreated;
+    /// The tokens, oldest first, without their secrets.
+    Tokens = "tokens": NoParams => Vec<TokenInfo>;
+    /// Revokes a token at once, on every daemon sharing the store.
+    TokenRevoke = "token_revoke": TokenParams => TokenRevoked;
 }

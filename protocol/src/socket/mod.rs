@@ -163,6 +163,9 @@ impl Request {
             Wait::METHOD => Method::Wait(self.params::<Wait>()?),
             Follow::METHOD => Method::Follow(self.params::<Follow>()?),
             Console::METHOD => Method::Console(self.params::<Console>()?),
+            TokenCreate::METHOD => Method::TokenCreate(self.params::<TokenCreate>()?),
+            Tokens::METHOD => Method::Tokens(self.params::<Tokens>()?),
+            TokenRevoke::METHOD => Method::TokenRevoke(self.params::<TokenRevoke>()?),
             other => {
                 return Err(ErrorBody::new(
                     ErrorCode::UnknownMethod,
@@ -209,6 +212,9 @@ pub const METHODS: &[&str] = &[
     Wait::METHOD,
     Follow::METHOD,
     Console::METHOD,
+    TokenCreate::METHOD,
+    Tokens::METHOD,
+    TokenRevoke::METHOD,
 ];
 
 /// A request's method with its parameters, as the daemon dispatches it.
@@ -236,6 +242,9 @@ pub enum Method {
     Wait(QueuedRunParams),
     Follow(QueuedRunParams),
     Console(NoParams),
+    TokenCreate(TokenCreateParams),
+    Tokens(NoParams),
+    TokenRevoke(TokenParams),
 }
 
 /// What a daemon line carries.

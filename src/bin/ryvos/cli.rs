@@ -233,6 +233,12 @@ pub enum Command {
         #[arg(long)]
         open: bool,
     },
+    /// Bearer tokens for programs using the HTTP door (stored hashed, on every daemon sharing
+    /// the store).
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
     /// Is a daemon running? Exits 0 if one answers.
     Status {
         /// Print the answer as one JSON object.
@@ -336,6 +342,40 @@ pub enum Command {
         #[command(subcommand)]
         command: CompactCommand,
     },
+}
+
+/// `ryvos token`'s subcommands.
+#[derive(Subcommand)]
+pub enum TokenCommand {
+    /// Make a token; it is printed once, on stdout, and cannot be shown again.
+    Create {
+        /// What it is for: letters, digits, `-`, `_` or `.`; unique.
+        name: String,
+        /// `read` sees everything and changes nothing; `operate` may also approve, continue
+        /// and stop.
+        #[arg(long, default_value = "operate", value_parser = scope)]
+        scope: ryvos_protocol::records::Scope,
+    },
+    /// List the tokens (never their secrets).
+    List {
+        /// Print them as one JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token at once.
+    Revoke {
+        /// The token's name.
+        name: String,
+    },
+}
+
+/// A token scope as `--scope` takes it.
+fn scope(text: &str) -> Result<ryvos_protocol::records::Scope, String> {
+    use ryvos_protocol::records::Scope;
+    [Scope::Read, Scope::Operate]
+        .into_iter()
+        .find(|s| s.as_str() == text)
+        .ok_or_else(|| format!("'{text}' is not a scope: use read or operate"))
 }
 
 /// `ryvos compact`'s subcommands.

@@ -24,6 +24,7 @@ mod running;
 mod shown_config;
 mod starting;
 mod store_copy;
+mod tokens;
 mod workspace_dir;
 
 use clap::Parser;
@@ -110,6 +111,7 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
             parked::take(run, parked::Taken::Stop, shown, config, socket).await
         }
         Command::Console { open } => console::console(open, &socket).await,
+        Command::Token { command } => tokens::token(command, &socket).await,
         Command::Status { json } => {
             simple::<Status>(&socket, &NoParams {}, shown(json, print::status)).await
         }

@@ -114,6 +114,22 @@ pub fn sessions(sessions: &[SessionRecord]) {
     }
 }
 
+/// One line per token: its name, its scope and when it was made; never its secret.
+pub fn tokens(tokens: &[ryvos::access::TokenInfo]) {
+    if tokens.is_empty() {
+        outln!("no tokens; `ryvos token create NAME` makes one");
+    }
+    let now = ryvos::shared_store::now_ms();
+    for token in tokens {
+        let made = ago(now.saturating_sub(token.created_ms));
+        outln!(
+            "{:<24}  {:<7}  made {made}",
+            token.name,
+            token.scope.as_str()
+        );
+    }
+}
+
 /// `ms` as a person says it: `42s ago`, `5m ago`, `3h ago`, `2d ago`.
 fn ago(ms: u64) -> String {
     let secs = ms / 1000;

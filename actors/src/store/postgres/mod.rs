@@ -7,6 +7,7 @@
 //! connection, and each statement.
 
 mod changes;
+mod credentials;
 mod leases;
 mod queue;
 mod reads;
@@ -21,8 +22,8 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use ryvos_protocol::event::RunOutcome;
 use ryvos_protocol::records::{
-    AuditRecord, CostTotals, MemoryEntry, PendingApproval, PlanRecord, RunRecord, RunWatch,
-    SessionRecord, TurnCheckpoint, VerdictRecord,
+    AuditRecord, CostTotals, Credential, MemoryEntry, PendingApproval, PlanRecord, RunRecord,
+    RunWatch, SessionRecord, TurnCheckpoint, VerdictRecord,
 };
 use ryvos_protocol::records::{QueueState, QueuedRun};
 use std::collections::{HashMap, HashSet};
@@ -400,6 +401,26 @@ impl Storage for PostgresStore {
 
     async fn memory(&self, id: &str) -> Result<Option<MemoryEntry>, StoreError> {
         self.read_memory(id).await
+    }
+
+    async fn credential(&self, id: &str) -> Result<Option<Credential>, StoreError> {
+        self.read_credential(id).await
+    }
+
+    async fn credentials(&self, prefix: &str) -> Result<Vec<Credential>, StoreError> {
+        self.read_credentials(prefix).await
+    }
+
+    async fn add_credential(&self, credential: &Credential) -> Result<bool, StoreError> {
+        self.write_new_credential(credential).await
+    }
+
+    async fn remove_credential(&self, id: &str) -> Result<bool, StoreError> {
+        self.delete_credential(id).await
+    }
+
+    async fn remove_expired_credentials(&self, now_ms: u64) -> Result<u64, StoreError> {
+        self.delete_expired_credentials(now_ms).await
     }
 }
 

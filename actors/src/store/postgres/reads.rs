@@ -27,7 +27,7 @@ impl PostgresStore {
     }
 
     /// The rows `sql` returns.
-    async fn rows(
+    pub(super) async fn rows(
         &self,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
@@ -39,7 +39,7 @@ impl PostgresStore {
     }
 
     /// The records in column 0 of the rows `sql` returns.
-    async fn records<T: DeserializeOwned>(
+    pub(super) async fn records<T: DeserializeOwned>(
         &self,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
@@ -50,7 +50,7 @@ impl PostgresStore {
     }
 
     /// The record in column 0 of the row `sql` returns, if it returns one.
-    async fn record<T: DeserializeOwned>(
+    pub(super) async fn record<T: DeserializeOwned>(
         &self,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],

@@ -169,6 +169,16 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE run_queue ADD CONSTRAINT run_queue_state_check
         CHECK (state IN ('queued', 'running', 'finished', 'parked'));
     "#,
+    // 9: who may use the HTTP door (tokens and console sessions, by hash), the approval links'
+    // key, and the links already used.
+    r#"
+    CREATE TABLE credentials (
+        id text COLLATE "C" PRIMARY KEY,
+        record json NOT NULL,
+        expires_ms bigint
+    );
+    CREATE INDEX credentials_expiring ON credentials (expires_ms) WHERE expires_ms IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this binary writes.

@@ -506,3 +506,9 @@ async fn a_claimed_runs_session_starts_on_the_claims_lease_and_learns_it_changed
         "{started:?} {next:?}"
     );
 }
+
+#[tokio::test]
+async fn credentials_keep_their_contract() {
+    let Some(store) = store().await else { return };
+    crate::store::credential_checks::credentials_keep_their_contract(&store).await;
+}

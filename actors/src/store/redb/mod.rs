@@ -2,6 +2,7 @@
 //! readers alongside the writer); writes come only from the CheckpointActor's writer thread,
 //! which puts any number of sessions' batches in one transaction and one commit.
 
+mod credentials;
 #[cfg(feature = "testing")]
 pub(super) mod faults;
 mod file;
@@ -16,15 +17,15 @@ use async_trait::async_trait;
 use file::DatabaseFile;
 use redb::{Database, Durability, ReadableDatabase};
 use ryvos_protocol::records::{
-    AuditRecord, CostTotals, MemoryEntry, PendingApproval, PlanRecord, RunRecord, RunWatch,
-    SessionRecord, TurnCheckpoint, VerdictRecord,
+    AuditRecord, CostTotals, Credential, MemoryEntry, PendingApproval, PlanRecord, RunRecord,
+    RunWatch, SessionRecord, TurnCheckpoint, VerdictRecord,
 };
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use tables::{
-    ALWAYS, APPROVALS, AUDIT, CHECKPOINTS, COMPACTIONS, COSTS, GUARDIAN, MEMORIES, MEMORY_STATS,
-    MEMORY_TERMS, MESSAGES, PLANS, RUNS, SESSIONS, VERDICTS,
+    ALWAYS, APPROVALS, AUDIT, CHECKPOINTS, COMPACTIONS, COSTS, CREDENTIALS, GUARDIAN, MEMORIES,
+    MEMORY_STATS, MEMORY_TERMS, MESSAGES, PLANS, RUNS, SESSIONS, VERDICTS,
 };
 
 /// Every key of a session (or run) in a table keyed `(id, text)` sorts between these two.
@@ -72,6 +73,7 @@ impl RedbStore {
         PLANS.open(&txn, doing)?;
         AUDIT.open(&txn, doing)?;
         APPROVALS.open(&txn, doing)?;
+        CREDENTIALS.open(&txn, doing)?;
         txn.open_table(MEMORY_TERMS).doing(doing)?;
         txn.open_table(ALWAYS).doing(doing)?;
         txn.commit().doing(doing)
@@ -218,6 +220,31 @@ impl Storage for RedbStore {
 
     async fn memory(&self, id: &str) -> Result<Option<MemoryEntry>, StoreError> {
         self.read_memory(id)
+    }
+
+    async fn credential(&self, id: &str) -> Result<Option<Credential>, StoreError> {
+        self.read_credential(id)
+    }
+
+    async fn credentials(&self, prefix: &str) -> Result<Vec<Credential>, StoreError> {
+        let prefix = prefix.to_owned();
+        self.off_workers(move |s| s.read_credentials(&prefix)).await
+    }
+
+    async fn add_credential(&self, credential: &Credential) -> Result<bool, StoreError> {
+        let credential = credential.clone();
+        self.off_workers(move |s| s.write_new_credential(&credential))
+            .await
+    }
+
+    async fn remove_credential(&self, id: &str) -> Result<bool, StoreError> {
+        let id = id.to_owned();
+        self.off_workers(move |s| s.delete_credential(&id)).await
+    }
+
+    async fn remove_expired_credentials(&self, now_ms: u64) -> Result<u64, StoreError> {
+        self.off_workers(move |s| s.delete_expired_credentials(now_ms))
+            .await
     }
 }
 

@@ -7,8 +7,8 @@
 use super::super::{Context, StoreError};
 use redb::{Key, ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 use ryvos_protocol::records::{
-    AuditRecord, Compaction, CostTotals, MemoryEntry, PendingApproval, PlanRecord, RunRecord,
-    RunWatch, SessionRecord, TurnCheckpoint, VerdictRecord,
+    AuditRecord, Compaction, CostTotals, Credential, MemoryEntry, PendingApproval, PlanRecord,
+    RunRecord, RunWatch, SessionRecord, TurnCheckpoint, VerdictRecord,
 };
 use ryvos_protocol::Message;
 use serde::de::DeserializeOwned;
@@ -220,3 +220,6 @@ pub(super) const APPROVALS: Table<&str, PendingApproval> = Table::new("approvals
 
 /// `(session_id, what) -> ()`: calls a person approved "always" for the rest of a session.
 pub(super) const ALWAYS: TableDefinition<(&str, &str), ()> = TableDefinition::new("always");
+
+/// `id -> Credential`: tokens, console sessions, the approval links' key and spent links.
+pub(super) const CREDENTIALS: Table<&str, Credential> = Table::new("credentials");

@@ -102,3 +102,10 @@ async fn a_row_that_is_not_its_record_is_an_error_naming_the_table() {
     assert!(e.contains("table `plans` is not a PlanRecord"), "{e}");
     assert!(e.contains("s_bad"), "{e}");
 }
+
+#[tokio::test]
+async fn credentials_keep_their_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedbStore::open(&dir.path().join("t.redb"), true).unwrap();
+    crate::store::credential_checks::credentials_keep_their_contract(&store).await;
+}

@@ -6,7 +6,7 @@ use super::run_request::internal;
 use super::Shared;
 use ryvos::protocol::{AnswerParams, AnswerResult, ErrorBody, ErrorCode, MAX_BY_BYTES};
 use ryvos::shared_store::{Change, Delivery, Relay};
-use ryvos::ApprovalError;
+use ryvos::{ApprovalError, PendingApproval};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +14,28 @@ use tokio::sync::broadcast::error::RecvError;
 
 /// How long a relayed answer waits for the other daemons' replies.
 const RELAY_PATIENCE: Duration = Duration::from_secs(5);
+
+/// The calls waiting for a person's answer: this daemon's, and with a store other daemons
+/// share, theirs too (every request is stored before anyone is asked), oldest first.
+pub(super) async fn pending(shared: &Shared) -> Vec<PendingApproval> {
+    let mut pending = shared.runtime.pending_approvals();
+    let store = shared.runtime.shared_store();
+    if store.node().is_some() {
+        match store.approvals().await {
+            Ok(stored) => {
+                let known: HashSet<String> = pending.iter().map(|a| a.request_id.clone()).collect();
+                pending.extend(
+                    stored
+                        .into_iter()
+                        .filter(|a| !known.contains(&a.request_id)),
+                );
+                pending.sort_by_key(|a| a.asked_at_ms);
+            }
+            Err(e) => tracing::warn!("the other daemons' approval requests cannot be read: {e}"),
+        }
+    }
+    pending
+}
 
 /// Answers `params` here, or through the daemon waiting for it.
 pub(super) async fn answer(

@@ -199,7 +199,7 @@ async fn answer(
             Ok(report) => Ok(Reply::result(id, &report)),
             Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
         },
-        Ok(Method::Approvals(_)) => Ok(Reply::result(id, &shared.runtime.pending_approvals())),
+        Ok(Method::Approvals(_)) => Ok(Reply::result(id, &super::approvals::pending(shared).await)),
         Ok(Method::Interrupt(params)) => {
             match shared
                 .runtime
@@ -245,6 +245,15 @@ async fn answer(
         Ok(Method::Console(_)) => {
             super::console::login(shared).map(|login| Reply::result(id, &login))
         }
+        Ok(Method::TokenCreate(params)) => super::tokens::create(params, shared)
+            .await
+            .map(|made| Reply::result(id, &made)),
+        Ok(Method::Tokens(_)) => super::tokens::list(shared)
+            .await
+            .map(|tokens| Reply::result(id, &tokens)),
+        Ok(Method::TokenRevoke(params)) => super::tokens::revoke(params, shared)
+            .await
+            .map(|revoked| Reply::result(id, &revoked)),
     };
     let reply = reply.unwrap_or_else(|error| Reply::Error { id, error });
     send(write, &reply).await

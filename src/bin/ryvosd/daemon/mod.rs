@@ -20,6 +20,7 @@ mod reply;
 mod run_request;
 mod status;
 mod streaming;
+mod tokens;
 
 use lock::HomeLock;
 use ryvos::config::Config;

@@ -1,7 +1,11 @@
-//! Telling someone a run parked, for a daemon nobody watches: `[daemon] notify_command` is run
-//! and `notify_url` is POSTed the `RunParked` event. Each is bounded in time, and what goes
-//! wrong is logged: a notification never holds up or fails a run.
+//! Telling someone a run parked or a call waits for approval, for a daemon nobody watches:
+//! `[daemon] notify_command` is run and `notify_url` is POSTed the `RunParked` or
+//! `ApprovalRequested` event. With the console served, an approval's notification carries
+//! signed single-use links to approve or deny it (`links` in the JSON, `RYVOS_APPROVE_URL`
+//! and `RYVOS_DENY_URL` for the command). Each is bounded in time, and what goes wrong is
+//! logged: a notification never holds up or fails a run.
 
+use super::console::links::{self, Links};
 use super::Shared;
 use ryvos::{Event, EventKind};
 use std::process::Stdio;
@@ -29,7 +33,12 @@ pub(super) fn spawn(shared: Arc<Shared>) -> Option<tokio::task::JoinHandle<()>> 
                 () = shared.shutdown.cancelled() => return,
             };
             match event {
-                Ok(event) if matches!(event.kind, EventKind::RunParked { .. }) => {
+                Ok(event)
+                    if matches!(
+                        event.kind,
+                        EventKind::RunParked { .. } | EventKind::ApprovalRequested { .. }
+                    ) =>
+                {
                     tokio::spawn(notify(shared.clone(), event));
                 }
                 Ok(_) => {}
@@ -42,15 +51,28 @@ pub(super) fn spawn(shared: Arc<Shared>) -> Option<tokio::task::JoinHandle<()>> 
     }))
 }
 
-/// Tells the configured command and webhook that `event`'s run parked.
+/// Tells the configured command and webhook that `event`'s run parked, or that its call
+/// waits for approval.
 async fn notify(shared: Arc<Shared>, event: Arc<Event>) {
-    let json = match serde_json::to_string(&*event) {
+    let links = match &event.kind {
+        EventKind::ApprovalRequested { request_id, .. } => {
+            match links::for_request(&shared, request_id).await {
+                Ok(links) => links,
+                Err(e) => {
+                    tracing::warn!(run = %event.run_id, "approval links could not be made: {e}");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    let json = match told(&event, links.as_ref()) {
         Ok(json) => json,
-        Err(e) => return tracing::warn!("the park could not be told: {e}"),
+        Err(e) => return tracing::warn!("the event could not be told: {e}"),
     };
     let daemon = &shared.config.daemon;
     if let Some((program, args)) = daemon.notify_command.split_first() {
-        if let Err(e) = run_command(program, args, &event, &json).await {
+        if let Err(e) = run_command(program, args, &event, links.as_ref(), &json).await {
             tracing::warn!(run = %event.run_id, "[daemon] notify_command: {e}");
         }
     }
@@ -61,22 +83,38 @@ async fn notify(shared: Arc<Shared>, event: Arc<Event>) {
     }
 }
 
+/// The event as JSON, with its approval links as `links` when it has them.
+fn told(event: &Event, links: Option<&Links>) -> Result<String, serde_json::Error> {
+    let mut json = serde_json::to_value(event)?;
+    if let (Some(links), Some(fields)) = (links, json.as_object_mut()) {
+        fields.insert("links".into(), serde_json::to_value(links)?);
+    }
+    serde_json::to_string(&json)
+}
+
 /// Runs `program args`, the event on its stdin, to its end (at most [`COMMAND_TIMEOUT`]).
 async fn run_command(
     program: &str,
     args: &[String],
     event: &Event,
+    links: Option<&Links>,
     json: &str,
 ) -> Result<(), String> {
-    let reason = match &event.kind {
-        EventKind::RunParked { reason, .. } => reason.as_str(),
-        _ => "",
+    let (reason, request) = match &event.kind {
+        EventKind::RunParked { reason, .. } => (reason.as_str(), ""),
+        EventKind::ApprovalRequested { request_id, .. } => ("", request_id.as_str()),
+        _ => ("", ""),
     };
+    let link = |pick: fn(&Links) -> &str| links.map_or("", pick);
     let mut child = tokio::process::Command::new(program)
         .args(args)
         .env("RYVOS_RUN_ID", event.run_id.as_str())
         .env("RYVOS_SESSION_ID", event.session_id.as_str())
         .env("RYVOS_PARK_REASON", reason)
+        .env("RYVOS_REQUEST_ID", request)
+        .env("RYVOS_APPROVE_URL", link(|l| &l.approve))
+        .env("RYVOS_DENY_URL", link(|l| &l.deny))
+        .env("RYVOS_CONSOLE_URL", link(|l| &l.open))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -1,8 +1,8 @@
 //! The console's JSON API: what the page reads and the few things it may do, each through the
 //! same façade and daemon functions the socket's methods use.
 
-use super::access::Refused;
-use super::guard::{self, Authed, SameOrigin};
+use super::guard::{self, Caller, Operator, SameOrigin};
+use super::logins::Refused;
 use super::State;
 use axum::extract::{Path, Query};
 use axum::http::{header, StatusCode};
@@ -26,11 +26,17 @@ pub(super) async fn log_in(
     _: SameOrigin,
     Json(login): Json<Login>,
 ) -> Response {
-    match state.access.log_in(login.code.trim()) {
-        Ok(cookie) => {
-            let cookie = guard::session_cookie(&cookie, state.secure);
-            (StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response()
-        }
+    match state.logins.redeem(login.code.trim()) {
+        Ok(()) => match state.shared.runtime.access().open_session().await {
+            Ok(cookie) => {
+                let cookie = guard::session_cookie(&cookie, state.secure);
+                (StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response()
+            }
+            Err(e) => guard::refused(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("the session could not be stored ({e}): `ryvos console` again"),
+            ),
+        },
         Err(Refused::Code) => guard::refused(
             StatusCode::UNAUTHORIZED,
             "that login code is not one (wrong, used, or expired): `ryvos console` prints a \
@@ -50,9 +56,13 @@ pub(super) async fn log_in(
 pub(super) async fn log_out(
     axum::extract::State(state): axum::extract::State<State>,
     _: SameOrigin,
-    Authed(cookie): Authed,
+    caller: Caller,
 ) -> Response {
-    state.access.log_out(&cookie);
+    if let Some(cookie) = &caller.cookie {
+        if let Err(e) = state.shared.runtime.access().close_session(cookie).await {
+            return guard::refused(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
+        }
+    }
     let cleared = guard::cleared_cookie();
     (StatusCode::NO_CONTENT, [(header::SET_COOKIE, cleared)]).into_response()
 }
@@ -60,7 +70,7 @@ pub(super) async fn log_out(
 /// The daemon's status, as `ryvos status` shows it.
 pub(super) async fn status(
     axum::extract::State(state): axum::extract::State<State>,
-    _: Authed,
+    _: Caller,
 ) -> Response {
     Json(super::super::status::status(&state.shared).await).into_response()
 }
@@ -79,7 +89,7 @@ pub(super) struct SessionsQuery {
 /// The sessions, most recently updated first.
 pub(super) async fn sessions(
     axum::extract::State(state): axum::extract::State<State>,
-    _: Authed,
+    _: Caller,
     Query(query): Query<SessionsQuery>,
 ) -> Response {
     let sessions = match state.shared.runtime.sessions().await {
@@ -104,9 +114,9 @@ pub(super) async fn sessions(
 /// The calls waiting for a person's answer.
 pub(super) async fn approvals(
     axum::extract::State(state): axum::extract::State<State>,
-    _: Authed,
+    _: Caller,
 ) -> Response {
-    Json(state.shared.runtime.pending_approvals()).into_response()
+    Json(super::super::approvals::pending(&state.shared).await).into_response()
 }
 
 /// `POST /api/approvals/{id}/{approve|deny}`'s body.
@@ -120,8 +130,7 @@ pub(super) struct Answer {
 /// daemon waiting for it, in a cluster).
 pub(super) async fn answer(
     axum::extract::State(state): axum::extract::State<State>,
-    _: SameOrigin,
-    _: Authed,
+    Operator(caller): Operator,
     Path((request_id, answer)): Path<(String, String)>,
     body: Option<Json<Answer>>,
 ) -> Response {
@@ -137,7 +146,7 @@ pub(super) async fn answer(
         request_id,
         reason,
         always: false,
-        by: Some("the console".into()),
+        by: Some(caller.by),
     };
     match super::super::approvals::answer(params, approved, &state.shared).await {
         Ok(answered) => Json(answered).into_response(),

@@ -1,5 +1,6 @@
-//! What stands between the console and a request: the session cookie, the same-origin check
-//! on every change, and the headers every answer carries.
+//! What stands between the console and a request: the session cookie or a bearer token, the
+//! scope a change needs, the same-origin check on a browser's changes, and the headers every
+//! answer carries.
 
 use super::State;
 use axum::extract::{FromRequestParts, Path};
@@ -7,6 +8,7 @@ use axum::http::header::{self, HeaderMap, HeaderValue};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use ryvos::access::Scope;
 use ryvos::SessionId;
 
 /// The session cookie's name.
@@ -32,22 +34,87 @@ pub(super) async fn headers(mut response: Response) -> Response {
     response
 }
 
-/// A request of a logged-in console session: its cookie's value.
-pub(super) struct Authed(pub String);
+/// Who a request comes from, once admitted: a person's console session (its cookie) or a
+/// program's bearer token.
+pub(super) struct Caller {
+    pub scope: Scope,
+    /// Who answers, as the audit and `ApprovalResolved` say it.
+    pub by: String,
+    /// The session cookie, when it is a person's.
+    pub cookie: Option<String>,
+}
 
-impl FromRequestParts<State> for Authed {
+impl FromRequestParts<State> for Caller {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &State) -> Result<Self, Response> {
-        admitted(state, &parts.headers)
-            .map(Authed)
+        caller(state, &parts.headers)
+            .await?
             .ok_or_else(unauthorized)
     }
 }
 
-/// The cookie of a live console session among `headers`, if there is one.
-pub(super) fn admitted(state: &State, headers: &HeaderMap) -> Option<String> {
-    cookie(headers).filter(|value| state.access.admits(value))
+/// Who sent a request with `headers`, if anyone admitted: a bearer token when one is sent
+/// (a wrong one admits nobody, whatever cookie comes with it), else the session cookie.
+pub(super) async fn caller(state: &State, headers: &HeaderMap) -> Result<Option<Caller>, Response> {
+    let access = state.shared.runtime.access();
+    let unreadable = |e: ryvos::access::AccessError| {
+        refused(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!("who may enter cannot be read from the store now ({e}); try again"),
+        )
+    };
+    if let Some(token) = bearer(headers) {
+        let token = access.admit_token(token).await.map_err(unreadable)?;
+        return Ok(token.map(|t| Caller {
+            scope: t.scope,
+            by: format!("token {}", t.name),
+            cookie: None,
+        }));
+    }
+    let Some(cookie) = cookie(headers) else {
+        return Ok(None);
+    };
+    let open = access.session_is_open(&cookie).await.map_err(unreadable)?;
+    Ok(open.then(|| Caller {
+        scope: Scope::Operate,
+        by: "the console".into(),
+        cookie: Some(cookie),
+    }))
+}
+
+/// A caller who may change things: a token of scope `operate`, or a console session whose
+/// request came from the console's own page (see [`SameOrigin`]). A token is sent on purpose,
+/// never by a browser on its own, so it needs no origin check.
+pub(super) struct Operator(pub Caller);
+
+impl FromRequestParts<State> for Operator {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &State) -> Result<Self, Response> {
+        let caller = Caller::from_request_parts(parts, state).await?;
+        if caller.cookie.is_some() {
+            SameOrigin::from_request_parts(parts, state).await?;
+        }
+        if !caller.scope.operates() {
+            return Err(refused(
+                StatusCode::FORBIDDEN,
+                &format!(
+                    "{} may only read: make a token with --scope operate to approve, continue \
+                     or stop",
+                    caller.by
+                ),
+            ));
+        }
+        Ok(Operator(caller))
+    }
+}
+
+/// The token of an `Authorization: Bearer …` header, if one is sent.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// A well-formed session id in the request's path.
@@ -109,7 +176,7 @@ fn cookie(headers: &HeaderMap) -> Option<String> {
 
 /// The cookie that holds a console session, `Secure` over TLS.
 pub(super) fn session_cookie(value: &str, secure: bool) -> HeaderValue {
-    let max_age = super::access::SESSION_IDLE.as_secs();
+    let max_age = ryvos::access::SESSION_LIFETIME.as_secs();
     let secure = if secure { "; Secure" } else { "" };
     let cookie =
         format!("{COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}");

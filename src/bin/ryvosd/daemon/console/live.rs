@@ -2,7 +2,7 @@
 //! happen, as server-sent events. The stream ends when the daemon stops; the browser
 //! reconnects by itself, to this daemon or the next.
 
-use super::guard::{self, Authed, SessionInPath};
+use super::guard::{self, Caller, SessionInPath};
 use super::State;
 use axum::http::StatusCode;
 use axum::response::sse::{Event as Sent, KeepAlive, Sse};
@@ -16,7 +16,7 @@ use tokio_stream::wrappers::BroadcastStream;
 /// Everything stored of a session, as `ryvos history --json` shows it.
 pub(super) async fn history(
     axum::extract::State(state): axum::extract::State<State>,
-    _: Authed,
+    _: Caller,
     SessionInPath(id): SessionInPath,
 ) -> Response {
     match state.shared.runtime.history(&id).await {
@@ -30,7 +30,7 @@ pub(super) async fn history(
 /// event named `lagged`, with how many were missed, when the browser fell behind.
 pub(super) async fn events(
     axum::extract::State(state): axum::extract::State<State>,
-    _: Authed,
+    _: Caller,
     SessionInPath(id): SessionInPath,
 ) -> Response {
     let live = BroadcastStream::new(state.shared.runtime.subscribe());

@@ -2,18 +2,19 @@
 //! with a one-time code (`ryvos console`) and watches and steers the daemon through the same
 //! `Runtime` façade the socket serves: no second implementation of runs or approvals.
 
-pub(crate) mod access;
 mod api;
 mod assets;
 mod guard;
+pub(crate) mod links;
 mod live;
+pub(crate) mod logins;
 mod runs;
 mod tls;
 
 use super::{DaemonError, Shared};
-use access::Access;
 use axum::routing::{get, post};
 use axum::Router;
+use logins::Logins;
 use ryvos::config::HttpDoor;
 use ryvos::protocol::{ConsoleResult, ErrorBody, ErrorCode};
 use std::sync::Arc;
@@ -25,7 +26,7 @@ const MAX_BODY_BYTES: usize = 16 * 1024;
 pub(crate) struct Console {
     /// `http://127.0.0.1:7420`, `https://…`: what a browser is sent to.
     pub origin: String,
-    pub access: Arc<Access>,
+    pub logins: Arc<Logins>,
 }
 
 /// The console's listener, bound (so that a daemon whose door cannot open does not start) but
@@ -34,7 +35,7 @@ pub(crate) struct Opened {
     listener: tokio::net::TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
     /// The same as its [`Console`]'s.
-    access: Arc<Access>,
+    logins: Arc<Logins>,
 }
 
 /// Binds the door `[http]` asks for; `None` when it is off.
@@ -53,16 +54,16 @@ pub(crate) async fn open(door: Option<HttpDoor>) -> Result<Option<(Opened, Conso
         .local_addr()
         .map_err(|e| DaemonError::Setup(format!("[http] listen: {e}")))?;
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let access = Arc::new(Access::default());
+    let logins = Arc::new(Logins::default());
     let console = Console {
         origin: format!("{scheme}://{address}"),
-        access: access.clone(),
+        logins: logins.clone(),
     };
     Ok(Some((
         Opened {
             listener,
             tls,
-            access,
+            logins,
         },
         console,
     )))
@@ -77,17 +78,17 @@ pub(super) fn login(shared: &Shared) -> Result<ConsoleResult, ErrorBody> {
              config and restart it",
         ));
     };
-    let code = console.access.new_code();
+    let code = console.logins.new_code();
     Ok(ConsoleResult {
         url: format!("{}/#code={code}", console.origin),
-        expires_in_secs: access::CODE_LIFETIME.as_secs(),
+        expires_in_secs: logins::CODE_LIFETIME.as_secs(),
     })
 }
 
 /// Serves the console until the daemon stops.
 pub(crate) fn spawn(opened: Opened, shared: Arc<Shared>) -> tokio::task::JoinHandle<()> {
     let secure = opened.tls.is_some();
-    let app = router(shared.clone(), opened.access, secure);
+    let app = router(shared.clone(), opened.logins, secure);
     let stop = shared.shutdown.clone().cancelled_owned();
     tokio::spawn(async move {
         let served = match opened.tls {
@@ -113,18 +114,22 @@ pub(crate) fn spawn(opened: Opened, shared: Arc<Shared>) -> tokio::task::JoinHan
 #[derive(Clone)]
 pub(super) struct State {
     pub shared: Arc<Shared>,
-    /// Who may enter: the daemon's [`Console::access`].
-    pub access: Arc<Access>,
+    /// The login codes: the daemon's [`Console::logins`].
+    pub logins: Arc<Logins>,
     /// Served over TLS: the cookie is `Secure`.
     pub secure: bool,
 }
 
-fn router(shared: Arc<Shared>, access: Arc<Access>, secure: bool) -> Router {
+fn router(shared: Arc<Shared>, logins: Arc<Logins>, secure: bool) -> Router {
     Router::new()
         .route("/", get(assets::page))
         .route("/login.js", get(assets::login_js))
         .route("/console.js", get(assets::console_js))
         .route("/console.css", get(assets::console_css))
+        .route("/link.js", get(assets::link_js))
+        .route("/approval/{request}", get(assets::link_page))
+        .route("/api/links/{request}/look", post(links::look))
+        .route("/api/links/{request}/use", post(links::use_link))
         .route("/api/login", post(api::log_in))
         .route("/api/logout", post(api::log_out))
         .route("/api/status", get(api::status))
@@ -140,7 +145,7 @@ fn router(shared: Arc<Shared>, access: Arc<Access>, secure: bool) -> Router {
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(State {
             shared,
-            access,
+            logins,
             secure,
         })
 }

@@ -5,7 +5,7 @@
 
 use super::super::streaming::{parked_error, run_id};
 use super::api::failed;
-use super::guard::{Authed, SameOrigin};
+use super::guard::Operator;
 use super::State;
 use axum::extract::Path;
 use axum::http::StatusCode;
@@ -24,8 +24,7 @@ pub(super) struct Continue {
 /// Continues a parked run; answers once it is going on (202), with its run and session.
 pub(super) async fn continue_run(
     axum::extract::State(state): axum::extract::State<State>,
-    _: SameOrigin,
-    _: Authed,
+    _: Operator,
     Path(run): Path<String>,
     body: Option<Json<Continue>>,
 ) -> Response {
@@ -49,8 +48,7 @@ pub(super) async fn continue_run(
 /// Stops a run (a parked one where it parked, one in flight cancelled); its outcome.
 pub(super) async fn stop_run(
     axum::extract::State(state): axum::extract::State<State>,
-    _: SameOrigin,
-    _: Authed,
+    _: Operator,
     Path(run): Path<String>,
 ) -> Response {
     let run = match run_id(&run) {

@@ -1,0 +1,84 @@
+use super::links::{LinkAction, LinkRefused};
+use super::*;
+
+fn access() -> (tempfile::TempDir, Access) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("store.redb"), true).unwrap();
+    (dir, Access::new(store))
+}
+
+#[tokio::test]
+async fn a_token_admits_with_its_scope_until_revoked_and_is_never_listed() {
+    let (_dir, access) = access();
+    let token = access.create_token("ci_bot", Scope::Read).await.unwrap();
+    assert!(token.starts_with("ryvos_ci_bot_"));
+    assert_eq!(
+        access.admit_token(&token).await.unwrap().map(|t| t.scope),
+        Some(Scope::Read)
+    );
+    let taken = access.create_token("ci_bot", Scope::Operate).await;
+    assert!(matches!(taken, Err(AccessError::Refused(_))));
+    assert!(access.create_token("no spaces", Scope::Read).await.is_err());
+
+    let listed = access.tokens().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0].name.as_str(), listed[0].scope),
+        ("ci_bot", Scope::Read)
+    );
+    let forged = format!("{}0", &token[..token.len() - 1]);
+    assert_eq!(access.admit_token(&forged).await.unwrap(), None);
+    assert_eq!(access.admit_token("ryvos_ci_bot").await.unwrap(), None);
+
+    assert!(access.revoke_token("ci_bot").await.unwrap());
+    assert_eq!(access.admit_token(&token).await.unwrap(), None);
+    assert!(!access.revoke_token("ci_bot").await.unwrap());
+}
+
+#[tokio::test]
+async fn a_console_session_is_open_until_closed() {
+    let (_dir, access) = access();
+    let cookie = access.open_session().await.unwrap();
+    assert!(access.session_is_open(&cookie).await.unwrap());
+    assert!(!access.session_is_open("guess").await.unwrap());
+    access.close_session(&cookie).await.unwrap();
+    assert!(!access.session_is_open(&cookie).await.unwrap());
+}
+
+#[tokio::test]
+async fn a_link_works_once_for_its_request_and_its_action_only() {
+    let (_dir, access) = access();
+    let hour = std::time::Duration::from_secs(3600);
+    let link = access
+        .sign_link("a_1", LinkAction::Approve, hour)
+        .await
+        .unwrap();
+    let grant = access.check_link("a_1", &link).await.unwrap().unwrap();
+    assert_eq!(grant.action, LinkAction::Approve);
+    assert_eq!(
+        access.check_link("a_2", &link).await.unwrap(),
+        Err(LinkRefused::OtherRequest)
+    );
+    let tampered = link.replacen(".approve.", ".deny.", 1);
+    assert_eq!(
+        access.check_link("a_1", &tampered).await.unwrap(),
+        Err(LinkRefused::Tampered)
+    );
+    assert_eq!(
+        access.check_link("a_1", "a_1.approve").await.unwrap(),
+        Err(LinkRefused::Malformed)
+    );
+    assert!(access.spend_link("a_1", &link).await.unwrap().is_ok());
+    assert_eq!(
+        access.spend_link("a_1", &link).await.unwrap(),
+        Err(LinkRefused::Used)
+    );
+    let expired = access
+        .sign_link("a_1", LinkAction::Deny, std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(
+        access.check_link("a_1", &expired).await.unwrap(),
+        Err(LinkRefused::Expired)
+    );
+}
