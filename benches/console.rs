@@ -140,7 +140,7 @@ async fn listing() -> String {
         .unwrap();
     let cookie = answer.headers()[SET_COOKIE].to_str().unwrap();
     let cookie = cookie.split(';').next().unwrap().to_owned();
-    for page in ["/", "/console.js", "/console.css"] {
+    for page in ["/", "/console.js", "/costs.js", "/console.css"] {
         weight += get(&http, origin, page, &cookie).await.len();
     }
     let mut report = format!(

@@ -1,7 +1,8 @@
 //! The console in a real headless Chromium with a phone's window, against the real `ryvosd`:
 //! a stranger sees only the login page; the link `ryvos console` prints logs in; a call waiting
 //! for approval shows with its tool, approving it by keyboard lets the run finish, and the
-//! session's events appear as they happen; a parked run is continued with a new budget.
+//! session's events appear as they happen; a parked run is continued with a new budget, and
+//! the month's cost is charted (a screenshot shows its bars).
 
 mod common;
 
@@ -124,6 +125,85 @@ async fn a_parked_run_is_continued_from_the_console_with_a_new_budget() {
     assert_eq!(end["status"], "completed", "{end}");
     assert_eq!(end["run_id"], run_id.as_str());
     browser.text_with("#no-parked", "No run is parked").await;
+
+    // The month's cost, charted: the model in the legend, its bars drawn in its colour.
+    browser.text_with("#cost-legend li", "scripted").await;
+    browser.text_with("#cost-total", "50.00¢ a run").await;
+    let chart = browser
+        .client
+        .find(Locator::Css("svg#cost-chart"))
+        .await
+        .unwrap();
+    let drawn = coloured_pixels(&chart.screenshot().await.unwrap(), [0x3b, 0x82, 0xf6]);
+    assert!(
+        drawn > 20,
+        "the chart's bars are drawn: {drawn} pixels in the model's colour"
+    );
+    browser.close().await;
+    home.shutdown(daemon).await;
+}
+
+/// How many pixels of the PNG `image` are (nearly) `rgb`.
+fn coloured_pixels(image: &[u8], rgb: [u8; 3]) -> usize {
+    let mut reader = png::Decoder::new(std::io::Cursor::new(image))
+        .read_info()
+        .unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+    let frame = reader.next_frame(&mut pixels).unwrap();
+    let step = frame.color_type.samples();
+    pixels[..frame.buffer_size()]
+        .chunks(step)
+        .filter(|p| p.len() >= 3 && (0..3).all(|i| p[i].abs_diff(rgb[i]) <= 8))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn after_a_kill_of_the_daemon_the_open_page_shows_the_waiting_call_again() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let server = ScriptedModelServer::start([Reply::tool_calls(&[(
+        "b1",
+        "bash",
+        r#"{"command": "echo approved > proof.txt"}"#,
+    )])])
+    .await;
+    // A fixed port, as a real console has: the page goes on at the same address.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let http = format!("[http]\nlisten = \"127.0.0.1:{port}\"\n");
+    let home = Home::with_sections(&server, "", "", &http);
+    let mut daemon = home.daemon().await;
+    let mut run = home.follow(&["run", "--json", "make the proof"]);
+    let request = run
+        .until(|e| (e["type"] == "ApprovalRequested").then(|| e["request_id"].clone()))
+        .await;
+    let (code, link, err) = home.ryvos(&["console"]).await;
+    assert_eq!(code, 0, "{err}");
+    browser.client.goto(link.trim()).await.unwrap();
+    browser.text_with("#approvals li", "bash").await;
+
+    daemon.start_kill().unwrap(); // SIGKILL
+    daemon.wait().await.unwrap();
+    run.rest().await;
+    // The page says it lost the daemon, and goes on asking.
+    browser.text_with("#problem", "fetch").await;
+    let daemon = home.daemon().await;
+    // Never reloaded, and its session kept: its next read succeeds and finds the request.
+    let problem = browser.client.find(Locator::Css("#problem")).await.unwrap();
+    let cleared = tokio::time::timeout(WAIT, async {
+        while !problem.text().await.unwrap().is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    });
+    assert!(cleared.await.is_ok(), "the page reads the restarted daemon");
+    let shown = browser.text_with("#approvals li", "echo approved").await;
+    assert!(shown.contains("bash"), "{shown}");
+    let (_, listed, _) = home.ryvos(&["approvals", "--json"]).await;
+    assert!(listed.contains(request.as_str().unwrap()), "{listed}");
     browser.close().await;
     home.shutdown(daemon).await;
 }

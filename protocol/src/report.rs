@@ -16,6 +16,17 @@ pub struct Spend {
     pub estimated_calls: u64,
 }
 
+/// One model's spending on one day.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ModelSpend {
+    /// `YYYY-MM-DD` (UTC).
+    pub day: String,
+    pub model: String,
+    pub calls: u64,
+    pub cost_cents: f64,
+}
+
 /// Spending this month against the limits, per day and per session (`ryvos cost`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 // Closed in the schema: a client may rely on every field being documented.
@@ -31,6 +42,9 @@ pub struct CostReport {
     pub refused_until: Option<String>,
     /// Each day of this month with spending, oldest first.
     pub days: Vec<Spend>,
+    /// Each model's spending on each day of this month, by day, then model.
+    #[serde(default)]
+    pub models: Vec<ModelSpend>,
     /// The sessions that spent most, all time, most first.
     pub sessions: Vec<Spend>,
     /// How many sessions have spending recorded.

@@ -230,6 +230,8 @@ impl LedgerState {
             session_key(&report.session_id),
             format!("day:{}", period.day),
             format!("month:{}", period.month),
+            // What the console charts: each model's spending per day.
+            format!("model-day:{}:{}", period.day, report.model),
         ];
         let (price, price_source) = self.prices.price_of(&report.model, report.served_locally);
         let mut before = Vec::with_capacity(keys.len());

@@ -4,7 +4,7 @@
 use super::period::Period;
 use crate::config::BudgetConfig;
 use crate::store::{CostTotals, Store, StoreError};
-pub(super) use ryvos_protocol::report::{CostReport, Spend};
+pub(super) use ryvos_protocol::report::{CostReport, ModelSpend, Spend};
 
 /// How many sessions the report lists (the most expensive first).
 const SESSIONS_LISTED: usize = 20;
@@ -18,6 +18,18 @@ fn spend(key: &str, t: &CostTotals) -> Spend {
         cost_cents: t.cents(),
         estimated_calls: t.estimated_calls,
     }
+}
+
+/// `model-day:YYYY-MM-DD:MODEL`'s spending (a model's name may hold `:` itself).
+fn model_spend(key: &str, t: &CostTotals) -> Option<ModelSpend> {
+    let rest = key.strip_prefix("model-day:")?;
+    let (day, model) = (rest.get(..10)?, rest.get(11..)?);
+    Some(ModelSpend {
+        day: day.to_owned(),
+        model: model.to_owned(),
+        calls: t.calls,
+        cost_cents: t.cents(),
+    })
 }
 
 /// Reads the report from the store as of `now_ms`.
@@ -37,6 +49,12 @@ pub(crate) async fn cost_report(
         .iter()
         .map(|(k, t)| spend(k.trim_start_matches("day:"), t))
         .collect();
+    let models = store
+        .cost_totals_with_prefix(&format!("model-day:{}-", period.month))
+        .await?
+        .iter()
+        .filter_map(|(k, t)| model_spend(k, t))
+        .collect();
     let mut sessions: Vec<Spend> = store
         .cost_totals_with_prefix("session:")
         .await?
@@ -55,6 +73,7 @@ pub(crate) async fn cost_report(
         per_run_limit_cents: budget.per_run_limit_cents,
         refused_until: limit_reached.then(|| period.next_month_start()),
         days,
+        models,
         sessions,
         session_count,
     })

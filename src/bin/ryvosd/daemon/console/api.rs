@@ -111,6 +111,17 @@ pub(super) async fn sessions(
     Json(listed).into_response()
 }
 
+/// The month's spending against the limits, per day and per model (`ryvos cost`'s report).
+pub(super) async fn costs(
+    axum::extract::State(state): axum::extract::State<State>,
+    _: Caller,
+) -> Response {
+    match state.shared.runtime.cost_report().await {
+        Ok(report) => Json(report).into_response(),
+        Err(e) => guard::refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
 /// The calls waiting for a person's answer.
 pub(super) async fn approvals(
     axum::extract::State(state): axum::extract::State<State>,

@@ -11,6 +11,7 @@ const CONSOLE_HTML: &str = include_str!("assets/console.html");
 const LOGIN_HTML: &str = include_str!("assets/login.html");
 const CONSOLE_JS: &str = include_str!("assets/console.js");
 const LOGIN_JS: &str = include_str!("assets/login.js");
+const COSTS_JS: &str = include_str!("assets/costs.js");
 const CONSOLE_CSS: &str = include_str!("assets/console.css");
 const LINK_HTML: &str = include_str!("assets/link.html");
 const LINK_JS: &str = include_str!("assets/link.js");
@@ -34,6 +35,10 @@ pub(super) async fn login_js() -> Response {
 
 pub(super) async fn console_js(_: Caller) -> Response {
     asset(CONSOLE_JS, "text/javascript; charset=utf-8")
+}
+
+pub(super) async fn costs_js(_: Caller) -> Response {
+    asset(COSTS_JS, "text/javascript; charset=utf-8")
 }
 
 /// The styles: served to anyone, as the approval link's page uses them too (they say nothing
