@@ -3,7 +3,8 @@
 //!
 //! Both daemons add their spending to one monthly total, and each checks the month against
 //! that total, the other's spending included; an approval request waiting on one daemon is
-//! answered through the other.
+//! listed and answered through the other, from its command line or, with a token made on the
+//! first, from its console's API.
 
 mod common;
 
@@ -93,6 +94,10 @@ async fn an_approval_waiting_on_one_daemon_is_answered_through_another() {
                 .then(|| event["request_id"].as_str().unwrap().to_owned())
         })
         .await;
+    // Every daemon lists the cluster's requests.
+    let (code, listed, _) = b.ryvos(&["approvals", "--json"]).await;
+    assert_eq!(code, 0);
+    assert!(listed.contains(&request_id), "{listed}");
     let (code, _, stderr) = b.ryvos(&["approve", &request_id]).await;
     assert_eq!(code, 0, "{stderr}");
     let Ended { events, code, .. } = run.rest().await;
@@ -110,4 +115,60 @@ async fn an_approval_waiting_on_one_daemon_is_answered_through_another() {
         assert_ne!(code, 0);
         assert!(stderr.contains("no approval request"), "{stderr}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_made_on_one_daemon_approves_through_anothers_console_a_call_waiting_on_the_first(
+) {
+    if !Backend::Postgres.available() {
+        return;
+    }
+    let server = ScriptedModelServer::start([
+        Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo approved > proof.txt"}"#)]),
+        Reply::text(&["Done."]),
+    ])
+    .await;
+    let console = "[http]\nlisten = \"127.0.0.1:0\"\n";
+    let homes = [
+        Home::with_sections(&server, "", "", ""),
+        Home::with_sections(&server, "", "", console),
+    ];
+    let Some(([a, b], _daemons)) = two_daemons(homes).await else {
+        return;
+    };
+    let (code, token, err) = a.ryvos(&["token", "create", "pager"]).await;
+    assert_eq!(code, 0, "{err}");
+    let token = format!("Bearer {}", token.trim());
+    let mut run = a.follow(&["run", "--json", "make the proof"]);
+    let request_id = run
+        .until(|e| (e["type"] == "ApprovalRequested").then(|| e["request_id"].clone()))
+        .await;
+    let request_id = request_id.as_str().unwrap();
+    let (_, status, _) = b.ryvos(&["status", "--json"]).await;
+    let status: Value = serde_json::from_str(&status).unwrap();
+    let origin = status["console"].as_str().unwrap();
+    let http = reqwest::Client::new();
+    let approvals: Value = http
+        .get(format!("{origin}/api/approvals"))
+        .header("authorization", &token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(approvals[0]["request_id"], request_id, "{approvals}");
+    let approved = http
+        .post(format!("{origin}/api/approvals/{request_id}/approve"))
+        .header("authorization", &token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(approved.status(), reqwest::StatusCode::OK);
+    let Ended { events, code, .. } = run.rest().await;
+    assert_eq!(code, Some(0));
+    assert!(events
+        .iter()
+        .any(|e| e["type"] == "ApprovalResolved" && e["by"] == "token pager"));
+    assert!(a.workspace.path().join("proof.txt").exists());
 }
