@@ -5,7 +5,7 @@
 mod common;
 
 use common::home::{Ended, Home, WAIT};
-use ryvos_testkit::{Reply, ScriptedModelServer};
+use ryvos_testkit::ScriptedModelServer;
 use tokio::process::Child;
 
 /// A daemon whose run waits for approval of a `bash` call when it is killed: the home, the new
@@ -38,16 +38,9 @@ async fn killed_while_waiting(server: &ScriptedModelServer) -> (Home, Child, Str
     (home, daemon, request_id, session)
 }
 
-fn script() -> [Reply; 2] {
-    [
-        Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo approved > proof.txt"}"#)]),
-        Reply::text(&["Done."]),
-    ]
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_call_waiting_for_approval_at_a_kill_is_asked_again_on_resume() {
-    let server = ScriptedModelServer::start(script()).await;
+    let server = ScriptedModelServer::start(common::bash_proof_then_done()).await;
     let (home, _daemon, request_id, session) = killed_while_waiting(&server).await;
 
     let mut resumed = home.follow(&["run", "--json", "--resume", &session, "go", "on"]);
@@ -82,7 +75,7 @@ async fn a_call_waiting_for_approval_at_a_kill_is_asked_again_on_resume() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_answer_given_after_the_kill_is_applied_on_resume_without_asking() {
-    let server = ScriptedModelServer::start(script()).await;
+    let server = ScriptedModelServer::start(common::bash_proof_then_done()).await;
     let (home, _daemon, request_id, session) = killed_while_waiting(&server).await;
     let (code, _, stderr) = home.ryvos(&["approve", &request_id]).await;
     assert_eq!(code, 0, "{stderr}");

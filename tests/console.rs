@@ -9,16 +9,12 @@ use common::console::{client, console_home, get, log_in, login_link};
 use common::home::{Home, WAIT};
 use reqwest::header::{COOKIE, ORIGIN, SET_COOKIE};
 use reqwest::StatusCode;
-use ryvos_testkit::{Reply, ScriptedModelServer};
+use ryvos_testkit::ScriptedModelServer;
 use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_login_code_works_once_and_an_approval_in_the_console_finishes_the_run() {
-    let server = ScriptedModelServer::start([
-        Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo approved > proof.txt"}"#)]),
-        Reply::text(&["Done."]),
-    ])
-    .await;
+    let server = ScriptedModelServer::start(common::bash_proof_then_done()).await;
     let home = console_home(&server);
     let daemon = home.daemon().await;
     let mut run = home.follow(&["run", "--json", "make the proof"]);

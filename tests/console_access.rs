@@ -9,14 +9,19 @@ use common::console::{client, console_home, get, log_in, login_link};
 use common::home::{Home, WAIT};
 use reqwest::header::AUTHORIZATION;
 use reqwest::StatusCode;
-use ryvos_testkit::{Reply, ScriptedModelServer};
+use ryvos_testkit::ScriptedModelServer;
 use serde_json::{json, Value};
 
-fn bash_then_done() -> [Reply; 2] {
-    [
-        Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo approved > proof.txt"}"#)]),
-        Reply::text(&["Done."]),
-    ]
+/// Waits for `run`'s end: it completed, the call approved by `by` and run.
+async fn finished_approved_by(run: common::home::Follower, home: &Home, by: &str) {
+    let ended = tokio::time::timeout(WAIT, run.rest()).await.unwrap();
+    assert_eq!(ended.code, Some(0), "{}", ended.stderr);
+    let resolved = ended
+        .events
+        .iter()
+        .find(|e| e["type"] == "ApprovalResolved");
+    assert_eq!(resolved.unwrap()["by"], by);
+    assert!(home.workspace.path().join("proof.txt").exists());
 }
 
 /// `ryvos token create NAME --scope SCOPE`'s token (stdout holds it alone).
@@ -54,7 +59,7 @@ async fn get_as(origin: &str, path: &str, token: &str) -> (StatusCode, String) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_read_token_sees_but_cannot_approve_a_revoked_one_sees_nothing_an_operate_one_approves() {
-    let server = ScriptedModelServer::start(bash_then_done()).await;
+    let server = ScriptedModelServer::start(common::bash_proof_then_done()).await;
     let home = console_home(&server);
     let daemon = home.daemon().await;
     let reader = token(&home, "dashboard", "read").await;
@@ -100,14 +105,7 @@ async fn a_read_token_sees_but_cannot_approve_a_revoked_one_sees_nothing_an_oper
     // A program's token is sent on purpose: no Origin is needed.
     let (status, said) = post_as(&origin, &approve, &operator, json!({})).await;
     assert_eq!(status, StatusCode::OK, "{said}");
-    let ended = tokio::time::timeout(WAIT, run.rest()).await.unwrap();
-    assert_eq!(ended.code, Some(0), "{}", ended.stderr);
-    let resolved = ended
-        .events
-        .iter()
-        .find(|e| e["type"] == "ApprovalResolved");
-    assert_eq!(resolved.unwrap()["by"], "token ci.bot");
-    assert!(home.workspace.path().join("proof.txt").exists());
+    finished_approved_by(run, &home, "token ci.bot").await;
     home.shutdown(daemon).await;
 }
 
@@ -142,7 +140,7 @@ async fn present(origin: &str, what: &str, request: &str, link: &str) -> (Status
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_approval_link_works_once_and_a_tampered_foreign_or_replayed_one_grants_nothing() {
-    let server = ScriptedModelServer::start(bash_then_done()).await;
+    let server = ScriptedModelServer::start(common::bash_proof_then_done()).await;
     let told_to = tempfile::tempdir().unwrap();
     let file = told_to.path().join("told");
     let notify = format!(
@@ -198,20 +196,13 @@ async fn an_approval_link_works_once_and_a_tampered_foreign_or_replayed_one_gran
         "{said}"
     );
 
-    let ended = tokio::time::timeout(WAIT, run.rest()).await.unwrap();
-    assert_eq!(ended.code, Some(0), "{}", ended.stderr);
-    let resolved = ended
-        .events
-        .iter()
-        .find(|e| e["type"] == "ApprovalResolved");
-    assert_eq!(resolved.unwrap()["by"], "an approval link");
-    assert!(home.workspace.path().join("proof.txt").exists());
+    finished_approved_by(run, &home, "an approval link").await;
     home.shutdown(daemon).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_console_session_and_the_waiting_approval_outlive_a_kill_of_the_daemon() {
-    let server = ScriptedModelServer::start(bash_then_done()).await;
+    let server = ScriptedModelServer::start(common::bash_proof_then_done()).await;
     let home = console_home(&server);
     let mut daemon = home.daemon().await;
     let mut run = home.follow(&["run", "--json", "make the proof"]);

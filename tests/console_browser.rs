@@ -18,11 +18,7 @@ async fn a_person_logs_in_with_the_link_and_approves_a_call_by_keyboard() {
     let Some(browser) = Browser::start().await else {
         return;
     };
-    let server = ScriptedModelServer::start([
-        Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo approved > proof.txt"}"#)]),
-        Reply::text(&["Done."]),
-    ])
-    .await;
+    let server = ScriptedModelServer::start(common::bash_proof_then_done()).await;
     // The default policy: bash asks.
     let home = Home::with_sections(&server, "", "", "[http]\nlisten = \"127.0.0.1:0\"\n");
     let daemon = home.daemon().await;

@@ -74,11 +74,7 @@ async fn an_approval_waiting_on_one_daemon_is_answered_through_another() {
     if !Backend::Postgres.available() {
         return;
     }
-    let server = ScriptedModelServer::start([
-        Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo approved > proof.txt"}"#)]),
-        Reply::text(&["Done."]),
-    ])
-    .await;
+    let server = ScriptedModelServer::start(common::bash_proof_then_done()).await;
     // The default policy: T3 (bash) asks.
     let homes = [
         Home::with_sections(&server, "", "", ""),
@@ -118,16 +114,12 @@ async fn an_approval_waiting_on_one_daemon_is_answered_through_another() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_token_made_on_one_daemon_approves_through_anothers_console_a_call_waiting_on_the_first(
-) {
+async fn a_token_made_on_one_daemon_approves_through_anothers_console_a_call_waiting_on_the_first()
+{
     if !Backend::Postgres.available() {
         return;
     }
-    let server = ScriptedModelServer::start([
-        Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo approved > proof.txt"}"#)]),
-        Reply::text(&["Done."]),
-    ])
-    .await;
+    let server = ScriptedModelServer::start(common::bash_proof_then_done()).await;
     let console = "[http]\nlisten = \"127.0.0.1:0\"\n";
     let homes = [
         Home::with_sections(&server, "", "", ""),

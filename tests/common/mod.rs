@@ -20,6 +20,15 @@ use ryvos_testkit::{Reply, ScriptedModelServer};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// A `bash` call writing `proof.txt` (the default policy asks about it), then the answer
+/// `Done.`: a run that shows whether, and when, its call was approved.
+pub fn bash_proof_then_done() -> [Reply; 2] {
+    [
+        Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo approved > proof.txt"}"#)]),
+        Reply::text(&["Done."]),
+    ]
+}
+
 /// The longest any test waits for a run; a run that takes longer is a hang, and fails the test.
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
