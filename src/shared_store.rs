@@ -3,12 +3,14 @@
 //! carries approvals between daemons. With the embedded store this daemon is alone: the queue
 //! refuses submissions (naming the setting), and there is nothing to claim, lease or relay.
 
-use ryvos_actors::Store;
+use ryvos_actors::{copy_store, Store};
 // Timestamps as the store writes them (milliseconds since the epoch).
-pub use ryvos_actors::{now_ms, Change, Delivery, Relay, StoreError};
+pub use ryvos_actors::{now_ms, Change, Copied, Delivery, Relay, StoreError};
 use ryvos_protocol::event::RunOutcome;
 use ryvos_protocol::ids::{QueuedRunId, SessionId};
 use ryvos_protocol::records::{PendingApproval, QueueState, QueuedRun, RunRecord, TurnCheckpoint};
+use std::path::Path;
+use std::time::Duration;
 use tokio::sync::broadcast;
 
 /// A handle on the store as daemons share it, from [`crate::Runtime::shared_store`]. Cheap to
@@ -109,4 +111,15 @@ impl SharedStore {
     pub async fn checkpoints(&self, id: &SessionId) -> Result<Vec<TurnCheckpoint>, StoreError> {
         self.0.checkpoints(id).await
     }
+}
+
+/// Copies the redb store at `path` (no daemon may hold it) into the empty PostgreSQL database
+/// at `url`: every session, approval kept, cost total, memory and credential, in one
+/// transaction (`ryvos store copy`).
+pub async fn copy_into_postgres(path: &Path, url: &str) -> Result<Copied, StoreError> {
+    let from = Store::open(path, true)?;
+    // Known to the other daemons by this name while it copies.
+    let name = format!("copy-{}", ulid::Ulid::new());
+    let to = Store::connect(url, 4, true, Duration::from_secs(30), &name).await?;
+    copy_store(&from, &to).await
 }

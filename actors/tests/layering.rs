@@ -383,8 +383,8 @@ fn the_ryvos_crate_uses_its_modules_in_order_and_without_a_circle() {
 /// use each other without a circle (the engine's are checked above, with its stack).
 const CRATE_ROOTS: &[&str] = &[
     "src",
-    "src/bin/ryvos",
-    "src/bin/ryvosd",
+    "cli/src/bin/ryvos",
+    "cli/src/bin/ryvosd",
     "protocol/src",
     "client/src",
     "testkit/src",
@@ -724,4 +724,35 @@ fn find_circle(graph: &BTreeMap<String, BTreeMap<String, String>>) -> Option<Vec
         }
     }
     None
+}
+
+/// The workspace's crates the programs' package may depend on: the library, the socket's
+/// client and the protocol. Anything else of ours (the engine's crate above all) would let a
+/// program reach past the embedding API.
+const PROGRAMS_MAY_USE: &[&str] = &["ryvos", "ryvos-client", "ryvos-protocol"];
+
+#[test]
+fn the_programs_depend_on_the_library_the_client_and_the_protocol_only() {
+    let manifest = std::fs::read_to_string(workspace_root().join("cli/Cargo.toml")).unwrap();
+    let dependencies = manifest
+        .split("\n[")
+        .find(|section| section.starts_with("dependencies]"))
+        .expect("cli/Cargo.toml has [dependencies]");
+    let ours: Vec<&str> = dependencies
+        .lines()
+        .filter_map(|line| line.split(['=', '.', ' ']).next())
+        .filter(|name| name.starts_with("ryvos"))
+        .collect();
+    let stray: Vec<&&str> = ours
+        .iter()
+        .filter(|name| !PROGRAMS_MAY_USE.contains(name))
+        .collect();
+    assert!(
+        !ours.is_empty(),
+        "cli/Cargo.toml's dependencies were not read"
+    );
+    assert!(
+        stray.is_empty(),
+        "the programs depend on {stray:?}: go through `ryvos`"
+    );
 }

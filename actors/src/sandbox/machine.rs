@@ -51,7 +51,7 @@ fn find_inner() -> Result<PathBuf, String> {
         .find(|p| p.is_file())
         .ok_or_else(|| {
             format!(
-                "{INNER_PROGRAM}, the sandbox's inner layer, is not installed beside {} nor on                  PATH: install it with Ryvos (cargo install --path . installs ryvos, ryvosd and                  {INNER_PROGRAM}), or name it in RYVOS_SANDBOX_PROGRAM",
+                "{INNER_PROGRAM}, the sandbox's inner layer, is not installed beside {} nor on                  PATH: install it with Ryvos (cargo install --path cli installs ryvos, ryvosd and                  {INNER_PROGRAM}), or name it in RYVOS_SANDBOX_PROGRAM",
                 exe.map(|e| e.display().to_string()).unwrap_or_default()
             )
         })

@@ -402,7 +402,7 @@ fn flags(text: &str) -> std::collections::BTreeSet<String> {
 #[tokio::test]
 async fn the_manuals_synopsis_matches_the_commands_and_flags_of_ryvos_help() {
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cli.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cli.md")).unwrap();
     let block = readme
         .split("```")
         .find(|b| b.contains("ryvosd [--config PATH]"))

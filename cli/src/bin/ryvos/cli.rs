@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 /// Ryvos: run LLM agents, follow them, resume them.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(name = "ryvos", version, about)]
 pub struct Cli {
     /// The config file (default: $RYVOS_HOME/config.toml, else built-in defaults).
     #[arg(long, global = true, value_name = "PATH")]

@@ -14,7 +14,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
 fn docs() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/docs"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs"))
 }
 
 /// The JSON lines of each code block of docs/protocol.md (other lines, like a shell prompt or

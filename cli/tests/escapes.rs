@@ -355,7 +355,7 @@ async fn escapes_are_refused(user: Option<(u32, u32)>) {
     assert_eq!(code, 0, "{who}: {stderr}");
     let results = results(&events(&stdout));
     assert!(techniques.len() >= 30, "{} techniques", techniques.len());
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/sandbox.md"));
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/sandbox.md"));
     let counted = format!("tries {} known ways out", techniques.len());
     assert!(
         doc.unwrap().contains(&counted),

@@ -126,7 +126,7 @@ fn main() {
         "ratio 2,000 / 20 (p50): {ratio:.2}  (target <= 1.5: {verdict})\n"
     ));
     print!("{report}");
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ryvos-bench");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ryvos-bench");
     if std::fs::create_dir_all(&dir).is_ok() {
         if let Err(e) = std::fs::write(dir.join("context_cost.txt"), &report) {
             eprintln!("could not write the report: {e}");

@@ -31,7 +31,7 @@ async fn run(
 #[tokio::test(flavor = "multi_thread")]
 async fn the_shipped_tour_replays_a_full_run_offline() {
     let home = tempfile::tempdir().unwrap();
-    let tour = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tour");
+    let tour = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/tour");
     let config = tour.join("config.toml");
     let workspace = tour.join("workspace");
     let (code, stdout, stderr) = run(

@@ -386,7 +386,7 @@ pub fn publish(name: &str, report: &str) {
 
 /// Writes `report` to target/ryvos-bench/`name`.
 pub fn save(name: &str, report: &str) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ryvos-bench");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ryvos-bench");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join(name), report).unwrap();
 }

@@ -4,10 +4,8 @@
 use crate::exit::{EXIT_RUN_FAILED, EXIT_USAGE};
 use crate::out::outln;
 use ryvos::config::{Config, StoreBackend};
-use ryvos_actors::{copy_store, Store};
 use ryvos_client::Client;
 use std::path::Path;
-use std::time::Duration;
 
 pub async fn copy(url: &str, config: &Config, socket: &Path) -> u8 {
     if config.store.backend == StoreBackend::Postgres {
@@ -32,7 +30,7 @@ pub async fn copy(url: &str, config: &Config, socket: &Path) -> u8 {
         );
         return EXIT_RUN_FAILED;
     }
-    match copied(&path, url).await {
+    match ryvos::shared_store::copy_into_postgres(&path, url).await {
         Ok(c) => {
             outln!(
                 "copied {} session(s) ({} messages, {} runs) and {} memories into the database; \
@@ -49,12 +47,4 @@ pub async fn copy(url: &str, config: &Config, socket: &Path) -> u8 {
             EXIT_RUN_FAILED
         }
     }
-}
-
-async fn copied(path: &Path, url: &str) -> Result<ryvos_actors::Copied, ryvos_actors::StoreError> {
-    let from = Store::open(path, true)?;
-    // Known to the other daemons by this name while it copies.
-    let name = format!("copy-{}", ulid::Ulid::new());
-    let to = Store::connect(url, 4, true, Duration::from_secs(30), &name).await?;
-    copy_store(&from, &to).await
 }
