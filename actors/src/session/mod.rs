@@ -20,6 +20,7 @@ mod recovery;
 mod run;
 mod sessions;
 mod siblings;
+mod spent;
 mod supervisor;
 mod undo;
 

@@ -1,12 +1,12 @@
 //! The state of the run a session is driving.
 
+use super::spent::Spending;
 use crate::event::{RunEvents, RunStatus};
 use crate::guardian::Hint;
 use crate::ids::RunId;
 use crate::interrupt::{Interrupter, OnMessage};
 use crate::llm_stream::{Heartbeat, ModelChain};
 use crate::message::ToolCall;
-use crate::provider::Usage;
 use crate::store::{now_ms, RunRecord};
 use crate::tools::Workspace;
 use std::sync::Arc;
@@ -149,21 +149,6 @@ impl RunLimits {
     }
 }
 
-/// What a run has spent, and whether it may spend more.
-#[derive(Default)]
-pub(super) struct Spending {
-    pub usage: Usage,
-    pub usage_estimated: bool,
-    /// What the run's calls cost so far, in millionths of a cent, as the ledger priced them.
-    pub cost_microcents: u64,
-    /// Model calls recorded with the ledger (cut ones too): each report's number.
-    pub model_calls: u32,
-    /// Set when the ledger's receipt for the last call said no further call may be made.
-    pub refusal: Option<super::siblings::Refusal>,
-    /// The run has been told its model has no known price.
-    pub unpriced_alerted: bool,
-}
-
 /// The turn in progress: what it appended, what its model call used, and its calls.
 pub(super) struct TurnInProgress {
     /// The seq of the turn's first message.
@@ -263,12 +248,7 @@ impl ActiveRun {
     pub(super) fn take_up(&mut self, parked: &RunRecord) {
         self.prompt = parked.prompt.clone();
         self.turns = parked.turns;
-        self.spent.usage = Usage {
-            input_tokens: parked.input_tokens,
-            output_tokens: parked.output_tokens,
-        };
-        self.spent.cost_microcents = parked.cost_microcents;
-        self.spent.model_calls = parked.model_calls;
+        self.spent = Spending::taken_up(parked);
         self.started_at_ms = parked.started_at_ms;
         self.active_before_ms = parked.active_ms;
         self.last_text = parked.output.clone();
@@ -349,9 +329,9 @@ impl ActiveRun {
             reason: ending.and_then(|e| e.reason.clone()),
             output: ending.map(|e| e.output.clone()).unwrap_or_default(),
             turns: self.turns,
-            input_tokens: self.spent.usage.input_tokens,
-            output_tokens: self.spent.usage.output_tokens,
-            cost_microcents: self.spent.cost_microcents,
+            input_tokens: self.spent.usage().input_tokens,
+            output_tokens: self.spent.usage().output_tokens,
+            cost_microcents: self.spent.cost_microcents(),
             started_at_ms: self.started_at_ms,
             ended_at_ms: ending.map(|_| now_ms()),
             goal: self.goal.as_deref().cloned(),
@@ -360,7 +340,7 @@ impl ActiveRun {
                 .parked
                 .filter(|_| ending.is_some_and(|e| e.status == RunStatus::Parked)),
             settings: self.settings.clone(),
-            model_calls: self.spent.model_calls,
+            model_calls: self.spent.model_calls(),
             active_ms: self.active_ms(),
             directed_by: self.directed_by.clone(),
         }

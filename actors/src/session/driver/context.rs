@@ -145,7 +145,7 @@ impl Driver {
     /// out (see [`facts`]) are kept verbatim below it, as many as `[agent] summary_facts`.
     pub(super) async fn compact(&mut self, cut: Cut) -> Step<()> {
         let agent = &self.session.services.agent;
-        let wants_summary = agent.enable_summarization && self.run.spent.refusal.is_none();
+        let wants_summary = agent.enable_summarization && self.run.spent.may_call();
         let summary = match wants_summary {
             true => self.summarize(cut).await?,
             false => None,

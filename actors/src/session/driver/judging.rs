@@ -32,7 +32,7 @@ impl Driver {
             conversation: self.session.history.snapshot(),
             ctx: run.tool_context(&self.session.id),
             events: run.events.clone(),
-            model_allowed: run.spent.refusal.is_none(),
+            model_allowed: run.spent.may_call(),
             run_models: run.models.clone(),
             on_done,
         });

@@ -132,7 +132,7 @@ impl Driver {
     fn may_call(&mut self) -> Step<()> {
         // Between turns nothing is in flight: a stop or an interrupt told meanwhile acts now.
         self.take_control()?;
-        if let Some(refusal) = self.run.spent.refusal.take() {
+        if let Some(refusal) = self.run.spent.take_refusal() {
             // Announced as the receipt that refused it was applied.
             return Err(self.refused(refusal));
         }

@@ -26,7 +26,7 @@ impl Driver {
     pub(super) fn park(&mut self, reason: ParkReason, why: &str) -> Ending {
         self.run.parked = Some(reason);
         let run = &self.run.id;
-        let spent = dollars(self.run.spent.cost_microcents);
+        let spent = dollars(self.run.spent.cost_microcents());
         let message = match reason {
             ParkReason::BudgetRun => {
                 let limit = (self.run.limits.per_run_limit_cents)

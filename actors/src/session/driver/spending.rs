@@ -20,14 +20,11 @@ impl Driver {
         let run = &mut self.run;
         let mut reports = Vec::with_capacity(bills.len());
         for bill in &bills {
-            run.spent.model_calls += 1;
-            run.spent.usage.input_tokens += bill.usage.input_tokens;
-            run.spent.usage.output_tokens += bill.usage.output_tokens;
-            run.spent.usage_estimated |= bill.estimated;
+            let call = run.spent.count_call(bill.usage);
             reports.push(UsageReport {
                 session_id: self.session.id.clone(),
                 run_id: run.id.clone(),
-                call: run.spent.model_calls,
+                call,
                 model: bill.model.clone(),
                 usage: bill.usage,
                 estimated: bill.estimated,
@@ -62,7 +59,7 @@ impl Driver {
             expected,
         } = bill;
         let model = model.as_str();
-        run.spent.cost_microcents = receipt.run.cost_microcents;
+        run.spent.priced_at(receipt.run.cost_microcents);
         run.events.emit(EventKind::ModelUsage {
             turn,
             purpose,
@@ -74,8 +71,7 @@ impl Driver {
             counted_input_tokens: expected.map(|(counted, _)| counted),
             expected_input_tokens: expected.map(|(_, served)| served),
         });
-        if receipt.price_source == PriceSource::Unknown && !run.spent.unpriced_alerted {
-            run.spent.unpriced_alerted = true;
+        if receipt.price_source == PriceSource::Unknown && run.spent.tell_unpriced() {
             run.events.emit(EventKind::GuardianBudgetAlert {
                 message: format!(
                     "no price is known for model '{model}'; budgets count it at {} / {} cents \
@@ -97,34 +93,35 @@ impl Driver {
                 ),
             });
         }
-        run.spent.refusal = siblings::admit(receipt.next_call).err();
+        run.spent.refuse(siblings::admit(receipt.next_call).err());
         // A goal's cost constraint is a per-run limit too.
         let goal_cents = run.goal.as_ref().and_then(|g| g.constraints.cost_cents);
         // As for every limit, 0 means none.
-        if let Some(cents) = goal_cents.filter(|c| *c > 0 && run.spent.refusal.is_none()) {
+        if let Some(cents) = goal_cents.filter(|c| *c > 0 && run.spent.may_call()) {
             let limit = cents.saturating_mul(MICROCENTS_PER_CENT);
-            if run.spent.cost_microcents >= limit {
+            let spent = run.spent.cost_microcents();
+            if spent >= limit {
                 let message = format!(
                     "the run has spent {} of its goal's cost constraint ({}); it stops before \
                      its next model call",
-                    dollars(run.spent.cost_microcents),
+                    dollars(spent),
                     dollars(limit)
                 );
-                run.spent.refusal = Some(Refusal {
+                run.spent.refuse(Some(Refusal {
                     status: RunStatus::BudgetExceeded,
                     limit: Some(BudgetNotice {
                         scope: BudgetScope::Run,
-                        spent_microcents: run.spent.cost_microcents,
+                        spent_microcents: spent,
                         limit_microcents: limit,
                         message: message.clone(),
                     }),
                     reason: message,
                     // The goal's own bound: a continue's budget would not raise it.
                     parks: None,
-                });
+                }));
             }
         }
-        if let Some(refusal) = &run.spent.refusal {
+        if let Some(refusal) = run.spent.refusal() {
             // Said now, even if this call's answer ends the run.
             announce(&run.events, refusal);
         }
