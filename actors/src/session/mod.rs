@@ -22,6 +22,7 @@ mod sessions;
 mod siblings;
 mod spent;
 mod supervisor;
+mod turn;
 mod undo;
 
 #[cfg(feature = "testing")]

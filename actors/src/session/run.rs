@@ -1,26 +1,17 @@
 //! The state of the run a session is driving.
 
 use super::spent::Spending;
+use super::turn::TurnInProgress;
 use crate::event::{RunEvents, RunStatus};
 use crate::guardian::Hint;
 use crate::ids::RunId;
 use crate::interrupt::{Interrupter, OnMessage};
 use crate::llm_stream::{Heartbeat, ModelChain};
-use crate::message::ToolCall;
 use crate::store::{now_ms, RunRecord};
 use crate::tools::Workspace;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
-
-/// The calls of a turn between the model's answer and their results: what a run that ends
-/// meanwhile answers for them.
-pub(super) enum CallsInFlight {
-    /// Waiting until the turn that asked for them is durable: none has started.
-    AwaitingDurability(Vec<ToolCall>),
-    /// Running.
-    Running(Vec<ToolCall>),
-}
 
 /// How a run ends.
 #[derive(Clone, Debug)]
@@ -149,20 +140,6 @@ impl RunLimits {
     }
 }
 
-/// The turn in progress: what it appended, what its model call used, and its calls.
-pub(super) struct TurnInProgress {
-    /// The seq of the turn's first message.
-    pub first_seq: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// The latest answer stopped at the output limit: its cut-off calls do not run, and a
-    /// final answer is reported truncated.
-    pub answer_cut: bool,
-    /// The turn's calls, from the answer that asked for them until their results are
-    /// appended.
-    pub in_flight: Option<CallsInFlight>,
-}
-
 /// Where the Judge's evaluation of a goal-driven run stands.
 #[derive(Default)]
 pub(super) struct JudgeTally {
@@ -224,13 +201,7 @@ impl ActiveRun {
             turns_before: 0,
             writes: false,
             spent: Spending::default(),
-            turn: TurnInProgress {
-                first_seq: next_seq,
-                input_tokens: 0,
-                output_tokens: 0,
-                answer_cut: false,
-                in_flight: None,
-            },
+            turn: TurnInProgress::starting_at(next_seq),
             guardian_watch: None,
             pending_hints: Vec::new(),
             flush_prompted: false,

@@ -146,8 +146,7 @@ impl Driver {
         run.overflows = 0;
         run.lost_calls = 0;
         run.turns += 1;
-        run.turn.input_tokens = reply.usage.input_tokens;
-        run.turn.output_tokens = reply.usage.output_tokens;
+        run.turn.answered(reply.usage);
         if !reply.usage_estimated {
             let system = self.system_tokens();
             let asked_with = self.run.asked_with;
@@ -160,8 +159,9 @@ impl Driver {
         let text = reply.response.text;
         let calls = reply.response.tool_calls;
         let reasoning = reply.response.reasoning;
-        run.turn.answer_cut = reply.response.finish == Some(FinishReason::Length);
-        if run.turn.answer_cut {
+        run.turn
+            .cut_at_output_limit(reply.response.finish == Some(FinishReason::Length));
+        if run.turn.answer_cut() {
             run.events.emit(truncation_event(&reply.model, &calls));
         }
         if !text.is_empty() {

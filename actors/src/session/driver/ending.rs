@@ -6,7 +6,8 @@ use crate::event::{EventKind, RunStatus};
 use crate::ids::SessionId;
 use crate::message::Message;
 use crate::session::notice::{NoticeRef, SessionNotice};
-use crate::session::run::{ActiveRun, CallsInFlight};
+use crate::session::run::ActiveRun;
+use crate::session::turn::CallsInFlight;
 use crate::session::Services;
 use std::time::Duration;
 
@@ -37,7 +38,7 @@ impl Driver {
     /// Calls that will never finish get results saying why; calls that never started stay
     /// pending when the run pauses.
     fn answer_calls_in_flight(&mut self, ending: &Ending) {
-        let stopped = match self.run.turn.in_flight.take() {
+        let stopped = match self.run.turn.take_calls() {
             // Never started: a pause leaves them pending for the next run.
             Some(CallsInFlight::AwaitingDurability(_)) if ending.status.pauses() => Vec::new(),
             Some(CallsInFlight::AwaitingDurability(calls) | CallsInFlight::Running(calls)) => calls,
@@ -78,7 +79,7 @@ impl Driver {
     /// run: it is answered as cut now, as it would have been in the run, rather than left for
     /// a resume to find its arguments broken.
     fn leave_calls_pending(&mut self, ending: &Ending) {
-        if self.run.turn.answer_cut {
+        if self.run.turn.answer_cut() {
             let cut = self.session.history.pending_calls();
             let cut = cut
                 .into_iter()
@@ -183,7 +184,7 @@ impl Ended {
             cost_cents: Some(run.spent.cost_microcents() as f64 / 1_000_000.0),
             duration_ms: run.active_ms(),
             reason: ending.reason.clone(),
-            truncated: ending.status == RunStatus::Completed && run.turn.answer_cut,
+            truncated: ending.status == RunStatus::Completed && run.turn.answer_cut(),
             park_reason: run.parked.filter(|_| ending.status == RunStatus::Parked),
         });
         let store = services.store;

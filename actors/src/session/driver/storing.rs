@@ -54,21 +54,21 @@ impl Driver {
     /// The turn in progress begins with the next message appended: the one place a turn's
     /// boundary is set.
     pub(super) fn begin_turn(&mut self) {
-        self.run.turn.first_seq = self.session.history.next_seq();
+        self.run.turn.begin_at(self.session.history.next_seq());
     }
 
     /// The checkpoint of the turn in progress, if it appended anything.
     pub(super) fn turn_checkpoint(&self, tools_called: Vec<String>) -> Option<TurnCheckpoint> {
         let run = &self.run;
         let next = self.session.history.next_seq();
-        (next > run.turn.first_seq).then(|| TurnCheckpoint {
+        (next > run.turn.first_seq()).then(|| TurnCheckpoint {
             run_id: run.id.clone(),
             turn: run.turns,
-            first_seq: run.turn.first_seq,
+            first_seq: run.turn.first_seq(),
             last_seq: next - 1,
             tools_called,
-            input_tokens: run.turn.input_tokens,
-            output_tokens: run.turn.output_tokens,
+            input_tokens: run.turn.usage().input_tokens,
+            output_tokens: run.turn.usage().output_tokens,
             context_tokens: self.context_tokens(),
             at_ms: now_ms(),
         })

@@ -8,7 +8,7 @@ use super::{Driver, Step};
 use crate::event::StallPhase;
 use crate::guardian::{CallReport, TurnReport};
 use crate::message::{Message, ToolCall};
-use crate::session::run::CallsInFlight;
+use crate::session::turn::CallsInFlight;
 use crate::tool_executor::{lost_outcomes, ToolBatch};
 
 /// What the end of a turn needs of its calls.
@@ -36,10 +36,12 @@ impl Driver {
         });
         if durable_first || side_effects {
             self.submit(None, None);
-            self.run.turn.in_flight = Some(CallsInFlight::AwaitingDurability(calls.clone()));
+            self.run
+                .turn
+                .calls(CallsInFlight::AwaitingDurability(calls.clone()));
             self.durable(OnInterrupt::AtOnce).await?;
         }
-        self.run.turn.in_flight = Some(CallsInFlight::Running(calls.clone()));
+        self.run.turn.calls(CallsInFlight::Running(calls.clone()));
         // A completed model answer is progress: the stall clock starts again.
         self.run.heartbeat.beat();
         let run = &self.run;
@@ -49,7 +51,7 @@ impl Driver {
                 calls: calls.clone(),
                 ctx: run.tool_context(&self.session.id),
                 events: run.events.clone(),
-                cut_at_output_limit: run.turn.answer_cut,
+                cut_at_output_limit: run.turn.answer_cut(),
                 on_message: run.on_message.clone(),
                 on_done,
             },
@@ -72,7 +74,7 @@ impl Driver {
             self.session.history.push(Message::from(o));
         }
         // Every call that ran has its result: a stop from here on must not add another.
-        self.run.turn.in_flight = None;
+        self.run.turn.calls_answered();
         Ok(TurnCalls {
             reports,
             tools_called,
