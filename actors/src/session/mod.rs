@@ -8,6 +8,7 @@
 pub use ryvos_protocol::records::RunSettings;
 
 mod actor;
+mod before;
 mod commits;
 mod conversation;
 mod desk;

@@ -1,5 +1,6 @@
 //! The state of the run a session is driving.
 
+use super::before::Before;
 use super::spent::Spending;
 use super::turn::TurnInProgress;
 use crate::event::{RunEvents, RunStatus};
@@ -71,21 +72,14 @@ pub(super) struct ActiveRun {
     pub started_at_ms: u64,
     /// What the run asked for over the configuration, kept in its record for its continues.
     pub settings: super::RunSettings,
-    /// How long the run ran before this stretch (a continued run's time before it parked).
-    pub active_before_ms: u64,
-    /// The run goes on after it parked: its prompt is in the history already.
-    pub continued: bool,
-    /// What a continued run tells the model first, when it parked on an escalation.
-    pub resume_note: Option<String>,
     /// Why the run parks, once it does.
     pub parked: Option<ryvos_protocol::event::ParkReason>,
     /// For a Director's step: the Director run it serves.
     pub directed_by: Option<ryvos_protocol::records::DirectedBy>,
     /// Model calls answered so far.
     pub turns: u32,
-    /// For a run continuing without a prompt: the turns taken since the last prompt, before
-    /// it began. They count against `max_turns` with its own.
-    pub turns_before: u32,
+    /// What the run brings from before it began (a parked run's time, earlier turns).
+    pub before: Before,
     /// The run holds the session and writes to it (not so for a run that could not take it).
     pub writes: bool,
     /// What the run has spent, as the ledger priced it.
@@ -192,13 +186,10 @@ impl ActiveRun {
             started: Instant::now(),
             started_at_ms: now_ms(),
             settings: Default::default(),
-            active_before_ms: 0,
-            continued: false,
-            resume_note: None,
             parked: None,
             directed_by: None,
             turns: 0,
-            turns_before: 0,
+            before: Before::default(),
             writes: false,
             spent: Spending::default(),
             turn: TurnInProgress::starting_at(next_seq),
@@ -221,32 +212,19 @@ impl ActiveRun {
         self.turns = parked.turns;
         self.spent = Spending::taken_up(parked);
         self.started_at_ms = parked.started_at_ms;
-        self.active_before_ms = parked.active_ms;
         self.last_text = parked.output.clone();
-        self.continued = true;
-        if parked.park_reason == Some(ryvos_protocol::event::ParkReason::Escalated) {
-            // Its last word was an answer the Judge escalated: it goes on only when told to.
-            self.resume_note = Some(
-                "[Judge] A person reviewed the escalation and asks you to go on working toward \
-                 the goal, then give your final answer again."
-                    .into(),
-            );
-        }
+        self.before = Before::parked(parked);
     }
 
     /// The prompt this run gives the model: none for a continued run (its prompt is in the
     /// history already).
     pub(super) fn prompt_to_give(&self) -> &str {
-        match (self.continued, &self.resume_note) {
-            (false, _) => &self.prompt,
-            (true, Some(note)) => note,
-            (true, None) => "",
-        }
+        self.before.prompt_to_give(&self.prompt)
     }
 
     /// How long the run has run, its parked time left out.
     pub(super) fn active_ms(&self) -> u64 {
-        self.active_before_ms + self.started.elapsed().as_millis() as u64
+        self.before.active_ms() + self.started.elapsed().as_millis() as u64
     }
 
     /// What the run's tool calls (and `command` criteria) may use.

@@ -152,7 +152,7 @@ impl Driver {
     /// counts the turns since the last prompt too).
     fn stop_at_max_turns(&self) -> Step<()> {
         let max_turns = self.run.limits.max_turns;
-        if self.run.turns_before + self.run.turns < max_turns {
+        if self.run.before.turns() + self.run.turns < max_turns {
             return Ok(());
         }
         let reason = format!("the run reached max_turns ({max_turns})");

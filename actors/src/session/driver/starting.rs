@@ -165,7 +165,7 @@ impl Driver {
         if let Err(refusal) = prepared.admitted {
             super::spending::announce(&self.run.events, &refusal);
             // A parked run still at its limit parks again; a new one is refused, nothing done.
-            if self.run.continued {
+            if self.run.before.is_continue() {
                 return Err(self.refused(refusal));
             }
             return Err(self.end(refusal.status, refusal.reason));
@@ -179,10 +179,11 @@ impl Driver {
         };
         self.run.set_system(assembled.prompt.into());
         let prompt = self.run.prompt_to_give().to_owned();
-        if prompt.is_empty() && !self.run.continued {
+        if prompt.is_empty() && !self.run.before.is_continue() {
             // Limits hold across resumes: the turns since the last prompt count here too (a
             // continued run counts its own already).
-            self.run.turns_before = self.session.history.turns_since_prompt();
+            let turns = self.session.history.turns_since_prompt();
+            self.run.before.count_turns_since_prompt(turns);
         }
         // Calls a paused run left come first: their results must follow the answer that asked
         // for them, so the prompt waits until they have run.

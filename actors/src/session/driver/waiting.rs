@@ -54,7 +54,7 @@ impl Deadline {
                 format!("the run reached max_duration_secs ({limit}s) and was stopped"),
             ),
         };
-        let ran = std::time::Duration::from_millis(run.active_before_ms);
+        let ran = std::time::Duration::from_millis(run.before.active_ms());
         Self {
             at: Instant::now() + after.saturating_sub(ran),
             why,
