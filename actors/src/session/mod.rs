@@ -16,6 +16,7 @@ mod driver;
 mod history;
 mod in_flight;
 mod notice;
+mod oversight;
 mod prompt;
 mod recovery;
 mod run;

@@ -1,10 +1,10 @@
 //! The state of the run a session is driving.
 
 use super::before::Before;
+use super::oversight::Oversight;
 use super::spent::Spending;
 use super::turn::TurnInProgress;
 use crate::event::{RunEvents, RunStatus};
-use crate::guardian::Hint;
 use crate::ids::RunId;
 use crate::interrupt::{Interrupter, OnMessage};
 use crate::llm_stream::{Heartbeat, ModelChain};
@@ -47,7 +47,6 @@ pub(super) struct ActiveRun {
     pub system_base: Arc<str>,
     /// For a goal-driven run: its goal, and how the Judge has found it so far.
     pub goal: Option<Arc<crate::judge::Goal>>,
-    pub judging: JudgeTally,
     pub cancel: CancellationToken,
     /// The models the run asks, its chosen one first.
     pub models: Arc<ModelChain>,
@@ -86,10 +85,8 @@ pub(super) struct ActiveRun {
     pub spent: Spending,
     /// The turn in progress.
     pub turn: TurnInProgress,
-    /// The Guardian's view of the run as its last review left it, stored with the next batch.
-    pub guardian_watch: Option<ryvos_protocol::records::RunWatch>,
-    /// The Guardian's hints, put into the conversation before the next model call.
-    pub pending_hints: Vec<Hint>,
+    /// What the Guardian and the Judge keep of the run.
+    pub oversight: Oversight,
     /// The model was asked to save memories since the last pruning.
     pub flush_prompted: bool,
     /// Times the model refused the current turn's request as too large (room was made each
@@ -134,17 +131,6 @@ impl RunLimits {
     }
 }
 
-/// Where the Judge's evaluation of a goal-driven run stands.
-#[derive(Default)]
-pub(super) struct JudgeTally {
-    /// `Retry` (and unreadable) verdicts so far.
-    pub retries: u32,
-    /// Verdicts so far.
-    pub verdicts: u32,
-    /// Verdicts not yet handed to the store.
-    pub unstored: Vec<crate::store::VerdictRecord>,
-}
-
 impl ActiveRun {
     /// A run about to make its first call, asking the configured models until it is begun.
     pub(super) fn new(
@@ -174,7 +160,6 @@ impl ActiveRun {
             models,
             limits,
             goal: None,
-            judging: JudgeTally::default(),
             interrupter: Interrupter::default(),
             on_message: None,
             held_prompt: None,
@@ -193,8 +178,7 @@ impl ActiveRun {
             writes: false,
             spent: Spending::default(),
             turn: TurnInProgress::starting_at(next_seq),
-            guardian_watch: None,
-            pending_hints: Vec::new(),
+            oversight: Oversight::default(),
             flush_prompted: false,
             overflows: 0,
             asked_counted: None,

@@ -84,7 +84,7 @@ impl Driver {
     /// The request for the turn: the conversation with the Guardian's hints added, as the
     /// guardrails let it go.
     fn request(&mut self) -> Step<ChatRequest> {
-        for hint in std::mem::take(&mut self.run.pending_hints) {
+        for hint in self.run.oversight.take_hints() {
             self.run.events.emit(EventKind::GuardianHint {
                 message: hint.message.clone(),
                 level: hint.level,

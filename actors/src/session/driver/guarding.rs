@@ -17,12 +17,7 @@ impl Driver {
         for event in review.events {
             run.events.emit(event);
         }
-        if let Some(hint) = review.hint {
-            run.pending_hints.push(hint);
-        }
-        if review.watch.is_some() {
-            run.guardian_watch = review.watch;
-        }
+        run.oversight.reviewed(review.hint, review.watch);
         review.stop
     }
 
@@ -94,7 +89,7 @@ impl Driver {
             if let Some((status, reason)) = self.apply_review(review) {
                 return Err(self.stopped_by_guardian(status, reason));
             }
-            if self.run.guardian_watch.is_some() {
+            if self.run.oversight.watch_to_store() {
                 self.submit(None, None);
             }
             if retry {

@@ -50,7 +50,7 @@ impl Driver {
         let run = &mut self.run;
         let turn = run.turns;
         let judgement = evaluated.judgement;
-        run.judging.verdicts += 1;
+        let n = run.oversight.next_verdict();
         run.events.emit(EventKind::JudgeVerdict {
             verdict: judgement.verdict,
             reason: judgement.reason.clone(),
@@ -58,9 +58,9 @@ impl Driver {
             criteria: judgement.criteria.clone(),
             periodic,
         });
-        run.judging.unstored.push(VerdictRecord {
+        run.oversight.keep_verdict(VerdictRecord {
             run_id: run.id.clone(),
-            n: run.judging.verdicts,
+            n,
             turn,
             at_ms: now_ms(),
             judgement: judgement.clone(),
@@ -101,8 +101,7 @@ impl Driver {
                 Ok(())
             }
             (Verdict::Retry | Verdict::Continue, false) => {
-                self.run.judging.retries += 1;
-                let retries = self.run.judging.retries;
+                let retries = self.run.oversight.retried();
                 if retries > max_retries {
                     let reason = format!(
                         "the goal was not met after {max_retries} retries: {}",

@@ -23,7 +23,7 @@ impl Driver {
         let ended = run.as_ref().is_some_and(|r| r.status.is_some());
         batch.writes.extend(run.map(Write::Run));
         let active = &mut self.run;
-        let verdicts = std::mem::take(&mut active.judging.unstored);
+        let verdicts = active.oversight.take_verdicts();
         batch
             .writes
             .extend(verdicts.into_iter().map(Write::Verdict));
@@ -34,7 +34,7 @@ impl Driver {
                 run_id,
                 watch: None,
             });
-        } else if let Some(watch) = active.guardian_watch.take() {
+        } else if let Some(watch) = active.oversight.take_watch() {
             batch.push(Write::Watch {
                 run_id,
                 watch: Some(watch),
