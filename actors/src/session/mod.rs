@@ -15,6 +15,7 @@ mod desk;
 mod driver;
 mod history;
 mod in_flight;
+mod model_call;
 mod notice;
 mod oversight;
 mod prompt;

@@ -1,13 +1,13 @@
 //! The state of the run a session is driving.
 
 use super::before::Before;
+use super::model_call::ModelCall;
 use super::oversight::Oversight;
 use super::spent::Spending;
 use super::turn::TurnInProgress;
 use crate::event::{RunEvents, RunStatus};
 use crate::ids::RunId;
 use crate::interrupt::{Interrupter, OnMessage};
-use crate::llm_stream::{Heartbeat, ModelChain};
 use crate::store::{now_ms, RunRecord};
 use crate::tools::Workspace;
 use std::sync::Arc;
@@ -48,8 +48,8 @@ pub(super) struct ActiveRun {
     /// For a goal-driven run: its goal, and how the Judge has found it so far.
     pub goal: Option<Arc<crate::judge::Goal>>,
     pub cancel: CancellationToken,
-    /// The models the run asks, its chosen one first.
-    pub models: Arc<ModelChain>,
+    /// The models it asks, and the call in flight.
+    pub call: ModelCall,
     pub limits: RunLimits,
     /// Set to pause the run after its current step (status `interrupted`).
     pub interrupter: Interrupter,
@@ -58,12 +58,6 @@ pub(super) struct ActiveRun {
     /// A prompt held back while the calls a paused run left are executed: their results must
     /// follow the answer that asked for them.
     pub held_prompt: Option<String>,
-    /// The model call in flight: a child of `cancel`, so a stalled call can be cut alone.
-    pub call_cancel: CancellationToken,
-    /// When the model call in flight last streamed, or the tools in flight were dispatched.
-    pub heartbeat: Heartbeat,
-    /// What the run's last model call encoded, for the next one to go on from.
-    pub encoded: Arc<crate::provider::EncodedPrefix>,
     /// Cancels `cancel` when the run is dropped, however that happens (a panicking actor too),
     /// so no stream or tool outlives its run.
     pub _cancel_on_drop: tokio_util::sync::DropGuard,
@@ -89,22 +83,9 @@ pub(super) struct ActiveRun {
     pub oversight: Oversight,
     /// The model was asked to save memories since the last pruning.
     pub flush_prompted: bool,
-    /// Times the model refused the current turn's request as too large (room was made each
-    /// time).
-    pub overflows: u32,
-    /// Ryvos's exact count of the request being answered, when it had one: the server's count
-    /// of it teaches how the server counts.
-    pub asked_counted: Option<u64>,
-    /// This turn's model call was lost with its actor and asked again this many times.
-    pub lost_calls: u32,
-    /// The next model call makes the last one again (it stalled, or was lost): it belongs to
-    /// the turn the last one began.
-    pub asking_again: bool,
     /// The system prompt's size (counted, or bounded), part of the context the token budget
     /// measures.
     pub system_size: crate::tokens::Size,
-    /// The window the turn's model call was asked with, which its reported input measures.
-    pub asked_with: crate::session::history::Mark,
     /// The latest non-empty text the model gave in this run: the output of a run that ends
     /// before a final answer.
     pub last_text: String,
@@ -157,15 +138,12 @@ impl ActiveRun {
             system_size: crate::tokens::size_text(&system),
             system_base: system.clone(),
             system,
-            models,
+            call: ModelCall::new(models, &cancel),
             limits,
             goal: None,
             interrupter: Interrupter::default(),
             on_message: None,
             held_prompt: None,
-            call_cancel: cancel.child_token(),
-            heartbeat: Heartbeat::new(),
-            encoded: Arc::default(),
             cancel: cancel.clone(),
             _cancel_on_drop: cancel.drop_guard(),
             started: Instant::now(),
@@ -180,11 +158,6 @@ impl ActiveRun {
             turn: TurnInProgress::starting_at(next_seq),
             oversight: Oversight::default(),
             flush_prompted: false,
-            overflows: 0,
-            asked_counted: None,
-            lost_calls: 0,
-            asking_again: false,
-            asked_with: Default::default(),
             last_text: String::new(),
         }
     }
@@ -268,7 +241,7 @@ impl ActiveRun {
             started_at_ms: self.started_at_ms,
             ended_at_ms: ending.map(|_| now_ms()),
             goal: self.goal.as_deref().cloned(),
-            model: Some(self.models.model().to_owned()),
+            model: Some(self.call.model().to_owned()),
             park_reason: self
                 .parked
                 .filter(|_| ending.is_some_and(|e| e.status == RunStatus::Parked)),

@@ -6,7 +6,7 @@ use super::spending::Bill;
 use super::waiting::OnInterrupt;
 use super::{Driver, Step};
 use crate::event::{CallPurpose, EventKind, StallPhase};
-use crate::llm_stream::{Heartbeat, ModelAnswer, ModelReply, Purpose, StreamJob};
+use crate::llm_stream::{ModelAnswer, ModelReply, Purpose, StreamJob};
 
 /// What a turn's model call is called when it is lost.
 const MODEL_CALL: &str = "the model call";
@@ -19,29 +19,28 @@ impl Driver {
     /// smaller for it).
     pub(super) async fn ask_model(&mut self) -> Step<Option<ModelReply>> {
         // A call made again belongs to the turn its predecessor began.
-        if !std::mem::take(&mut self.run.asking_again) {
+        if !self.run.call.take_asking_again() {
             self.begin_turn();
         }
         let request = self.request()?;
         let counted_input = self.counted_request_tokens();
-        self.run.asked_counted = self.is_counted().then(|| self.raw_request_tokens());
+        let counted = self.is_counted().then(|| self.raw_request_tokens());
         let run = &mut self.run;
-        run.asked_with = self.session.history.mark();
-        run.call_cancel = run.cancel.child_token();
-        run.heartbeat = Heartbeat::new();
+        run.call.asked(counted, self.session.history.mark());
+        let (cancel, heartbeat) = run.call.start(&run.cancel);
         let answer = self
             .session
             .services
             .llm
             .stream(MODEL_CALL, |on_done| StreamJob {
-                models: run.models.clone(),
+                models: run.call.models().clone(),
                 request,
                 events: run.events.clone(),
                 purpose: Purpose::Turn,
                 counted_input,
-                encoded: run.encoded.clone(),
-                cancel: run.call_cancel.clone(),
-                heartbeat: run.heartbeat.clone(),
+                encoded: run.call.encoded(),
+                cancel,
+                heartbeat,
                 on_done,
             });
         let watched = self.watched(
@@ -54,7 +53,7 @@ impl Driver {
             return self.cut_stalled_call().await;
         };
         let answer = answer.unwrap_or_else(|| ModelAnswer::lost(MODEL_CALL));
-        if answer.lost && self.run.lost_calls < self.session.services.model_retries {
+        if answer.lost && self.run.call.losses() < self.session.services.model_retries {
             return Ok(self.ask_again_after_loss());
         }
         // Every attempt the server may have billed is recorded before the answer is used.
@@ -67,7 +66,7 @@ impl Driver {
         let mut bills = Bill::cut_calls(turn, &answer.cut_calls, cut_input);
         if let Ok(reply) = &answer.result {
             let expected =
-                (self.run.asked_counted).map(|counted| (counted, self.as_served(counted)));
+                (self.run.call.counted()).map(|counted| (counted, self.as_served(counted)));
             bills.push(Bill::of(turn, reply).expecting(expected));
         }
         self.bill(CallPurpose::Turn, bills).await?;
@@ -105,16 +104,16 @@ impl Driver {
     /// The Guardian had the silent call cut: it was paid for (its input at least, counted),
     /// and it is made again.
     async fn cut_stalled_call(&mut self) -> Step<Option<ModelReply>> {
-        self.run.call_cancel.cancel();
+        self.run.call.cut();
         let input_tokens = self.request_tokens();
         let usage = crate::provider::Usage {
             input_tokens,
             output_tokens: 0,
         };
-        let model = self.run.models.model().to_owned();
+        let model = self.run.call.model().to_owned();
         let bill = Bill::estimated(self.run.turns + 1, &model, usage);
         self.bill(CallPurpose::Turn, vec![bill]).await?;
-        self.run.asking_again = true;
+        self.run.call.ask_again();
         Ok(None)
     }
 
@@ -122,8 +121,8 @@ impl Driver {
     /// is asked again of its next incarnation, as a cut stream would be, within the model's
     /// retries.
     fn ask_again_after_loss(&mut self) -> Option<ModelReply> {
-        self.run.lost_calls += 1;
-        let model = self.run.models.model().to_owned();
+        let lost = self.run.call.lost();
+        let model = self.run.call.model().to_owned();
         tracing::warn!(session = %self.session.id, "a model call was lost with its actor; asking again");
         self.run.events.emit(EventKind::ModelRetry {
             message: format!(
@@ -131,11 +130,11 @@ impl Driver {
                  again once it is back"
             ),
             model,
-            attempt: self.run.lost_calls + 1,
+            attempt: lost + 1,
             wait_ms: 0,
             discarded_text: false,
         });
-        self.run.asking_again = true;
+        self.run.call.ask_again();
         None
     }
 
@@ -143,13 +142,12 @@ impl Driver {
     /// text and the calls it asks for.
     pub(super) fn take_answer(&mut self, reply: ModelReply) -> Step<(String, Vec<ToolCall>)> {
         let run = &mut self.run;
-        run.overflows = 0;
-        run.lost_calls = 0;
+        run.call.answered();
         run.turns += 1;
         run.turn.answered(reply.usage);
         if !reply.usage_estimated {
             let system = self.system_tokens();
-            let asked_with = self.run.asked_with;
+            let asked_with = self.run.call.asked_with();
             let history = &mut self.session.history;
             history.measure(asked_with, reply.usage.input_tokens, system);
             self.learn_count(reply.usage.input_tokens);

@@ -8,7 +8,7 @@ use super::waiting::{OnInterrupt, Waited};
 use super::{Driver, Step};
 use crate::context::{facts, prune_to_budget, summary, Cut};
 use crate::event::{CallPurpose, EventKind};
-use crate::llm_stream::{Heartbeat, ModelAnswer, Purpose, StreamJob};
+use crate::llm_stream::{ModelAnswer, Purpose, StreamJob};
 use crate::provider::ProviderError;
 use tokio::time::Instant;
 
@@ -181,7 +181,7 @@ impl Driver {
             return Ok(());
         }
         let summarized = had_summary && text.is_some();
-        let model = summarized.then(|| self.run.models.model().to_owned());
+        let model = summarized.then(|| self.run.call.model().to_owned());
         let before = self.context_tokens();
         let record = self.session.history.compact(cut.drop, text);
         record.facts_kept = kept;
@@ -239,21 +239,20 @@ impl Driver {
     async fn summarize(&mut self, cut: Cut) -> Step<Option<String>> {
         let dropped = self.session.history.snapshot();
         let run = &mut self.run;
-        run.call_cancel = run.cancel.child_token();
-        run.heartbeat = Heartbeat::new();
+        let (cancel, heartbeat) = run.call.start(&run.cancel);
         let mut answer = self
             .session
             .services
             .llm
             .stream(SUMMARY_CALL, |on_done| StreamJob {
-                models: run.models.clone(),
+                models: run.call.models().clone(),
                 request: summary::request(&dropped[..cut.drop]),
                 events: run.events.clone(),
                 purpose: Purpose::Summary { messages: cut.drop },
                 counted_input: None,
                 encoded: Default::default(),
-                cancel: run.call_cancel.clone(),
-                heartbeat: run.heartbeat.clone(),
+                cancel,
+                heartbeat,
                 on_done,
             });
         drop(dropped);
@@ -261,7 +260,7 @@ impl Driver {
         let watched = self.session.services.agent.guardian.enabled;
         let timeout = self.stall_timeout();
         let answer = loop {
-            let silent = self.run.heartbeat.silent_for();
+            let silent = self.run.call.heartbeat().silent_for();
             if watched && silent >= timeout {
                 break self.cut_summary(silent);
             }
@@ -301,10 +300,10 @@ impl Driver {
     /// estimated), and the pruning goes on without it, so a hung summarizer never holds the
     /// run.
     fn cut_summary(&mut self, silent: std::time::Duration) -> ModelAnswer {
-        self.run.call_cancel.cancel();
+        self.run.call.cut();
         let error = ProviderError::StreamCut(format!("silent for {} s", silent.as_secs()));
         let mut answer = ModelAnswer::failed(error);
-        answer.cut_calls.push(self.run.models.model().to_owned());
+        answer.cut_calls.push(self.run.call.model().to_owned());
         answer
     }
 }

@@ -30,7 +30,7 @@ impl Driver {
 
     /// What the session learned of the model asked now, if anything.
     fn fit(&self) -> Option<&ModelFit> {
-        let model = self.run.models.model();
+        let model = self.run.call.model();
         self.session.model_fit.as_ref().filter(|f| f.model == model)
     }
 
@@ -48,7 +48,7 @@ impl Driver {
 
     /// The fit of the model asked now, made if there is none.
     fn fit_mut(&mut self) -> &mut ModelFit {
-        let model = self.run.models.model().to_owned();
+        let model = self.run.call.model().to_owned();
         let fit = self
             .session
             .model_fit
@@ -62,7 +62,7 @@ impl Driver {
     /// Takes in the server's count of the request just answered (`server` input tokens),
     /// where Ryvos had counted it exactly.
     pub(super) fn learn_count(&mut self, server: u64) {
-        if let Some(counted) = self.run.asked_counted.take() {
+        if let Some(counted) = self.run.call.take_counted() {
             self.fit_mut().learn(server, counted);
         }
     }
@@ -71,7 +71,7 @@ impl Driver {
     /// made, and the call is to be made again; the run fails when no room can be made, or
     /// after [`MAX_OVERFLOWS`] refusals in a turn.
     pub(super) async fn make_room_for_overflow(&mut self, overflow: Overflow) -> Step<()> {
-        self.run.overflows += 1;
+        let overflows = self.run.call.overflowed();
         let max = self.session.services.agent.max_context_tokens;
         if let Some(window) = overflow.window.filter(|w| *w < max) {
             self.fit_mut().window = Some(window);
@@ -80,7 +80,7 @@ impl Driver {
             self.learn_count(server);
         }
         let why = &overflow.message;
-        if self.run.overflows > MAX_OVERFLOWS {
+        if overflows > MAX_OVERFLOWS {
             return Err(self.failure(format!(
                 "the request is too large for the model's context window ({why}), still after \
                  making room {MAX_OVERFLOWS} times; lower [agent] max_context_tokens or min_tail"

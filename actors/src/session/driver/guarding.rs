@@ -59,7 +59,7 @@ impl Driver {
             if let Waited::Done(value) = waited {
                 return Ok(Some(value));
             }
-            let silent = self.run.heartbeat.silent_for();
+            let silent = self.run.call.heartbeat().silent_for();
             if silent < timeout {
                 next_check = Some(Instant::now() + (timeout - silent));
                 continue;
@@ -82,7 +82,7 @@ impl Driver {
                 return Ok(Some(value));
             }
             // A model stream may have spoken while the Guardian was asked.
-            if phase == StallPhase::Model && self.run.heartbeat.silent_for() < timeout {
+            if phase == StallPhase::Model && self.run.call.heartbeat().silent_for() < timeout {
                 continue;
             }
             let retry = review.retry_model_call && phase == StallPhase::Model;
@@ -95,7 +95,7 @@ impl Driver {
             if retry {
                 return Ok(None);
             }
-            self.run.heartbeat.beat();
+            self.run.call.heartbeat().beat();
         }
     }
 

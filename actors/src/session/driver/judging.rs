@@ -33,7 +33,7 @@ impl Driver {
             ctx: run.tool_context(&self.session.id),
             events: run.events.clone(),
             model_allowed: run.spent.may_call(),
-            run_models: run.models.clone(),
+            run_models: run.call.models().clone(),
             on_done,
         });
         let evaluated = self

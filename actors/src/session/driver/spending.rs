@@ -28,7 +28,7 @@ impl Driver {
                 model: bill.model.clone(),
                 usage: bill.usage,
                 estimated: bill.estimated,
-                served_locally: run.models.serves_locally(&bill.model),
+                served_locally: run.call.models().serves_locally(&bill.model),
                 run_limit_cents: run.limits.per_run_limit_cents,
             });
         }

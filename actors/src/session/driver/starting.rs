@@ -63,7 +63,7 @@ impl Driver {
             (Ok(_), Some(error), _) => Some(format!("the session could not be loaded: {error}")),
             (Ok(_), None, Err(why)) => Some(why),
             (Ok(_), None, Ok(models)) => {
-                self.run.models = models;
+                self.run.call.ask(models);
                 None
             }
         };

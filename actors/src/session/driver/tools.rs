@@ -43,7 +43,7 @@ impl Driver {
         }
         self.run.turn.calls(CallsInFlight::Running(calls.clone()));
         // A completed model answer is progress: the stall clock starts again.
-        self.run.heartbeat.beat();
+        self.run.call.heartbeat().beat();
         let run = &self.run;
         let tools = &self.session.services.tools;
         let batch = tools.execute(
