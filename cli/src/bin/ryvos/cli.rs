@@ -20,17 +20,12 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// `ryvos run`'s flags.
+/// What a run is asked to do, where, and under which limits: the flags `run` and `submit`
+/// share.
 #[derive(Args)]
-pub struct RunArgs {
-    /// Print every event as one JSON object per line instead.
-    #[arg(long, conflicts_with = "quiet")]
-    pub json: bool,
-    /// Print only the final answer, on stdout, once the run ends; stderr only for errors.
-    #[arg(short, long)]
-    pub quiet: bool,
+pub struct RunFlags {
     /// The directory the file tools work in (default: a resumed session's own, else the current
-    /// directory).
+    /// directory; for `submit`, on the daemons' machines).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     /// Use this session id (created if new).
@@ -39,9 +34,6 @@ pub struct RunArgs {
     /// Continue an existing session.
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
-    /// Continue the most recent session of the workspace.
-    #[arg(long = "continue", conflicts_with_all = ["session", "resume"])]
-    pub continue_latest: bool,
     /// The model to ask (as -c model.model=M).
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
@@ -52,10 +44,6 @@ pub struct RunArgs {
     /// (as -c budget.on_limit=stop).
     #[arg(long)]
     pub no_park: bool,
-    /// Save the run's model traffic to FILE (JSON lines), for `provider = "replay"`.
-    /// Runs in-process.
-    #[arg(long, value_name = "FILE")]
-    pub record: Option<PathBuf>,
     /// Make the run goal-driven: the Judge holds each final answer to this goal, and the
     /// run completes only when it is accepted.
     #[arg(long, value_name = "TEXT")]
@@ -71,31 +59,46 @@ pub struct RunArgs {
     #[arg(long)]
     pub director: bool,
     /// What to do; `-` (or nothing, when stdin is not a terminal) reads it from stdin. With
-    /// --resume or --continue it may be left out: the session goes on from where it paused,
-    /// its pending tool calls first, its turns still counted against max_turns.
+    /// --resume (or `run --continue`) it may be left out: the session goes on from where it
+    /// paused, its pending tool calls first, its turns still counted against max_turns.
     pub prompt: Vec<String>,
 }
 
-impl RunArgs {
+impl RunFlags {
     /// `--model`, `--max-turns` and `--no-park`, as the config settings they stand for.
     pub fn settings(&self) -> Vec<Override> {
-        flag_settings(self.model.as_deref(), self.max_turns, self.no_park)
+        let mut settings = Vec::new();
+        if self.no_park {
+            settings.extend(Override::new("budget.on_limit", "stop".into()).ok());
+        }
+        if let Some(model) = &self.model {
+            settings.extend(Override::new("model.model", model.as_str().into()).ok());
+        }
+        if let Some(turns) = self.max_turns {
+            settings.extend(Override::new("agent.max_turns", i64::from(turns).into()).ok());
+        }
+        settings
     }
 }
 
-/// `--model`, `--max-turns` and `--no-park`, as the config settings they stand for.
-fn flag_settings(model: Option<&str>, max_turns: Option<u32>, no_park: bool) -> Vec<Override> {
-    let mut settings = Vec::new();
-    if no_park {
-        settings.extend(Override::new("budget.on_limit", "stop".into()).ok());
-    }
-    if let Some(model) = model {
-        settings.extend(Override::new("model.model", model.into()).ok());
-    }
-    if let Some(turns) = max_turns {
-        settings.extend(Override::new("agent.max_turns", i64::from(turns).into()).ok());
-    }
-    settings
+/// `ryvos run`'s flags.
+#[derive(Args)]
+pub struct RunArgs {
+    /// Print every event as one JSON object per line instead.
+    #[arg(long, conflicts_with = "quiet")]
+    pub json: bool,
+    /// Print only the final answer, on stdout, once the run ends; stderr only for errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Continue the most recent session of the workspace.
+    #[arg(long = "continue", conflicts_with_all = ["session", "resume"])]
+    pub continue_latest: bool,
+    /// Save the run's model traffic to FILE (JSON lines), for `provider = "replay"`.
+    /// Runs in-process.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    #[command(flatten)]
+    pub run: RunFlags,
 }
 
 /// `ryvos submit`'s flags: `run`'s, less those only a run hosted here can honour.
@@ -107,61 +110,19 @@ pub struct SubmitArgs {
     /// Print only the queued run's id.
     #[arg(short, long)]
     pub quiet: bool,
-    /// The directory the file tools work in, on the daemons' machines (default: a resumed
-    /// session's own, else the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
-    /// Use this session id (created if new).
-    #[arg(long, value_name = "ID", conflicts_with = "resume")]
-    pub session: Option<String>,
-    /// Continue an existing session.
-    #[arg(long, value_name = "ID")]
-    pub resume: Option<String>,
-    /// Make the run goal-driven (as `run --goal`).
-    #[arg(long, value_name = "TEXT")]
-    pub goal: Option<String>,
-    /// A success criterion of the goal, KIND:VALUE[@WEIGHT] (as `run --criterion`).
-    #[arg(long, value_name = "KIND:VALUE[@WEIGHT]")]
-    pub criterion: Vec<String>,
-    /// Run as a Director (as `run --director`).
-    #[arg(long)]
-    pub director: bool,
-    /// The model to ask (as `run --model`).
-    #[arg(long, value_name = "MODEL")]
-    pub model: Option<String>,
-    /// Stop after N turns (as `run --max-turns`).
-    #[arg(long, value_name = "N")]
-    pub max_turns: Option<u32>,
-    /// End the run at a budget instead of parking it (as `run --no-park`).
-    #[arg(long)]
-    pub no_park: bool,
-    /// What to do; `-` (or nothing, when stdin is not a terminal) reads it from stdin.
-    pub prompt: Vec<String>,
+    #[command(flatten)]
+    pub run: RunFlags,
 }
 
 impl SubmitArgs {
-    /// `--model`, `--max-turns` and `--no-park`, as the config settings they stand for.
-    pub fn settings(&self) -> Vec<Override> {
-        flag_settings(self.model.as_deref(), self.max_turns, self.no_park)
-    }
-
     /// The same run, as `run`'s flags.
     pub fn into_run(self) -> RunArgs {
         RunArgs {
             json: self.json,
             quiet: self.quiet,
-            workspace: self.workspace,
-            session: self.session,
-            resume: self.resume,
             continue_latest: false,
-            model: self.model,
-            max_turns: self.max_turns,
-            no_park: self.no_park,
             record: None,
-            goal: self.goal,
-            criterion: self.criterion,
-            director: self.director,
-            prompt: self.prompt,
+            run: self.run,
         }
     }
 }

@@ -50,8 +50,8 @@ fn main() -> ExitCode {
     }
     let mut settings = cli.set;
     match &cli.command {
-        Command::Run(args) => settings.extend(args.settings()),
-        Command::Submit(args) => settings.extend(args.settings()),
+        Command::Run(args) => settings.extend(args.run.settings()),
+        Command::Submit(args) => settings.extend(args.run.settings()),
         _ => {}
     }
     let config = match Config::load_with(cli.config.as_deref(), &settings) {

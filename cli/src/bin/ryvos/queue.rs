@@ -51,7 +51,7 @@ pub async fn submit(mut args: RunArgs, given: Given, config: &Config, socket: &P
             return EXIT_USAGE;
         }
     };
-    let params = asked.into_params(args.session, args.director, settings);
+    let params = asked.into_params(args.run.session, args.run.director, settings);
     let mut client = match daemon(socket).await {
         Ok(client) => client,
         Err(code) => return code,

@@ -44,7 +44,7 @@ pub async fn run(mut args: RunArgs, given: Given, config: Config, socket: PathBu
                     return EXIT_USAGE;
                 }
             };
-            let mut params = asked.into_params(args.session, args.director, settings);
+            let mut params = asked.into_params(args.run.session, args.run.director, settings);
             // Absolute as loaded; the daemon resolves symlinks.
             params.config = (config.source.as_ref())
                 .filter(|_| explicit_config)
@@ -69,7 +69,7 @@ pub async fn run(mut args: RunArgs, given: Given, config: Config, socket: PathBu
                 json: args.json,
                 quiet: args.quiet,
                 record: args.record,
-                params: asked.into_params(args.session, args.director, settings),
+                params: asked.into_params(args.run.session, args.run.director, settings),
             };
             run_local(config, local).await
         }
@@ -118,23 +118,24 @@ impl Asked {
 
 /// What `args` ask for (taking their prompt, goal and workspace), or why it is bad usage.
 pub fn asked(args: &mut RunArgs) -> Result<Asked, String> {
-    let continuing = args.resume.is_some() || args.continue_latest;
-    let prompt = prompt_of(&args.prompt, continuing)?;
+    let continuing = args.run.resume.is_some() || args.continue_latest;
+    let prompt = prompt_of(&args.run.prompt, continuing)?;
     let resume = args
+        .run
         .resume
         .take()
         .or(args.continue_latest.then(String::new));
     if prompt.trim().is_empty() && resume.is_none() {
         return Err("the prompt is empty: say what the run should do".into());
     }
-    if args.director && prompt.trim().is_empty() {
+    if args.run.director && prompt.trim().is_empty() {
         return Err("a Director run needs its task: give a prompt".into());
     }
-    let goal = goal_of(args.goal.take(), &args.criterion, &prompt)?;
-    let workspace = match args.workspace.take() {
+    let goal = goal_of(args.run.goal.take(), &args.run.criterion, &prompt)?;
+    let workspace = match args.run.workspace.take() {
         Some(dir) => Some(workspace_of(Some(dir))?),
         // A session goes on where it worked: its history speaks of the files there.
-        None if continuing || args.session.is_some() => None,
+        None if continuing || args.run.session.is_some() => None,
         None => Some(workspace_of(None)?),
     };
     Ok(Asked {
