@@ -93,7 +93,10 @@ pub(crate) fn spawn(opened: Opened, shared: Arc<Shared>) -> tokio::task::JoinHan
     tokio::spawn(async move {
         let served = match opened.tls {
             Some(acceptor) => {
-                let listener = tls::Listener::new(opened.listener, acceptor);
+                let listener = match tls::Listener::new(opened.listener, acceptor) {
+                    Ok(listener) => listener,
+                    Err(e) => return tracing::error!("the console could not listen: {e}"),
+                };
                 axum::serve(listener, app)
                     .with_graceful_shutdown(stop)
                     .await

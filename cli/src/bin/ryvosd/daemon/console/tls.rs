@@ -3,6 +3,7 @@
 
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,44 +35,81 @@ pub(super) fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, String> {
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
-/// Accepts TCP connections and completes their handshakes; one that fails or is too slow is
-/// dropped, and accepting goes on.
+/// Hands axum the connections whose handshakes are done. Handshakes run in tasks of their own,
+/// at most [`HANDSHAKES_AT_ONCE`] together, so a client that connects and says nothing holds
+/// up no one else; one that fails or is too slow is dropped.
 pub(super) struct Listener {
-    tcp: TcpListener,
-    acceptor: TlsAcceptor,
+    ready: tokio::sync::mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
+    address: SocketAddr,
 }
 
+/// Handshakes in flight at once, at most.
+const HANDSHAKES_AT_ONCE: usize = 128;
+
 impl Listener {
-    pub(super) fn new(tcp: TcpListener, acceptor: TlsAcceptor) -> Self {
-        Self { tcp, acceptor }
+    /// Accepts on `tcp` until the listener is dropped.
+    pub(super) fn new(tcp: TcpListener, acceptor: TlsAcceptor) -> std::io::Result<Self> {
+        let address = tcp.local_addr()?;
+        let (done, ready) = tokio::sync::mpsc::channel(HANDSHAKES_AT_ONCE);
+        tokio::spawn(accept_all(tcp, acceptor, done));
+        Ok(Self { ready, address })
+    }
+}
+
+/// Accepts connections and starts their handshakes, until no one takes them any more.
+async fn accept_all(
+    tcp: TcpListener,
+    acceptor: TlsAcceptor,
+    done: tokio::sync::mpsc::Sender<(TlsStream<TcpStream>, SocketAddr)>,
+) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(HANDSHAKES_AT_ONCE));
+    loop {
+        let accepted = tokio::select! {
+            () = done.closed() => return,
+            accepted = tcp.accept() => accepted,
+        };
+        let (stream, address) = match accepted {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of file descriptors and the like: wait a little, never spin.
+                tracing::warn!("the console could not accept a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let (acceptor, done) = (acceptor.clone(), done.clone());
+        tokio::spawn(async move {
+            let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
+            match handshake.await {
+                Ok(Ok(tls)) => {
+                    // The console stopping meanwhile drops the connection: nothing to do.
+                    let _ = done.send((tls, address)).await;
+                }
+                Ok(Err(e)) => tracing::debug!(%address, "a console handshake failed: {e}"),
+                Err(_) => tracing::debug!(%address, "a console handshake took too long"),
+            }
+            drop(slot);
+        });
     }
 }
 
 impl axum::serve::Listener for Listener {
     type Io = TlsStream<TcpStream>;
-    type Addr = std::net::SocketAddr;
+    type Addr = SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            let (stream, address) = match self.tcp.accept().await {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    // Out of file descriptors and the like: wait a little, never spin.
-                    tracing::warn!("the console could not accept a connection: {e}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, self.acceptor.accept(stream));
-            match handshake.await {
-                Ok(Ok(tls)) => return (tls, address),
-                Ok(Err(e)) => tracing::debug!(%address, "a console handshake failed: {e}"),
-                Err(_) => tracing::debug!(%address, "a console handshake took too long"),
-            }
+        match self.ready.recv().await {
+            Some(ready) => ready,
+            // The accepting task holds a sender until this listener is dropped, and it does not
+            // end on its own: this is never reached while serving.
+            None => std::future::pending().await,
         }
     }
 
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.tcp.local_addr()
+        Ok(self.address)
     }
 }
