@@ -230,8 +230,6 @@ impl LedgerState {
             session_key(&report.session_id),
             format!("day:{}", period.day),
             format!("month:{}", period.month),
-            // What the console charts: each model's spending per day.
-            format!("model-day:{}:{}", period.day, report.model),
         ];
         let (price, price_source) = self.prices.price_of(&report.model, report.served_locally);
         let mut before = Vec::with_capacity(keys.len());
@@ -275,7 +273,11 @@ impl LedgerState {
             (before[3].cost_microcents, month_after.cost_microcents),
             &period,
         );
-        let adds = keys.iter().map(|key| (key.clone(), call)).collect();
+        let mut adds: Vec<(String, CostTotals)> =
+            keys.iter().map(|key| (key.clone(), call)).collect();
+        // What the console charts, each model's spending per day: only added to, never
+        // checked, so it is neither read back nor kept here.
+        adds.push((format!("model-day:{}:{}", period.day, report.model), call));
         self.persist(myself, &report.session_id, adds);
         Ok(Receipt {
             call_microcents: call.cost_microcents,

@@ -3,7 +3,9 @@
 //!
 //! Each call's usage (the provider's, or the tokenizer's estimate, marked as such) is priced
 //! from a [`PriceBook`] and added to four totals (`run:`, `session:`, `day:`, `month:` keys),
-//! which the [`CostLedgerActor`] keeps in memory and adds to the store's through its writer.
+//! which the [`CostLedgerActor`] keeps in memory and adds to the store's through its writer,
+//! and to the model's total for the day (`model-day:DAY:MODEL`, for the console's chart), which
+//! it only adds to the store's.
 //! Before every model call the session asks the ledger whether the run and the month are
 //! within their limits; a restarted ledger reads its totals back from the store.
 //!
