@@ -287,7 +287,6 @@ pub enum EventKind {
     },
 }
 
-/// Why a run parked.
 /// What a model call was for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -307,6 +306,7 @@ impl CallPurpose {
     }
 }
 
+/// Why a run parked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ParkReason {
