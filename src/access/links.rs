@@ -77,23 +77,11 @@ impl Access {
         request_id: &str,
         link: &str,
     ) -> Result<Result<LinkGrant, LinkRefused>, AccessError> {
-        let Some((signed, signature)) = link.rsplit_once('.') else {
-            return Ok(Err(LinkRefused::Malformed));
+        let grant = match self.verified(request_id, link).await? {
+            Ok(grant) => grant,
+            refused => return Ok(refused),
         };
-        let Some((grant, _nonce)) = parse(signed) else {
-            return Ok(Err(LinkRefused::Malformed));
-        };
-        if !self.verify(signed, signature).await? {
-            return Ok(Err(LinkRefused::Tampered));
-        }
-        if grant.request_id != request_id {
-            return Ok(Err(LinkRefused::OtherRequest));
-        }
-        if grant.expires_ms <= now_ms() {
-            return Ok(Err(LinkRefused::Expired));
-        }
-        let spent = self.store.credential(&spent_id(link)).await?;
-        Ok(match spent {
+        Ok(match self.store.credential(&spent_id(link)).await? {
             Some(_) => Err(LinkRefused::Used),
             None => Ok(grant),
         })
@@ -105,7 +93,7 @@ impl Access {
         request_id: &str,
         link: &str,
     ) -> Result<Result<LinkGrant, LinkRefused>, AccessError> {
-        let grant = match self.check_link(request_id, link).await? {
+        let grant = match self.verified(request_id, link).await? {
             Ok(grant) => grant,
             refused => return Ok(refused),
         };
@@ -116,10 +104,36 @@ impl Access {
             // Kept while the link could still be used; after that it is refused as expired.
             expires_ms: Some(grant.expires_ms),
         };
+        // Stored only if it was not already: the store says whether this is the first use.
         Ok(match self.store.add_credential(&spent).await? {
             true => Ok(grant),
             false => Err(LinkRefused::Used),
         })
+    }
+
+    /// What `link` grants for request `request_id` if it is well formed, signed here, for that
+    /// request and unexpired (whether it was used is not looked at).
+    async fn verified(
+        &self,
+        request_id: &str,
+        link: &str,
+    ) -> Result<Result<LinkGrant, LinkRefused>, AccessError> {
+        let Some((grant, (signed, signature))) = link
+            .rsplit_once('.')
+            .and_then(|(signed, signature)| Some((parse(signed)?, (signed, signature))))
+        else {
+            return Ok(Err(LinkRefused::Malformed));
+        };
+        if !self.verify(signed, signature).await? {
+            return Ok(Err(LinkRefused::Tampered));
+        }
+        if grant.request_id != request_id {
+            return Ok(Err(LinkRefused::OtherRequest));
+        }
+        if grant.expires_ms <= now_ms() {
+            return Ok(Err(LinkRefused::Expired));
+        }
+        Ok(Ok(grant))
     }
 
     /// `text`'s signature under the store's link key (made on first use).
@@ -145,7 +159,15 @@ impl Access {
         Ok(mac)
     }
 
+    /// The store's link key: read (or made) once, then kept.
     async fn link_key(&self) -> Result<String, AccessError> {
+        self.link_key
+            .get_or_try_init(|| self.stored_link_key())
+            .await
+            .cloned()
+    }
+
+    async fn stored_link_key(&self) -> Result<String, AccessError> {
         for _ in 0..2 {
             if let Some(Credential {
                 kind: CredentialKind::LinkKey { key },
@@ -170,21 +192,18 @@ impl Access {
     }
 }
 
-/// The grant and nonce `signed` says, if it is one.
-fn parse(signed: &str) -> Option<(LinkGrant, &str)> {
+/// The grant `signed` says, if it is one (its nonce only makes each link unique).
+fn parse(signed: &str) -> Option<LinkGrant> {
     let mut parts = signed.rsplitn(4, '.');
-    let nonce = parts.next()?;
+    let _nonce = parts.next()?;
     let expires_ms = parts.next()?.parse().ok()?;
     let action = LinkAction::parse(parts.next()?)?;
     let request_id = parts.next()?.to_owned();
-    Some((
-        LinkGrant {
-            request_id,
-            action,
-            expires_ms,
-        },
-        nonce,
-    ))
+    Some(LinkGrant {
+        request_id,
+        action,
+        expires_ms,
+    })
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {

@@ -19,6 +19,8 @@ pub const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 60 * 60);
 #[derive(Clone)]
 pub struct Access {
     store: Store,
+    /// The approval links' key, once read (or made).
+    link_key: std::sync::Arc<tokio::sync::OnceCell<String>>,
 }
 
 /// Why a credential could not be made or changed.
@@ -33,7 +35,10 @@ pub enum AccessError {
 
 impl Access {
     pub(crate) fn new(store: Store) -> Self {
-        Self { store }
+        Self {
+            store,
+            link_key: Default::default(),
+        }
     }
 
     /// Opens a console session for someone who just logged in; its cookie's value.

@@ -63,6 +63,8 @@ pub struct Runtime {
     run_log: std::thread::JoinHandle<()>,
     /// `[budget]`, which a parked run's continue is checked against.
     budget: ryvos_actors::config::BudgetConfig,
+    /// Who may use the HTTP door; one for the runtime, so the link key is read once.
+    access: crate::access::Access,
 }
 
 /// How long `close` waits for the run logger to write what it has.
@@ -144,6 +146,7 @@ impl RuntimeBuilder {
         let run_log =
             crate::run_log::spawn(logs, engine.subscribe()).map_err(RuntimeError::RunLog)?;
         Ok(Runtime {
+            access: crate::access::Access::new(engine.store().clone()),
             engine,
             run_log,
             budget: self.config.budget,
@@ -362,8 +365,8 @@ impl Runtime {
     }
 
     /// Who may use the HTTP door: tokens, console sessions, approval links' key.
-    pub fn access(&self) -> crate::access::Access {
-        crate::access::Access::new(self.engine.store().clone())
+    pub fn access(&self) -> &crate::access::Access {
+        &self.access
     }
 
     /// The store as daemons share it: the run queue, leases and the relay between daemons.

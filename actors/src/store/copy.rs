@@ -58,8 +58,11 @@ pub async fn copy_store(from: &Store, to: &Store) -> Result<Copied, StoreError> 
     // links made for the old store work with the new one.
     let now = super::now_ms();
     for credential in from.credentials("").await? {
-        if !credential.expired(now) {
-            to.add_credential(&credential).await?;
+        if !credential.expired(now) && !to.add_credential(&credential).await? {
+            return Err(StoreError::from_cause(
+                "copying the store",
+                format!("the target already holds credential {}", credential.id),
+            ));
         }
     }
     Ok(copied)
@@ -77,6 +80,8 @@ async fn refuse_unless_empty(to: &Store) -> Result<(), StoreError> {
         "kept approval answers"
     } else if !to.always_allowed().await?.is_empty() {
         "tools approved for a session"
+    } else if !to.credentials("").await?.is_empty() {
+        "credentials (tokens, console sessions, the approval links' key)"
     } else {
         return Ok(());
     };

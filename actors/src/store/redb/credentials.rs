@@ -24,7 +24,7 @@ impl RedbStore {
     }
 
     /// Runs `change` on the credentials table in one durable transaction; its answer.
-    pub(super) fn change_credentials<T>(
+    fn change_credentials<T>(
         &self,
         doing: impl Fn() -> String + Copy,
         change: impl FnOnce(
@@ -57,11 +57,7 @@ impl RedbStore {
 
     pub(super) fn delete_credential(&self, id: &str) -> Result<bool, StoreError> {
         let doing = || format!("removing credential {id}");
-        self.change_credentials(doing, |table| {
-            let held = table.get(id, doing)?.is_some();
-            table.remove(id, doing)?;
-            Ok(held)
-        })
+        self.change_credentials(doing, |table| table.remove(id, doing))
     }
 
     pub(super) fn delete_expired_credentials(&self, now_ms: u64) -> Result<u64, StoreError> {

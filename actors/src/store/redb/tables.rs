@@ -160,14 +160,13 @@ impl<K: Key + 'static, V: Serialize + DeserializeOwned> Writer<'_, K, V> {
             .transpose()
     }
 
-    /// Forgets the value under `key`.
+    /// Forgets the value under `key`; whether there was one.
     pub(super) fn remove<'k>(
         &mut self,
         key: impl Borrow<K::SelfType<'k>>,
         doing: impl Fn() -> String,
-    ) -> Result<(), StoreError> {
-        self.table.remove(key).doing(&doing)?;
-        Ok(())
+    ) -> Result<bool, StoreError> {
+        Ok(self.table.remove(key).doing(&doing)?.is_some())
     }
 }
 

@@ -79,7 +79,7 @@ pub(super) fn apply(txn: &WriteTransaction, batches: &[WriteBatch]) -> Result<()
                     let table = open(&mut t.guardian, &GUARDIAN, txn, doing)?;
                     match watch {
                         Some(watch) => table.insert(run_id.as_str(), watch, doing).map(drop)?,
-                        None => table.remove(run_id.as_str(), doing)?,
+                        None => table.remove(run_id.as_str(), doing).map(drop)?,
                     }
                 }
                 Write::Memory(entry) => memories.push(entry),
@@ -101,7 +101,7 @@ pub(super) fn apply(txn: &WriteTransaction, batches: &[WriteBatch]) -> Result<()
                         Some(request) => table
                             .insert(request_id.as_str(), request, doing)
                             .map(drop)?,
-                        None => table.remove(request_id.as_str(), doing)?,
+                        None => table.remove(request_id.as_str(), doing).map(drop)?,
                     }
                 }
                 Write::Always(what) => {

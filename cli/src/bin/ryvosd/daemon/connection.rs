@@ -157,10 +157,18 @@ async fn close_with(
 }
 
 /// Every session, most recently updated first.
-async fn sessions(
+/// Every session, most recently updated first (the socket's `sessions`, the console's).
+pub(super) async fn sessions(
     shared: &Shared,
 ) -> Result<Vec<ryvos_protocol::records::SessionRecord>, ErrorBody> {
     shared.runtime.sessions().await.map_err(internal)
+}
+
+/// The month's spending against the limits (the socket's `cost`, the console's).
+pub(super) async fn cost(
+    shared: &Shared,
+) -> Result<ryvos::protocol::report::CostReport, ErrorBody> {
+    shared.runtime.cost_report().await.map_err(internal)
 }
 
 /// Answers one request (a stopping daemon takes no new work, whatever the request).
@@ -195,10 +203,7 @@ async fn answer(
         Ok(Method::History(params)) => history(&SessionId::new(params.session), shared)
             .await
             .map(|found| Reply::result(id, &found)),
-        Ok(Method::Cost(_)) => match shared.runtime.cost_report().await {
-            Ok(report) => Ok(Reply::result(id, &report)),
-            Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
-        },
+        Ok(Method::Cost(_)) => cost(shared).await.map(|report| Reply::result(id, &report)),
         Ok(Method::Approvals(_)) => Ok(Reply::result(id, &super::approvals::pending(shared).await)),
         Ok(Method::Interrupt(params)) => {
             match shared
@@ -276,7 +281,8 @@ async fn compact_undo(id: &SessionId, shared: &Shared) -> Result<CompactUndoResu
     })
 }
 
-async fn history(id: &SessionId, shared: &Shared) -> Result<HistoryResult, ErrorBody> {
+/// Everything stored of session `id` (the socket's `history`, the console's).
+pub(super) async fn history(id: &SessionId, shared: &Shared) -> Result<HistoryResult, ErrorBody> {
     match shared.runtime.history(id).await {
         Ok(Some(history)) => Ok(history),
         Ok(None) => Err(ErrorBody::new(

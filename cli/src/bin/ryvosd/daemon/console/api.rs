@@ -92,9 +92,9 @@ pub(super) async fn sessions(
     _: Caller,
     Query(query): Query<SessionsQuery>,
 ) -> Response {
-    let sessions = match state.shared.runtime.sessions().await {
+    let sessions = match super::super::connection::sessions(&state.shared).await {
         Ok(sessions) => sessions,
-        Err(e) => return guard::refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(error) => return failed(error),
     };
     // Read once, not per session: a status no run ends with matches none.
     let ended_so = query
@@ -116,10 +116,7 @@ pub(super) async fn costs(
     axum::extract::State(state): axum::extract::State<State>,
     _: Caller,
 ) -> Response {
-    match state.shared.runtime.cost_report().await {
-        Ok(report) => Json(report).into_response(),
-        Err(e) => guard::refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    }
+    answered(super::super::connection::cost(&state.shared).await)
 }
 
 /// The calls waiting for a person's answer.
@@ -159,15 +156,20 @@ pub(super) async fn answer(
         always: false,
         by: Some(caller.by),
     };
-    match super::super::approvals::answer(params, approved, &state.shared).await {
-        Ok(answered) => Json(answered).into_response(),
-        Err(error) => failed(error),
-    }
+    answered(super::super::approvals::answer(params, approved, &state.shared).await)
 }
 
 /// Anything else.
 pub(super) async fn not_found() -> Response {
     guard::refused(StatusCode::NOT_FOUND, "there is nothing here")
+}
+
+/// A daemon function's answer as an HTTP one: its result as JSON, or its error.
+pub(super) fn answered<T: serde::Serialize>(answer: Result<T, ErrorBody>) -> Response {
+    match answer {
+        Ok(result) => Json(result).into_response(),
+        Err(error) => failed(error),
+    }
 }
 
 /// A daemon error as an HTTP answer.

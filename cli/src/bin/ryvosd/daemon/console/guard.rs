@@ -185,7 +185,8 @@ pub(super) fn session_cookie(value: &str, secure: bool) -> HeaderValue {
 
 /// A cookie that ends the session in the browser.
 pub(super) fn cleared_cookie() -> HeaderValue {
-    HeaderValue::from_static("ryvos_console=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+    let cleared = format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+    HeaderValue::from_str(&cleared).expect("the cookie's name is a header value")
 }
 
 /// 401, saying how to log in.

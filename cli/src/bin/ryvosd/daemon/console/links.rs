@@ -4,7 +4,7 @@
 //! acts only on a click: a GET never answers anything, so a link preview approves nothing.
 
 use super::super::approvals;
-use super::api::failed;
+use super::api::answered;
 use super::guard::refused;
 use super::{Shared, State};
 use axum::extract::Path;
@@ -108,8 +108,5 @@ pub(super) async fn use_link(
         by: Some("an approval link".into()),
     };
     let approved = action == LinkAction::Approve;
-    match approvals::answer(params, approved, &state.shared).await {
-        Ok(answered) => Json(answered).into_response(),
-        Err(error) => failed(error),
-    }
+    answered(approvals::answer(params, approved, &state.shared).await)
 }

@@ -2,12 +2,11 @@
 //! happen, as server-sent events. The stream ends when the daemon stops; the browser
 //! reconnects by itself, to this daemon or the next.
 
-use super::guard::{self, Caller, SessionInPath};
+use super::api::answered;
+use super::guard::{Caller, SessionInPath};
 use super::State;
-use axum::http::StatusCode;
 use axum::response::sse::{Event as Sent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use futures_util::StreamExt;
 use std::convert::Infallible;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
@@ -19,11 +18,7 @@ pub(super) async fn history(
     _: Caller,
     SessionInPath(id): SessionInPath,
 ) -> Response {
-    match state.shared.runtime.history(&id).await {
-        Ok(Some(history)) => Json(history).into_response(),
-        Ok(None) => guard::refused(StatusCode::NOT_FOUND, "there is no such session"),
-        Err(e) => guard::refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    }
+    answered(super::super::connection::history(&id, &state.shared).await)
 }
 
 /// The session's events from now on, each as the socket sends it (`data:` its JSON); an
