@@ -41,6 +41,25 @@ struct TurnSoFar {
     tools: Vec<String>,
 }
 
+impl TurnSoFar {
+    /// Takes the model and the usage of the turn's `ModelUsage`.
+    fn took(&mut self, usage: &EventKind) {
+        if let EventKind::ModelUsage {
+            model,
+            input_tokens,
+            output_tokens,
+            estimated,
+            ..
+        } = usage
+        {
+            self.model = model.clone();
+            self.input_tokens = *input_tokens;
+            self.output_tokens = *output_tokens;
+            self.estimated = *estimated;
+        }
+    }
+}
+
 struct RunLogger {
     dir: PathBuf,
     /// Per run and turn: what the turn did so far. A turn is logged when its checkpoint is
@@ -91,18 +110,11 @@ impl RunLogger {
             EventKind::ModelUsage {
                 turn,
                 purpose: CallPurpose::Turn,
-                model,
-                input_tokens,
-                output_tokens,
-                estimated,
                 ..
             } => {
                 self.current.insert(run.to_owned(), *turn);
                 let so_far = self.turns.entry((run.to_owned(), *turn)).or_default();
-                so_far.model = model.clone();
-                so_far.input_tokens = *input_tokens;
-                so_far.output_tokens = *output_tokens;
-                so_far.estimated = *estimated;
+                so_far.took(&event.kind);
             }
             EventKind::ToolStart { call_id, input, .. } => {
                 self.calls

@@ -1,13 +1,12 @@
 //! One client connection: read request lines, answer each with events and a final line.
 
 use super::reply::send;
-use super::run_request::internal;
 use super::streaming;
 use super::Shared;
 use futures_util::StreamExt;
 use ryvos::protocol::{
-    CancelResult, CompactUndoResult, ErrorBody, ErrorCode, HistoryResult, InterruptResult, Method,
-    Reply, Request, ShutdownResult, Undecodable, MAX_FRAME_BYTES,
+    CancelResult, CompactUndoResult, ErrorBody, ErrorCode, InterruptResult, Method, Reply, Request,
+    ShutdownResult, Undecodable, MAX_FRAME_BYTES,
 };
 use ryvos::{EngineError, RuntimeError, UndoError};
 use ryvos_protocol::ids::SessionId;
@@ -156,21 +155,6 @@ async fn close_with(
     }
 }
 
-/// Every session, most recently updated first.
-/// Every session, most recently updated first (the socket's `sessions`, the console's).
-pub(super) async fn sessions(
-    shared: &Shared,
-) -> Result<Vec<ryvos_protocol::records::SessionRecord>, ErrorBody> {
-    shared.runtime.sessions().await.map_err(internal)
-}
-
-/// The month's spending against the limits (the socket's `cost`, the console's).
-pub(super) async fn cost(
-    shared: &Shared,
-) -> Result<ryvos::protocol::report::CostReport, ErrorBody> {
-    shared.runtime.cost_report().await.map_err(internal)
-}
-
 /// Answers one request (a stopping daemon takes no new work, whatever the request).
 ///
 /// Long because it is the table of methods: an arm each, calling the one function that
@@ -197,13 +181,17 @@ async fn answer(
             return streaming::answer(id, method, write, shared).await
         }
         Ok(Method::Status(_)) => Ok(Reply::result(id, &super::status::status(shared).await)),
-        Ok(Method::Sessions(_)) => sessions(shared)
+        Ok(Method::Sessions(_)) => super::reads::sessions(shared)
             .await
             .map(|sessions| Reply::result(id, &sessions)),
-        Ok(Method::History(params)) => history(&SessionId::new(params.session), shared)
+        Ok(Method::History(params)) => {
+            super::reads::history(&SessionId::new(params.session), shared)
+                .await
+                .map(|found| Reply::result(id, &found))
+        }
+        Ok(Method::Cost(_)) => super::reads::cost(shared)
             .await
-            .map(|found| Reply::result(id, &found)),
-        Ok(Method::Cost(_)) => cost(shared).await.map(|report| Reply::result(id, &report)),
+            .map(|report| Reply::result(id, &report)),
         Ok(Method::Approvals(_)) => Ok(Reply::result(id, &super::approvals::pending(shared).await)),
         Ok(Method::Interrupt(params)) => {
             match shared
@@ -279,18 +267,6 @@ async fn compact_undo(id: &SessionId, shared: &Shared) -> Result<CompactUndoResu
         };
         ErrorBody::new(code, e.to_string())
     })
-}
-
-/// Everything stored of session `id` (the socket's `history`, the console's).
-pub(super) async fn history(id: &SessionId, shared: &Shared) -> Result<HistoryResult, ErrorBody> {
-    match shared.runtime.history(id).await {
-        Ok(Some(history)) => Ok(history),
-        Ok(None) => Err(ErrorBody::new(
-            ErrorCode::NotFound,
-            format!("there is no session {id}; `ryvos sessions` lists them"),
-        )),
-        Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
-    }
 }
 
 fn no_run_in_flight() -> ErrorBody {

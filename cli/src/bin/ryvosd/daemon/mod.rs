@@ -16,6 +16,7 @@ mod notify;
 mod peer;
 mod queue_methods;
 mod queue_worker;
+mod reads;
 mod reply;
 mod run_request;
 mod status;

@@ -92,7 +92,7 @@ pub(super) async fn sessions(
     _: Caller,
     Query(query): Query<SessionsQuery>,
 ) -> Response {
-    let sessions = match super::super::connection::sessions(&state.shared).await {
+    let sessions = match super::super::reads::sessions(&state.shared).await {
         Ok(sessions) => sessions,
         Err(error) => return failed(error),
     };
@@ -116,7 +116,7 @@ pub(super) async fn costs(
     axum::extract::State(state): axum::extract::State<State>,
     _: Caller,
 ) -> Response {
-    answered(super::super::connection::cost(&state.shared).await)
+    answered(super::super::reads::cost(&state.shared).await)
 }
 
 /// The calls waiting for a person's answer.

@@ -18,7 +18,7 @@ pub(super) async fn history(
     _: Caller,
     SessionInPath(id): SessionInPath,
 ) -> Response {
-    answered(super::super::connection::history(&id, &state.shared).await)
+    answered(super::super::reads::history(&id, &state.shared).await)
 }
 
 /// The session's events from now on, each as the socket sends it (`data:` its JSON); an
