@@ -30,6 +30,7 @@ use crate::event::{EventKind, RunEvents, RunOutcome, RunStatus};
 use crate::ids::{RunId, SessionId};
 use crate::judge::rubric::unfenced;
 use crate::judge::Goal;
+use crate::llm_stream::ModelChain;
 use crate::session::{RunSpec, Sessions};
 use crate::store::{Store, Write, WriteBatch};
 use std::sync::Arc;
@@ -40,6 +41,8 @@ use tokio::task::JoinSet;
 #[derive(Clone)]
 pub(crate) struct Director {
     pub runs: Sessions,
+    /// The models every run of the plan asks, as the Director run's settings chose them.
+    pub models: Arc<ModelChain>,
     pub checkpoint: Checkpoint,
     pub store: Store,
     pub config: DirectorConfig,
@@ -483,7 +486,7 @@ impl Director {
     ) -> Result<RunOutcome, String> {
         let ticket = self
             .runs
-            .start(session, spec)
+            .start(session, spec, self.models.clone())
             .await
             .map_err(|e| e.to_string())?;
         let session_id = ticket.session_id.clone();

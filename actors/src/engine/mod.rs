@@ -224,7 +224,6 @@ impl Engine {
             guardian: slots.guardian.clone(),
             llm: slots.llm.clone(),
             judge: slots.judge.clone(),
-            models: models.clone(),
             model_retries: config.model.max_retries,
             home: config.home.clone(),
             memory: memory.clone(),
@@ -332,16 +331,15 @@ impl Engine {
         session: Option<SessionId>,
         spec: RunSpec,
     ) -> Result<RunTicket, EngineError> {
-        self.can_honour(&spec)?;
-        Ok(self.sessions().start(session, spec).await?)
+        let models = self.models_for(&spec)?;
+        Ok(self.sessions().start(session, spec, models).await?)
     }
 
-    /// Refuses a run whose settings cannot be honoured before it starts (its model's chain,
-    /// built here, is the one the run then asks).
-    fn can_honour(&self, spec: &RunSpec) -> Result<(), StartRunError> {
+    /// The models a run asks, as its settings chose them: resolved once, here, so a run whose
+    /// settings cannot be honoured is refused before it starts.
+    fn models_for(&self, spec: &RunSpec) -> Result<Arc<ModelChain>, StartRunError> {
         self.models
             .asking(spec.settings.model.as_deref())
-            .map(drop)
             .map_err(StartRunError::Settings)
     }
 
@@ -353,7 +351,7 @@ impl Engine {
         session: Option<SessionId>,
         spec: RunSpec,
     ) -> Result<RunTicket, EngineError> {
-        self.can_honour(&spec)?;
+        let models = self.models_for(&spec)?;
         let session_id = session.unwrap_or_else(SessionId::generate);
         // One Director per session: two would take up the same plan.
         let Some((directing, stop)) = Directing::claim(&self.directing, &session_id) else {
@@ -366,6 +364,7 @@ impl Engine {
         let events = stream.subscribe();
         let director = Director {
             runs: self.sessions(),
+            models,
             checkpoint: self.checkpoint.clone(),
             store: self.store.clone(),
             config: self.director.clone(),

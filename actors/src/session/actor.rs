@@ -14,6 +14,7 @@ use super::notice::{NoticeRef, SessionNotice};
 use super::{RunSpec, Services};
 use crate::event::SessionEvents;
 use crate::ids::{RunId, SessionId};
+use crate::llm_stream::ModelChain;
 use futures_util::FutureExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::panic::AssertUnwindSafe;
@@ -28,6 +29,8 @@ pub(super) enum SessionMsg {
     StartRun {
         run_id: RunId,
         spec: Box<RunSpec>,
+        /// The models it asks, as its settings chose them.
+        models: Arc<ModelChain>,
         control: mpsc::UnboundedReceiver<Control>,
     },
     /// The run's driver is done and has put the conversation back on the desk.
@@ -119,8 +122,9 @@ impl Actor for SessionActor {
             SessionMsg::StartRun {
                 run_id,
                 spec,
+                models,
                 control,
-            } => state.start_run(run_id, *spec, control)?,
+            } => state.start_run(run_id, *spec, models, control)?,
             SessionMsg::RunEnded => state.schedule_hibernation(&myself),
             SessionMsg::Hibernate { epoch } => {
                 if !state.desk.is_driving() && epoch == state.idle_epoch {
@@ -145,6 +149,7 @@ impl SessionState {
         &mut self,
         run_id: RunId,
         spec: RunSpec,
+        models: Arc<ModelChain>,
         control: mpsc::UnboundedReceiver<Control>,
     ) -> Result<(), ActorProcessingErr> {
         self.idle_epoch += 1;
@@ -153,7 +158,7 @@ impl SessionState {
         let conversation = self.desk.take_conversation().ok_or_else(|| {
             format!("run {run_id} was started while another run held the session")
         })?;
-        let driver = Driver::new(conversation, run_id, &spec, control);
+        let driver = Driver::new(conversation, run_id, &spec, models, control);
         let desk = Arc::downgrade(&self.desk);
         let (supervisor, session_id) = (self.supervisor.clone(), self.id.clone());
         // Driven from before the task exists, so a run that ends at once is seen to end.

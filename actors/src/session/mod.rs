@@ -25,6 +25,7 @@ mod sessions;
 mod siblings;
 mod spent;
 mod supervisor;
+mod system_prompt;
 mod turn;
 mod undo;
 
@@ -59,8 +60,6 @@ pub(crate) struct Services {
     pub guardian: ChildSlot<GuardianMsg>,
     pub llm: ChildSlot<LlmMsg>,
     pub judge: ChildSlot<crate::judge::JudgeMsg>,
-    /// The models runs ask: the configured ones, and those runs chose.
-    pub models: Arc<crate::llm_stream::ModelChains>,
     /// How many times a model call lost with its actor is asked again (the model's retries).
     pub model_retries: u32,
     /// `$RYVOS_HOME`.

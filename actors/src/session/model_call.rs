@@ -60,11 +60,6 @@ impl ModelCall {
         self.models.model()
     }
 
-    /// The run asks `models` from now on (as its settings chose them).
-    pub(super) fn ask(&mut self, models: Arc<ModelChain>) {
-        self.models = models;
-    }
-
     /// What the last call encoded, for the next to go on from.
     pub(super) fn encoded(&self) -> Arc<EncodedPrefix> {
         self.encoded.clone()

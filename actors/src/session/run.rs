@@ -4,12 +4,16 @@ use super::before::Before;
 use super::model_call::ModelCall;
 use super::oversight::Oversight;
 use super::spent::Spending;
+use super::system_prompt::SystemPrompt;
 use super::turn::TurnInProgress;
+use super::RunSpec;
 use crate::event::{RunEvents, RunStatus};
 use crate::ids::RunId;
 use crate::interrupt::{Interrupter, OnMessage};
+use crate::llm_stream::{Heartbeat, ModelChain};
 use crate::store::{now_ms, RunRecord};
 use crate::tools::Workspace;
+use ryvos_protocol::event::ParkReason;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -33,70 +37,67 @@ impl Ending {
     }
 }
 
-/// The run in flight.
+/// The run in flight. Its fields are private: what is fixed when it starts is read through
+/// its accessors, each part (the model call, the spending, the turn, the oversight, what it
+/// brings from before, the system prompt) changes through its own methods, and the run's
+/// progress through the few below.
 pub(super) struct ActiveRun {
-    pub id: RunId,
-    pub prompt: String,
-    pub events: RunEvents,
-    pub workspace: Workspace,
+    id: RunId,
+    prompt: String,
+    events: RunEvents,
+    workspace: Workspace,
     /// Where the run's programs run (its private temp dir lives as long as the run).
-    pub sandbox: crate::sandbox::RunSandbox,
-    /// The system prompt as the model gets it: `system_base`, then the goal's focus layer.
-    pub system: Arc<str>,
-    /// The system prompt without the focus layer (principles, context files, recall).
-    pub system_base: Arc<str>,
+    sandbox: crate::sandbox::RunSandbox,
     /// For a goal-driven run: its goal, and how the Judge has found it so far.
-    pub goal: Option<Arc<crate::judge::Goal>>,
-    pub cancel: CancellationToken,
-    /// The models it asks, and the call in flight.
-    pub call: ModelCall,
-    pub limits: RunLimits,
+    goal: Option<Arc<crate::judge::Goal>>,
+    cancel: CancellationToken,
+    limits: RunLimits,
     /// Set to pause the run after its current step (status `interrupted`).
-    pub interrupter: Interrupter,
+    interrupter: Interrupter,
     /// The host's callback, shown each message the run adds.
-    pub on_message: Option<OnMessage>,
-    /// A prompt held back while the calls a paused run left are executed: their results must
-    /// follow the answer that asked for them.
-    pub held_prompt: Option<String>,
+    on_message: Option<OnMessage>,
     /// Cancels `cancel` when the run is dropped, however that happens (a panicking actor too),
     /// so no stream or tool outlives its run.
-    pub _cancel_on_drop: tokio_util::sync::DropGuard,
-    pub started: Instant,
-    pub started_at_ms: u64,
+    _cancel_on_drop: tokio_util::sync::DropGuard,
+    started: Instant,
+    started_at_ms: u64,
     /// What the run asked for over the configuration, kept in its record for its continues.
-    pub settings: super::RunSettings,
-    /// Why the run parks, once it does.
-    pub parked: Option<ryvos_protocol::event::ParkReason>,
+    settings: super::RunSettings,
     /// For a Director's step: the Director run it serves.
-    pub directed_by: Option<ryvos_protocol::records::DirectedBy>,
-    /// Model calls answered so far.
-    pub turns: u32,
+    directed_by: Option<ryvos_protocol::records::DirectedBy>,
+    /// The system prompt, and its size.
+    system: SystemPrompt,
+    /// The models it asks, and the call in flight.
+    call: ModelCall,
     /// What the run brings from before it began (a parked run's time, earlier turns).
-    pub before: Before,
-    /// The run holds the session and writes to it (not so for a run that could not take it).
-    pub writes: bool,
+    before: Before,
     /// What the run has spent, as the ledger priced it.
-    pub spent: Spending,
+    spent: Spending,
     /// The turn in progress.
-    pub turn: TurnInProgress,
+    turn: TurnInProgress,
     /// What the Guardian and the Judge keep of the run.
-    pub oversight: Oversight,
-    /// The model was asked to save memories since the last pruning.
-    pub flush_prompted: bool,
-    /// The system prompt's size (counted, or bounded), part of the context the token budget
-    /// measures.
-    pub system_size: crate::tokens::Size,
+    oversight: Oversight,
+    /// Model calls answered so far.
+    turns: u32,
     /// The latest non-empty text the model gave in this run: the output of a run that ends
     /// before a final answer.
-    pub last_text: String,
+    last_text: String,
+    /// A prompt held back while the calls a paused run left are executed: their results must
+    /// follow the answer that asked for them.
+    held_prompt: Option<String>,
+    /// The model was asked to save memories since the last pruning.
+    flush_asked: bool,
+    /// Why the run parks, once it does.
+    parked: Option<ParkReason>,
+    /// The run holds the session and writes to it (not so for a run that could not take it).
+    writes: bool,
 }
 
 /// The limits a run runs under: the configuration's, with the run's own settings over them.
 pub(crate) struct RunLimits {
-    pub max_turns: u32,
-    pub max_duration_secs: u64,
-    /// The run's own spending limit in cents, when it set one (0: none).
-    pub per_run_limit_cents: Option<u64>,
+    max_turns: u32,
+    max_duration_secs: u64,
+    per_run_limit_cents: Option<u64>,
 }
 
 impl RunLimits {
@@ -110,61 +111,76 @@ impl RunLimits {
             per_run_limit_cents: settings.per_run_limit_cents,
         }
     }
+
+    /// The model calls the run may make since its last prompt.
+    pub(crate) fn max_turns(&self) -> u32 {
+        self.max_turns
+    }
+
+    /// How long the run may run, its parked time left out.
+    pub(crate) fn max_duration_secs(&self) -> u64 {
+        self.max_duration_secs
+    }
+
+    /// The run's own spending limit in cents, when it set one.
+    pub(crate) fn per_run_limit_cents(&self) -> Option<u64> {
+        self.per_run_limit_cents
+    }
 }
 
 impl ActiveRun {
-    /// A run about to make its first call, asking the configured models until it is begun.
+    /// The run `spec` asks for, asking `models`, about to make its first call; its events
+    /// go to `events`, and its first turn begins at message `next_seq`.
     pub(super) fn new(
         id: RunId,
-        prompt: String,
+        spec: &RunSpec,
         events: RunEvents,
-        workspace: Workspace,
+        models: Arc<ModelChain>,
         services: &super::Services,
-        limits: RunLimits,
         next_seq: u64,
     ) -> ActiveRun {
-        let system: Arc<str> = Arc::from("");
         let cancel = CancellationToken::new();
         let sandbox = (services.sandbox)
-            .for_run(&workspace)
+            .for_run(&spec.workspace)
             .publishing(events.clone());
-        let models = services.models.configured().clone();
-        ActiveRun {
+        let mut run = ActiveRun {
             id,
-            prompt,
+            prompt: spec.prompt.clone(),
             events,
             sandbox,
-            workspace,
-            system_size: crate::tokens::size_text(&system),
-            system_base: system.clone(),
-            system,
-            call: ModelCall::new(models, &cancel),
-            limits,
-            goal: None,
+            workspace: spec.workspace.clone(),
+            goal: spec.goal.clone(),
+            limits: RunLimits::new(&services.agent, &spec.settings),
             interrupter: Interrupter::default(),
-            on_message: None,
-            held_prompt: None,
+            on_message: spec.on_message.clone(),
+            call: ModelCall::new(models, &cancel),
             cancel: cancel.clone(),
             _cancel_on_drop: cancel.drop_guard(),
             started: Instant::now(),
             started_at_ms: now_ms(),
-            settings: Default::default(),
-            parked: None,
-            directed_by: None,
-            turns: 0,
+            settings: spec.settings.clone(),
+            directed_by: spec.directed_by.clone(),
+            system: SystemPrompt::default(),
             before: Before::default(),
-            writes: false,
             spent: Spending::default(),
             turn: TurnInProgress::starting_at(next_seq),
             oversight: Oversight::default(),
-            flush_prompted: false,
+            turns: 0,
             last_text: String::new(),
+            held_prompt: None,
+            flush_asked: false,
+            parked: None,
+            writes: false,
+        };
+        if let Some(continuation) = &spec.continues {
+            run.take_up(&continuation.parked);
         }
+        run
     }
 
     /// Takes up the run `parked` left: its prompt, its turns and what it spent so far, so
     /// that limits and totals count across its continues.
-    pub(super) fn take_up(&mut self, parked: &RunRecord) {
+    fn take_up(&mut self, parked: &RunRecord) {
         self.prompt = parked.prompt.clone();
         self.turns = parked.turns;
         self.spent = Spending::taken_up(parked);
@@ -200,24 +216,18 @@ impl ActiveRun {
     }
 
     /// Gives the run its system prompt (the goal's focus layer follows it).
-    pub(super) fn set_system(&mut self, system: Arc<str>) {
-        self.system_size = crate::tokens::size_text(&system);
-        self.system_base = system.clone();
-        self.system = system;
-        self.refocus(None);
+    pub(super) fn set_system(&mut self, base: Arc<str>) {
+        self.system.set(base, self.goal.as_deref());
     }
 
     /// Rewrites the focus layer with where the evaluation stands.
     pub(super) fn refocus(&mut self, status: Option<&str>) {
-        if let Some(goal) = &self.goal {
-            let system = format!(
-                "{}\n\n{}",
-                self.system_base,
-                crate::judge::goal::focus(goal, status)
-            );
-            self.system_size = crate::tokens::size_text(&system);
-            self.system = system.into();
-        }
+        self.system.refocus(self.goal.as_deref(), status);
+    }
+
+    /// Counts the system prompt's size exactly.
+    pub(super) fn count_system_exactly(&mut self) {
+        self.system.count_exactly();
     }
 
     /// Shows `message` to the host's callback, which may interrupt the run.
@@ -250,5 +260,162 @@ impl ActiveRun {
             active_ms: self.active_ms(),
             directed_by: self.directed_by.clone(),
         }
+    }
+}
+
+/// What is fixed when the run starts.
+impl ActiveRun {
+    pub(super) fn id(&self) -> &RunId {
+        &self.id
+    }
+
+    /// Where the run's events go.
+    pub(super) fn events(&self) -> &RunEvents {
+        &self.events
+    }
+
+    pub(super) fn goal(&self) -> Option<&Arc<crate::judge::Goal>> {
+        self.goal.as_ref()
+    }
+
+    pub(super) fn limits(&self) -> &RunLimits {
+        &self.limits
+    }
+
+    pub(super) fn settings(&self) -> &super::RunSettings {
+        &self.settings
+    }
+
+    /// Cancels everything the run has in flight.
+    pub(super) fn cancel(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Pauses the run after its current step.
+    pub(super) fn interrupter(&self) -> &Interrupter {
+        &self.interrupter
+    }
+
+    /// The host's callback, shown each message the run adds.
+    pub(super) fn on_message(&self) -> Option<&OnMessage> {
+        self.on_message.as_ref()
+    }
+}
+
+/// The run's parts, each changed through its own methods.
+impl ActiveRun {
+    pub(super) fn system(&self) -> &SystemPrompt {
+        &self.system
+    }
+
+    pub(super) fn call(&self) -> &ModelCall {
+        &self.call
+    }
+
+    pub(super) fn call_mut(&mut self) -> &mut ModelCall {
+        &mut self.call
+    }
+
+    /// Starts a model call, cut with the run: its cancel and its heartbeat.
+    pub(super) fn start_call(&mut self) -> (CancellationToken, Heartbeat) {
+        self.call.start(&self.cancel)
+    }
+
+    pub(super) fn before(&self) -> &Before {
+        &self.before
+    }
+
+    pub(super) fn before_mut(&mut self) -> &mut Before {
+        &mut self.before
+    }
+
+    pub(super) fn spent(&self) -> &Spending {
+        &self.spent
+    }
+
+    pub(super) fn spent_mut(&mut self) -> &mut Spending {
+        &mut self.spent
+    }
+
+    pub(super) fn turn(&self) -> &TurnInProgress {
+        &self.turn
+    }
+
+    pub(super) fn turn_mut(&mut self) -> &mut TurnInProgress {
+        &mut self.turn
+    }
+
+    pub(super) fn oversight(&self) -> &Oversight {
+        &self.oversight
+    }
+
+    pub(super) fn oversight_mut(&mut self) -> &mut Oversight {
+        &mut self.oversight
+    }
+}
+
+/// The run's progress.
+impl ActiveRun {
+    /// Model calls answered so far.
+    pub(super) fn turns(&self) -> u32 {
+        self.turns
+    }
+
+    /// A model call was answered: one turn more.
+    pub(super) fn count_turn(&mut self) {
+        self.turns += 1;
+    }
+
+    /// The model said `text`: the run's latest text, unless empty.
+    pub(super) fn note_text(&mut self, text: &str) {
+        if !text.is_empty() {
+            self.last_text = text.to_owned();
+        }
+    }
+
+    /// The latest non-empty text the model gave.
+    pub(super) fn last_text(&self) -> &str {
+        &self.last_text
+    }
+
+    /// Holds `prompt` back until the calls a paused run left have run.
+    pub(super) fn hold_prompt(&mut self, prompt: String) {
+        self.held_prompt = Some(prompt);
+    }
+
+    /// The prompt held back, if any (taken).
+    pub(super) fn take_held_prompt(&mut self) -> Option<String> {
+        self.held_prompt.take()
+    }
+
+    /// Whether the model was asked to save memories since the last pruning.
+    pub(super) fn memory_flush_asked(&self) -> bool {
+        self.flush_asked
+    }
+
+    /// The model was asked to save memories (`true`), or the context was pruned since
+    /// (`false`).
+    pub(super) fn set_memory_flush_asked(&mut self, asked: bool) {
+        self.flush_asked = asked;
+    }
+
+    /// The run parks, for `reason`.
+    pub(super) fn park_for(&mut self, reason: ParkReason) {
+        self.parked = Some(reason);
+    }
+
+    /// Why the run parks, if it does.
+    pub(super) fn parked(&self) -> Option<ParkReason> {
+        self.parked
+    }
+
+    /// The run holds the session: what it appended is written at its end.
+    pub(super) fn holds_session(&mut self) {
+        self.writes = true;
+    }
+
+    /// Whether the run holds the session.
+    pub(super) fn writes(&self) -> bool {
+        self.writes
     }
 }

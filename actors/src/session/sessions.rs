@@ -5,8 +5,10 @@
 use super::{RunSpec, RunTicket, SessionSupervisorMsg, StartRunError, UndoError, Undone};
 use crate::event::RunStatus;
 use crate::ids::SessionId;
+use crate::llm_stream::ModelChain;
 use crate::supervision::ChildSlot;
 use ractor::RpcReplyPort;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a question may wait for the session supervisor's answer.
@@ -24,16 +26,19 @@ impl Sessions {
         Self { supervisor }
     }
 
-    /// Starts a run on `session` (a new session when `None`). The ticket's event receiver was
+    /// Starts a run on `session` (a new session when `None`), asking `models` (the chain its
+    /// settings chose, resolved once by the caller). The ticket's event receiver was
     /// subscribed before the run began, so it sees every event of the run.
     pub(crate) async fn start(
         &self,
         session: Option<SessionId>,
         spec: RunSpec,
+        models: Arc<ModelChain>,
     ) -> Result<RunTicket, StartRunError> {
         self.ask(|reply| SessionSupervisorMsg::StartRun {
             session_id: session,
             spec: Box::new(spec),
+            models,
             reply,
         })
         .await?

@@ -76,6 +76,8 @@ pub(crate) enum SessionSupervisorMsg {
     StartRun {
         session_id: Option<SessionId>,
         spec: Box<RunSpec>,
+        /// The models it asks, as its settings chose them.
+        models: Arc<crate::llm_stream::ModelChain>,
         reply: RpcReplyPort<Result<RunTicket, StartRunError>>,
     },
     /// What a session actor reports.
@@ -184,9 +186,10 @@ impl Actor for SessionSupervisor {
             SessionSupervisorMsg::StartRun {
                 session_id,
                 spec,
+                models,
                 reply,
             } => {
-                let answer = state.start_run(&myself, session_id, *spec).await;
+                let answer = state.start_run(&myself, session_id, *spec, models).await;
                 if reply.send(answer).is_err() {
                     tracing::debug!("a run's caller left before it was accepted");
                 }
@@ -354,6 +357,7 @@ impl SessionSupervisorState {
         myself: &ActorRef<SessionSupervisorMsg>,
         session_id: Option<SessionId>,
         spec: RunSpec,
+        models: Arc<crate::llm_stream::ModelChain>,
     ) -> Result<RunTicket, StartRunError> {
         if self.shutting_down {
             return Err(StartRunError::ShuttingDown);
@@ -399,6 +403,7 @@ impl SessionSupervisorState {
             .cast(SessionMsg::StartRun {
                 run_id: run_id.clone(),
                 spec: Box::new(spec),
+                models,
                 control,
             })
             .map_err(|_| StartRunError::Recovering(session_id.clone()))?;

@@ -19,26 +19,26 @@ impl Driver {
     /// smaller for it).
     pub(super) async fn ask_model(&mut self) -> Step<Option<ModelReply>> {
         // A call made again belongs to the turn its predecessor began.
-        if !self.run.call.take_asking_again() {
+        if !self.run.call_mut().take_asking_again() {
             self.begin_turn();
         }
         let request = self.request()?;
         let counted_input = self.counted_request_tokens();
         let counted = self.is_counted().then(|| self.raw_request_tokens());
         let run = &mut self.run;
-        run.call.asked(counted, self.session.history.mark());
-        let (cancel, heartbeat) = run.call.start(&run.cancel);
+        run.call_mut().asked(counted, self.session.history.mark());
+        let (cancel, heartbeat) = run.start_call();
         let answer = self
             .session
             .services
             .llm
             .stream(MODEL_CALL, |on_done| StreamJob {
-                models: run.call.models().clone(),
+                models: run.call().models().clone(),
                 request,
-                events: run.events.clone(),
+                events: run.events().clone(),
                 purpose: Purpose::Turn,
                 counted_input,
-                encoded: run.call.encoded(),
+                encoded: run.call().encoded(),
                 cancel,
                 heartbeat,
                 on_done,
@@ -53,11 +53,11 @@ impl Driver {
             return self.cut_stalled_call().await;
         };
         let answer = answer.unwrap_or_else(|| ModelAnswer::lost(MODEL_CALL));
-        if answer.lost && self.run.call.losses() < self.session.services.model_retries {
+        if answer.lost && self.run.call().losses() < self.session.services.model_retries {
             return Ok(self.ask_again_after_loss());
         }
         // Every attempt the server may have billed is recorded before the answer is used.
-        let turn = self.run.turns + 1;
+        let turn = self.run.turns() + 1;
         // Counted only when there is a cut call to bill: counting is not free.
         let cut_input = match answer.cut_calls.is_empty() {
             true => 0,
@@ -66,7 +66,7 @@ impl Driver {
         let mut bills = Bill::cut_calls(turn, &answer.cut_calls, cut_input);
         if let Ok(reply) = &answer.result {
             let expected =
-                (self.run.call.counted()).map(|counted| (counted, self.as_served(counted)));
+                (self.run.call().counted()).map(|counted| (counted, self.as_served(counted)));
             bills.push(Bill::of(turn, reply).expecting(expected));
         }
         self.bill(CallPurpose::Turn, bills).await?;
@@ -83,8 +83,8 @@ impl Driver {
     /// The request for the turn: the conversation with the Guardian's hints added, as the
     /// guardrails let it go.
     fn request(&mut self) -> Step<ChatRequest> {
-        for hint in self.run.oversight.take_hints() {
-            self.run.events.emit(EventKind::GuardianHint {
+        for hint in self.run.oversight_mut().take_hints() {
+            self.run.events().emit(EventKind::GuardianHint {
                 message: hint.message.clone(),
                 level: hint.level,
             });
@@ -94,7 +94,7 @@ impl Driver {
             self.session.history.push(hint);
         }
         let request = ChatRequest {
-            system: self.run.system.clone(),
+            system: self.run.system().text().clone(),
             messages: self.session.history.snapshot(),
             tools: self.session.services.registry.specs(),
         };
@@ -104,16 +104,16 @@ impl Driver {
     /// The Guardian had the silent call cut: it was paid for (its input at least, counted),
     /// and it is made again.
     async fn cut_stalled_call(&mut self) -> Step<Option<ModelReply>> {
-        self.run.call.cut();
+        self.run.call().cut();
         let input_tokens = self.request_tokens();
         let usage = crate::provider::Usage {
             input_tokens,
             output_tokens: 0,
         };
-        let model = self.run.call.model().to_owned();
-        let bill = Bill::estimated(self.run.turns + 1, &model, usage);
+        let model = self.run.call().model().to_owned();
+        let bill = Bill::estimated(self.run.turns() + 1, &model, usage);
         self.bill(CallPurpose::Turn, vec![bill]).await?;
-        self.run.call.ask_again();
+        self.run.call_mut().ask_again();
         Ok(None)
     }
 
@@ -121,10 +121,10 @@ impl Driver {
     /// is asked again of its next incarnation, as a cut stream would be, within the model's
     /// retries.
     fn ask_again_after_loss(&mut self) -> Option<ModelReply> {
-        let lost = self.run.call.lost();
-        let model = self.run.call.model().to_owned();
+        let lost = self.run.call_mut().lost();
+        let model = self.run.call().model().to_owned();
         tracing::warn!(session = %self.session.id, "a model call was lost with its actor; asking again");
-        self.run.events.emit(EventKind::ModelRetry {
+        self.run.events().emit(EventKind::ModelRetry {
             message: format!(
                 "{model} was not asked (the model stream actor failed with the call); asking \
                  again once it is back"
@@ -134,7 +134,7 @@ impl Driver {
             wait_ms: 0,
             discarded_text: false,
         });
-        self.run.call.ask_again();
+        self.run.call_mut().ask_again();
         None
     }
 
@@ -142,12 +142,12 @@ impl Driver {
     /// text and the calls it asks for.
     pub(super) fn take_answer(&mut self, reply: ModelReply) -> Step<(String, Vec<ToolCall>)> {
         let run = &mut self.run;
-        run.call.answered();
-        run.turns += 1;
-        run.turn.answered(reply.usage);
+        run.call_mut().answered();
+        run.count_turn();
+        run.turn_mut().answered(reply.usage);
         if !reply.usage_estimated {
             let system = self.system_tokens();
-            let asked_with = self.run.call.asked_with();
+            let asked_with = self.run.call().asked_with();
             let history = &mut self.session.history;
             history.measure(asked_with, reply.usage.input_tokens, system);
             self.learn_count(reply.usage.input_tokens);
@@ -157,14 +157,12 @@ impl Driver {
         let text = reply.response.text;
         let calls = reply.response.tool_calls;
         let reasoning = reply.response.reasoning;
-        run.turn
+        run.turn_mut()
             .cut_at_output_limit(reply.response.finish == Some(FinishReason::Length));
-        if run.turn.answer_cut() {
-            run.events.emit(truncation_event(&reply.model, &calls));
+        if run.turn().answer_cut() {
+            run.events().emit(truncation_event(&reply.model, &calls));
         }
-        if !text.is_empty() {
-            run.last_text = text.clone();
-        }
+        run.note_text(&text);
         let answer = Message::Assistant {
             content: text.clone(),
             tool_calls: calls.clone(),
@@ -178,7 +176,7 @@ impl Driver {
     /// The model answered without calls: the run completes, or (goal-driven) the Judge says
     /// whether it does.
     pub(super) async fn final_answer(&mut self, text: String) -> Step<()> {
-        if self.run.goal.is_some() {
+        if self.run.goal().is_some() {
             return self.judge(text, false).await;
         }
         Err(super::Ending::completed(text))

@@ -48,7 +48,7 @@ impl Driver {
     pub(super) fn cut_down_to(&self, target: u64) -> Option<Cut> {
         let agent = &self.session.services.agent;
         let max = self.as_counted(self.window());
-        let system: u64 = self.run.system_size.tokens().into();
+        let system: u64 = self.run.system().size().tokens().into();
         let target = self.as_counted(target).saturating_sub(system);
         let reserve = if agent.enable_summarization {
             max.saturating_mul(SUMMARY_RESERVE_PERCENT) / 100
@@ -74,11 +74,13 @@ impl Driver {
         let max = self.window();
         let context = self.context_tokens();
         let has_tool = self.session.services.registry.get(MEMORY_WRITE).is_some();
-        if self.run.flush_prompted || !has_tool || context < max.saturating_mul(FLUSH_PERCENT) / 100
+        if self.run.memory_flush_asked()
+            || !has_tool
+            || context < max.saturating_mul(FLUSH_PERCENT) / 100
         {
             return;
         }
-        self.run.flush_prompted = true;
+        self.run.set_memory_flush_asked(true);
         let leaving = self.facts_leaving_soon();
         let percent = context.saturating_mul(100) / max.max(1);
         let message = format!(
@@ -90,7 +92,7 @@ impl Driver {
         // Saved apart, not listed here: the list would grow the context near its limit.
         self.save_facts(leaving);
         let run = &mut self.run;
-        run.events.emit(EventKind::MemoryFlush {
+        run.events().emit(EventKind::MemoryFlush {
             message: message.clone(),
             context_tokens: context,
         });
@@ -117,7 +119,7 @@ impl Driver {
             return;
         }
         let memory = self.session.services.memory.clone();
-        let (session, events) = (self.session.id.clone(), self.run.events.clone());
+        let (session, events) = (self.session.id.clone(), self.run.events().clone());
         let content = format!(
             "Exact facts from an earlier part of session {session}:\n- {}",
             facts.join("\n- ")
@@ -145,7 +147,7 @@ impl Driver {
     /// out (see [`facts`]) are kept verbatim below it, as many as `[agent] summary_facts`.
     pub(super) async fn compact(&mut self, cut: Cut) -> Step<()> {
         let agent = &self.session.services.agent;
-        let wants_summary = agent.enable_summarization && self.run.spent.may_call();
+        let wants_summary = agent.enable_summarization && self.run.spent().may_call();
         let summary = match wants_summary {
             true => self.summarize(cut).await?,
             false => None,
@@ -167,7 +169,7 @@ impl Driver {
             .map_or(0, |t| u64::from(crate::tokens::count_text(t)));
         if replacing >= leaving {
             if text.is_some() {
-                self.run.events.emit(EventKind::Warning {
+                self.run.events().emit(EventKind::Warning {
                     message: format!(
                         "the summary ({replacing} tokens) was no smaller than the {} messages \
                          it would replace ({leaving} tokens); they leave the window without it",
@@ -181,7 +183,7 @@ impl Driver {
             return Ok(());
         }
         let summarized = had_summary && text.is_some();
-        let model = summarized.then(|| self.run.call.model().to_owned());
+        let model = summarized.then(|| self.run.call().model().to_owned());
         let before = self.context_tokens();
         let record = self.session.history.compact(cut.drop, text);
         record.facts_kept = kept;
@@ -204,8 +206,8 @@ impl Driver {
             facts_dropped: record.facts_dropped.clone(),
             model: record.model.clone(),
         };
-        self.run.flush_prompted = false;
-        self.run.events.emit(event);
+        self.run.set_memory_flush_asked(false);
+        self.run.events().emit(event);
         Ok(())
     }
 
@@ -239,15 +241,15 @@ impl Driver {
     async fn summarize(&mut self, cut: Cut) -> Step<Option<String>> {
         let dropped = self.session.history.snapshot();
         let run = &mut self.run;
-        let (cancel, heartbeat) = run.call.start(&run.cancel);
+        let (cancel, heartbeat) = run.start_call();
         let mut answer = self
             .session
             .services
             .llm
             .stream(SUMMARY_CALL, |on_done| StreamJob {
-                models: run.call.models().clone(),
+                models: run.call().models().clone(),
                 request: summary::request(&dropped[..cut.drop]),
-                events: run.events.clone(),
+                events: run.events().clone(),
                 purpose: Purpose::Summary { messages: cut.drop },
                 counted_input: None,
                 encoded: Default::default(),
@@ -260,7 +262,7 @@ impl Driver {
         let watched = self.session.services.agent.guardian.enabled;
         let timeout = self.stall_timeout();
         let answer = loop {
-            let silent = self.run.call.heartbeat().silent_for();
+            let silent = self.run.call().heartbeat().silent_for();
             if watched && silent >= timeout {
                 break self.cut_summary(silent);
             }
@@ -272,7 +274,7 @@ impl Driver {
                 break answer.unwrap_or_else(|| ModelAnswer::lost(SUMMARY_CALL));
             }
         };
-        let turn = self.run.turns;
+        let turn = self.run.turns();
         let mut bills = Bill::cut_calls(turn, &answer.cut_calls, cut.tokens);
         if let Ok(reply) = &answer.result {
             // The summary was paid for like any call.
@@ -286,7 +288,7 @@ impl Driver {
             Ok(_) => "the model answered with no text".to_owned(),
             Err(e) => e.to_string(),
         };
-        self.run.events.emit(EventKind::Error {
+        self.run.events().emit(EventKind::Error {
             message: format!(
                 "summarizing the {} oldest messages failed ({failed}); they leave the context \
                  without a summary",
@@ -300,10 +302,10 @@ impl Driver {
     /// estimated), and the pruning goes on without it, so a hung summarizer never holds the
     /// run.
     fn cut_summary(&mut self, silent: std::time::Duration) -> ModelAnswer {
-        self.run.call.cut();
+        self.run.call().cut();
         let error = ProviderError::StreamCut(format!("silent for {} s", silent.as_secs()));
         let mut answer = ModelAnswer::failed(error);
-        answer.cut_calls.push(self.run.call.model().to_owned());
+        answer.cut_calls.push(self.run.call().model().to_owned());
         answer
     }
 }

@@ -17,8 +17,8 @@ const FINAL_COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
 impl Driver {
     /// Ends the run with `ending` once everything it wrote is durable: how it ended.
     pub(super) async fn finish(&mut self, mut ending: Ending) -> Ending {
-        self.run.cancel.cancel();
-        if self.run.writes {
+        self.run.cancel().cancel();
+        if self.run.writes() {
             self.answer_calls_in_flight(&ending);
             self.give_held_prompt();
             if ending.status.pauses() {
@@ -38,7 +38,7 @@ impl Driver {
     /// Calls that will never finish get results saying why; calls that never started stay
     /// pending when the run pauses.
     fn answer_calls_in_flight(&mut self, ending: &Ending) {
-        let stopped = match self.run.turn.take_calls() {
+        let stopped = match self.run.turn_mut().take_calls() {
             // Never started: a pause leaves them pending for the next run.
             Some(CallsInFlight::AwaitingDurability(_)) if ending.status.pauses() => Vec::new(),
             Some(CallsInFlight::AwaitingDurability(calls) | CallsInFlight::Running(calls)) => calls,
@@ -60,13 +60,13 @@ impl Driver {
     /// A prompt held back behind the calls a paused run left follows them once every one has
     /// a result; otherwise the caller is told to give it again.
     fn give_held_prompt(&mut self) {
-        let Some(prompt) = self.run.held_prompt.take().filter(|p| !p.is_empty()) else {
+        let Some(prompt) = self.run.take_held_prompt().filter(|p| !p.is_empty()) else {
             return;
         };
         if self.session.history.pending_calls().is_empty() {
             self.session.history.push(Message::user(prompt));
         } else {
-            self.run.events.emit(EventKind::Warning {
+            self.run.events().emit(EventKind::Warning {
                 message: "the run's prompt was not given to the model: it waited behind tool \
                           calls that are still pending; give it again when resuming"
                     .into(),
@@ -79,7 +79,7 @@ impl Driver {
     /// run: it is answered as cut now, as it would have been in the run, rather than left for
     /// a resume to find its arguments broken.
     fn leave_calls_pending(&mut self, ending: &Ending) {
-        if self.run.turn.answer_cut() {
+        if self.run.turn().answer_cut() {
             let cut = self.session.history.pending_calls();
             let cut = cut
                 .into_iter()
@@ -100,7 +100,7 @@ impl Driver {
             .into_iter()
             .map(|c| c.id)
             .collect();
-        self.run.events.emit(EventKind::Interrupt {
+        self.run.events().emit(EventKind::Interrupt {
             reason: ending.reason.clone().unwrap_or_default(),
             pending_calls: pending_calls.clone(),
         });
@@ -116,12 +116,12 @@ impl Driver {
                 let result = commits.next().await;
                 let confirmation = commits.confirmed(result);
                 for turn in confirmation.durable_turns {
-                    self.run.events.emit(EventKind::CheckpointSaved { turn });
+                    self.run.events().emit(EventKind::CheckpointSaved { turn });
                 }
                 if let Some(e) = confirmation.failure {
                     tracing::error!(session = %self.session.id, "commit failed: {e}");
                     self.session.needs_reload = true;
-                    self.run.events.emit(EventKind::Error {
+                    self.run.events().emit(EventKind::Error {
                         message: format!("the run's turns could not be stored: {e}"),
                     });
                 }
@@ -162,30 +162,30 @@ impl Ended {
         } = self;
         let finished = SessionNotice::RunFinished {
             session_id: session_id.clone(),
-            run_id: run.id.clone(),
+            run_id: run.id().clone(),
         };
         if supervisor.send_message(finished).is_err() {
             tracing::warn!(session = %session_id, "the session supervisor is gone; a finished run was not reported to it");
         }
-        services.guardian.run_ended(&run.id);
-        services.ledger.run_ended(&session_id, &run.id);
-        if let Some(reason) = run.parked.filter(|_| ending.status == RunStatus::Parked) {
-            run.events.emit(EventKind::RunParked {
+        services.guardian.run_ended(run.id());
+        services.ledger.run_ended(&session_id, run.id());
+        if let Some(reason) = run.parked().filter(|_| ending.status == RunStatus::Parked) {
+            run.events().emit(EventKind::RunParked {
                 reason,
                 message: ending.reason.clone().unwrap_or_default(),
             });
         }
-        run.events.emit(EventKind::RunComplete {
+        run.events().emit(EventKind::RunComplete {
             status: ending.status,
             output: ending.output.clone(),
-            turns: run.turns,
-            input_tokens: run.spent.usage().input_tokens,
-            output_tokens: run.spent.usage().output_tokens,
-            cost_cents: Some(run.spent.cost_microcents() as f64 / 1_000_000.0),
+            turns: run.turns(),
+            input_tokens: run.spent().usage().input_tokens,
+            output_tokens: run.spent().usage().output_tokens,
+            cost_cents: Some(run.spent().cost_microcents() as f64 / 1_000_000.0),
             duration_ms: run.active_ms(),
             reason: ending.reason.clone(),
-            truncated: ending.status == RunStatus::Completed && run.turn.answer_cut(),
-            park_reason: run.parked.filter(|_| ending.status == RunStatus::Parked),
+            truncated: ending.status == RunStatus::Completed && run.turn().answer_cut(),
+            park_reason: run.parked().filter(|_| ending.status == RunStatus::Parked),
         });
         let store = services.store;
         if store.node().is_some() {

@@ -30,7 +30,7 @@ impl Driver {
 
     /// What the session learned of the model asked now, if anything.
     fn fit(&self) -> Option<&ModelFit> {
-        let model = self.run.call.model();
+        let model = self.run.call().model();
         self.session.model_fit.as_ref().filter(|f| f.model == model)
     }
 
@@ -48,7 +48,7 @@ impl Driver {
 
     /// The fit of the model asked now, made if there is none.
     fn fit_mut(&mut self) -> &mut ModelFit {
-        let model = self.run.call.model().to_owned();
+        let model = self.run.call().model().to_owned();
         let fit = self
             .session
             .model_fit
@@ -62,7 +62,7 @@ impl Driver {
     /// Takes in the server's count of the request just answered (`server` input tokens),
     /// where Ryvos had counted it exactly.
     pub(super) fn learn_count(&mut self, server: u64) {
-        if let Some(counted) = self.run.call.take_counted() {
+        if let Some(counted) = self.run.call_mut().take_counted() {
             self.fit_mut().learn(server, counted);
         }
     }
@@ -71,7 +71,7 @@ impl Driver {
     /// made, and the call is to be made again; the run fails when no room can be made, or
     /// after [`MAX_OVERFLOWS`] refusals in a turn.
     pub(super) async fn make_room_for_overflow(&mut self, overflow: Overflow) -> Step<()> {
-        let overflows = self.run.call.overflowed();
+        let overflows = self.run.call_mut().overflowed();
         let max = self.session.services.agent.max_context_tokens;
         if let Some(window) = overflow.window.filter(|w| *w < max) {
             self.fit_mut().window = Some(window);
@@ -97,7 +97,7 @@ impl Driver {
             target if target >= size => size.saturating_mul(PRUNE_TARGET_PERCENT) / 100,
             target => target,
         };
-        self.run.events.emit(EventKind::Warning {
+        self.run.events().emit(EventKind::Warning {
             message: format!(
                 "the model refused the request as too large for its context window ({why}); \
                  room is made (the largest tool results trimmed, then the oldest messages \
@@ -140,7 +140,7 @@ impl Driver {
             .iter()
             .map(|(tool, before, after)| format!("{tool} ({before} → {after} tokens)"))
             .collect();
-        self.run.events.emit(EventKind::Warning {
+        self.run.events().emit(EventKind::Warning {
             message: format!(
                 "tool results too large for the model's window were trimmed in the context \
                  (the store keeps them whole): {}",

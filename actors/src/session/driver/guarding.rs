@@ -15,22 +15,25 @@ impl Driver {
     pub(super) fn apply_review(&mut self, review: Review) -> Option<(RunStatus, String)> {
         let run = &mut self.run;
         for event in review.events {
-            run.events.emit(event);
+            run.events().emit(event);
         }
-        run.oversight.reviewed(review.hint, review.watch);
+        run.oversight_mut().reviewed(review.hint, review.watch);
         review.stop
     }
 
     /// The end of a run the Guardian stopped, with a summary of where it stood as its output.
     pub(super) fn stopped_by_guardian(&self, status: RunStatus, reason: String) -> Ending {
         let run = &self.run;
-        let mut output = format!("The run was stopped after {} turn(s): {reason}.", run.turns);
-        if !run.last_text.is_empty() {
+        let mut output = format!(
+            "The run was stopped after {} turn(s): {reason}.",
+            run.turns()
+        );
+        if !run.last_text().is_empty() {
             output.push_str("\n\nThe model's last message:\n");
-            output.push_str(&run.last_text);
+            output.push_str(run.last_text());
         }
         if status == RunStatus::Failed {
-            run.events.emit(EventKind::Error {
+            run.events().emit(EventKind::Error {
                 message: reason.clone(),
             });
         }
@@ -59,14 +62,14 @@ impl Driver {
             if let Waited::Done(value) = waited {
                 return Ok(Some(value));
             }
-            let silent = self.run.call.heartbeat().silent_for();
+            let silent = self.run.call().heartbeat().silent_for();
             if silent < timeout {
                 next_check = Some(Instant::now() + (timeout - silent));
                 continue;
             }
             next_check = Some(Instant::now() + timeout);
             let guardian = self.session.services.guardian.clone();
-            let (session_id, run_id) = (self.session.id.clone(), self.run.id.clone());
+            let (session_id, run_id) = (self.session.id.clone(), self.run.id().clone());
             let names = tools.clone();
             let report = async move {
                 guardian
@@ -82,20 +85,20 @@ impl Driver {
                 return Ok(Some(value));
             }
             // A model stream may have spoken while the Guardian was asked.
-            if phase == StallPhase::Model && self.run.call.heartbeat().silent_for() < timeout {
+            if phase == StallPhase::Model && self.run.call().heartbeat().silent_for() < timeout {
                 continue;
             }
             let retry = review.retry_model_call && phase == StallPhase::Model;
             if let Some((status, reason)) = self.apply_review(review) {
                 return Err(self.stopped_by_guardian(status, reason));
             }
-            if self.run.oversight.watch_to_store() {
+            if self.run.oversight().watch_to_store() {
                 self.submit(None, None);
             }
             if retry {
                 return Ok(None);
             }
-            self.run.call.heartbeat().beat();
+            self.run.call().heartbeat().beat();
         }
     }
 

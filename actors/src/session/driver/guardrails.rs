@@ -32,7 +32,7 @@ impl Driver {
     }
 
     fn tripped(&self, guardrail: &str, stage: &str, reason: String) -> Ending {
-        self.run.events.emit(EventKind::GuardrailTripwire {
+        self.run.events().emit(EventKind::GuardrailTripwire {
             reason: reason.clone(),
             guardrail: guardrail.to_owned(),
             stage: stage.to_owned(),

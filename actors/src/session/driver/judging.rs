@@ -14,7 +14,7 @@ impl Driver {
     /// Whether this turn's progress is due for a periodic evaluation.
     pub(super) fn periodic_judging_due(&self) -> bool {
         let every = self.session.services.agent.judge.evaluate_every_turns;
-        self.run.goal.is_some() && every > 0 && self.run.turns.is_multiple_of(every)
+        self.run.goal().is_some() && every > 0 && self.run.turns().is_multiple_of(every)
     }
 
     /// Has the Judge evaluate `answer` (the final one, unless `periodic`) and acts on its
@@ -22,7 +22,7 @@ impl Driver {
     pub(super) async fn judge(&mut self, answer: String, periodic: bool) -> Step<()> {
         // The answer is stored before it is judged: a slow check must not risk it.
         self.close_turn(Vec::new(), None);
-        let Some(goal) = self.run.goal.clone() else {
+        let Some(goal) = self.run.goal().cloned() else {
             return Ok(());
         };
         let run = &self.run;
@@ -31,9 +31,9 @@ impl Driver {
             answer: answer.clone(),
             conversation: self.session.history.snapshot(),
             ctx: run.tool_context(&self.session.id),
-            events: run.events.clone(),
-            model_allowed: run.spent.may_call(),
-            run_models: run.call.models().clone(),
+            events: run.events().clone(),
+            model_allowed: run.spent().may_call(),
+            run_models: run.call().models().clone(),
             on_done,
         });
         let evaluated = self
@@ -48,18 +48,19 @@ impl Driver {
     /// the judge model's calls like any.
     async fn record_verdict(&mut self, evaluated: Evaluated, periodic: bool) -> Step<Judgement> {
         let run = &mut self.run;
-        let turn = run.turns;
+        let turn = run.turns();
         let judgement = evaluated.judgement;
-        let n = run.oversight.next_verdict();
-        run.events.emit(EventKind::JudgeVerdict {
+        let n = run.oversight_mut().next_verdict();
+        run.events().emit(EventKind::JudgeVerdict {
             verdict: judgement.verdict,
             reason: judgement.reason.clone(),
             score: judgement.score,
             criteria: judgement.criteria.clone(),
             periodic,
         });
-        run.oversight.keep_verdict(VerdictRecord {
-            run_id: run.id.clone(),
+        let run_id = run.id().clone();
+        run.oversight_mut().keep_verdict(VerdictRecord {
+            run_id,
             n,
             turn,
             at_ms: now_ms(),
@@ -86,7 +87,7 @@ impl Driver {
     /// Acts on the Judge's verdict on `answer`.
     fn act_on_verdict(&mut self, answer: String, periodic: bool, judgement: Judgement) -> Step<()> {
         let max_retries = self.session.services.agent.judge.max_retries;
-        let turn = self.run.turns;
+        let turn = self.run.turns();
         match (judgement.verdict, periodic) {
             (Verdict::Accept, _) => Err(Ending::completed(answer)),
             (Verdict::Escalate, _) => {
@@ -101,7 +102,7 @@ impl Driver {
                 Ok(())
             }
             (Verdict::Retry | Verdict::Continue, false) => {
-                let retries = self.run.oversight.retried();
+                let retries = self.run.oversight_mut().retried();
                 if retries > max_retries {
                     let reason = format!(
                         "the goal was not met after {max_retries} retries: {}",

@@ -44,8 +44,10 @@ use super::run::{ActiveRun, Ending};
 use super::RunSpec;
 use crate::event::RunStatus;
 use crate::ids::RunId;
+use crate::llm_stream::ModelChain;
 use crate::message::ToolCall;
 use std::convert::Infallible;
+use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// What a step gives: its value, or how the run ends.
@@ -60,15 +62,16 @@ pub(super) struct Driver {
 }
 
 impl Driver {
-    /// A driver for run `run_id` of `session`, started as `spec` says and controlled through
-    /// `control`.
+    /// A driver for run `run_id` of `session`, started as `spec` says, asking `models`, and
+    /// controlled through `control`.
     pub(super) fn new(
         session: Conversation,
         run_id: RunId,
         spec: &RunSpec,
+        models: Arc<ModelChain>,
         control: mpsc::UnboundedReceiver<Control>,
     ) -> Self {
-        let run = starting::new_run(&session, run_id, spec);
+        let run = starting::new_run(&session, run_id, spec, models);
         let deadline = waiting::Deadline::of(&run);
         Self {
             session,
@@ -132,7 +135,7 @@ impl Driver {
     fn may_call(&mut self) -> Step<()> {
         // Between turns nothing is in flight: a stop or an interrupt told meanwhile acts now.
         self.take_control()?;
-        if let Some(refusal) = self.run.spent.take_refusal() {
+        if let Some(refusal) = self.run.spent_mut().take_refusal() {
             // Announced as the receipt that refused it was applied.
             return Err(self.refused(refusal));
         }
@@ -142,7 +145,7 @@ impl Driver {
 
     /// Ends the run `interrupted` if an interrupt was asked for.
     fn pause_if_interrupted(&self) -> Step<()> {
-        match self.run.interrupter.reason() {
+        match self.run.interrupter().reason() {
             Some(reason) => Err(self.end(RunStatus::Interrupted, reason)),
             None => Ok(()),
         }
@@ -151,8 +154,8 @@ impl Driver {
     /// Ends the run `max_turns` once it has used them (a run continuing without a prompt
     /// counts the turns since the last prompt too).
     fn stop_at_max_turns(&self) -> Step<()> {
-        let max_turns = self.run.limits.max_turns;
-        if self.run.before.turns() + self.run.turns < max_turns {
+        let max_turns = self.run.limits().max_turns();
+        if self.run.before().turns() + self.run.turns() < max_turns {
             return Ok(());
         }
         let reason = format!("the run reached max_turns ({max_turns})");
@@ -163,14 +166,14 @@ impl Driver {
     fn end(&self, status: RunStatus, reason: String) -> Ending {
         Ending {
             status,
-            output: self.run.last_text.clone(),
+            output: self.run.last_text().to_owned(),
             reason: Some(reason),
         }
     }
 
     /// The run fails: said as an `Error` event, then ended `failed`.
     fn failure(&self, reason: String) -> Ending {
-        self.run.events.emit(crate::event::EventKind::Error {
+        self.run.events().emit(crate::event::EventKind::Error {
             message: reason.clone(),
         });
         self.end(RunStatus::Failed, reason)

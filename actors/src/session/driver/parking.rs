@@ -15,7 +15,7 @@ impl Driver {
     /// the refusal says.
     pub(super) fn refused(&mut self, refusal: Refusal) -> Ending {
         let on_limit =
-            (self.run.settings.on_limit).unwrap_or(self.session.services.budget.on_limit);
+            (self.run.settings().on_limit).unwrap_or(self.session.services.budget.on_limit);
         match refusal.parks.filter(|_| on_limit == OnLimit::Park) {
             Some(reason) => self.park(reason, &refusal.reason),
             None => self.end(refusal.status, refusal.reason),
@@ -24,12 +24,12 @@ impl Driver {
 
     /// Parks the run for `reason` (`why` in words), saying why and what continues it.
     pub(super) fn park(&mut self, reason: ParkReason, why: &str) -> Ending {
-        self.run.parked = Some(reason);
-        let run = &self.run.id;
-        let spent = dollars(self.run.spent.cost_microcents());
+        self.run.park_for(reason);
+        let run = self.run.id();
+        let spent = dollars(self.run.spent().cost_microcents());
         let message = match reason {
             ParkReason::BudgetRun => {
-                let limit = (self.run.limits.per_run_limit_cents)
+                let limit = (self.run.limits().per_run_limit_cents())
                     .unwrap_or(self.session.services.budget.per_run_limit_cents);
                 let budget = dollars(limit.saturating_mul(MICROCENTS_PER_CENT));
                 format!(

@@ -4,7 +4,6 @@
 
 use super::context::FLUSH_PERCENT;
 use super::Driver;
-use crate::tokens::Size;
 
 impl Driver {
     /// The smallest context at which its size decides something: the memory flush, the
@@ -34,7 +33,7 @@ impl Driver {
 
     /// Whether the context's sizes are all counted, none only bounded.
     pub(super) fn is_counted(&self) -> bool {
-        self.session.history.is_counted() && self.run.system_size.counted().is_some()
+        self.session.history.is_counted() && self.run.system().size().counted().is_some()
     }
 
     /// Counts every size only bounded so far: the conversation's and the system prompt's.
@@ -45,7 +44,7 @@ impl Driver {
         crate::tokens::blocking(|| {
             self.session.history.count_exactly();
             let run = &mut self.run;
-            run.system_size = Size::Counted(crate::tokens::count_text(&run.system));
+            run.count_system_exactly();
         })
     }
 
@@ -74,7 +73,7 @@ impl Driver {
 
     /// The system prompt's size: counted, or bounded.
     pub(super) fn system_tokens(&self) -> u64 {
-        self.run.system_size.tokens().into()
+        self.run.system().size().tokens().into()
     }
 
     /// What the next request weighs, counted: the conversation, the system prompt and the

@@ -20,16 +20,16 @@ impl Driver {
         let run = &mut self.run;
         let mut reports = Vec::with_capacity(bills.len());
         for bill in &bills {
-            let call = run.spent.count_call(bill.usage);
+            let call = run.spent_mut().count_call(bill.usage);
             reports.push(UsageReport {
                 session_id: self.session.id.clone(),
-                run_id: run.id.clone(),
+                run_id: run.id().clone(),
                 call,
                 model: bill.model.clone(),
                 usage: bill.usage,
                 estimated: bill.estimated,
-                served_locally: run.call.models().serves_locally(&bill.model),
-                run_limit_cents: run.limits.per_run_limit_cents,
+                served_locally: run.call().models().serves_locally(&bill.model),
+                run_limit_cents: run.limits().per_run_limit_cents(),
             });
         }
         // Recorded in a task of its own: a stop meanwhile ends the run, not the recording, so
@@ -59,8 +59,8 @@ impl Driver {
             expected,
         } = bill;
         let model = model.as_str();
-        run.spent.priced_at(receipt.run.cost_microcents);
-        run.events.emit(EventKind::ModelUsage {
+        run.spent_mut().priced_at(receipt.run.cost_microcents);
+        run.events().emit(EventKind::ModelUsage {
             turn,
             purpose,
             model: model.to_owned(),
@@ -71,8 +71,8 @@ impl Driver {
             counted_input_tokens: expected.map(|(counted, _)| counted),
             expected_input_tokens: expected.map(|(_, served)| served),
         });
-        if receipt.price_source == PriceSource::Unknown && run.spent.tell_unpriced() {
-            run.events.emit(EventKind::GuardianBudgetAlert {
+        if receipt.price_source == PriceSource::Unknown && run.spent_mut().tell_unpriced() {
+            run.events().emit(EventKind::GuardianBudgetAlert {
                 message: format!(
                     "no price is known for model '{model}'; budgets count it at {} / {} cents \
                      per million input / output tokens. Set its price in \
@@ -83,23 +83,24 @@ impl Driver {
             });
         }
         for warning in &receipt.warnings {
-            run.events.emit(warning.warning());
+            run.events().emit(warning.warning());
         }
         if let Some(e) = receipt.store_error {
-            run.events.emit(EventKind::Error {
+            run.events().emit(EventKind::Error {
                 message: format!(
                     "the cost ledger's totals could not be stored ({e}); they are written again \
                      with this call"
                 ),
             });
         }
-        run.spent.refuse(siblings::admit(receipt.next_call).err());
+        run.spent_mut()
+            .refuse(siblings::admit(receipt.next_call).err());
         // A goal's cost constraint is a per-run limit too.
-        let goal_cents = run.goal.as_ref().and_then(|g| g.constraints.cost_cents);
+        let goal_cents = run.goal().and_then(|g| g.constraints.cost_cents);
         // As for every limit, 0 means none.
-        if let Some(cents) = goal_cents.filter(|c| *c > 0 && run.spent.may_call()) {
+        if let Some(cents) = goal_cents.filter(|c| *c > 0 && run.spent().may_call()) {
             let limit = cents.saturating_mul(MICROCENTS_PER_CENT);
-            let spent = run.spent.cost_microcents();
+            let spent = run.spent().cost_microcents();
             if spent >= limit {
                 let message = format!(
                     "the run has spent {} of its goal's cost constraint ({}); it stops before \
@@ -107,7 +108,7 @@ impl Driver {
                     dollars(spent),
                     dollars(limit)
                 );
-                run.spent.refuse(Some(Refusal {
+                run.spent_mut().refuse(Some(Refusal {
                     status: RunStatus::BudgetExceeded,
                     limit: Some(BudgetNotice {
                         scope: BudgetScope::Run,
@@ -121,9 +122,9 @@ impl Driver {
                 }));
             }
         }
-        if let Some(refusal) = run.spent.refusal() {
+        if let Some(refusal) = run.spent().refusal() {
             // Said now, even if this call's answer ends the run.
-            announce(&run.events, refusal);
+            announce(run.events(), refusal);
         }
     }
 }

@@ -7,41 +7,31 @@ use super::{Driver, Step};
 use crate::context::layers::Assembled;
 use crate::event::{EventKind, RunStatus};
 use crate::ids::RunId;
+use crate::llm_stream::ModelChain;
 use crate::message::{Message, ToolCall};
 use crate::session::conversation::Conversation;
-use crate::session::run::{ActiveRun, RunLimits};
+use crate::session::run::ActiveRun;
 use crate::session::siblings::Refusal;
 use crate::session::{prompt, RunSpec, Services};
 use crate::store::{Write, WriteBatch};
 use crate::tools::Workspace;
 use ryvos_protocol::records::refused_while_parked;
 use std::path::PathBuf;
+use std::sync::Arc;
 
-/// The run `spec` asks for, about to begin.
-pub(super) fn new_run(session: &Conversation, run_id: RunId, spec: &RunSpec) -> ActiveRun {
+/// The run `spec` asks for, asking `models`, about to begin.
+pub(super) fn new_run(
+    session: &Conversation,
+    run_id: RunId,
+    spec: &RunSpec,
+    models: Arc<ModelChain>,
+) -> ActiveRun {
     let parent = spec.trace_parent.as_ref();
     let events = session
         .events
         .for_run_under(session.id.clone(), run_id.clone(), parent);
-    let services = &session.services;
-    let mut run = ActiveRun::new(
-        run_id,
-        spec.prompt.clone(),
-        events,
-        spec.workspace.clone(),
-        services,
-        RunLimits::new(&services.agent, &spec.settings),
-        session.history.next_seq(),
-    );
-    // The focus layer joins the system prompt once it is assembled (no tokenizer here).
-    run.goal = spec.goal.clone();
-    run.on_message = spec.on_message.clone();
-    run.settings = spec.settings.clone();
-    run.directed_by = spec.directed_by.clone();
-    if let Some(continuation) = &spec.continues {
-        run.take_up(&continuation.parked);
-    }
-    run
+    let next_seq = session.history.next_seq();
+    ActiveRun::new(run_id, spec, events, models, &session.services, next_seq)
 }
 
 impl Driver {
@@ -53,19 +43,14 @@ impl Driver {
         let previous_workspace = (self.session.workspace.as_ref())
             .filter(|w| **w != workspace && !self.session.history.is_empty())
             .cloned();
-        self.run.events.emit(EventKind::RunStarted {
+        self.run.events().emit(EventKind::RunStarted {
             workspace: workspace.clone(),
             previous_workspace,
         });
-        let models = (self.session.services.models).asking(spec.settings.model.as_deref());
-        let unready = match (&leased, &self.session.load_error, models) {
-            (Err(e), _, _) => Some(format!("the session could not be taken for this run: {e}")),
-            (Ok(_), Some(error), _) => Some(format!("the session could not be loaded: {error}")),
-            (Ok(_), None, Err(why)) => Some(why),
-            (Ok(_), None, Ok(models)) => {
-                self.run.call.ask(models);
-                None
-            }
+        let unready = match (&leased, &self.session.load_error) {
+            (Err(e), _) => Some(format!("the session could not be taken for this run: {e}")),
+            (Ok(_), Some(error)) => Some(format!("the session could not be loaded: {error}")),
+            (Ok(_), None) => None,
         };
         if let Some(reason) = unready {
             // Nothing is written: the session is not this run's to write.
@@ -76,15 +61,15 @@ impl Driver {
                 self.still_parked()?;
                 if let Some((status, reason)) = continuation.ends_as.clone() {
                     // Ended where it parked: only its record changes.
-                    self.run.writes = true;
+                    self.run.holds_session();
                     return Err(self.end(status, reason));
                 }
             }
             None => self.no_run_parked()?,
         }
-        self.run.writes = true;
+        self.run.holds_session();
         let session = &mut self.session;
-        session.last_run = Some(self.run.id.clone());
+        session.last_run = Some(self.run.id().clone());
         session.last_status = None;
         session.workspace = Some(workspace);
         if session.title.is_none() {
@@ -92,8 +77,8 @@ impl Driver {
         }
         let question = Question {
             services: session.services.clone(),
-            run_id: self.run.id.clone(),
-            run_limit_cents: self.run.limits.per_run_limit_cents,
+            run_id: self.run.id().clone(),
+            run_limit_cents: self.run.limits().per_run_limit_cents(),
             prompt: self.run.prompt_to_give().to_owned(),
             workspace: spec.workspace,
             caller_dir: spec.caller_dir,
@@ -142,7 +127,7 @@ impl Driver {
     /// (a second continue, or one after the session moved on, is refused and writes nothing).
     fn still_parked(&self) -> Step<()> {
         let session = &self.session;
-        if session.last_run.as_ref() == Some(&self.run.id)
+        if session.last_run.as_ref() == Some(self.run.id())
             && session.last_status == Some(RunStatus::Parked)
         {
             return Ok(());
@@ -154,7 +139,10 @@ impl Driver {
         };
         Err(self.end(
             RunStatus::Failed,
-            format!("run {} cannot go on: it is not parked ({now})", self.run.id),
+            format!(
+                "run {} cannot go on: it is not parked ({now})",
+                self.run.id()
+            ),
         ))
     }
 
@@ -163,9 +151,9 @@ impl Driver {
     /// any, which are returned).
     fn prepared(&mut self, prepared: Preparation) -> Step<Vec<ToolCall>> {
         if let Err(refusal) = prepared.admitted {
-            super::spending::announce(&self.run.events, &refusal);
+            super::spending::announce(self.run.events(), &refusal);
             // A parked run still at its limit parks again; a new one is refused, nothing done.
-            if self.run.before.is_continue() {
+            if self.run.before().is_continue() {
                 return Err(self.refused(refusal));
             }
             return Err(self.end(refusal.status, refusal.reason));
@@ -179,11 +167,11 @@ impl Driver {
         };
         self.run.set_system(assembled.prompt.into());
         let prompt = self.run.prompt_to_give().to_owned();
-        if prompt.is_empty() && !self.run.before.is_continue() {
+        if prompt.is_empty() && !self.run.before().is_continue() {
             // Limits hold across resumes: the turns since the last prompt count here too (a
             // continued run counts its own already).
             let turns = self.session.history.turns_since_prompt();
-            self.run.before.count_turns_since_prompt(turns);
+            self.run.before_mut().count_turns_since_prompt(turns);
         }
         // Calls a paused run left come first: their results must follow the answer that asked
         // for them, so the prompt waits until they have run.
@@ -194,16 +182,16 @@ impl Driver {
         if left.is_empty() {
             self.push_prompt(prompt);
         } else {
-            self.run.held_prompt = Some(prompt);
+            self.run.hold_prompt(prompt);
         }
         self.begin_turn();
         let record = self.run.record(None);
         self.submit(None, Some(record));
         if let Some(message) = self.session.services.sandbox.run_warning() {
-            self.run.events.emit(EventKind::Warning { message });
+            self.run.events().emit(EventKind::Warning { message });
         }
         for message in assembled.warnings {
-            self.run.events.emit(EventKind::Warning { message });
+            self.run.events().emit(EventKind::Warning { message });
         }
         // Stale requests of calls no longer pending are done with.
         let left_ids: Vec<_> = left.iter().map(|c| c.id.clone()).collect();
@@ -219,7 +207,7 @@ impl Driver {
         self.pause_if_interrupted()?;
         self.run_tools(left, true).await?;
         self.pause_if_interrupted()?;
-        let prompt = self.run.held_prompt.take().unwrap_or_default();
+        let prompt = self.run.take_held_prompt().unwrap_or_default();
         self.push_prompt(prompt);
         self.submit(None, None);
         self.begin_turn();

@@ -23,18 +23,18 @@ impl Driver {
         let ended = run.as_ref().is_some_and(|r| r.status.is_some());
         batch.writes.extend(run.map(Write::Run));
         let active = &mut self.run;
-        let verdicts = active.oversight.take_verdicts();
+        let verdicts = active.oversight_mut().take_verdicts();
         batch
             .writes
             .extend(verdicts.into_iter().map(Write::Verdict));
-        let run_id = active.id.clone();
+        let run_id = active.id().clone();
         if ended {
             // The Guardian's view of a finished run is not needed again.
             batch.push(Write::Watch {
                 run_id,
                 watch: None,
             });
-        } else if let Some(watch) = active.oversight.take_watch() {
+        } else if let Some(watch) = active.oversight_mut().take_watch() {
             batch.push(Write::Watch {
                 run_id,
                 watch: Some(watch),
@@ -54,21 +54,23 @@ impl Driver {
     /// The turn in progress begins with the next message appended: the one place a turn's
     /// boundary is set.
     pub(super) fn begin_turn(&mut self) {
-        self.run.turn.begin_at(self.session.history.next_seq());
+        self.run
+            .turn_mut()
+            .begin_at(self.session.history.next_seq());
     }
 
     /// The checkpoint of the turn in progress, if it appended anything.
     pub(super) fn turn_checkpoint(&self, tools_called: Vec<String>) -> Option<TurnCheckpoint> {
         let run = &self.run;
         let next = self.session.history.next_seq();
-        (next > run.turn.first_seq()).then(|| TurnCheckpoint {
-            run_id: run.id.clone(),
-            turn: run.turns,
-            first_seq: run.turn.first_seq(),
+        (next > run.turn().first_seq()).then(|| TurnCheckpoint {
+            run_id: run.id().clone(),
+            turn: run.turns(),
+            first_seq: run.turn().first_seq(),
             last_seq: next - 1,
             tools_called,
-            input_tokens: run.turn.usage().input_tokens,
-            output_tokens: run.turn.usage().output_tokens,
+            input_tokens: run.turn().usage().input_tokens,
+            output_tokens: run.turn().usage().output_tokens,
             context_tokens: self.context_tokens(),
             at_ms: now_ms(),
         })

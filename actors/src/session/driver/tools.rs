@@ -37,22 +37,24 @@ impl Driver {
         if durable_first || side_effects {
             self.submit(None, None);
             self.run
-                .turn
+                .turn_mut()
                 .calls(CallsInFlight::AwaitingDurability(calls.clone()));
             self.durable(OnInterrupt::AtOnce).await?;
         }
-        self.run.turn.calls(CallsInFlight::Running(calls.clone()));
+        self.run
+            .turn_mut()
+            .calls(CallsInFlight::Running(calls.clone()));
         // A completed model answer is progress: the stall clock starts again.
-        self.run.call.heartbeat().beat();
+        self.run.call().heartbeat().beat();
         let run = &self.run;
         let tools = &self.session.services.tools;
         let batch = tools.execute(
             |on_done| ToolBatch {
                 calls: calls.clone(),
                 ctx: run.tool_context(&self.session.id),
-                events: run.events.clone(),
-                cut_at_output_limit: run.turn.answer_cut(),
-                on_message: run.on_message.clone(),
+                events: run.events().clone(),
+                cut_at_output_limit: run.turn().answer_cut(),
+                on_message: run.on_message().cloned(),
                 on_done,
             },
             &calls,
@@ -74,7 +76,7 @@ impl Driver {
             self.session.history.push(Message::from(o));
         }
         // Every call that ran has its result: a stop from here on must not add another.
-        self.run.turn.calls_answered();
+        self.run.turn_mut().calls_answered();
         Ok(TurnCalls {
             reports,
             tools_called,
@@ -102,7 +104,7 @@ impl Driver {
             return Err(self.stopped_by_guardian(status, reason));
         }
         if self.periodic_judging_due() {
-            let progress = self.run.last_text.clone();
+            let progress = self.run.last_text().to_owned();
             return self.judge(progress, true).await;
         }
         Ok(())
@@ -118,9 +120,9 @@ impl Driver {
             context_tokens: self.context_tokens(),
         };
         // A recovered run counts its stored turns: only a run's very first turn is `first`.
-        let first = self.run.turns == 1;
+        let first = self.run.turns() == 1;
         let guardian = self.session.services.guardian.clone();
-        let run_id = self.run.id.clone();
+        let run_id = self.run.id().clone();
         let review = self
             .wait(async move { guardian.review(run_id, report, first).await })
             .await?;

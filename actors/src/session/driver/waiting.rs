@@ -42,8 +42,8 @@ impl Deadline {
     /// one. The run's time counts from its start, its preparation included, and across its
     /// continues (the time it was parked left out).
     pub(super) fn of(run: &ActiveRun) -> Self {
-        let limit = run.limits.max_duration_secs;
-        let goal_secs = run.goal.as_ref().and_then(|g| g.constraints.time_secs);
+        let limit = run.limits().max_duration_secs();
+        let goal_secs = run.goal().and_then(|g| g.constraints.time_secs);
         let (after, why) = match goal_secs.filter(|s| *s > 0 && *s < limit) {
             Some(secs) => (
                 std::time::Duration::from_secs(secs),
@@ -54,7 +54,7 @@ impl Deadline {
                 format!("the run reached max_duration_secs ({limit}s) and was stopped"),
             ),
         };
-        let ran = std::time::Duration::from_millis(run.before.active_ms());
+        let ran = std::time::Duration::from_millis(run.before().active_ms());
         Self {
             at: Instant::now() + after.saturating_sub(ran),
             why,
@@ -133,14 +133,14 @@ impl Driver {
         match control {
             Control::Stop { status, reason } => Err(self.end(status, reason)),
             #[cfg(feature = "testing")]
-            Control::Panic => panic!("injected fault in the driver of run {}", self.run.id),
+            Control::Panic => panic!("injected fault in the driver of run {}", self.run.id()),
             Control::Interrupt { reason, now } => {
-                self.run.interrupter.interrupt(reason);
+                self.run.interrupter().interrupt(reason);
                 match on_interrupt {
                     OnInterrupt::AtOnce => self.pause_if_interrupted(),
                     OnInterrupt::AfterStep if now => self.pause_if_interrupted(),
                     OnInterrupt::StopTools if now => {
-                        self.run.cancel.cancel();
+                        self.run.cancel().cancel();
                         Ok(())
                     }
                     OnInterrupt::AfterStep | OnInterrupt::StopTools => Ok(()),
@@ -154,7 +154,7 @@ impl Driver {
     fn on_confirmed(&mut self, result: Result<(), crate::store::StoreError>) -> Step<()> {
         let confirmation = self.session.commits.confirmed(result);
         for turn in confirmation.durable_turns {
-            self.run.events.emit(EventKind::CheckpointSaved { turn });
+            self.run.events().emit(EventKind::CheckpointSaved { turn });
         }
         match confirmation.failure {
             Some(e) => {
