@@ -32,6 +32,7 @@ pub async fn take(run: String, taken: Taken, shown: Shown, config: Config, socke
     }
     match Client::connect(&socket).await {
         Ok(mut client) => {
+            let ctrl_c = crate::ctrl_c::CtrlC::listen();
             let sent = match taken {
                 Taken::Continue { budget_cents } => {
                     let params = ContinueParams { run, budget_cents };
@@ -43,7 +44,7 @@ pub async fn take(run: String, taken: Taken, shown: Shown, config: Config, socke
                 eprintln!("ryvos: {e}");
                 return EXIT_DAEMON;
             }
-            follow_remote(client, shown.json, shown.quiet, socket).await
+            follow_remote(client, (shown.json, shown.quiet), socket, ctrl_c).await
         }
         Err(ClientError::NoDaemon { .. }) => {
             if !shown.quiet {

@@ -125,20 +125,27 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
             Err(code) => return code,
         };
     }
+    // Caught from before the run is asked for: a press in between must not end the client.
+    let ctrl_c = CtrlC::listen();
     if let Err(e) = client.send::<Run>(&params).await {
         eprintln!("ryvos: {e}");
         return EXIT_DAEMON;
     }
-    follow_remote(client, json_out, quiet, socket).await
+    follow_remote(client, (json_out, quiet), socket, ctrl_c).await
 }
 
 /// Shows the events of the run the daemon streams on `client` as they come (answering its
-/// approval requests at the terminal), then its end; the run's exit code.
-pub async fn follow_remote(mut client: Client, json_out: bool, quiet: bool, socket: PathBuf) -> u8 {
+/// approval requests at the terminal), then its end; the run's exit code. `ctrl_c` listens
+/// from before the run was asked for.
+pub async fn follow_remote(
+    mut client: Client,
+    (json_out, quiet): (bool, bool),
+    socket: PathBuf,
+    mut ctrl_c: CtrlC,
+) -> u8 {
     let inline = inline_approval::wanted(json_out);
     let mut renderer = Renderer::new(json_out).quiet(quiet);
     let mut session_seen: Option<String> = None;
-    let mut ctrl_c = CtrlC::listen();
     loop {
         let next = tokio::select! {
             reply = renderer.wait(client.next()) => reply,
