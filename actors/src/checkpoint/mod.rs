@@ -43,6 +43,18 @@ impl Checkpoint {
         self.writer.submit(Job {
             batch: Some(Box::new(batch)),
             notify,
+            lazy: false,
+        });
+    }
+
+    /// Hands `batch`, a record nothing acts on (a call's cost, a security decision), to the
+    /// writer, which may hold it a few milliseconds to commit it with the next batch (see
+    /// [`writer`]); `notify` is answered once it is durable (or failed).
+    pub(crate) fn record(&self, batch: WriteBatch, notify: CommitNotify) {
+        self.writer.submit(Job {
+            batch: Some(Box::new(batch)),
+            notify,
+            lazy: true,
         });
     }
 
@@ -133,7 +145,11 @@ async fn submit_and_wait(
         },
         || Err(writer_gone()),
     );
-    checkpoint.writer.submit(Job { batch, notify });
+    checkpoint.writer.submit(Job {
+        batch,
+        notify,
+        lazy: false,
+    });
     match tokio::time::timeout(FLUSH_PATIENCE, durable).await {
         Ok(Ok(result)) => result,
         Ok(Err(_)) => Err(writer_gone()),

@@ -2,19 +2,29 @@
 //! CheckpointActor. The thread takes every batch waiting at the moment it is free and commits
 //! them together (group commit: one fsync for many sessions' turns), then tells each session
 //! its batch is durable. A panic inside a commit fails that group, and the thread goes on.
+//!
+//! A batch only recorded (a call's cost, a security decision: nothing acts on its being
+//! durable) waits up to [`LAZY_WAIT`] for company: the turn it belongs to is usually handed
+//! over within that time, and one commit (one fsync) then carries them all.
 
 use super::{writer_gone, CommitNotify};
 use crate::ids::SessionId;
 use crate::store::{Store, StoreError, WriteBatch};
 use std::sync::{mpsc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The most batches put in one transaction.
 const MAX_GROUP: usize = 1024;
+
+/// The longest a lazy batch waits for another to be committed with.
+pub(super) const LAZY_WAIT: Duration = Duration::from_millis(10);
 
 /// A batch to store (none for a flush), and whom to tell when it is durable.
 pub(super) struct Job {
     pub batch: Option<Box<WriteBatch>>,
     pub notify: CommitNotify,
+    /// Nothing waits on it: it may wait [`LAZY_WAIT`] to be committed with the next batch.
+    pub lazy: bool,
 }
 
 /// The writer thread and its queue.
@@ -85,14 +95,8 @@ fn commit(
 
 /// Commits whatever is waiting, as one transaction, until the queue is closed.
 fn write_loop(runtime: &tokio::runtime::Handle, store: &Store, queue: &mpsc::Receiver<Job>) {
-    while let Ok(first) = queue.recv() {
-        let mut group = vec![first];
-        while group.len() < MAX_GROUP {
-            match queue.try_recv() {
-                Ok(job) => group.push(job),
-                Err(_) => break,
-            }
-        }
+    let mut gathering = Gathering::default();
+    while let Some(group) = gathering.next_group(queue) {
         // A panic anywhere in a group drops its jobs, which answers each with the loss; the
         // thread goes on with the next group.
         let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -100,6 +104,51 @@ fn write_loop(runtime: &tokio::runtime::Handle, store: &Store, queue: &mpsc::Rec
         }));
         if handled.is_err() {
             tracing::error!("the store's writer panicked on a group; its batches failed");
+        }
+    }
+}
+
+/// The jobs taken from the queue and not yet committed.
+#[derive(Default)]
+struct Gathering {
+    /// Lazy jobs waiting for company, in the order they came.
+    held: Vec<Job>,
+    /// When the first of them came.
+    since: Option<Instant>,
+}
+
+impl Gathering {
+    /// The next group to commit: every job waiting, once one is not lazy or the lazy ones have
+    /// waited [`LAZY_WAIT`]; `None` once the queue is closed and nothing is held.
+    fn next_group(&mut self, queue: &mpsc::Receiver<Job>) -> Option<Vec<Job>> {
+        loop {
+            let next = match self.since {
+                None => queue.recv().ok(),
+                Some(since) => queue
+                    .recv_timeout(LAZY_WAIT.saturating_sub(since.elapsed()))
+                    .ok(),
+            };
+            let Some(job) = next else {
+                // Waited long enough, or closed: what is held goes now.
+                self.since = None;
+                let held = std::mem::take(&mut self.held);
+                return (!held.is_empty()).then_some(held);
+            };
+            let mut group = std::mem::take(&mut self.held);
+            group.push(job);
+            while group.len() < MAX_GROUP {
+                match queue.try_recv() {
+                    Ok(job) => group.push(job),
+                    Err(_) => break,
+                }
+            }
+            if group.len() < MAX_GROUP && group.iter().all(|job| job.lazy) {
+                self.held = group;
+                self.since.get_or_insert_with(Instant::now);
+                continue;
+            }
+            self.since = None;
+            return Some(group);
         }
     }
 }
@@ -219,7 +268,63 @@ mod tests {
         Job {
             batch: Some(Box::new(batch)),
             notify: Callback::new(|_| {}, || Ok(())),
+            lazy: false,
         }
+    }
+
+    fn lazy(session: &str, seqs: std::ops::Range<u64>) -> Job {
+        Job {
+            lazy: true,
+            ..batch(session, seqs)
+        }
+    }
+
+    fn sessions(group: &[Job]) -> Vec<&str> {
+        group
+            .iter()
+            .map(|job| job.batch.as_ref().unwrap().session_id.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn lazy_batches_wait_for_the_next_one_and_are_committed_with_it_in_order() {
+        let (jobs, queue) = mpsc::channel();
+        let mut gathering = Gathering::default();
+        let waiter = std::thread::spawn(move || {
+            let first = gathering.next_group(&queue);
+            let second = gathering.next_group(&queue);
+            (first, second)
+        });
+        jobs.send(lazy("cost", 0..0)).unwrap();
+        jobs.send(lazy("audit", 0..0)).unwrap();
+        // Given after the lazy ones were taken and held, however long that takes.
+        std::thread::sleep(LAZY_WAIT / 4);
+        jobs.send(batch("turn", 0..1)).unwrap();
+        drop(jobs);
+        let (first, second) = waiter.join().unwrap();
+        let first = first.unwrap();
+        // Held until the turn came (one group), unless the machine was slow enough for the
+        // lazy ones to go alone first: either way nothing is lost or reordered.
+        let mut all = sessions(&first);
+        if let Some(second) = &second {
+            all.extend(sessions(second));
+        }
+        assert_eq!(all, ["cost", "audit", "turn"]);
+        assert!(first.len() == 3 || second.is_some());
+    }
+
+    #[test]
+    fn a_lazy_batch_alone_is_committed_after_its_wait_and_at_the_close() {
+        let (jobs, queue) = mpsc::channel();
+        let mut gathering = Gathering::default();
+        jobs.send(lazy("cost", 0..0)).unwrap();
+        let alone = gathering.next_group(&queue).unwrap();
+        assert_eq!(sessions(&alone), ["cost"]);
+        jobs.send(lazy("audit", 0..0)).unwrap();
+        drop(jobs);
+        let closing = gathering.next_group(&queue).unwrap();
+        assert_eq!(sessions(&closing), ["audit"]);
+        assert!(gathering.next_group(&queue).is_none());
     }
 
     #[tokio::test]

@@ -325,6 +325,6 @@ impl LedgerState {
             },
             || Err(crate::checkpoint::writer_gone()),
         );
-        self.checkpoint.append(batch, notify);
+        self.checkpoint.record(batch, notify);
     }
 }

@@ -433,7 +433,7 @@ impl Gate {
             },
             || Err(checkpoint::writer_gone()),
         );
-        self.checkpoint.append(batch, notify);
+        self.checkpoint.record(batch, notify);
     }
 }
 
