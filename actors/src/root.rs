@@ -237,15 +237,15 @@ impl Actor for RootSupervisor {
         );
         spawners.insert(
             ChildKind::LlmStream,
-            spawner(|| LlmStreamActor, (), slots.llm.clone()),
+            spawner(LlmStreamActor::new, (), slots.llm.clone()),
         );
         spawners.insert(
             ChildKind::ToolExecutor,
-            spawner(|| ToolExecutorActor, args.tools, slots.tools.clone()),
+            spawner(ToolExecutorActor::new, args.tools, slots.tools.clone()),
         );
         spawners.insert(
             ChildKind::Judge,
-            spawner(|| JudgeActor, args.judge, slots.judge.clone()),
+            spawner(JudgeActor::new, args.judge, slots.judge.clone()),
         );
         spawners.insert(
             ChildKind::Mcp,
@@ -429,9 +429,9 @@ impl RootState {
             ChildKind::Checkpoint => self.slots.checkpoint.cast(CheckpointMsg::Panic),
             ChildKind::CostLedger => self.slots.ledger.cast(CostLedgerMsg::Panic),
             ChildKind::Guardian => self.slots.guardian.cast(GuardianMsg::Panic),
-            ChildKind::LlmStream => self.slots.llm.cast(LlmMsg::Panic),
-            ChildKind::ToolExecutor => self.slots.tools.cast(ToolMsg::Panic),
-            ChildKind::Judge => self.slots.judge.cast(JudgeMsg::Panic),
+            ChildKind::LlmStream => self.slots.llm.cast(crate::supervision::JobMsg::Panic),
+            ChildKind::ToolExecutor => self.slots.tools.cast(crate::supervision::JobMsg::Panic),
+            ChildKind::Judge => self.slots.judge.cast(crate::supervision::JobMsg::Panic),
             ChildKind::Mcp => Err(crate::supervision::Unavailable(
                 "MCP hub (kill a server's process instead)",
             )),

@@ -13,9 +13,10 @@ use crate::ids::CallId;
 use crate::interrupt::OnMessage;
 use crate::message::{Message, ToolCall};
 use crate::security::{Gate, Refused};
+use crate::supervision::{JobActor, JobMsg, Work};
 use crate::tools::{compact_output, Tool, ToolContext, ToolError, ToolRegistry};
 use futures_util::StreamExt;
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use std::future::Future;
 use std::time::Duration;
 
 /// How long a tool that was told to stop may take to clean up before it is aborted.
@@ -81,16 +82,11 @@ pub(crate) struct ToolBatch {
     pub on_done: Callback<Vec<ToolOutcome>>,
 }
 
-/// Messages of the [`ToolExecutorActor`].
-pub(crate) enum ToolMsg {
-    Execute(Box<ToolBatch>),
-    /// Test hook: panic inside the handler.
-    #[cfg(feature = "testing")]
-    Panic,
-}
+/// The ToolExecutorActor: see the module documentation.
+pub(crate) type ToolExecutorActor = JobActor<Executing>;
 
-/// The actor; see the module documentation.
-pub(crate) struct ToolExecutorActor;
+/// Messages of the [`ToolExecutorActor`].
+pub(crate) type ToolMsg = JobMsg<ToolBatch>;
 
 /// What it is started with (and restarted with).
 #[derive(Clone)]
@@ -100,51 +96,32 @@ pub(crate) struct ToolExecutorArgs {
     pub gate: Gate,
 }
 
-impl Actor for ToolExecutorActor {
-    type Msg = ToolMsg;
-    type State = ToolExecutorArgs;
-    type Arguments = ToolExecutorArgs;
+/// What the [`ToolExecutorActor`] does with each [`ToolBatch`].
+pub(crate) struct Executing;
 
-    async fn pre_start(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        args: ToolExecutorArgs,
-    ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(args)
-    }
+impl Work for Executing {
+    type Job = ToolBatch;
+    type Args = ToolExecutorArgs;
+    const NAME: &'static str = "the tool executor";
 
-    async fn handle(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        msg: Self::Msg,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        match msg {
-            ToolMsg::Execute(batch) => {
-                let registry = state.registry.clone();
-                let settings = state.settings.clone();
-                let gate = state.gate.clone();
-                tokio::spawn(async move {
-                    let outcomes = run_batch(
-                        &registry,
-                        &gate,
-                        batch.calls,
-                        Context {
-                            ctx: &batch.ctx,
-                            events: &batch.events,
-                            settings: &settings,
-                            cut_at_output_limit: batch.cut_at_output_limit,
-                        },
-                        batch.on_message.as_ref(),
-                    )
-                    .await;
-                    batch.on_done.answer(outcomes);
-                });
-            }
-            #[cfg(feature = "testing")]
-            ToolMsg::Panic => panic!("injected fault in the tool executor"),
+    fn run(args: &ToolExecutorArgs, batch: ToolBatch) -> impl Future<Output = ()> + Send + 'static {
+        let args = args.clone();
+        async move {
+            let outcomes = run_batch(
+                &args.registry,
+                &args.gate,
+                batch.calls,
+                Context {
+                    ctx: &batch.ctx,
+                    events: &batch.events,
+                    settings: &args.settings,
+                    cut_at_output_limit: batch.cut_at_output_limit,
+                },
+                batch.on_message.as_ref(),
+            )
+            .await;
+            batch.on_done.answer(outcomes);
         }
-        Ok(())
     }
 }
 

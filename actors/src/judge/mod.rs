@@ -23,9 +23,10 @@ use crate::event::RunEvents;
 use crate::llm_stream::{end_chat, open_chat, Heartbeat, ModelChain, ModelReply};
 use crate::message::Message;
 use crate::security::Gate;
+use crate::supervision::{JobActor, JobMsg, Work};
 use crate::telemetry::StepSpan;
 use crate::tools::ToolContext;
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use verdict::ModelOpinion;
@@ -98,13 +99,11 @@ impl Evaluated {
     }
 }
 
+/// The JudgeActor: see the module documentation.
+pub(crate) type JudgeActor = JobActor<Judging>;
+
 /// Messages of the [`JudgeActor`].
-pub(crate) enum JudgeMsg {
-    Evaluate(Box<Evaluation>),
-    /// Test hook: panic inside the handler.
-    #[cfg(feature = "testing")]
-    Panic,
-}
+pub(crate) type JudgeMsg = JobMsg<Evaluation>;
 
 /// What the Judge is started with.
 #[derive(Clone)]
@@ -116,65 +115,45 @@ pub(crate) struct JudgeArgs {
     pub gate: Gate,
 }
 
-/// The actor; see the module documentation.
-pub(crate) struct JudgeActor;
+/// What the [`JudgeActor`] does with each [`Evaluation`].
+pub(crate) struct Judging;
 
-impl Actor for JudgeActor {
-    type Msg = JudgeMsg;
-    type State = JudgeArgs;
-    type Arguments = JudgeArgs;
+impl Work for Judging {
+    type Job = Evaluation;
+    type Args = JudgeArgs;
+    const NAME: &'static str = "the Judge";
 
-    async fn pre_start(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        args: JudgeArgs,
-    ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(args)
-    }
-
-    async fn handle(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        msg: Self::Msg,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        match msg {
-            JudgeMsg::Evaluate(job) => {
-                let mut args = state.clone();
-                if args.config.model.is_empty() {
-                    args.models = job.run_models.clone();
-                }
-                tokio::spawn(async move {
-                    let Evaluation {
-                        goal,
-                        answer,
-                        conversation,
-                        ctx,
-                        events,
-                        model_allowed,
-                        on_done,
-                        ..
-                    } = *job;
-                    let cancel = ctx.cancel.clone();
-                    let asked = Asked {
-                        goal: &goal,
-                        answer: &answer,
-                        conversation: &conversation,
-                        ctx: &ctx,
-                        events: &events,
-                    };
-                    let evaluating = evaluate(&args, asked, model_allowed);
-                    tokio::select! {
-                        evaluated = evaluating => on_done.answer(evaluated),
-                        // The run stopped: nobody waits for the verdict.
-                        _ = cancel.cancelled() => {}
-                    }
-                });
-            }
-            #[cfg(feature = "testing")]
-            JudgeMsg::Panic => panic!("injected fault in the Judge"),
+    fn run(args: &JudgeArgs, job: Evaluation) -> impl Future<Output = ()> + Send + 'static {
+        let mut args = args.clone();
+        if args.config.model.is_empty() {
+            args.models = job.run_models.clone();
         }
-        Ok(())
+        async move {
+            let Evaluation {
+                goal,
+                answer,
+                conversation,
+                ctx,
+                events,
+                model_allowed,
+                on_done,
+                ..
+            } = job;
+            let cancel = ctx.cancel.clone();
+            let asked = Asked {
+                goal: &goal,
+                answer: &answer,
+                conversation: &conversation,
+                ctx: &ctx,
+                events: &events,
+            };
+            let evaluating = evaluate(&args, asked, model_allowed);
+            tokio::select! {
+                evaluated = evaluating => on_done.answer(evaluated),
+                // The run stopped: nobody waits for the verdict.
+                _ = cancel.cancelled() => {}
+            }
+        }
     }
 }
 

@@ -19,7 +19,8 @@ use crate::callback::Callback;
 use crate::event::RunEvents;
 pub(crate) use crate::heartbeat::Heartbeat;
 use crate::provider::{AssistantResponse, ChatRequest, EncodedPrefix, ProviderError, Usage};
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use crate::supervision::{JobActor, JobMsg, Work};
+use std::future::Future;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -96,83 +97,64 @@ pub(crate) enum Purpose {
     Summary { messages: usize },
 }
 
+/// The LlmStreamActor: see the module documentation.
+pub(crate) type LlmStreamActor = JobActor<Streaming>;
+
 /// Messages of the [`LlmStreamActor`].
-pub(crate) enum LlmMsg {
-    Stream(Box<StreamJob>),
-    /// Test hook: panic inside the handler.
-    #[cfg(feature = "testing")]
-    Panic,
+pub(crate) type LlmMsg = JobMsg<StreamJob>;
+
+/// What the [`LlmStreamActor`] does with each [`StreamJob`].
+pub(crate) struct Streaming;
+
+impl Work for Streaming {
+    type Job = StreamJob;
+    type Args = ();
+    const NAME: &'static str = "the LLM stream actor";
+
+    fn run(_: &(), job: StreamJob) -> impl Future<Output = ()> + Send + 'static {
+        stream(job)
+    }
 }
 
-/// The actor; see the module documentation.
-pub(crate) struct LlmStreamActor;
-
-impl Actor for LlmStreamActor {
-    type Msg = LlmMsg;
-    type State = ();
-    type Arguments = ();
-
-    async fn pre_start(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        _: (),
-    ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(())
-    }
-
-    async fn handle(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        msg: Self::Msg,
-        _: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        match msg {
-            LlmMsg::Stream(job) => {
-                tokio::spawn(async move {
-                    let StreamJob {
-                        models: chain,
-                        request,
-                        events,
-                        purpose,
-                        counted_input,
-                        encoded,
-                        cancel,
-                        heartbeat,
-                        on_done,
-                    } = *job;
-                    // From here on the model may be asked: a task that fails now has not lost
-                    // the job unasked, and it must not be asked again as if it had.
-                    let on_done = on_done.if_dropped(|| {
-                        ModelAnswer::failed(ProviderError::StreamCut(
-                            "the model call's task failed while it was being answered".into(),
-                        ))
-                    });
-                    let summary = open_summary(&events, purpose);
-                    let chat = open_chat(&events, summary.as_ref(), &chain, &request);
-                    let streaming = chain.answer(
-                        &request,
-                        (purpose == Purpose::Turn).then_some(&events),
-                        &heartbeat,
-                        counted_input,
-                        &encoded,
-                    );
-                    let result = tokio::select! {
-                        result = streaming => Some(result),
-                        _ = cancel.cancelled() => None,
-                    };
-                    end_chat(&events, chat, result.as_ref());
-                    end_summary(&events, summary, result.as_ref());
-                    // Release the history snapshot before answering, so the session can append
-                    // without copying it.
-                    drop(request);
-                    if let Some(result) = result {
-                        on_done.answer(result);
-                    }
-                });
-            }
-            #[cfg(feature = "testing")]
-            LlmMsg::Panic => panic!("injected fault in the LLM stream actor"),
-        }
-        Ok(())
+/// Streams the answer to `job`, and answers it.
+async fn stream(job: StreamJob) {
+    let StreamJob {
+        models: chain,
+        request,
+        events,
+        purpose,
+        counted_input,
+        encoded,
+        cancel,
+        heartbeat,
+        on_done,
+    } = job;
+    // From here on the model may be asked: a task that fails now has not lost the job
+    // unasked, and it must not be asked again as if it had.
+    let on_done = on_done.if_dropped(|| {
+        ModelAnswer::failed(ProviderError::StreamCut(
+            "the model call's task failed while it was being answered".into(),
+        ))
+    });
+    let summary = open_summary(&events, purpose);
+    let chat = open_chat(&events, summary.as_ref(), &chain, &request);
+    let streaming = chain.answer(
+        &request,
+        (purpose == Purpose::Turn).then_some(&events),
+        &heartbeat,
+        counted_input,
+        &encoded,
+    );
+    let result = tokio::select! {
+        result = streaming => Some(result),
+        _ = cancel.cancelled() => None,
+    };
+    end_chat(&events, chat, result.as_ref());
+    end_summary(&events, summary, result.as_ref());
+    // Release the history snapshot before answering, so the session can append without
+    // copying it.
+    drop(request);
+    if let Some(result) = result {
+        on_done.answer(result);
     }
 }

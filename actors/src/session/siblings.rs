@@ -15,7 +15,7 @@ use crate::guardian::{GuardianMsg, Review, TurnReport};
 use crate::ids::{RunId, SessionId};
 use crate::judge::{Evaluated, Evaluation, JudgeMsg};
 use crate::llm_stream::{LlmMsg, ModelAnswer, StreamJob};
-use crate::supervision::ChildSlot;
+use crate::supervision::{ChildSlot, JobMsg};
 use crate::tool_executor::{lost_outcomes, ToolBatch, ToolMsg, ToolOutcome};
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -209,7 +209,7 @@ impl ChildSlot<LlmMsg> {
     ) -> Answer<ModelAnswer> {
         let (on_done, answer) = answered(move || ModelAnswer::lost(what));
         // A model actor being restarted gets the job once it is back.
-        self.send(LlmMsg::Stream(Box::new(job(on_done))));
+        self.send(JobMsg::Do(Box::new(job(on_done))));
         answer
     }
 }
@@ -223,7 +223,7 @@ impl ChildSlot<ToolMsg> {
     ) -> Answer<Vec<ToolOutcome>> {
         let lost = calls.to_vec();
         let (on_done, outcomes) = answered(move || lost_outcomes(&lost));
-        self.send(ToolMsg::Execute(Box::new(batch(on_done))));
+        self.send(JobMsg::Do(Box::new(batch(on_done))));
         outcomes
     }
 }
@@ -237,7 +237,7 @@ impl ChildSlot<JudgeMsg> {
     ) -> Answer<Evaluated> {
         let lost = || Evaluated::failed("the Judge was lost (its actor or task failed)");
         let (on_done, evaluated) = answered(lost);
-        self.send(JudgeMsg::Evaluate(Box::new(job(on_done))));
+        self.send(JobMsg::Do(Box::new(job(on_done))));
         evaluated
     }
 }

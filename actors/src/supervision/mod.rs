@@ -4,9 +4,11 @@
 //! live in one process (embedding hosts, tests) without global actor names, and a failed session
 //! needs custom handling: its run is ended with a reason, never dropped silently.
 
+mod job_actor;
 mod policy;
 mod slot;
 
+pub(crate) use job_actor::{JobActor, JobMsg, Work};
 pub(crate) use policy::{RestartDecision, RestartHistory, RestartPolicy};
 pub(crate) use slot::ChildSlot;
 #[cfg(feature = "testing")]
