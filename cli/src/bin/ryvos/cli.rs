@@ -291,6 +291,10 @@ pub enum Command {
     /// Serve Ryvos over MCP on stdin/stdout, for editors and other agents: tools `run`,
     /// `sessions` and `history`, through the running daemon or in-process.
     McpServer,
+    /// Serve Ryvos as an Agent Client Protocol agent on stdin/stdout: the command an editor
+    /// (Zed, JetBrains IDEs, Neovim, Emacs) starts as its agent, through the running daemon
+    /// or in-process. See docs/editors.md.
+    Acp,
     /// Print the man page (roff), e.g. `ryvos manpage > ~/.local/share/man/man1/ryvos.1`.
     Manpage,
     /// The store's records.

@@ -4,12 +4,14 @@
 //! Exit codes: 0 the run completed (or the command succeeded); 1 the run ended otherwise, or
 //! the command failed; 2 bad usage or config; 3 the daemon was lost or could not be reached.
 
+mod acp;
 mod cli;
 mod compact;
 mod console;
 mod ctrl_c;
 mod doctor;
 mod exit;
+mod host;
 mod inline_approval;
 mod manual;
 mod mcp_server;
@@ -174,6 +176,7 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
             command: McpCommand::List { json },
         } => reading::answer(Read::McpServers, &socket, &config, json).await,
         Command::McpServer => mcp_server::serve(config, socket).await,
+        Command::Acp => acp::serve(config, socket).await,
         Command::Store {
             command: StoreCommand::Copy { url },
         } => store_copy::copy(&url, &config, &socket).await,

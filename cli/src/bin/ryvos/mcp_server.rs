@@ -5,7 +5,8 @@
 //!
 //! Stdout carries the protocol alone: everything else this process says goes to stderr.
 
-use crate::exit::{EXIT_RUN_FAILED, EXIT_USAGE};
+use crate::exit::EXIT_RUN_FAILED;
+use crate::host::{Fed, Host};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -13,19 +14,12 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use ryvos::config::Config;
-use ryvos::protocol::{Cancel, History, NoParams, Run, RunParams, SessionParams, Sessions};
-use ryvos::{RunOutcome, RunRequest, Runtime, SessionId};
-use ryvos_client::{Client, ClientError};
+use ryvos::protocol::RunParams;
+use ryvos::{RunOutcome, SessionId};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
-
-/// Who hosts the runs.
-enum Host {
-    Daemon(PathBuf),
-    Here(Box<Runtime>),
-}
 
 #[derive(Clone)]
 struct RyvosServer {
@@ -34,28 +28,9 @@ struct RyvosServer {
 
 /// Serves MCP on stdin/stdout until the client leaves; the exit code.
 pub async fn serve(config: Config, socket: PathBuf) -> u8 {
-    let host = match Client::connect(&socket).await {
-        Ok(_) => Host::Daemon(socket),
-        Err(ClientError::NoDaemon { .. }) => {
-            if let Err(e) = ryvos::provider::keys_set(&config.model) {
-                eprintln!("ryvos: {e}");
-                return EXIT_USAGE;
-            }
-            match Runtime::start(config).await {
-                Ok(runtime) => {
-                    eprintln!("ryvos mcp-server: no daemon answering; hosting runs in-process");
-                    Host::Here(Box::new(runtime))
-                }
-                Err(e) => {
-                    eprintln!("ryvos: {e}");
-                    return EXIT_RUN_FAILED;
-                }
-            }
-        }
-        Err(e) => {
-            eprintln!("ryvos: {e}");
-            return EXIT_RUN_FAILED;
-        }
+    let host = match Host::find(config, socket, "mcp-server").await {
+        Ok(host) => host,
+        Err(code) => return code,
     };
     let server = RyvosServer {
         host: Arc::new(host),
@@ -73,11 +48,9 @@ pub async fn serve(config: Config, socket: PathBuf) -> u8 {
             EXIT_RUN_FAILED
         }
     };
-    if let Host::Here(runtime) = &*server.host {
-        if let Err(e) = runtime.shutdown().await {
-            eprintln!("ryvos mcp-server: stopping the runtime: {e}");
-            return EXIT_RUN_FAILED;
-        }
+    if let Err(e) = server.host.close().await {
+        eprintln!("ryvos mcp-server: stopping the runtime: {e}");
+        return EXIT_RUN_FAILED;
     }
     code
 }
@@ -263,14 +236,7 @@ impl RyvosServer {
                 Ok(answer(&outcome?))
             }
             () = cancelled.cancelled() => {
-                let cancel = match &*self.host {
-                    Host::Daemon(socket) => {
-                        let params = SessionParams { session: session.to_string() };
-                        called::<Cancel>(socket, &params).await.map(drop)
-                    }
-                    Host::Here(runtime) => runtime.cancel(&session).await.map(drop).map_err(|e| e.to_string()),
-                };
-                if let Err(e) = cancel {
+                if let Err(e) = self.host.cancel(&session).await {
                     eprintln!("ryvos mcp-server: cancelling the run of session {session}: {e}");
                 }
                 Err(format!("the request was cancelled, and with it the run (session {session})"))
@@ -285,43 +251,22 @@ impl RyvosServer {
         workspace: PathBuf,
         session: SessionId,
     ) -> Result<RunOutcome, String> {
-        match &*self.host {
-            Host::Daemon(socket) => {
-                let mut params = RunParams::new(prompt, workspace.display().to_string());
-                params.session = Some(session.to_string());
-                match connect(socket).await?.call::<Run>(&params).await {
-                    Ok(Ok(outcome)) => Ok(outcome),
-                    Ok(Err(error)) => Err(error.message),
-                    Err(e) => Err(e.to_string()),
-                }
-            }
-            Host::Here(runtime) => {
-                let request = RunRequest::new(prompt)
-                    .workspace(workspace)
-                    .session(session);
-                let handle = runtime.run(request).await.map_err(|e| e.to_string())?;
-                handle.outcome().await.map_err(|e| e.to_string())
+        let params = RunParams::new(prompt, workspace.display().to_string());
+        let mut feed = self.host.start(params, &session).await?;
+        loop {
+            if let Fed::End(outcome) = feed.next().await {
+                return outcome;
             }
         }
     }
 
     async fn sessions(&self) -> Result<CallToolResult, String> {
-        let sessions = match &*self.host {
-            Host::Daemon(socket) => called::<Sessions>(socket, &NoParams {}).await?,
-            Host::Here(runtime) => runtime.sessions().await.map_err(|e| e.to_string())?,
-        };
-        as_json(&sessions)
+        as_json(&self.host.sessions().await?)
     }
 
     async fn history(&self, session: String) -> Result<CallToolResult, String> {
-        let history = match &*self.host {
-            Host::Daemon(socket) => called::<History>(socket, &SessionParams { session }).await?,
-            Host::Here(runtime) => runtime
-                .history(&SessionId::new(session.as_str()))
-                .await
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("there is no session {session}"))?,
-        };
+        let history = (self.host.history(&SessionId::new(session.as_str())).await?)
+            .ok_or_else(|| format!("there is no session {session}"))?;
         as_json(&history)
     }
 }
@@ -355,22 +300,4 @@ fn answer(outcome: &RunOutcome) -> CallToolResult {
 fn as_json<T: serde::Serialize>(value: &T) -> Result<CallToolResult, String> {
     let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
     Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
-}
-
-async fn connect(socket: &std::path::Path) -> Result<Client, String> {
-    Client::connect(socket)
-        .await
-        .map_err(|e| format!("{e}; is ryvosd still running?"))
-}
-
-/// One call to the daemon.
-async fn called<C: ryvos::protocol::Call>(
-    socket: &std::path::Path,
-    params: &C::Params,
-) -> Result<C::Result, String> {
-    match connect(socket).await?.call::<C>(params).await {
-        Ok(Ok(result)) => Ok(result),
-        Ok(Err(error)) => Err(error.message),
-        Err(e) => Err(e.to_string()),
-    }
 }

@@ -1,0 +1,207 @@
+//! `ryvos acp`: Ryvos as an Agent Client Protocol agent on stdin/stdout, for editors (Zed,
+//! JetBrains IDEs, Neovim, Emacs) to start as their agent command. Its runs go to the running
+//! daemon when one answers, so they outlive the editor, and run in this process otherwise.
+//!
+//! The connection's handlers run one at a time: each answers at once, except a prompt turn,
+//! which runs in a task of its own (it asks the editor for permissions meanwhile).
+//!
+//! Stdout carries the protocol alone: everything else this process says goes to stderr.
+
+mod sessions;
+mod turn;
+mod updates;
+
+use crate::exit::EXIT_RUN_FAILED;
+use crate::host::Host;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse,
+    Error as SchemaError, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
+    SessionListCapabilities, SessionResumeCapabilities,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{
+    on_receive_notification, on_receive_request, Agent, Client, ConnectTo, Error, Stdio,
+};
+use ryvos::config::Config;
+use ryvos::SessionId;
+use sessions::State;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Serves ACP on stdin/stdout until the editor leaves; the exit code.
+pub async fn serve(config: Config, socket: std::path::PathBuf) -> u8 {
+    let host = match Host::find(config, socket, "acp").await {
+        Ok(host) => host,
+        Err(code) => return code,
+    };
+    let state = State::new(host);
+    let served = agent(state.clone()).connect_to(Stdio::new()).await;
+    let mut code = 0;
+    if let Err(e) = served {
+        eprintln!("ryvos acp: the connection to the editor failed: {e}");
+        code = EXIT_RUN_FAILED;
+    }
+    if let Err(e) = state.host.close().await {
+        eprintln!("ryvos acp: stopping the runtime: {e}");
+        code = EXIT_RUN_FAILED;
+    }
+    code
+}
+
+/// The agent: one handler per ACP method it serves.
+fn agent(state: Arc<State>) -> impl ConnectTo<Client> {
+    let (s1, s2, s3, s4, s5, s6, s7, s8) = (
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state,
+    );
+    Agent
+        .v1()
+        .name("ryvos")
+        .on_receive_request(
+            async move |r: InitializeRequest, to: Responder<InitializeResponse>, _| {
+                s1.initialized(r.client_capabilities.clone());
+                to.respond(initialized(r))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: NewSessionRequest, to: Responder<NewSessionResponse>, _| {
+                to.respond_with_result(new_session(&s2, r))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: LoadSessionRequest, to: Responder<LoadSessionResponse>, cx| {
+                let state = s3.clone();
+                // Told from a task: a long history must not hold the connection.
+                cx.clone().spawn(async move {
+                    let loaded = load(&state, &r.session_id, &r.cwd, &cx).await;
+                    to.respond_with_result(loaded.map(|()| LoadSessionResponse::new()))
+                })
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: ResumeSessionRequest, to: Responder<ResumeSessionResponse>, cx| {
+                let state = s4.clone();
+                cx.spawn(async move {
+                    let resumed = resume(&state, &r.session_id, &r.cwd).await;
+                    to.respond_with_result(resumed.map(|()| ResumeSessionResponse::new()))
+                })
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: ListSessionsRequest, to: Responder<ListSessionsResponse>, cx| {
+                let state = s5.clone();
+                cx.spawn(
+                    async move { to.respond_with_result(sessions::list(&state.host, &r).await) },
+                )
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: CloseSessionRequest, to: Responder<CloseSessionResponse>, _| match s6
+                .close(&r.session_id)
+            {
+                true => to.respond(CloseSessionResponse::new()),
+                false => to.respond_with_error(SchemaError::session_not_found(r.session_id).into()),
+            },
+            on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |n: CancelNotification, _: ConnectionTo<Client>| {
+                s7.cancel_turn(&n.session_id);
+                Ok(())
+            },
+            on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |r: PromptRequest, to: Responder<PromptResponse>, cx| {
+                let (state, task_cx) = (s8.clone(), cx.clone());
+                cx.spawn(
+                    async move { to.respond_with_result(turn::prompt(&state, &task_cx, r).await) },
+                )
+            },
+            on_receive_request!(),
+        )
+}
+
+/// What Ryvos can do, as the editor is told.
+fn initialized(request: InitializeRequest) -> InitializeResponse {
+    let sessions = SessionCapabilities::new()
+        .list(SessionListCapabilities::new())
+        .resume(SessionResumeCapabilities::new())
+        .close(SessionCloseCapabilities::new());
+    let capabilities = AgentCapabilities::new()
+        .load_session(true)
+        .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+        .session_capabilities(sessions);
+    InitializeResponse::new(request.protocol_version)
+        .agent_info(Implementation::new("ryvos", env!("CARGO_PKG_VERSION")))
+        .agent_capabilities(capabilities)
+}
+
+/// A new session working in the editor's `cwd`: Ryvos stores it with its first prompt.
+fn new_session(state: &State, request: NewSessionRequest) -> Result<NewSessionResponse, Error> {
+    let workspace = workspace_of(&request.cwd)?;
+    if !request.mcp_servers.is_empty() {
+        eprintln!(
+            "ryvos acp: the editor's {} MCP server(s) are not added: runs use the servers of \
+             [mcp.servers] in Ryvos's config",
+            request.mcp_servers.len()
+        );
+    }
+    let session = SessionId::generate().to_string();
+    state.open(&session, workspace);
+    Ok(NewSessionResponse::new(session))
+}
+
+/// Opens a stored session and tells its conversation again.
+async fn load(
+    state: &State,
+    session: &agent_client_protocol::v1::schema::SessionId,
+    cwd: &Path,
+    cx: &ConnectionTo<Client>,
+) -> Result<(), Error> {
+    let workspace = workspace_of(cwd)?;
+    sessions::replay(&state.host, session, &workspace, cx).await?;
+    state.open(&session.0, workspace);
+    Ok(())
+}
+
+/// Opens a stored session without telling its conversation again.
+async fn resume(
+    state: &State,
+    session: &agent_client_protocol::v1::schema::SessionId,
+    cwd: &Path,
+) -> Result<(), Error> {
+    let workspace = workspace_of(cwd)?;
+    if !sessions::exists(&state.host, session).await? {
+        return Err(SchemaError::session_not_found(session.clone()).into());
+    }
+    state.open(&session.0, workspace);
+    Ok(())
+}
+
+/// The workspace the editor's `cwd` names: an absolute directory that exists.
+fn workspace_of(cwd: &Path) -> Result<std::path::PathBuf, Error> {
+    if !cwd.is_absolute() {
+        return Err(Error::invalid_params().data(format!(
+            "cwd must be an absolute path, not {}",
+            cwd.display()
+        )));
+    }
+    cwd.canonicalize().map_err(|e| {
+        Error::invalid_params().data(format!("cwd {} cannot be used: {e}", cwd.display()))
+    })
+}

@@ -1,0 +1,214 @@
+//! Who hosts the runs a front door starts (`ryvos mcp-server`, `ryvos acp`): the daemon when
+//! one answers, so runs outlive the program that asked for them, else a runtime in this
+//! process; and what a door asks of either, asked the same way.
+
+use crate::exit::{EXIT_RUN_FAILED, EXIT_USAGE};
+use ryvos::config::Config;
+use ryvos::protocol::records::SessionRecord;
+use ryvos::protocol::{
+    AnswerParams, Approve, Call, Cancel, Deny, ErrorCode, History, HistoryResult, NoParams, Reply,
+    Run, RunParams, SessionParams, Sessions,
+};
+use ryvos::{Answer, Event, RunHandle, RunOutcome, RunRequest, Runtime, SessionId};
+use ryvos_client::{Client, ClientError};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Who hosts the runs.
+pub enum Host {
+    Daemon(PathBuf),
+    Here(Box<Runtime>),
+}
+
+impl Host {
+    /// The daemon at `socket` when it answers, else a runtime started here on `config`; the
+    /// exit code when neither can host. `door` names the caller on stderr.
+    pub async fn find(config: Config, socket: PathBuf, door: &str) -> Result<Host, u8> {
+        match Client::connect(&socket).await {
+            Ok(_) => Ok(Host::Daemon(socket)),
+            Err(ClientError::NoDaemon { .. }) => {
+                if let Err(e) = ryvos::provider::keys_set(&config.model) {
+                    eprintln!("ryvos: {e}");
+                    return Err(EXIT_USAGE);
+                }
+                match Runtime::start(config).await {
+                    Ok(runtime) => {
+                        eprintln!("ryvos {door}: no daemon answering; hosting runs in-process");
+                        Ok(Host::Here(Box::new(runtime)))
+                    }
+                    Err(e) => {
+                        eprintln!("ryvos: {e}");
+                        Err(EXIT_RUN_FAILED)
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("ryvos: {e}");
+                Err(EXIT_RUN_FAILED)
+            }
+        }
+    }
+
+    /// Starts the run `params` ask for on `session` (which it creates if new); its events
+    /// and its end, as they come.
+    pub async fn start(&self, params: RunParams, session: &SessionId) -> Result<Feed, String> {
+        match self {
+            Host::Daemon(socket) => {
+                let params = RunParams {
+                    session: Some(session.to_string()),
+                    ..params
+                };
+                let mut client = connect(socket).await?;
+                client
+                    .send::<Run>(&params)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(Feed::Daemon(client))
+            }
+            Host::Here(runtime) => {
+                let request = RunRequest::from_params(&params).session(session.clone());
+                let handle = runtime.run(request).await.map_err(|e| e.to_string())?;
+                Ok(Feed::Here {
+                    handle,
+                    outcome: None,
+                })
+            }
+        }
+    }
+
+    /// Stops `session`'s run in flight for good; whether one was.
+    pub async fn cancel(&self, session: &SessionId) -> Result<bool, String> {
+        match self {
+            Host::Daemon(socket) => {
+                let params = SessionParams {
+                    session: session.to_string(),
+                };
+                Ok(called::<Cancel>(socket, &params).await?.cancelled)
+            }
+            Host::Here(runtime) => runtime.cancel(session).await.map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Answers approval request `request_id` as `answer` says, on behalf of `by`.
+    pub async fn answer(&self, request_id: &str, answer: Answer, by: &str) -> Result<(), String> {
+        match self {
+            Host::Daemon(socket) => {
+                let params = AnswerParams {
+                    request_id: request_id.to_owned(),
+                    reason: answer.reason,
+                    always: answer.always,
+                    by: Some(by.to_owned()),
+                };
+                match answer.approved {
+                    true => called::<Approve>(socket, &params).await.map(drop),
+                    false => called::<Deny>(socket, &params).await.map(drop),
+                }
+            }
+            Host::Here(runtime) => {
+                let answered = match (answer.approved, answer.always) {
+                    (true, true) => runtime.approve_always(request_id, answer.reason, by).await,
+                    (approved, _) => {
+                        (runtime.answer_approval(request_id, approved, answer.reason, by)).await
+                    }
+                };
+                answered.map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    /// Every session, most recently updated first.
+    pub async fn sessions(&self) -> Result<Vec<SessionRecord>, String> {
+        match self {
+            Host::Daemon(socket) => called::<Sessions>(socket, &NoParams {}).await,
+            Host::Here(runtime) => runtime.sessions().await.map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Everything stored about `session`; `None` when there is no such session.
+    pub async fn history(&self, session: &SessionId) -> Result<Option<HistoryResult>, String> {
+        match self {
+            Host::Daemon(socket) => {
+                let params = SessionParams {
+                    session: session.to_string(),
+                };
+                match connect(socket).await?.call::<History>(&params).await {
+                    Ok(Ok(history)) => Ok(Some(history)),
+                    Ok(Err(error)) if error.code == ErrorCode::NotFound => Ok(None),
+                    Ok(Err(error)) => Err(error.message),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            Host::Here(runtime) => runtime.history(session).await.map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Stops the runtime hosted here, if any, once the door is closed.
+    pub async fn close(&self) -> Result<(), String> {
+        match self {
+            Host::Daemon(_) => Ok(()),
+            Host::Here(runtime) => runtime.shutdown().await.map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// A run's events as they come, then its end.
+pub enum Feed {
+    Daemon(Client),
+    Here {
+        handle: RunHandle,
+        /// Its end, once its last event has passed.
+        outcome: Option<RunOutcome>,
+    },
+}
+
+/// What a [`Feed`] gives next.
+pub enum Fed {
+    Event(Arc<Event>),
+    /// How the run ended, or why that cannot be known.
+    End(Result<RunOutcome, String>),
+}
+
+impl Feed {
+    /// The run's next event, or its end (given once; after it, the end as lost).
+    pub async fn next(&mut self) -> Fed {
+        match self {
+            Feed::Daemon(client) => match client.next().await {
+                Ok(Reply::Event { event, .. }) => Fed::Event(Arc::new(event)),
+                Ok(Reply::Result { result, .. }) => {
+                    Fed::End(Client::read::<Run>(result).map_err(|e| e.to_string()))
+                }
+                Ok(Reply::Error { error, .. }) => Fed::End(Err(error.message)),
+                Err(e) => Fed::End(Err(format!("{e}; is ryvosd still running?"))),
+            },
+            Feed::Here { handle, outcome } => {
+                if outcome.is_none() {
+                    if let Some(event) = handle.next_event().await {
+                        *outcome = RunOutcome::from_event(&event);
+                        return Fed::Event(event);
+                    }
+                }
+                Fed::End(
+                    outcome
+                        .take()
+                        .ok_or_else(|| "the run's end was lost".to_owned()),
+                )
+            }
+        }
+    }
+}
+
+/// A connection to the daemon at `socket`.
+pub async fn connect(socket: &Path) -> Result<Client, String> {
+    Client::connect(socket)
+        .await
+        .map_err(|e| format!("{e}; is ryvosd still running?"))
+}
+
+/// One call to the daemon.
+pub async fn called<C: Call>(socket: &Path, params: &C::Params) -> Result<C::Result, String> {
+    match connect(socket).await?.call::<C>(params).await {
+        Ok(Ok(result)) => Ok(result),
+        Ok(Err(error)) => Err(error.message),
+        Err(e) => Err(e.to_string()),
+    }
+}

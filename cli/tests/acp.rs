@@ -1,0 +1,262 @@
+//! `ryvos acp` driven as an editor drives it, through the Agent Client Protocol crate's own
+//! client side: in-process and through the daemon, a prompt whose tool call is streamed and
+//! allowed once, one rejected, one cancelled while its permission is asked, the sessions
+//! listed, one loaded again on a new connection, and closed.
+
+mod common;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ClientCapabilities, CloseSessionRequest, ContentBlock, Implementation,
+    InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
+    PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
+    SessionUpdate, StopReason, ToolCallStatus, ToolKind,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client, Error};
+use common::home::{Home, WAIT};
+use ryvos_testkit::{Reply, ScriptedModelServer};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+
+type Asked = (
+    RequestPermissionRequest,
+    Responder<RequestPermissionResponse>,
+);
+
+/// What the editor saw: every update, in order.
+type Seen = Arc<Mutex<Vec<SessionUpdate>>>;
+
+/// `ryvos acp` in `home`, as an editor starts it.
+fn agent(home: &Home) -> AcpAgent {
+    let config = AcpAgentConfig::new(env!("CARGO_BIN_EXE_ryvos"))
+        .arg("acp")
+        .env("RYVOS_HOME", home.path().display().to_string())
+        .env("RUST_LOG", "warn");
+    AcpAgent::new(config)
+}
+
+/// Connects to `agent` as an editor, records the updates in `seen`, hands each permission
+/// request to `asked`, and runs `test` on the connection.
+async fn as_editor(
+    agent: AcpAgent,
+    seen: Seen,
+    asked: mpsc::UnboundedSender<Asked>,
+    test: impl AsyncFnOnce(ConnectionTo<Agent>) -> Result<(), Error>,
+) {
+    let connected = Client
+        .v1()
+        .name("test-editor")
+        .on_receive_notification(
+            async move |n: SessionNotification, _: ConnectionTo<Agent>| {
+                seen.lock().unwrap().push(n.update);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |r: RequestPermissionRequest,
+                        to: Responder<RequestPermissionResponse>,
+                        _| { asked.send((r, to)).map_err(Error::into_internal_error) },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(agent, async |cx: ConnectionTo<Agent>| {
+            let init = InitializeRequest::new(ProtocolVersion::V1)
+                .client_capabilities(ClientCapabilities::new())
+                .client_info(Implementation::new("test-editor", "0"));
+            let init = cx.send_request(init).block_task().await?;
+            assert!(init.agent_capabilities.load_session);
+            let sessions = &init.agent_capabilities.session_capabilities;
+            assert!(
+                sessions.list.is_some() && sessions.resume.is_some() && sessions.close.is_some()
+            );
+            test(cx).await
+        });
+    tokio::time::timeout(WAIT * 4, connected)
+        .await
+        .expect("the editor's session ended in time")
+        .expect("the connection worked");
+}
+
+/// Answers the next permission request with the option of `kind` (or cancelled when
+/// `None`); the call it asked about.
+async fn answer(
+    asked: &mut mpsc::UnboundedReceiver<Asked>,
+    kind: Option<PermissionOptionKind>,
+) -> String {
+    let (request, to) = tokio::time::timeout(WAIT, asked.recv())
+        .await
+        .expect("a permission request in time")
+        .expect("the editor is connected");
+    let outcome = match kind {
+        Some(kind) => {
+            let option = request
+                .options
+                .iter()
+                .find(|o| o.kind == kind)
+                .expect("the option");
+            RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
+                option.option_id.clone(),
+            ))
+        }
+        None => RequestPermissionOutcome::Cancelled,
+    };
+    to.respond(RequestPermissionResponse::new(outcome)).unwrap();
+    request.tool_call.tool_call_id.0.to_string()
+}
+
+fn text_of(updates: &[SessionUpdate], user: bool) -> String {
+    updates
+        .iter()
+        .filter_map(|u| match (u, user) {
+            (SessionUpdate::AgentMessageChunk(c), false)
+            | (SessionUpdate::UserMessageChunk(c), true) => match &c.content {
+                ContentBlock::Text(t) => Some(t.text.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+fn prompt(session: &SessionId, text: &str) -> PromptRequest {
+    PromptRequest::new(session.clone(), vec![text.into()])
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_editor_drives_ryvos_over_acp_in_process_and_through_the_daemon() {
+    for with_daemon in [false, true] {
+        let model = ScriptedModelServer::start([
+            Reply::tool_calls(&[("w1", "write", r#"{"path": "a.txt", "content": "one"}"#)]),
+            Reply::text(&["wrote ", "a.txt"]),
+            Reply::tool_calls(&[("w2", "write", r#"{"path": "b.txt", "content": "two"}"#)]),
+            Reply::text(&["left b.txt alone"]),
+            Reply::tool_calls(&[("w3", "write", r#"{"path": "c.txt", "content": "three"}"#)]),
+        ])
+        .await;
+        let home = Home::with_sections(&model, "", "t2 = \"ask\"", "");
+        let daemon = match with_daemon {
+            true => Some(home.daemon().await),
+            false => None,
+        };
+        let workspace = home.workspace.path().canonicalize().unwrap();
+        let seen = Seen::default();
+        let (asking, mut asked) = mpsc::unbounded_channel();
+        let mut session = None;
+        as_editor(agent(&home), seen.clone(), asking, async |cx| {
+            let new = cx
+                .send_request(NewSessionRequest::new(workspace.clone()))
+                .block_task()
+                .await?;
+            let id = new.session_id;
+            session = Some(id.clone());
+
+            // Allowed once: the call runs, and the editor sees it go by.
+            let turn = cx.send_request(prompt(&id, "write a"));
+            assert_eq!(
+                answer(&mut asked, Some(PermissionOptionKind::AllowOnce)).await,
+                "w1"
+            );
+            assert_eq!(turn.block_task().await?.stop_reason, StopReason::EndTurn);
+            assert_eq!(
+                std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
+                "one"
+            );
+
+            // Rejected once: the model hears the denial and goes on.
+            let turn = cx.send_request(prompt(&id, "write b"));
+            assert_eq!(
+                answer(&mut asked, Some(PermissionOptionKind::RejectOnce)).await,
+                "w2"
+            );
+            assert_eq!(turn.block_task().await?.stop_reason, StopReason::EndTurn);
+            assert!(!workspace.join("b.txt").exists());
+
+            // Cancelled while the permission is asked: the turn ends cancelled, nothing runs.
+            let turn = cx.send_request(prompt(&id, "write c"));
+            let (request, to) = tokio::time::timeout(WAIT, asked.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(&*request.tool_call.tool_call_id.0, "w3");
+            cx.send_notification(CancelNotification::new(id.clone()))?;
+            to.respond(RequestPermissionResponse::new(
+                RequestPermissionOutcome::Cancelled,
+            ))?;
+            assert_eq!(turn.block_task().await?.stop_reason, StopReason::Cancelled);
+            assert!(!workspace.join("c.txt").exists());
+
+            let listed = cx
+                .send_request(ListSessionsRequest::new())
+                .block_task()
+                .await?;
+            let info = listed
+                .sessions
+                .iter()
+                .find(|s| s.session_id == id)
+                .expect("listed");
+            assert_eq!(info.cwd, workspace);
+            assert_eq!(info.title.as_deref(), Some("write a"));
+
+            cx.send_request(CloseSessionRequest::new(id.clone()))
+                .block_task()
+                .await?;
+            let closed = cx.send_request(prompt(&id, "again")).block_task().await;
+            assert!(
+                closed.is_err(),
+                "a closed session takes no prompt: {closed:?}"
+            );
+            Ok(())
+        })
+        .await;
+        let session = session.unwrap();
+        let updates = std::mem::take(&mut *seen.lock().unwrap());
+        let write = updates.iter().find_map(|u| match u {
+            SessionUpdate::ToolCall(call) if &*call.tool_call_id.0 == "w1" => Some(call.clone()),
+            _ => None,
+        });
+        let write = write.expect("the write was announced");
+        assert_eq!(write.kind, ToolKind::Edit);
+        assert_eq!(write.locations[0].path, workspace.join("a.txt"));
+        let ended = |id: &str, status: ToolCallStatus| {
+            updates.iter().any(|u| {
+                matches!(u, SessionUpdate::ToolCallUpdate(t)
+                    if &*t.tool_call_id.0 == id && t.fields.status == Some(status))
+            })
+        };
+        assert!(ended("w1", ToolCallStatus::Completed), "{updates:?}");
+        assert!(ended("w2", ToolCallStatus::Failed), "{updates:?}");
+        let said = text_of(&updates, false);
+        assert!(
+            said.contains("wrote a.txt") && said.contains("left b.txt alone"),
+            "{said}"
+        );
+
+        // A new connection (the editor restarted) loads the session: its conversation is told
+        // again before the load answers.
+        let (asking, _asked) = mpsc::unbounded_channel();
+        let loaded = Seen::default();
+        as_editor(agent(&home), loaded.clone(), asking, async |cx| {
+            let load = LoadSessionRequest::new(session.clone(), workspace.clone());
+            cx.send_request(load).block_task().await?;
+            let missing = LoadSessionRequest::new(SessionId::new("s_none"), workspace.clone());
+            assert!(cx.send_request(missing).block_task().await.is_err());
+            Ok(())
+        })
+        .await;
+        let loaded = std::mem::take(&mut *loaded.lock().unwrap());
+        let asked_for = text_of(&loaded, true);
+        assert!(
+            asked_for.contains("write a") && asked_for.contains("write b"),
+            "{asked_for}"
+        );
+        assert!(
+            text_of(&loaded, false).contains("wrote a.txt"),
+            "{loaded:?}"
+        );
+        if let Some(daemon) = daemon {
+            home.shutdown(daemon).await;
+        }
+    }
+}
