@@ -17,6 +17,7 @@ use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client, Error};
 use common::home::{Home, WAIT};
 use ryvos_testkit::{Reply, ScriptedModelServer};
+use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
@@ -124,17 +125,21 @@ fn prompt(session: &SessionId, text: &str) -> PromptRequest {
     PromptRequest::new(session.clone(), vec![text.into()])
 }
 
+/// The model's side of both tests: a write allowed, one rejected, one cancelled.
+fn three_writes() -> Vec<Reply> {
+    vec![
+        Reply::tool_calls(&[("w1", "write", r#"{"path": "a.txt", "content": "one"}"#)]),
+        Reply::text(&["wrote ", "a.txt"]),
+        Reply::tool_calls(&[("w2", "write", r#"{"path": "b.txt", "content": "two"}"#)]),
+        Reply::text(&["left b.txt alone"]),
+        Reply::tool_calls(&[("w3", "write", r#"{"path": "c.txt", "content": "three"}"#)]),
+    ]
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_editor_drives_ryvos_over_acp_in_process_and_through_the_daemon() {
     for with_daemon in [false, true] {
-        let model = ScriptedModelServer::start([
-            Reply::tool_calls(&[("w1", "write", r#"{"path": "a.txt", "content": "one"}"#)]),
-            Reply::text(&["wrote ", "a.txt"]),
-            Reply::tool_calls(&[("w2", "write", r#"{"path": "b.txt", "content": "two"}"#)]),
-            Reply::text(&["left b.txt alone"]),
-            Reply::tool_calls(&[("w3", "write", r#"{"path": "c.txt", "content": "three"}"#)]),
-        ])
-        .await;
+        let model = ScriptedModelServer::start(three_writes()).await;
         let home = Home::with_sections(&model, "", "t2 = \"ask\"", "");
         let daemon = match with_daemon {
             true => Some(home.daemon().await),
@@ -254,6 +259,82 @@ async fn an_editor_drives_ryvos_over_acp_in_process_and_through_the_daemon() {
         assert!(
             text_of(&loaded, false).contains("wrote a.txt"),
             "{loaded:?}"
+        );
+        if let Some(daemon) = daemon {
+            home.shutdown(daemon).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_official_python_sdk_drives_ryvos_acp_as_an_editor() {
+    let Some(python) = common::python::python() else {
+        return;
+    };
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/acp_editor.py");
+    for with_daemon in [false, true] {
+        let model = ScriptedModelServer::start(three_writes()).await;
+        let home = Home::with_sections(&model, "", "t2 = \"ask\"", "");
+        let daemon = match with_daemon {
+            true => Some(home.daemon().await),
+            false => None,
+        };
+        let workspace = home.workspace.path().canonicalize().unwrap();
+        let mut editor = home.command(&python);
+        editor
+            .arg(script)
+            .arg(env!("CARGO_BIN_EXE_ryvos"))
+            .arg(&workspace);
+        let ran = tokio::time::timeout(WAIT * 4, editor.output())
+            .await
+            .expect("the editor ended in time")
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        assert!(ran.status.success(), "{stderr}");
+        let seen: Value = serde_json::from_slice(&ran.stdout).expect("the editor's report");
+        let capabilities = &seen["capabilities"];
+        assert_eq!(capabilities["load_session"], true, "{seen}");
+        assert_eq!(capabilities["list"], true, "{seen}");
+        assert_eq!(
+            seen["stops"],
+            serde_json::json!(["end_turn", "end_turn", "cancelled"])
+        );
+        assert_eq!(seen["asked"], serde_json::json!(["w1", "w2", "w3"]));
+        assert_eq!(
+            std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
+            "one"
+        );
+        assert!(!workspace.join("b.txt").exists() && !workspace.join("c.txt").exists());
+        let updates = seen["updates"].as_array().unwrap();
+        let kinds: Vec<&str> = updates
+            .iter()
+            .filter_map(|u| u["sessionUpdate"].as_str())
+            .collect();
+        assert!(
+            kinds.contains(&"tool_call") && kinds.contains(&"tool_call_update"),
+            "{kinds:?}"
+        );
+        let write = updates
+            .iter()
+            .find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == "w1")
+            .expect("the write was announced");
+        assert_eq!(write["kind"], "edit", "{write}");
+        let failed = updates.iter().any(|u| {
+            u["sessionUpdate"] == "tool_call_update"
+                && u["toolCallId"] == "w2"
+                && u["status"] == "failed"
+        });
+        assert!(failed, "{updates:?}");
+        let session = seen["session"].as_str().unwrap();
+        let listed = seen["listed"].as_array().unwrap();
+        assert!(
+            listed.iter().any(|s| s["session_id"] == session),
+            "{listed:?}"
+        );
+        let loaded = seen["loaded"].to_string();
+        assert!(
+            loaded.contains("write a") && loaded.contains("wrote "),
+            "{loaded}"
         );
         if let Some(daemon) = daemon {
             home.shutdown(daemon).await;

@@ -10,6 +10,7 @@ pub mod confined;
 pub mod console;
 pub mod home;
 pub mod mcp;
+pub mod python;
 pub mod terminal;
 pub mod unprivileged;
 
