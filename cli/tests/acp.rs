@@ -136,15 +136,23 @@ fn three_writes() -> Vec<Reply> {
     ]
 }
 
+/// A home whose model makes [`three_writes`], each asked about; its daemon, if `with_daemon`.
+async fn three_writes_asked(
+    with_daemon: bool,
+) -> (ScriptedModelServer, Home, Option<tokio::process::Child>) {
+    let model = ScriptedModelServer::start(three_writes()).await;
+    let home = Home::with_sections(&model, "", "t2 = \"ask\"", "");
+    let daemon = match with_daemon {
+        true => Some(home.daemon().await),
+        false => None,
+    };
+    (model, home, daemon)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_editor_drives_ryvos_over_acp_in_process_and_through_the_daemon() {
     for with_daemon in [false, true] {
-        let model = ScriptedModelServer::start(three_writes()).await;
-        let home = Home::with_sections(&model, "", "t2 = \"ask\"", "");
-        let daemon = match with_daemon {
-            true => Some(home.daemon().await),
-            false => None,
-        };
+        let (_model, home, daemon) = three_writes_asked(with_daemon).await;
         let workspace = home.workspace.path().canonicalize().unwrap();
         let seen = Seen::default();
         let (asking, mut asked) = mpsc::unbounded_channel();
@@ -273,12 +281,7 @@ async fn the_official_python_sdk_drives_ryvos_acp_as_an_editor() {
     };
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/acp_editor.py");
     for with_daemon in [false, true] {
-        let model = ScriptedModelServer::start(three_writes()).await;
-        let home = Home::with_sections(&model, "", "t2 = \"ask\"", "");
-        let daemon = match with_daemon {
-            true => Some(home.daemon().await),
-            false => None,
-        };
+        let (_model, home, daemon) = three_writes_asked(with_daemon).await;
         let workspace = home.workspace.path().canonicalize().unwrap();
         let mut editor = home.command(&python);
         editor
