@@ -344,3 +344,91 @@ async fn the_official_python_sdk_drives_ryvos_acp_as_an_editor() {
         }
     }
 }
+
+/// Waits until the editor has seen an update that `wanted` picks.
+async fn sees(seen: &Seen, wanted: impl Fn(&SessionUpdate) -> bool) {
+    let waited = async {
+        while !seen.lock().unwrap().iter().any(&wanted) {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    if tokio::time::timeout(WAIT, waited).await.is_err() {
+        panic!("never seen: {:?}", seen.lock().unwrap());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_permission_asked_when_the_daemon_was_killed_is_asked_again_when_the_session_is_loaded() {
+    let model = ScriptedModelServer::start([
+        Reply::tool_calls(&[("w1", "write", r#"{"path": "a.txt", "content": "one"}"#)]),
+        Reply::text(&["done"]),
+    ])
+    .await;
+    let home = Home::with_sections(&model, "", "t2 = \"ask\"", "");
+    let mut daemon = home.daemon().await;
+    let workspace = home.workspace.path().canonicalize().unwrap();
+
+    // The editor's prompt waits for its permission when the daemon is killed (-9).
+    let (asking, mut asked) = mpsc::unbounded_channel();
+    let mut session = None;
+    as_editor(agent(&home), Seen::default(), asking, async |cx| {
+        let id = cx
+            .send_request(NewSessionRequest::new(workspace.clone()))
+            .block_task()
+            .await?
+            .session_id;
+        session = Some(id.clone());
+        let turn = cx.send_request(prompt(&id, "write a"));
+        let (request, _unanswered) = tokio::time::timeout(WAIT, asked.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&*request.tool_call.tool_call_id.0, "w1");
+        daemon.start_kill().unwrap();
+        daemon.wait().await.unwrap();
+        let lost = turn.block_task().await;
+        assert!(lost.is_err(), "the turn fails with its daemon: {lost:?}");
+        Ok(())
+    })
+    .await;
+    assert!(!workspace.join("a.txt").exists());
+    let session = session.unwrap();
+
+    // The editor comes back to a new daemon and loads the session: its conversation, then the
+    // same call asked again; allowed, the run goes on to its answer.
+    let daemon = home.daemon().await;
+    let seen = Seen::default();
+    let (asking, mut asked) = mpsc::unbounded_channel();
+    as_editor(agent(&home), seen.clone(), asking, async |cx| {
+        let load = LoadSessionRequest::new(session.clone(), workspace.clone());
+        cx.send_request(load).block_task().await?;
+        assert_eq!(
+            answer(&mut asked, Some(PermissionOptionKind::AllowOnce)).await,
+            "w1"
+        );
+        sees(&seen, |u| {
+            matches!(u, SessionUpdate::ToolCallUpdate(t)
+            if &*t.tool_call_id.0 == "w1" && t.fields.status == Some(ToolCallStatus::Completed))
+        })
+        .await;
+        sees(&seen, |u| {
+            text_of(std::slice::from_ref(u), false).contains("done")
+        })
+        .await;
+        cx.send_request(CloseSessionRequest::new(session.clone()))
+            .block_task()
+            .await?;
+        Ok(())
+    })
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
+        "one"
+    );
+    let updates = seen.lock().unwrap().clone();
+    assert!(
+        text_of(&updates, true).contains("write a"),
+        "the history was told: {updates:?}"
+    );
+    home.shutdown(daemon).await;
+}

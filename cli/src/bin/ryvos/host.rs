@@ -6,10 +6,12 @@ use crate::exit::{EXIT_RUN_FAILED, EXIT_USAGE};
 use ryvos::config::Config;
 use ryvos::protocol::records::SessionRecord;
 use ryvos::protocol::{
-    AnswerParams, Approve, Call, Cancel, Deny, ErrorCode, History, HistoryResult, NoParams, Reply,
-    Run, RunParams, SessionParams, Sessions,
+    AnswerParams, Approvals, Approve, Call, Cancel, Deny, ErrorCode, History, HistoryResult,
+    NoParams, Reply, Run, RunParams, SessionParams, Sessions,
 };
-use ryvos::{Answer, Event, RunHandle, RunOutcome, RunRequest, Runtime, SessionId};
+use ryvos::{
+    Answer, Event, PendingApproval, RunHandle, RunOutcome, RunRequest, Runtime, SessionId,
+};
 use ryvos_client::{Client, ClientError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -114,6 +116,19 @@ impl Host {
                 answered.map_err(|e| e.to_string())
             }
         }
+    }
+
+    /// The calls of `session` waiting for a person's approval, oldest first: those of its run
+    /// in flight, and those a run that stopped (a daemon killed meanwhile) left for the next.
+    pub async fn pending(&self, session: &SessionId) -> Result<Vec<PendingApproval>, String> {
+        let pending = match self {
+            Host::Daemon(socket) => called::<Approvals>(socket, &NoParams {}).await?,
+            Host::Here(runtime) => runtime.pending_approvals(),
+        };
+        Ok(pending
+            .into_iter()
+            .filter(|p| p.session_id == *session)
+            .collect())
     }
 
     /// Every session, most recently updated first.

@@ -19,7 +19,7 @@ use agent_client_protocol::v1::schema::{
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
     ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
-    SessionListCapabilities, SessionResumeCapabilities,
+    SessionId as AcpSessionId, SessionListCapabilities, SessionResumeCapabilities,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{
@@ -85,7 +85,12 @@ fn agent(state: Arc<State>) -> impl ConnectTo<Client> {
                 // Told from a task: a long history must not hold the connection.
                 cx.clone().spawn(async move {
                     let loaded = load(&state, &r.session_id, &r.cwd, &cx).await;
-                    to.respond_with_result(loaded.map(|()| LoadSessionResponse::new()))
+                    let waiting = loaded.as_ref().ok().cloned().unwrap_or_default();
+                    to.respond_with_result(loaded.map(|_| LoadSessionResponse::new()))?;
+                    if !waiting.is_empty() {
+                        go_on(&state, &cx, &r.session_id, waiting).await;
+                    }
+                    Ok(())
                 })
             },
             on_receive_request!(),
@@ -166,25 +171,38 @@ fn new_session(state: &State, request: NewSessionRequest) -> Result<NewSessionRe
     Ok(NewSessionResponse::new(session))
 }
 
-/// Opens a stored session and tells its conversation again.
+/// Opens a stored session and tells its conversation again; the calls of it that wait for
+/// approval while no run goes on (its daemon was killed meanwhile).
 async fn load(
     state: &State,
-    session: &agent_client_protocol::v1::schema::SessionId,
+    session: &AcpSessionId,
     cwd: &Path,
     cx: &ConnectionTo<Client>,
-) -> Result<(), Error> {
+) -> Result<Vec<String>, Error> {
     let workspace = workspace_of(cwd)?;
     sessions::replay(&state.host, session, &workspace, cx).await?;
     state.open(&session.0, workspace);
-    Ok(())
+    let id = SessionId::new(&*session.0);
+    let pending = state.host.pending(&id).await.map_err(sessions::internal)?;
+    let paused = pending.into_iter().filter(|p| p.paused);
+    Ok(paused.map(|p| p.call_id.to_string()).collect())
+}
+
+/// Goes on with a loaded session's run that stopped while a call waited for approval: the call
+/// is asked again, and the run's updates follow as a prompt's would.
+async fn go_on(
+    state: &Arc<State>,
+    cx: &ConnectionTo<Client>,
+    session: &AcpSessionId,
+    waiting: Vec<String>,
+) {
+    if let Err(e) = turn::go_on(state, cx, session, waiting).await {
+        eprintln!("ryvos acp: going on with session {}: {e}", session.0);
+    }
 }
 
 /// Opens a stored session without telling its conversation again.
-async fn resume(
-    state: &State,
-    session: &agent_client_protocol::v1::schema::SessionId,
-    cwd: &Path,
-) -> Result<(), Error> {
+async fn resume(state: &State, session: &AcpSessionId, cwd: &Path) -> Result<(), Error> {
     let workspace = workspace_of(cwd)?;
     if !sessions::exists(&state.host, session).await? {
         return Err(SchemaError::session_not_found(session.clone()).into());

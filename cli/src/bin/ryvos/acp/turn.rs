@@ -7,8 +7,9 @@ use super::updates::{agent_text, stop_reason, Told};
 use crate::host::Fed;
 use agent_client_protocol::v1::schema::{
     ContentBlock, EmbeddedResourceResource, PermissionOption, PermissionOptionKind, PromptRequest,
-    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionNotification,
-    SessionUpdate, StopReason, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionId as AcpSessionId,
+    SessionNotification, SessionUpdate, StopReason, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, Error};
@@ -30,13 +31,36 @@ pub async fn prompt(
     cx: &ConnectionTo<Client>,
     request: PromptRequest,
 ) -> Result<PromptResponse, Error> {
-    let session = request.session_id.clone();
-    let open = state.opened(&session)?;
     let text = prompt_text(&request.prompt);
     if text.trim().is_empty() {
         return Err(Error::invalid_params().data("the prompt is empty: say what to do"));
     }
-    let cancelled = state.begin_turn(&session)?;
+    run(state, cx, &request.session_id, text, Told::default()).await
+}
+
+/// Goes on with `session`'s run that stopped with calls left (its daemon was killed while one
+/// waited for approval): without a prompt, asking again what was asked. The calls `shown` were
+/// told already (by the replayed history).
+pub async fn go_on(
+    state: &Arc<State>,
+    cx: &ConnectionTo<Client>,
+    session: &AcpSessionId,
+    shown: Vec<String>,
+) -> Result<PromptResponse, Error> {
+    run(state, cx, session, String::new(), Told::knowing(shown)).await
+}
+
+/// Runs `text` (none: the session goes on) on `session` to the run's end, `told` what the
+/// editor has been told of it.
+async fn run(
+    state: &Arc<State>,
+    cx: &ConnectionTo<Client>,
+    session: &AcpSessionId,
+    text: String,
+    told: Told,
+) -> Result<PromptResponse, Error> {
+    let open = state.opened(session)?;
+    let cancelled = state.begin_turn(session)?;
     let workspace = open.workspace.display().to_string();
     let params = RunParams {
         cwd: Some(workspace.clone()),
@@ -45,11 +69,11 @@ pub async fn prompt(
     let turn = Turn {
         state,
         cx,
-        session: &request.session_id,
+        session,
         cancelled,
     };
-    let ended = turn.run(params, &open.workspace).await;
-    state.end_turn(&session);
+    let ended = turn.run(params, &open.workspace, told).await;
+    state.end_turn(session);
     ended
 }
 
@@ -57,25 +81,36 @@ pub async fn prompt(
 struct Turn<'a> {
     state: &'a Arc<State>,
     cx: &'a ConnectionTo<Client>,
-    session: &'a agent_client_protocol::v1::schema::SessionId,
+    session: &'a AcpSessionId,
     cancelled: watch::Receiver<bool>,
 }
 
 impl Turn<'_> {
-    /// Starts the run and tells it to the editor until it ends.
+    /// Starts the run and tells it to the editor until it ends. While a permission is asked,
+    /// the run is still followed: an answer given elsewhere (`ryvos approve`, the console)
+    /// withdraws the question, and a run that ends (its daemon killed) ends the turn.
     async fn run(
         mut self,
         params: RunParams,
         workspace: &std::path::Path,
+        mut told: Told,
     ) -> Result<PromptResponse, Error> {
         let host = &self.state.host;
         let session = SessionId::new(&*self.session.0);
         let mut feed = host.start(params, &session).await.map_err(internal)?;
-        let mut told = Told::default();
         let mut cancelling = false;
+        let mut asking: Option<Asking> = None;
         loop {
             let fed = tokio::select! {
                 fed = feed.next() => fed,
+                answered = wait_for(&mut asking), if asking.is_some() => {
+                    let (request_id, answer) = answered?;
+                    if let Err(e) = host.answer(&request_id, answer, BY).await {
+                        // Answered meanwhile (the run ended, or someone else answered).
+                        eprintln!("ryvos acp: answering approval {request_id}: {e}");
+                    }
+                    continue;
+                }
                 () = until_cancelled(&mut self.cancelled), if !cancelling => {
                     cancelling = true;
                     if let Err(e) = host.cancel(&session).await {
@@ -92,25 +127,27 @@ impl Turn<'_> {
             for update in told.updates(&event.kind, workspace) {
                 self.tell(update)?;
             }
-            if let EventKind::ApprovalRequested {
-                request_id,
-                call_id,
-                tier,
-                ..
-            } = &event.kind
-            {
-                let answer = self.ask(call_id.as_str(), *tier).await?;
-                if let Err(e) = host.answer(request_id, answer, BY).await {
-                    // Answered meanwhile (the run ended, or someone else answered).
-                    eprintln!("ryvos acp: answering approval {request_id}: {e}");
+            match &event.kind {
+                EventKind::ApprovalRequested {
+                    request_id,
+                    call_id,
+                    tier,
+                    ..
+                } => asking = Some(self.ask(request_id, call_id.as_str(), *tier)),
+                // Dropping the question withdraws it from the editor.
+                EventKind::ApprovalResolved { request_id, .. }
+                    if asking.as_ref().is_some_and(|a| a.request_id == *request_id) =>
+                {
+                    asking = None
                 }
+                _ => {}
             }
         }
     }
 
-    /// Asks the editor whether the call `call_id` (of `tier`) may run; its answer, a denial
-    /// when the turn is cancelled meanwhile.
-    async fn ask(&mut self, call_id: &str, tier: SafetyTier) -> Result<Answer, Error> {
+    /// Asks the editor whether the call `call_id` (of `tier`), approval request `request_id`,
+    /// may run.
+    fn ask(&self, request_id: &str, call_id: &str, tier: SafetyTier) -> Asking {
         let mut options = vec![PermissionOption::new(
             ALLOW_ONCE,
             "Allow once",
@@ -133,25 +170,24 @@ impl Turn<'_> {
             call_id.to_owned(),
             ToolCallUpdateFields::new().status(ToolCallStatus::Pending),
         );
-        let asking = self.cx.send_request(RequestPermissionRequest::new(
-            self.session.clone(),
-            call,
-            options,
-        ));
-        let outcome = tokio::select! {
-            answered = asking.block_task() => answered?.outcome,
-            () = until_cancelled(&mut self.cancelled) => RequestPermissionOutcome::Cancelled,
-        };
-        let chosen = match &outcome {
-            RequestPermissionOutcome::Selected(selected) => Some(&*selected.option_id.0),
-            _ => None,
-        };
-        Ok(match chosen {
-            Some(ALLOW_ONCE) => answer(true, false, None),
-            Some(ALLOW_ALWAYS) => answer(true, true, None),
-            Some(_) => answer(false, false, Some("rejected in the editor")),
-            None => answer(false, false, Some("the editor cancelled the turn")),
-        })
+        let question = RequestPermissionRequest::new(self.session.clone(), call, options);
+        let asked = self.cx.send_request(question);
+        Asking {
+            request_id: request_id.to_owned(),
+            answer: Box::pin(async move {
+                let outcome = asked.block_task().await?.outcome;
+                let chosen = match &outcome {
+                    RequestPermissionOutcome::Selected(selected) => Some(&*selected.option_id.0),
+                    _ => None,
+                };
+                Ok(match chosen {
+                    Some(ALLOW_ONCE) => answer(true, false, None),
+                    Some(ALLOW_ALWAYS) => answer(true, true, None),
+                    Some(_) => answer(false, false, Some("rejected in the editor")),
+                    None => answer(false, false, Some("the editor cancelled the turn")),
+                })
+            }),
+        }
     }
 
     /// Sends `update` to the editor.
@@ -174,6 +210,24 @@ impl Turn<'_> {
         }
         PromptResponse::new(stop)
     }
+}
+
+/// A permission asked of the editor, and the answer it will give.
+struct Asking {
+    request_id: String,
+    answer: std::pin::Pin<Box<dyn std::future::Future<Output = Result<Answer, Error>> + Send>>,
+}
+
+/// The answer to the permission being asked, with its request's id (once given; never when
+/// nothing is asked).
+async fn wait_for(asking: &mut Option<Asking>) -> Result<(String, Answer), Error> {
+    let Some(question) = asking.as_mut() else {
+        return std::future::pending().await;
+    };
+    let answer = question.answer.as_mut().await;
+    let request_id = question.request_id.clone();
+    *asking = None;
+    Ok((request_id, answer?))
 }
 
 /// Resolves once the editor cancels the turn (never, if it is dropped without cancelling).

@@ -24,6 +24,14 @@ pub struct Told {
 }
 
 impl Told {
+    /// Nothing told yet but the calls `known` (announced already, by a replayed history).
+    pub fn knowing(known: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            calls: known.into_iter().collect(),
+            plan: Vec::new(),
+        }
+    }
+
     /// The updates `event` makes, in `workspace`.
     pub fn updates(&mut self, event: &EventKind, workspace: &Path) -> Vec<SessionUpdate> {
         match event {
