@@ -432,3 +432,68 @@ async fn a_permission_asked_when_the_daemon_was_killed_is_asked_again_when_the_s
     );
     home.shutdown(daemon).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_official_python_sdk_is_asked_again_after_a_kill_when_it_loads_the_session() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let Some(python) = common::python::python() else {
+        return;
+    };
+    let model = ScriptedModelServer::start([
+        Reply::tool_calls(&[("w1", "write", r#"{"path": "a.txt", "content": "one"}"#)]),
+        Reply::text(&["done"]),
+    ])
+    .await;
+    let home = Home::with_sections(&model, "", "t2 = \"ask\"", "");
+    let mut daemon = home.daemon().await;
+    let workspace = home.workspace.path().canonicalize().unwrap();
+    let mut editor = home.command(&python);
+    editor
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/acp_editor.py"
+        ))
+        .arg(env!("CARGO_BIN_EXE_ryvos"))
+        .arg(&workspace)
+        .arg("killed")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut editor = editor.spawn().unwrap();
+    let mut said = BufReader::new(editor.stdout.take().unwrap()).lines();
+    let asked = tokio::time::timeout(WAIT, said.next_line())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(asked.as_deref(), Some("asked"));
+    daemon.start_kill().unwrap(); // SIGKILL
+    daemon.wait().await.unwrap();
+    let daemon = home.daemon().await;
+    let mut go_on = editor.stdin.take().unwrap();
+    go_on.write_all(b"go\n").await.unwrap();
+    drop(go_on);
+    let report = tokio::time::timeout(WAIT * 2, said.next_line())
+        .await
+        .unwrap()
+        .unwrap();
+    let status = tokio::time::timeout(WAIT, editor.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        status.success(),
+        "the editor failed; its report: {report:?}"
+    );
+    let seen: Value = serde_json::from_str(&report.expect("a report")).unwrap();
+    assert_ne!(seen["first_turn"], "answered", "{seen}");
+    assert_eq!(seen["asked_again"], serde_json::json!(["w1"]), "{seen}");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
+        "one"
+    );
+    let loaded = seen["loaded"].to_string();
+    assert!(
+        loaded.contains("write a") && loaded.contains("done"),
+        "{loaded}"
+    );
+    home.shutdown(daemon).await;
+}
