@@ -20,7 +20,7 @@ use ryvos_client::Client;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use support::daemon::{start_daemon, stop_daemon};
-use support::{machine, percentile};
+use support::{machine, percentile, resident_kib, verdict};
 
 /// Sessions stored for the listing's figure.
 const SESSIONS: usize = 10_000;
@@ -54,14 +54,6 @@ fn main() {
     support::publish("console.txt", &report);
 }
 
-fn verdict(met: bool) -> &'static str {
-    if met {
-        "met"
-    } else {
-        "NOT met"
-    }
-}
-
 /// A home whose ryvosd serves the console (`door`) or not; the model is never asked.
 fn home(door: bool) -> tempfile::TempDir {
     let home = tempfile::tempdir().unwrap();
@@ -91,12 +83,7 @@ async fn idle(door: bool) -> Idle {
     let before = cpu_ms(pid);
     tokio::time::sleep(IDLE).await;
     let cpu_ms = cpu_ms(pid) - before;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let rss_kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap();
+    let rss_kib = resident_kib(pid);
     stop_daemon(home.path(), child).await;
     Idle { rss_kib, cpu_ms }
 }

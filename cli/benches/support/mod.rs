@@ -378,6 +378,24 @@ pub fn resident_bytes() -> u64 {
     pages * u64::try_from(page).unwrap_or(4096)
 }
 
+/// The resident memory of process `pid`, in KiB (0 when it cannot be read).
+pub fn resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    (status.lines())
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// How a figure stands against its target.
+pub fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "NOT met"
+    }
+}
+
 /// Writes `report` to target/ryvos-bench/`name` and prints it.
 pub fn publish(name: &str, report: &str) {
     print!("{report}");
