@@ -64,6 +64,7 @@ const RYVOS_STACK: &[&str] = &[
 /// The workspace's source folders, whose files and functions are measured.
 const SOURCE_DIRS: &[&str] = &[
     "actors/src",
+    "cli/src",
     "client/src",
     "protocol/src",
     "src",
@@ -386,6 +387,7 @@ const CRATE_ROOTS: &[&str] = &[
     "cli/src/bin/ryvos",
     "cli/src/bin/ryvosd",
     "protocol/src",
+    "cli/src",
     "client/src",
     "testkit/src",
 ];

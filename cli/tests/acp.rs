@@ -11,7 +11,7 @@ use agent_client_protocol::v1::schema::{
     InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
     PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
-    SessionUpdate, StopReason, ToolCallStatus, ToolKind,
+    SessionUpdate, SetSessionModeRequest, StopReason, ToolCallStatus, ToolKind,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client, Error};
@@ -496,4 +496,60 @@ async fn the_official_python_sdk_is_asked_again_after_a_kill_when_it_loads_the_s
         "{loaded}"
     );
     home.shutdown(daemon).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mode_answers_what_the_policy_asks_about_as_far_as_it_goes() {
+    let model = ScriptedModelServer::start([
+        Reply::tool_calls(&[("w1", "write", r#"{"path": "a.txt", "content": "one"}"#)]),
+        Reply::text(&["wrote it"]),
+        Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo two > b.txt"}"#)]),
+        Reply::text(&["ran it"]),
+    ])
+    .await;
+    // Edits (T2) and programs (T3) are asked about.
+    let home = Home::with_sections(&model, "", "t2 = \"ask\"\nt3 = \"ask\"", "");
+    let workspace = home.workspace.path().canonicalize().unwrap();
+    let seen = Seen::default();
+    let (asking, mut asked) = mpsc::unbounded_channel();
+    as_editor(agent(&home), seen.clone(), asking, async |cx| {
+        let new = cx
+            .send_request(NewSessionRequest::new(workspace.clone()))
+            .block_task()
+            .await?;
+        let modes = new.modes.expect("modes offered");
+        assert_eq!(&*modes.current_mode_id.0, "ask");
+        let ids: Vec<&str> = modes.available_modes.iter().map(|m| &*m.id.0).collect();
+        assert_eq!(ids, ["ask", "auto-edit", "full-auto"]);
+        let id = new.session_id;
+        let unknown = SetSessionModeRequest::new(id.clone(), "yolo");
+        assert!(cx.send_request(unknown).block_task().await.is_err());
+        cx.send_request(SetSessionModeRequest::new(id.clone(), "auto-edit"))
+            .block_task()
+            .await?;
+
+        // The edit goes without asking.
+        let turn = cx.send_request(prompt(&id, "write a"));
+        assert_eq!(turn.block_task().await?.stop_reason, StopReason::EndTurn);
+        assert_eq!(
+            std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
+            "one"
+        );
+        assert!(asked.try_recv().is_err(), "nothing was asked");
+
+        // The program is asked about.
+        let turn = cx.send_request(prompt(&id, "run it"));
+        assert_eq!(
+            answer(&mut asked, Some(PermissionOptionKind::AllowOnce)).await,
+            "b1"
+        );
+        assert_eq!(turn.block_task().await?.stop_reason, StopReason::EndTurn);
+        Ok(())
+    })
+    .await;
+    let updates = seen.lock().unwrap().clone();
+    assert!(updates
+        .iter()
+        .any(|u| matches!(u, SessionUpdate::CurrentModeUpdate(m)
+        if &*m.current_mode_id.0 == "auto-edit")));
 }

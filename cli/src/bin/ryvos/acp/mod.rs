@@ -7,6 +7,7 @@
 //!
 //! Stdout carries the protocol alone: everything else this process says goes to stderr.
 
+mod modes;
 mod sessions;
 mod turn;
 mod updates;
@@ -15,16 +16,18 @@ use crate::exit::EXIT_RUN_FAILED;
 use crate::host::Host;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse,
-    Error as SchemaError, Implementation, InitializeRequest, InitializeResponse,
+    CurrentModeUpdate, Error as SchemaError, Implementation, InitializeRequest, InitializeResponse,
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
     ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
-    SessionId as AcpSessionId, SessionListCapabilities, SessionResumeCapabilities,
+    SessionId as AcpSessionId, SessionListCapabilities, SessionNotification,
+    SessionResumeCapabilities, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{
     on_receive_notification, on_receive_request, Agent, Client, ConnectTo, Error, Stdio,
 };
+use modes::Mode;
 use ryvos::config::Config;
 use ryvos::SessionId;
 use sessions::State;
@@ -52,8 +55,12 @@ pub async fn serve(config: Config, socket: std::path::PathBuf) -> u8 {
 }
 
 /// The agent: one handler per ACP method it serves.
+///
+/// Long because it is one builder chain, a handler per method, each a few lines that hand the
+/// work to a function of this module or of [`sessions`] and [`turn`].
 fn agent(state: Arc<State>) -> impl ConnectTo<Client> {
-    let (s1, s2, s3, s4, s5, s6, s7, s8) = (
+    let (s1, s2, s3, s4, s5, s6, s7, s8, s9) = (
+        state.clone(),
         state.clone(),
         state.clone(),
         state.clone(),
@@ -86,7 +93,8 @@ fn agent(state: Arc<State>) -> impl ConnectTo<Client> {
                 cx.clone().spawn(async move {
                     let loaded = load(&state, &r.session_id, &r.cwd, &cx).await;
                     let waiting = loaded.as_ref().ok().cloned().unwrap_or_default();
-                    to.respond_with_result(loaded.map(|_| LoadSessionResponse::new()))?;
+                    let response = LoadSessionResponse::new().modes(Mode::default().state());
+                    to.respond_with_result(loaded.map(|_| response))?;
                     if !waiting.is_empty() {
                         go_on(&state, &cx, &r.session_id, waiting).await;
                     }
@@ -100,7 +108,8 @@ fn agent(state: Arc<State>) -> impl ConnectTo<Client> {
                 let state = s4.clone();
                 cx.spawn(async move {
                     let resumed = resume(&state, &r.session_id, &r.cwd).await;
-                    to.respond_with_result(resumed.map(|()| ResumeSessionResponse::new()))
+                    let response = ResumeSessionResponse::new().modes(Mode::default().state());
+                    to.respond_with_result(resumed.map(|()| response))
                 })
             },
             on_receive_request!(),
@@ -129,6 +138,24 @@ fn agent(state: Arc<State>) -> impl ConnectTo<Client> {
                 Ok(())
             },
             on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |r: SetSessionModeRequest, to: Responder<SetSessionModeResponse>, cx| {
+                let Some(mode) = Mode::named(&r.mode_id) else {
+                    return to.respond_with_error(Error::invalid_params().data(format!(
+                        "there is no mode {}: the modes are ask, auto-edit and full-auto",
+                        r.mode_id.0
+                    )));
+                };
+                if !s9.set_mode(&r.session_id, mode) {
+                    return to
+                        .respond_with_error(SchemaError::session_not_found(r.session_id).into());
+                }
+                to.respond(SetSessionModeResponse::new())?;
+                let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(r.mode_id));
+                cx.send_notification(SessionNotification::new(r.session_id, update))
+            },
+            on_receive_request!(),
         )
         .on_receive_request(
             async move |r: PromptRequest, to: Responder<PromptResponse>, cx| {
@@ -168,7 +195,7 @@ fn new_session(state: &State, request: NewSessionRequest) -> Result<NewSessionRe
     }
     let session = SessionId::generate().to_string();
     state.open(&session, workspace);
-    Ok(NewSessionResponse::new(session))
+    Ok(NewSessionResponse::new(session).modes(Mode::default().state()))
 }
 
 /// Opens a stored session and tells its conversation again; the calls of it that wait for

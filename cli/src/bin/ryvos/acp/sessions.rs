@@ -2,6 +2,7 @@
 //! one `ryvos sessions` lists, and one stored by Ryvos can be listed, loaded (its messages told
 //! again) and resumed from the editor, after either side restarted.
 
+use super::modes::Mode;
 use super::updates::replayed;
 use crate::host::Host;
 use agent_client_protocol::v1::schema::{
@@ -33,6 +34,8 @@ struct Inner {
 pub struct Open {
     /// Where its runs work: the editor's `cwd`.
     pub workspace: PathBuf,
+    /// How much of what the policy asks about is answered without asking the editor.
+    pub mode: Mode,
     /// Set while a prompt turn is in flight; `true` once the editor cancels it.
     pub cancelled: Option<Arc<watch::Sender<bool>>>,
 }
@@ -58,6 +61,7 @@ impl State {
     pub fn open(&self, session: &str, workspace: PathBuf) {
         let open = Open {
             workspace,
+            mode: Mode::default(),
             cancelled: None,
         };
         self.inner().open.insert(session.to_owned(), open);
@@ -92,6 +96,13 @@ impl State {
         if let Some(open) = self.inner().open.get_mut(&*session.0) {
             open.cancelled = None;
         }
+    }
+
+    /// Puts `session` in `mode`; whether it is open.
+    pub fn set_mode(&self, session: &AcpSessionId, mode: Mode) -> bool {
+        let mut inner = self.inner();
+        let open = inner.open.get_mut(&*session.0);
+        open.map(|open| open.mode = mode).is_some()
     }
 
     /// The editor cancels `session`'s turn; whether one was in flight.

@@ -133,7 +133,19 @@ impl Turn<'_> {
                     call_id,
                     tier,
                     ..
-                } => asking = Some(self.ask(request_id, call_id.as_str(), *tier)),
+                } => {
+                    let mode = self.state.opened(self.session)?.mode;
+                    match mode.allows(*tier) {
+                        true => {
+                            let allowed = answer(true, false, None);
+                            let by = mode.answerer();
+                            if let Err(e) = host.answer(request_id, allowed, &by).await {
+                                eprintln!("ryvos acp: answering approval {request_id}: {e}");
+                            }
+                        }
+                        false => asking = Some(self.ask(request_id, call_id.as_str(), *tier)),
+                    }
+                }
                 // Dropping the question withdraws it from the editor.
                 EventKind::ApprovalResolved { request_id, .. }
                     if asking.as_ref().is_some_and(|a| a.request_id == *request_id) =>
