@@ -4,9 +4,11 @@
 //! section rejects keys it does not know and values of the wrong type, with an error that names
 //! the file, the line and the key, so a typo never turns into a silently ignored setting.
 
+mod a2a;
 mod http;
 mod overrides;
 
+pub use a2a::{A2aConfig, A2aSkill};
 pub use http::{HttpConfig, HttpDoor};
 
 pub use overrides::{Override, OverrideSyntaxError};
@@ -47,6 +49,8 @@ pub struct Config {
     pub otel: OtelConfig,
     /// The console's HTTP door in `ryvosd` (off by default).
     pub http: HttpConfig,
+    /// The A2A door on that listener (off by default).
+    pub a2a: A2aConfig,
 }
 
 /// `[daemon]`.
@@ -105,6 +109,7 @@ impl Default for Config {
             store: StoreConfig::default(),
             otel: OtelConfig::default(),
             http: HttpConfig::default(),
+            a2a: A2aConfig::default(),
         }
     }
 }

@@ -17,7 +17,7 @@ pub use ryvos_actors::{
 };
 use ryvos_protocol::event::Event;
 pub use ryvos_protocol::event::RunOutcome;
-use ryvos_protocol::ids::SessionId;
+use ryvos_protocol::ids::{RunId, SessionId};
 use ryvos_protocol::mcp::McpServerStatus;
 use ryvos_protocol::records::{Answer, PendingApproval, SessionRecord};
 use ryvos_protocol::report::CostReport;
@@ -318,6 +318,12 @@ impl Runtime {
             always: true,
         };
         self.engine.answer_approval(request_id, answer).await
+    }
+
+    /// Follows run `run` of `session` from now on: its next events, and its end. A run that
+    /// has ended already is never seen to end: read its record first.
+    pub fn follow(&self, session: &SessionId, run: &RunId) -> RunHandle {
+        RunHandle::following(session.clone(), run.clone(), self.subscribe())
     }
 
     /// Every event of every run from now on. A subscriber that falls far behind misses the

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// The packages, pinned.
-const PACKAGES: &[&str] = &["agent-client-protocol==0.12.1"];
+const PACKAGES: &[&str] = &["agent-client-protocol==0.12.1", "a2a-sdk==1.3.0"];
 
 /// Where they are installed: kept between test runs.
 fn cache() -> PathBuf {

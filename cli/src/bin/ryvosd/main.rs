@@ -37,8 +37,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // A console door that cannot be opened safely is a config error too.
-    if let Err(e) = config.http.door() {
+    // A console door that cannot be opened safely is a config error too, and so is an A2A
+    // door with no workspace to work in or no listener to be served on.
+    if let Err(e) = doors_as_configured(&config) {
         eprintln!("ryvosd: {e}");
         return ExitCode::from(2);
     }
@@ -70,4 +71,14 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Why the HTTP doors `config` asks for cannot be opened, if they cannot.
+fn doors_as_configured(config: &Config) -> Result<(), String> {
+    let console = config.http.door()?;
+    if config.a2a.workspace()?.is_some() && console.is_none() {
+        return Err("[a2a] is served on the console's listener: set [http] listen (for example                     \"127.0.0.1:7420\") too, or leave [a2a] workspace empty"
+            .into());
+    }
+    Ok(())
 }

@@ -2,6 +2,7 @@
 //! with a one-time code (`ryvos console`) and watches and steers the daemon through the same
 //! `Runtime` façade the socket serves: no second implementation of runs or approvals.
 
+mod a2a;
 mod api;
 mod assets;
 mod guard;
@@ -121,6 +122,8 @@ pub(super) struct State {
     pub logins: Arc<Logins>,
     /// Served over TLS: the cookie is `Secure`.
     pub secure: bool,
+    /// The A2A tasks begun here and not yet stored.
+    pub begun: Arc<a2a::Begun>,
 }
 
 fn router(shared: Arc<Shared>, logins: Arc<Logins>, secure: bool) -> Router {
@@ -145,6 +148,8 @@ fn router(shared: Arc<Shared>, logins: Arc<Logins>, secure: bool) -> Router {
         .route("/api/approvals", get(api::approvals))
         .route("/api/costs", get(api::costs))
         .route("/api/approvals/{id}/{answer}", post(api::answer))
+        .route("/.well-known/agent-card.json", get(a2a::card))
+        .route("/a2a", post(a2a::rpc))
         .fallback(api::not_found)
         .layer(axum::middleware::map_response(guard::headers))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -152,5 +157,6 @@ fn router(shared: Arc<Shared>, logins: Arc<Logins>, secure: bool) -> Router {
             shared,
             logins,
             secure,
+            begun: Arc::default(),
         })
 }

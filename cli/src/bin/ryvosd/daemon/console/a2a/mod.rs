@@ -1,0 +1,12 @@
+//! The A2A door (A2A 1.0, JSON-RPC binding) on the console's listener, on when `[a2a]
+//! workspace` is set: other agents hand Ryvos work as messages, each a run in that workspace,
+//! and follow it as a task. Same tokens and TLS rules as the console's API.
+
+mod begun;
+mod card;
+mod rpc;
+mod tasks;
+
+pub(super) use begun::Begun;
+pub(super) use card::card;
+pub(super) use rpc::rpc;

@@ -1,0 +1,128 @@
+//! The A2A door on `ryvosd`'s HTTP listener, driven by the official Python SDK (a2a-sdk) as
+//! another agent would: the card, a message answered with its completed task, the task read and
+//! listed, a task waiting for approval (input required) cancelled, and refusals without a
+//! token and to a read-only token's message. And what a person gets when the door cannot open.
+
+mod common;
+
+use common::console::login_link;
+use common::home::{Home, WAIT};
+use ryvos_testkit::{Reply, ScriptedModelServer};
+use serde_json::Value;
+
+/// A home whose daemon serves the console and the A2A door, its tasks in its workspace; the
+/// default policy, under which `write`'s edits are allowed and `bash` asks.
+fn a2a_home(server: &ScriptedModelServer) -> Home {
+    let home = Home::with_sections(server, "", "t2 = \"ask\"", "");
+    let workspace = home.workspace.path().display().to_string();
+    let extra = format!(
+        "\n[http]\nlisten = \"127.0.0.1:0\"\n[a2a]\nworkspace = \"{workspace}\"\nname = \"Tester\"\n"
+    );
+    let config = home.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&extra);
+    std::fs::write(config, text).unwrap();
+    home
+}
+
+/// `ryvos token create NAME --scope SCOPE`'s token.
+async fn token(home: &Home, name: &str, scope: &str) -> String {
+    let (code, out, err) = home
+        .ryvos(&["token", "create", name, "--scope", scope])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    out.trim().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_agent_hands_ryvos_work_over_a2a_through_the_official_python_sdk() {
+    let Some(python) = common::python::python() else {
+        return;
+    };
+    let model = ScriptedModelServer::start([
+        Reply::text(&["the ", "answer"]),
+        Reply::tool_calls(&[("w1", "write", r#"{"path": "a.txt", "content": "one"}"#)]),
+    ])
+    .await;
+    let home = a2a_home(&model);
+    let daemon = home.daemon().await;
+    let (origin, _) = login_link(&home).await;
+    let operate = token(&home, "caller", "operate").await;
+    let read = token(&home, "watcher", "read").await;
+    let mut client = home.command(&python);
+    client
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/a2a_client.py"
+        ))
+        .args([&origin, &operate, &read]);
+    let ran = tokio::time::timeout(WAIT * 2, client.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{stderr}");
+    let seen: Value = serde_json::from_slice(&ran.stdout).expect("the client's report");
+
+    let card = &seen["card"];
+    assert_eq!(card["name"], "Tester", "{seen}");
+    assert_eq!(card["url"], format!("{origin}/a2a"), "{seen}");
+    assert_eq!(card["binding"], "JSONRPC", "{seen}");
+    assert_eq!(seen["first"]["state"], "TASK_STATE_COMPLETED", "{seen}");
+    assert_eq!(seen["first"]["answer"], "the answer", "{seen}");
+    assert!(
+        seen["first"]["context"].as_str().unwrap().starts_with("s_"),
+        "{seen}"
+    );
+    assert_eq!(seen["got"], "TASK_STATE_COMPLETED", "{seen}");
+    let first = seen["first_id"].as_str().unwrap();
+    assert!(
+        seen["listed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == first),
+        "{seen}"
+    );
+    assert_eq!(seen["waiting"], "TASK_STATE_INPUT_REQUIRED", "{seen}");
+    assert_eq!(seen["canceled"], "TASK_STATE_CANCELED", "{seen}");
+    assert!(
+        !home.workspace.path().join("a.txt").exists(),
+        "the cancelled write never ran"
+    );
+    assert_eq!(seen["without_token"], 401, "{seen}");
+    assert_eq!(seen["read_token_sends"], 403, "{seen}");
+    assert_eq!(seen["read_token_reads"], "TASK_STATE_COMPLETED", "{seen}");
+
+    // What was done is Ryvos's as any run is: the task's run is in its session's history.
+    let session = seen["first"]["context"].as_str().unwrap();
+    let (code, history, _) = home.ryvos(&["history", session]).await;
+    assert_eq!(code, 0);
+    assert!(
+        history.contains("say it") && history.contains("the answer"),
+        "{history}"
+    );
+    home.shutdown(daemon).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_a2a_door_without_its_listener_or_workspace_stops_the_daemon_at_start() {
+    let model = ScriptedModelServer::start([]).await;
+    for (extra, says) in [
+        ("[a2a]\nworkspace = \"/tmp\"\n", "[http] listen"),
+        (
+            "[http]\nlisten = \"127.0.0.1:0\"\n[a2a]\nworkspace = \"relative/dir\"\n",
+            "[a2a] workspace",
+        ),
+    ] {
+        let home = Home::new(&model, extra);
+        let ran = home
+            .command(env!("CARGO_BIN_EXE_ryvosd"))
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(ran.status.code(), Some(2), "{extra}");
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        assert!(stderr.contains(says), "{stderr}");
+    }
+}
