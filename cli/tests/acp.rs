@@ -357,15 +357,21 @@ async fn sees(seen: &Seen, wanted: impl Fn(&SessionUpdate) -> bool) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_permission_asked_when_the_daemon_was_killed_is_asked_again_when_the_session_is_loaded() {
+/// A home whose model writes a.txt, asked about, then answers `done`; its daemon.
+async fn one_write_asked() -> (ScriptedModelServer, Home, tokio::process::Child) {
     let model = ScriptedModelServer::start([
         Reply::tool_calls(&[("w1", "write", r#"{"path": "a.txt", "content": "one"}"#)]),
         Reply::text(&["done"]),
     ])
     .await;
     let home = Home::with_sections(&model, "", "t2 = \"ask\"", "");
-    let mut daemon = home.daemon().await;
+    let daemon = home.daemon().await;
+    (model, home, daemon)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_permission_asked_when_the_daemon_was_killed_is_asked_again_when_the_session_is_loaded() {
+    let (_model, home, mut daemon) = one_write_asked().await;
     let workspace = home.workspace.path().canonicalize().unwrap();
 
     // The editor's prompt waits for its permission when the daemon is killed (-9).
@@ -439,13 +445,7 @@ async fn the_official_python_sdk_is_asked_again_after_a_kill_when_it_loads_the_s
     let Some(python) = common::python::python() else {
         return;
     };
-    let model = ScriptedModelServer::start([
-        Reply::tool_calls(&[("w1", "write", r#"{"path": "a.txt", "content": "one"}"#)]),
-        Reply::text(&["done"]),
-    ])
-    .await;
-    let home = Home::with_sections(&model, "", "t2 = \"ask\"", "");
-    let mut daemon = home.daemon().await;
+    let (_model, home, mut daemon) = one_write_asked().await;
     let workspace = home.workspace.path().canonicalize().unwrap();
     let mut editor = home.command(&python);
     editor
