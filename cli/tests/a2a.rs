@@ -1,6 +1,7 @@
 //! The A2A door on `ryvosd`'s HTTP listener, driven by the official Python SDK (a2a-sdk) as
 //! another agent would: the card, a message answered with its completed task, the task read and
-//! listed, a task waiting for approval (input required) cancelled, and refusals without a
+//! listed, a task waiting for approval (input required) cancelled, streamed tasks answered
+//! `approve` and `deny: …` on the task, a finished task subscribed to, and refusals without a
 //! token and to a read-only token's message. And what a person gets when the door cannot open.
 
 mod common;
@@ -42,6 +43,10 @@ async fn another_agent_hands_ryvos_work_over_a2a_through_the_official_python_sdk
     let model = ScriptedModelServer::start([
         Reply::text(&["the ", "answer"]),
         Reply::tool_calls(&[("w1", "write", r#"{"path": "a.txt", "content": "one"}"#)]),
+        Reply::tool_calls(&[("w2", "write", r#"{"path": "b.txt", "content": "two"}"#)]),
+        Reply::text(&["wrote b"]),
+        Reply::tool_calls(&[("w3", "write", r#"{"path": "c.txt", "content": "three"}"#)]),
+        Reply::text(&["left c alone"]),
     ])
     .await;
     let home = a2a_home(&model);
@@ -89,6 +94,39 @@ async fn another_agent_hands_ryvos_work_over_a2a_through_the_official_python_sdk
     assert!(
         !home.workspace.path().join("a.txt").exists(),
         "the cancelled write never ran"
+    );
+    // Streamed: the task, working, then waiting for the write's approval, where it closes.
+    let kinds: Vec<&str> = (seen["streamed"].as_array().unwrap().iter())
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"task"), "{seen}");
+    assert!(
+        kinds.contains(&"status_update:TASK_STATE_WORKING"),
+        "{seen}"
+    );
+    assert_eq!(
+        kinds.last(),
+        Some(&"status_update:TASK_STATE_INPUT_REQUIRED"),
+        "{seen}"
+    );
+    // Answered on the task: the same task completes, the write done.
+    let approved = &seen["approved"];
+    assert_eq!(approved["same_task"], true, "{seen}");
+    assert_eq!(approved["state"], "TASK_STATE_COMPLETED", "{seen}");
+    assert_eq!(approved["answer"], "wrote b", "{seen}");
+    assert_eq!(
+        std::fs::read_to_string(home.workspace.path().join("b.txt")).unwrap(),
+        "two"
+    );
+    assert_eq!(seen["denied"], "TASK_STATE_COMPLETED", "{seen}");
+    assert!(
+        !home.workspace.path().join("c.txt").exists(),
+        "the denied write never ran"
+    );
+    assert_eq!(
+        seen["subscribed_to_finished"],
+        serde_json::json!(["task"]),
+        "{seen}"
     );
     assert_eq!(seen["without_token"], 401, "{seen}");
     assert_eq!(seen["read_token_sends"], 403, "{seen}");

@@ -56,7 +56,7 @@ pub(in crate::daemon::console) async fn card(
         version: env!("CARGO_PKG_VERSION").into(),
         supported_interfaces: vec![interface],
         capabilities: AgentCapabilities {
-            streaming: Some(false),
+            streaming: Some(true),
             push_notifications: Some(false),
             extensions: None,
             extended_agent_card: Some(false),

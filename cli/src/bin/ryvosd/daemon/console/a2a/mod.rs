@@ -4,7 +4,11 @@
 
 mod begun;
 mod card;
+mod found;
+mod refusal;
 mod rpc;
+mod send;
+mod stream;
 mod tasks;
 
 pub(super) use begun::Begun;

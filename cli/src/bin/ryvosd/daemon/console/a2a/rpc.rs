@@ -1,20 +1,24 @@
 //! The A2A JSON-RPC endpoint (`POST /a2a`): a message starts a run (its context is the
-//! session, the task is the run) and is answered once the run ends; tasks are read, listed
-//! and cancelled. Reading needs a token; starting and cancelling, one that may operate.
+//! session, the task is the run) or answers a task that waits ([`super::send`]), and is
+//! answered when the task ends or waits for input, or streamed as it goes
+//! ([`super::stream`]); tasks are read, listed, cancelled and followed. Reading needs a
+//! token; what changes something, one that may operate.
 
-use super::tasks::{begun, named, task_id, task_of};
+use super::found::found;
+use super::refusal::{internal, not_found, unsupported, Refusal};
+use super::tasks::{named, task_of};
 use crate::daemon::console::guard::{self, Caller};
 use crate::daemon::console::State;
 use a2a::{
-    error_code, methods as method, CancelTaskRequest, GetTaskRequest, JsonRpcError, JsonRpcRequest,
-    JsonRpcResponse, ListTasksRequest, ListTasksResponse, PartContent, SendMessageRequest,
-    SendMessageResponse, Task,
+    error_code, methods as method, CancelTaskRequest, GetTaskRequest, JsonRpcError, JsonRpcId,
+    JsonRpcRequest, JsonRpcResponse, ListTasksRequest, ListTasksResponse, SendMessageRequest,
+    SendMessageResponse, SubscribeToTaskRequest, Task,
 };
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use ryvos::protocol::records::RunRecord;
-use ryvos::{RunRequest, RunStatus, SessionId};
+use ryvos::{EventKind, RunHandle, RunStatus, SessionId};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -22,9 +26,6 @@ use serde_json::Value;
 const PAGE: usize = 100;
 /// How long a cancel waits for its run's end.
 const CANCEL_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// An A2A error: its code and what it says.
-type Refusal = (i32, String);
 
 /// Answers one JSON-RPC request.
 pub(in crate::daemon::console) async fn rpc(
@@ -34,8 +35,12 @@ pub(in crate::daemon::console) async fn rpc(
     Json(request): Json<JsonRpcRequest>,
 ) -> Response {
     // A change asked with a token that may only read is refused as any HTTP request is.
-    let changes = [method::SEND_MESSAGE, method::CANCEL_TASK].contains(&request.method.as_str());
-    if changes && !caller.scope.operates() {
+    let changes = [
+        method::SEND_MESSAGE,
+        method::SEND_STREAMING_MESSAGE,
+        method::CANCEL_TASK,
+    ];
+    if changes.contains(&request.method.as_str()) && !caller.scope.operates() {
         let why = format!(
             "{} may only read: make a token with --scope operate",
             caller.by
@@ -43,22 +48,35 @@ pub(in crate::daemon::console) async fn rpc(
         return guard::refused(StatusCode::FORBIDDEN, &why);
     }
     let id = request.id.clone();
-    let answered = match spoken(&headers) {
-        Ok(()) => answer(&state, request).await,
-        Err(refusal) => Err(refusal),
+    if let Err(refusal) = spoken(&headers) {
+        return failed(id, refusal);
+    }
+    let params = request.params.unwrap_or(Value::Null);
+    let by = format!("{} (A2A)", caller.by);
+    let streamed = match request.method.as_str() {
+        method::SEND_STREAMING_MESSAGE => going_on(&state, params, &by).await,
+        method::SUBSCRIBE_TO_TASK => subscribed(&state, params).await,
+        method => {
+            return match answer(&state, method, params, &by).await {
+                Ok(result) => Json(JsonRpcResponse::success(id, result)).into_response(),
+                Err(refusal) => failed(id, refusal),
+            }
+        }
     };
-    Json(match answered {
-        Ok(result) => JsonRpcResponse::success(id, result),
-        Err((code, message)) => JsonRpcResponse::error(
-            id,
-            JsonRpcError {
-                code,
-                message,
-                data: None,
-            },
-        ),
-    })
-    .into_response()
+    match streamed {
+        Ok((task, run, ended)) => super::stream::streamed(id, task, run, ended),
+        Err(refusal) => failed(id, refusal),
+    }
+}
+
+/// Request `id` refused.
+fn failed(id: JsonRpcId, (code, message): Refusal) -> Response {
+    let error = JsonRpcError {
+        code,
+        message,
+        data: None,
+    };
+    Json(JsonRpcResponse::error(id, error)).into_response()
 }
 
 /// Whether the request speaks A2A 1.0 (`A2A-Version`; none means 0.3, which is not served).
@@ -78,12 +96,20 @@ fn spoken(headers: &HeaderMap) -> Result<(), Refusal> {
     }
 }
 
-async fn answer(state: &State, request: JsonRpcRequest) -> Result<Value, Refusal> {
-    let params = request.params.unwrap_or(Value::Null);
-    match request.method.as_str() {
+async fn answer(state: &State, method: &str, params: Value, by: &str) -> Result<Value, Refusal> {
+    match method {
         method::SEND_MESSAGE => {
-            let sent = send(state, parsed(params)?).await?;
-            Ok(encoded(&SendMessageResponse::Task(sent)))
+            let request: SendMessageRequest = parsed(params)?;
+            let immediately = request
+                .configuration
+                .as_ref()
+                .and_then(|c| c.return_immediately);
+            let going = super::send::going(state, request.message, by).await?;
+            if immediately != Some(true) {
+                settled(going.run).await;
+            }
+            let task = get(state, going.task.id).await?;
+            Ok(encoded(&SendMessageResponse::Task(task)))
         }
         method::GET_TASK => Ok(encoded(
             &get(state, parsed::<GetTaskRequest>(params)?.id).await?,
@@ -91,9 +117,6 @@ async fn answer(state: &State, request: JsonRpcRequest) -> Result<Value, Refusal
         method::LIST_TASKS => Ok(encoded(&list(state, parsed(params)?).await?)),
         method::CANCEL_TASK => Ok(encoded(
             &cancel(state, parsed::<CancelTaskRequest>(params)?.id).await?,
-        )),
-        method::SEND_STREAMING_MESSAGE | method::SUBSCRIBE_TO_TASK => Err(unsupported(
-            "streaming is not served yet: send the message with SendMessage, then GetTask",
         )),
         other if other.contains("PushNotification") || other.contains("AgentCard") => {
             Err(unsupported(&format!("{other} is not served")))
@@ -105,8 +128,36 @@ async fn answer(state: &State, request: JsonRpcRequest) -> Result<Value, Refusal
     }
 }
 
-fn unsupported(why: &str) -> Refusal {
-    (error_code::UNSUPPORTED_OPERATION, why.to_owned())
+/// What a streamed message set going: its task, the run to follow, and whether it has ended.
+async fn going_on(
+    state: &State,
+    params: Value,
+    by: &str,
+) -> Result<(Task, RunHandle, bool), Refusal> {
+    let request: SendMessageRequest = parsed(params)?;
+    let going = super::send::going(state, request.message, by).await?;
+    Ok((going.task, going.run, false))
+}
+
+/// A task to follow (`SubscribeToTask`): as it stands, its run from now, and whether it has
+/// ended or waits for input already (then only the task is sent).
+async fn subscribed(state: &State, params: Value) -> Result<(Task, RunHandle, bool), Refusal> {
+    let task = parsed::<SubscribeToTaskRequest>(params)?.id;
+    let (run, session) = named(&task).ok_or_else(|| not_found(&task))?;
+    // Followed from before it is read, so an end between the two is not missed.
+    let following = state.shared.runtime.follow(&session, &run);
+    let (record, waiting) = found(state, &task).await?;
+    let ended = record.status.is_some() || waiting;
+    Ok((task_of(&record, waiting), following, ended))
+}
+
+/// Waits until `run` ends or waits for a person's approval.
+async fn settled(mut run: RunHandle) {
+    while let Some(event) = run.next_event().await {
+        if matches!(event.kind, EventKind::ApprovalRequested { .. }) {
+            return;
+        }
+    }
 }
 
 fn parsed<T: DeserializeOwned>(params: Value) -> Result<T, Refusal> {
@@ -122,60 +173,6 @@ fn encoded<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
-/// Starts a run of `request`'s message and answers with its task: once it ends, or at once
-/// when the caller asks to `returnImmediately`.
-async fn send(state: &State, request: SendMessageRequest) -> Result<Task, Refusal> {
-    let message = request.message;
-    if message.task_id.is_some() {
-        return Err(unsupported(
-            "a message to a task already begun is not served yet: answer its approval with \
-             `ryvos approve`, or continue it with `ryvos continue`",
-        ));
-    }
-    let text: Vec<String> = (message.parts.iter())
-        .filter_map(|part| match &part.content {
-            PartContent::Text(text) => Some(text.clone()),
-            PartContent::Data(data) => Some(data.to_string()),
-            _ => None,
-        })
-        .collect();
-    let text = text.join("\n\n");
-    if text.trim().is_empty() {
-        return Err((
-            error_code::INVALID_PARAMS,
-            "the message has no text: say what to do".into(),
-        ));
-    }
-    let workspace = (state.shared.config.a2a.workspace())
-        .map_err(internal)?
-        .ok_or_else(|| unsupported("this agent serves no A2A door"))?;
-    let session = match message.context_id.as_deref() {
-        Some(context) if context.starts_with("s_") => SessionId::new(context),
-        Some(context) => {
-            return Err((
-                error_code::INVALID_PARAMS,
-                format!("context {context} is not one of this agent's: leave it out to begin one"),
-            ))
-        }
-        None => SessionId::generate(),
-    };
-    let run = RunRequest::new(text.clone())
-        .workspace(workspace)
-        .session(session.clone());
-    let runtime = &state.shared.runtime;
-    let fail = |e: ryvos::RuntimeError| internal(e.to_string());
-    let handle = runtime.run(run).await.map_err(fail)?;
-    // Its record may not be stored yet: the task is told as begun.
-    if request.configuration.and_then(|c| c.return_immediately) == Some(true) {
-        let task = begun(&handle.run_id, &session, &text);
-        state.begun.keep(&task);
-        return Ok(task);
-    }
-    let task = task_id(&handle.run_id, &session);
-    handle.outcome().await.map_err(fail)?;
-    get(state, task).await
-}
-
 /// The task `task`, as far as its run has gone.
 async fn get(state: &State, task: String) -> Result<Task, Refusal> {
     match found(state, &task).await {
@@ -185,26 +182,6 @@ async fn get(state: &State, task: String) -> Result<Task, Refusal> {
         }
         Err(refusal) => state.begun.get(&task).ok_or(refusal),
     }
-}
-
-/// The run a task id names, and whether a call of it waits for approval.
-async fn found(state: &State, task: &str) -> Result<(RunRecord, bool), Refusal> {
-    let missing = || {
-        (
-            error_code::TASK_NOT_FOUND,
-            format!("there is no task {task}"),
-        )
-    };
-    let (run, session) = named(task).ok_or_else(missing)?;
-    let runtime = &state.shared.runtime;
-    let history = runtime
-        .history(&session)
-        .await
-        .map_err(|e| internal(e.to_string()))?;
-    let record =
-        (history.and_then(|h| h.runs.into_iter().find(|r| r.run_id == run))).ok_or_else(missing)?;
-    let waiting = (runtime.pending_approvals().iter()).any(|p| p.run_id == run);
-    Ok((record, waiting))
 }
 
 /// The tasks of a context (its runs, oldest first), or the latest task of every context.
@@ -283,8 +260,4 @@ async fn cancel(state: &State, task: String) -> Result<Task, Refusal> {
         })?
         .map_err(fail)?;
     get(state, task).await
-}
-
-fn internal(why: String) -> Refusal {
-    (error_code::INTERNAL_ERROR, why)
 }

@@ -89,7 +89,7 @@ pub(super) fn begun(run: &RunId, session: &SessionId, prompt: &str) -> Task {
 }
 
 /// The task state a run that ended `status` is in, and why, when it did not complete.
-fn state_of(status: RunStatus, reason: Option<&str>) -> (TaskState, Option<String>) {
+pub(super) fn state_of(status: RunStatus, reason: Option<&str>) -> (TaskState, Option<String>) {
     let why = || {
         let reason = reason.unwrap_or("no reason was given");
         Some(format!("the run ended {status}: {reason}"))

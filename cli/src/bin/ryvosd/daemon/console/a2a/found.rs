@@ -1,0 +1,22 @@
+//! A task's run, found from its id: the run and session the id names, the run's record in the
+//! store, and whether a call of it waits for a person's approval.
+
+use super::refusal::{internal, not_found, Refusal};
+use super::tasks::named;
+use crate::daemon::console::State;
+use ryvos::protocol::records::RunRecord;
+
+/// The run a task id names, and whether a call of it waits for approval.
+pub(super) async fn found(state: &State, task: &str) -> Result<(RunRecord, bool), Refusal> {
+    let missing = || not_found(task);
+    let (run, session) = named(task).ok_or_else(missing)?;
+    let runtime = &state.shared.runtime;
+    let history = runtime
+        .history(&session)
+        .await
+        .map_err(|e| internal(e.to_string()))?;
+    let record =
+        (history.and_then(|h| h.runs.into_iter().find(|r| r.run_id == run))).ok_or_else(missing)?;
+    let waiting = (runtime.pending_approvals().iter()).any(|p| p.run_id == run);
+    Ok((record, waiting))
+}
