@@ -164,3 +164,41 @@ async fn an_a2a_door_without_its_listener_or_workspace_stops_the_daemon_at_start
         assert!(stderr.contains(says), "{stderr}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_a2a_door_takes_a_bearer_token_speaking_a2a_1_0_and_no_console_cookie() {
+    use common::console::{client, log_in};
+    let model = ScriptedModelServer::start([]).await;
+    let home = a2a_home(&model);
+    let daemon = home.daemon().await;
+    let (origin, code) = login_link(&home).await;
+    let cookie = log_in(&origin, &code).await.unwrap();
+    let token = token(&home, "caller", "operate").await;
+    let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}});
+    let post = || client().post(format!("{origin}/a2a")).json(&list);
+
+    // A browser's console session is not an A2A caller, even from the console's own origin.
+    let as_browser = post()
+        .header("Cookie", &cookie)
+        .header("Origin", &origin)
+        .header("A2A-Version", "1.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(as_browser.status(), 401);
+
+    // Without A2A-Version (read as 0.3): refused as a version the agent does not speak.
+    let unversioned = post().bearer_auth(&token).send().await.unwrap();
+    let answer: Value = unversioned.json().await.unwrap();
+    assert_eq!(answer["error"]["code"], -32009, "{answer}");
+
+    let listed = post()
+        .bearer_auth(&token)
+        .header("A2A-Version", "1.0")
+        .send()
+        .await
+        .unwrap();
+    let answer: Value = listed.json().await.unwrap();
+    assert_eq!(answer["result"]["tasks"], serde_json::json!([]), "{answer}");
+    home.shutdown(daemon).await;
+}

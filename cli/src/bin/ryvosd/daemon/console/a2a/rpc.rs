@@ -6,7 +6,7 @@
 
 use super::found::found;
 use super::refusal::{internal, not_found, unsupported, Refusal};
-use super::tasks::{named, task_of};
+use super::tasks::{latest_of, named, task_of};
 use crate::daemon::console::guard::{self, Caller};
 use crate::daemon::console::State;
 use a2a::{
@@ -17,7 +17,6 @@ use a2a::{
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use ryvos::protocol::records::RunRecord;
 use ryvos::{EventKind, RunHandle, RunStatus, SessionId};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -34,6 +33,11 @@ pub(in crate::daemon::console) async fn rpc(
     headers: HeaderMap,
     Json(request): Json<JsonRpcRequest>,
 ) -> Response {
+    // Programs call with a token; a browser's console session is not a caller here.
+    if caller.cookie.is_some() {
+        let why = "A2A takes a bearer token: `ryvos token create NAME --scope operate`";
+        return guard::refused(StatusCode::UNAUTHORIZED, why);
+    }
     // A change asked with a token that may only read is refused as any HTTP request is.
     let changes = [
         method::SEND_MESSAGE,
@@ -188,40 +192,28 @@ async fn get(state: &State, task: String) -> Result<Task, Refusal> {
 async fn list(state: &State, request: ListTasksRequest) -> Result<ListTasksResponse, Refusal> {
     let runtime = &state.shared.runtime;
     let fail = |e: ryvos::RuntimeError| internal(e.to_string());
-    let runs: Vec<RunRecord> = match request.context_id {
-        Some(context) => {
-            let history = runtime
-                .history(&SessionId::new(context))
-                .await
-                .map_err(fail)?;
-            history.map(|h| h.runs).unwrap_or_default()
-        }
-        None => {
-            let mut latest = Vec::new();
-            for session in runtime
-                .sessions()
-                .await
-                .map_err(fail)?
-                .into_iter()
-                .take(PAGE)
-            {
-                let history = runtime.history(&session.session_id).await.map_err(fail)?;
-                latest.extend(history.and_then(|h| h.runs.into_iter().last()));
-            }
-            latest
-        }
-    };
     let pending = runtime.pending_approvals();
-    let tasks: Vec<Task> = (runs.iter())
-        .map(|run| task_of(run, pending.iter().any(|p| p.run_id == run.run_id)))
-        .filter(|task| {
-            request
-                .status
-                .as_ref()
-                .is_none_or(|s| *s == task.status.state)
-        })
-        .take(PAGE)
-        .collect();
+    let waits = |run: &ryvos::RunId| pending.iter().any(|p| p.run_id == *run);
+    let tasks: Vec<Task> = match request.context_id {
+        Some(context) => {
+            let history = (runtime.history(&SessionId::new(context)).await).map_err(fail)?;
+            let runs = history.map(|h| h.runs).unwrap_or_default();
+            runs.iter()
+                .map(|run| task_of(run, waits(&run.run_id)))
+                .collect()
+        }
+        // Each context's latest task, from the sessions' records alone: no history is read.
+        None => (runtime.sessions().await.map_err(fail)?.iter())
+            .filter_map(|s| latest_of(s, s.last_run.as_ref().is_some_and(waits)))
+            .collect(),
+    };
+    let wanted = |task: &Task| {
+        request
+            .status
+            .as_ref()
+            .is_none_or(|s| *s == task.status.state)
+    };
+    let tasks: Vec<Task> = tasks.into_iter().filter(wanted).take(PAGE).collect();
     let size = tasks.len() as i32;
     Ok(ListTasksResponse {
         tasks,

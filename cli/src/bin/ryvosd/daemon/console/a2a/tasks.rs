@@ -2,7 +2,7 @@
 //! names both (`r_…@s_…`), so any daemon on the store finds it without an index of its own.
 
 use a2a::{Artifact, Message, Part, Role, Task, TaskState, TaskStatus};
-use ryvos::protocol::records::RunRecord;
+use ryvos::protocol::records::{RunRecord, SessionRecord};
 use ryvos::{RunId, RunStatus, SessionId};
 
 /// The task id of run `run` of `session`.
@@ -63,6 +63,37 @@ pub(super) fn task_of(run: &RunRecord, waiting: bool) -> Task {
         history: Some(history),
         metadata: None,
     }
+}
+
+/// The task of `session`'s latest run as its record tells it, without history or artifacts
+/// (`GetTask` gives them): `waiting` when a call of it waits for approval. `None` for a session
+/// that has no run.
+pub(super) fn latest_of(session: &SessionRecord, waiting: bool) -> Option<Task> {
+    let run = session.last_run.as_ref()?;
+    let (state, why) = match session.last_status {
+        None if waiting => (TaskState::InputRequired, None),
+        None => (TaskState::Working, None),
+        Some(status) => state_of(status, None),
+    };
+    let context = session.session_id.to_string();
+    let id = task_id(run, &session.session_id);
+    let message = why.map(|why| Message {
+        context_id: Some(context.clone()),
+        task_id: Some(id.clone()),
+        ..Message::new(Role::Agent, vec![Part::text(why)])
+    });
+    Some(Task {
+        id,
+        context_id: context,
+        status: TaskStatus {
+            state,
+            message,
+            timestamp: chrono::DateTime::from_timestamp_millis(session.updated_at_ms as i64),
+        },
+        artifacts: None,
+        history: None,
+        metadata: None,
+    })
 }
 
 /// The task of run `run` of `session`, just begun on `prompt` (its record may not be stored
