@@ -35,13 +35,16 @@ fn model(pause_ms: Arc<AtomicU64>) -> ryvos_testkit::Router {
 }
 
 /// `n` homes sharing the database at `url` (leases of 3 s), each with its daemon started.
+/// Each daemon runs at most 4 runs at once, so that a batch larger than two daemons hold is
+/// spread over every one of them however fast some claim (on a loaded machine two daemons
+/// could otherwise take a whole batch, and a test waiting for the third would wait in vain).
 async fn cluster(
     server: &ScriptedModelServer,
     url: &str,
     n: usize,
 ) -> (Vec<Home>, Vec<tokio::process::Child>) {
     let homes: Vec<Home> = (0..n)
-        .map(|_| Home::new(server, "").sharing(url, 3))
+        .map(|_| Home::new(server, "[daemon]\nmax_in_flight_runs = 4\n").sharing(url, 3))
         .collect();
     let mut daemons = Vec::new();
     for home in &homes {
