@@ -98,6 +98,29 @@ async fn an_answer_missing_a_criterion_is_retried_with_a_hint_then_accepted() {
         .await
         .unwrap();
     assert_eq!(runs[0].goal.as_ref().unwrap().criteria.len(), 1);
+    // Every message the run added after its prompt is in a turn's checkpoint: the Judge's
+    // note too, with the turn it prompted.
+    let checkpoints = (h.runtime.store().checkpoints(&outcome.session_id).await).unwrap();
+    let history = h
+        .runtime
+        .history(&outcome.session_id)
+        .await
+        .unwrap()
+        .unwrap();
+    let covered = |seq: u64| {
+        checkpoints
+            .iter()
+            .any(|c| (c.first_seq..=c.last_seq).contains(&seq))
+    };
+    for stored in &history.messages {
+        let prompt = matches!(*stored.message, ryvos::Message::User { .. });
+        assert!(
+            prompt || covered(stored.seq),
+            "message {} ({:?}) is in no checkpoint: {checkpoints:?}",
+            stored.seq,
+            stored.message
+        );
+    }
     h.server.assert_no_orphans();
 }
 

@@ -1,6 +1,6 @@
 //! The run's model call: the models it asks, the call in flight (its cancel and heartbeat),
 //! and what the turn's call has met so far (a window it was asked with and counted, losses
-//! and overflows, whether it is being made again). A part of the run's state of its own,
+//! and overflows). A part of the run's state of its own,
 //! with private fields.
 
 use super::history::Mark;
@@ -27,9 +27,6 @@ pub(super) struct ModelCall {
     counted: Option<u64>,
     /// This turn's call was lost with its actor and asked again this many times.
     lost: u32,
-    /// The next call makes the last one again (it stalled, or was lost): it belongs to the
-    /// turn the last one began.
-    again: bool,
     /// The window the turn's call was asked with, which its reported input measures.
     asked_with: Mark,
 }
@@ -45,7 +42,6 @@ impl ModelCall {
             overflows: 0,
             counted: None,
             lost: 0,
-            again: false,
             asked_with: Mark::default(),
         }
     }
@@ -105,16 +101,6 @@ impl ModelCall {
     /// The window the turn's call was asked with.
     pub(super) fn asked_with(&self) -> Mark {
         self.asked_with
-    }
-
-    /// The call is to be made again, as part of the same turn.
-    pub(super) fn ask_again(&mut self) {
-        self.again = true;
-    }
-
-    /// Whether the call about to be made is one made again (said once).
-    pub(super) fn take_asking_again(&mut self) -> bool {
-        std::mem::take(&mut self.again)
     }
 
     /// The call was lost with its actor; how many times this turn's has been.

@@ -17,11 +17,11 @@ impl Driver {
     /// Asks the model for the turn's answer, billed; `None` when the call is to be made again
     /// (it stalled and was cut, it was lost with its actor, or the context had to be made
     /// smaller for it).
+    ///
+    /// The turn's boundary was set when the last one closed (or the prompt was stored): what was
+    /// added since (the Judge's note, a memory flush) goes with this turn, and a call made again
+    /// stays in the turn its predecessor began.
     pub(super) async fn ask_model(&mut self) -> Step<Option<ModelReply>> {
-        // A call made again belongs to the turn its predecessor began.
-        if !self.run.call_mut().take_asking_again() {
-            self.begin_turn();
-        }
         let request = self.request()?;
         let counted_input = self.counted_request_tokens();
         let counted = self.is_counted().then(|| self.raw_request_tokens());
@@ -113,7 +113,6 @@ impl Driver {
         let model = self.run.call().model().to_owned();
         let bill = Bill::estimated(self.run.turns() + 1, &model, usage);
         self.bill(CallPurpose::Turn, vec![bill]).await?;
-        self.run.call_mut().ask_again();
         Ok(None)
     }
 
@@ -134,7 +133,6 @@ impl Driver {
             wait_ms: 0,
             discarded_text: false,
         });
-        self.run.call_mut().ask_again();
         None
     }
 
