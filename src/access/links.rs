@@ -97,6 +97,8 @@ impl Access {
             Ok(grant) => grant,
             refused => return Ok(refused),
         };
+        // Spent links are what gathers where nobody logs in: each use sweeps the expired ones.
+        self.store.remove_expired_credentials(now_ms()).await?;
         let spent = Credential {
             id: spent_id(link),
             kind: CredentialKind::SpentLink,

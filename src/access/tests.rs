@@ -84,3 +84,28 @@ async fn a_link_works_once_for_its_request_and_its_action_only() {
         Err(LinkRefused::Expired)
     );
 }
+
+#[tokio::test]
+async fn using_a_link_sweeps_the_spent_links_that_have_expired() {
+    let (_dir, access) = access();
+    let brief = access
+        .sign_link(
+            "a_1",
+            LinkAction::Approve,
+            std::time::Duration::from_millis(50),
+        )
+        .await
+        .unwrap();
+    assert!(access.spend_link("a_1", &brief).await.unwrap().is_ok());
+    let spent = || async { access.store.credentials("spent").await.unwrap().len() };
+    assert_eq!(spent().await, 1);
+    // Once the brief link has expired, the next use sweeps its record away.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let hour = std::time::Duration::from_secs(3600);
+    let next = access
+        .sign_link("a_2", LinkAction::Deny, hour)
+        .await
+        .unwrap();
+    assert!(access.spend_link("a_2", &next).await.unwrap().is_ok());
+    assert_eq!(spent().await, 1, "only the live link's use is kept");
+}
