@@ -115,6 +115,30 @@ async fn an_empty_prompt_is_bad_usage_and_creates_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_workspace_whose_path_is_not_utf8_is_refused_saying_so() {
+    use std::os::unix::ffi::OsStrExt;
+    let server = ScriptedModelServer::start([]).await;
+    let home = Home::new(&server, "");
+    let odd = home
+        .workspace
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"ws-\xff"));
+    std::fs::create_dir(&odd).unwrap();
+    let ran = home
+        .command(env!("CARGO_BIN_EXE_ryvos"))
+        .args(["run", "--workspace"])
+        .arg(&odd)
+        .arg("hello")
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not valid UTF-8"), "{stderr}");
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn ryvosd_logs_plain_text_off_a_terminal_with_a_line_per_run_start_and_end() {
     let server = ScriptedModelServer::start([Reply::text(&["hello"])]).await;
     let home = Home::new(&server, "");
