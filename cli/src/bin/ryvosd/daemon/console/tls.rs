@@ -85,8 +85,10 @@ async fn accept_all(
             let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
             match handshake.await {
                 Ok(Ok(tls)) => {
-                    // The console stopping meanwhile drops the connection: nothing to do.
-                    let _ = done.send((tls, address)).await;
+                    // Refused only once the console has stopped: the connection goes with it.
+                    if done.send((tls, address)).await.is_err() {
+                        tracing::debug!(%address, "the console stopped during a handshake");
+                    }
                 }
                 Ok(Err(e)) => tracing::debug!(%address, "a console handshake failed: {e}"),
                 Err(_) => tracing::debug!(%address, "a console handshake took too long"),
