@@ -11,12 +11,13 @@ pub(super) async fn found(state: &State, task: &str) -> Result<(RunRecord, bool)
     let missing = || not_found(task);
     let (run, session) = named(task).ok_or_else(missing)?;
     let runtime = &state.shared.runtime;
-    let history = runtime
-        .history(&session)
-        .await
+    // The session's run records alone: its messages are not read.
+    let runs = (runtime.shared_store().session_runs(&session).await)
         .map_err(|e| internal(e.to_string()))?;
-    let record =
-        (history.and_then(|h| h.runs.into_iter().find(|r| r.run_id == run))).ok_or_else(missing)?;
+    let record = runs
+        .into_iter()
+        .find(|r| r.run_id == run)
+        .ok_or_else(missing)?;
     let waiting = (runtime.pending_approvals().iter()).any(|p| p.run_id == run);
     Ok((record, waiting))
 }

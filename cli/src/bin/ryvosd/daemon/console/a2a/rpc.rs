@@ -196,8 +196,9 @@ async fn list(state: &State, request: ListTasksRequest) -> Result<ListTasksRespo
     let waits = |run: &ryvos::RunId| pending.iter().any(|p| p.run_id == *run);
     let tasks: Vec<Task> = match request.context_id {
         Some(context) => {
-            let history = (runtime.history(&SessionId::new(context)).await).map_err(fail)?;
-            let runs = history.map(|h| h.runs).unwrap_or_default();
+            let session = SessionId::new(context);
+            let runs = (runtime.shared_store().session_runs(&session).await)
+                .map_err(|e| internal(e.to_string()))?;
             runs.iter()
                 .map(|run| task_of(run, waits(&run.run_id)))
                 .collect()
