@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// The most tasks kept: a run in flight is stored within moments, so only a burst of sends
-/// comes near it; past it the oldest are forgotten.
+/// comes near it; past it all are forgotten (a forgotten task is told from the store once its
+/// run is stored, and is missing only until then).
 const KEPT: usize = 1024;
 
 #[derive(Default)]

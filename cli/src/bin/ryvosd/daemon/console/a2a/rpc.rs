@@ -113,15 +113,13 @@ async fn answer(state: &State, method: &str, params: Value, by: &str) -> Result<
                 settled(going.run).await;
             }
             let task = get(state, going.task.id).await?;
-            Ok(encoded(&SendMessageResponse::Task(task)))
+            encoded(&SendMessageResponse::Task(task))
         }
-        method::GET_TASK => Ok(encoded(
-            &get(state, parsed::<GetTaskRequest>(params)?.id).await?,
-        )),
-        method::LIST_TASKS => Ok(encoded(&list(state, parsed(params)?).await?)),
-        method::CANCEL_TASK => Ok(encoded(
-            &cancel(state, parsed::<CancelTaskRequest>(params)?.id).await?,
-        )),
+        method::GET_TASK => encoded(&get(state, parsed::<GetTaskRequest>(params)?.id).await?),
+        method::LIST_TASKS => encoded(&list(state, parsed(params)?).await?),
+        method::CANCEL_TASK => {
+            encoded(&cancel(state, parsed::<CancelTaskRequest>(params)?.id).await?)
+        }
         other if other.contains("PushNotification") || other.contains("AgentCard") => {
             Err(unsupported(&format!("{other} is not served")))
         }
@@ -173,8 +171,9 @@ fn parsed<T: DeserializeOwned>(params: Value) -> Result<T, Refusal> {
     })
 }
 
-fn encoded<T: serde::Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
+/// `value` as the result's JSON; a value that cannot be encoded is this agent's failure.
+fn encoded<T: serde::Serialize>(value: &T) -> Result<Value, Refusal> {
+    serde_json::to_value(value).map_err(|e| internal(format!("encoding the result: {e}")))
 }
 
 /// The task `task`, as far as its run has gone.

@@ -4,8 +4,8 @@
 
 use super::tasks::state_of;
 use a2a::{
-    Artifact, JsonRpcId, JsonRpcResponse, Message, Part, Role, StreamResponse, Task,
-    TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
+    error_code, Artifact, JsonRpcError, JsonRpcId, JsonRpcResponse, Message, Part, Role,
+    StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use axum::response::sse::{Event as Sent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -50,10 +50,23 @@ pub(super) fn streamed(id: JsonRpcId, task: Task, run: RunHandle, ended: bool) -
 }
 
 /// `update` as an SSE event: a JSON-RPC response to request `id`.
+/// One that cannot be encoded is sent as this agent's error in its place.
 fn sent(id: &JsonRpcId, update: StreamResponse) -> Result<Sent, Infallible> {
-    let result = serde_json::to_value(&update).unwrap_or_default();
-    let response = JsonRpcResponse::success(id.clone(), result);
-    Ok(Sent::default().json_data(&response).unwrap_or_default())
+    let response = match serde_json::to_value(&update) {
+        Ok(result) => JsonRpcResponse::success(id.clone(), result),
+        Err(e) => JsonRpcResponse::error(
+            id.clone(),
+            JsonRpcError {
+                code: error_code::INTERNAL_ERROR,
+                message: format!("encoding an update: {e}"),
+                data: None,
+            },
+        ),
+    };
+    // The response is plain JSON values and strings: it always encodes.
+    Ok(Sent::default()
+        .json_data(&response)
+        .unwrap_or_else(|e| Sent::default().event("error").data(e.to_string())))
 }
 
 /// The updates a run's `event` makes, and whether the stream ends with them.
