@@ -59,17 +59,8 @@ pub async fn serve(config: Config, socket: std::path::PathBuf) -> u8 {
 /// Long because it is one builder chain, a handler per method, each a few lines that hand the
 /// work to a function of this module or of [`sessions`] and [`turn`].
 fn agent(state: Arc<State>) -> impl ConnectTo<Client> {
-    let (s1, s2, s3, s4, s5, s6, s7, s8, s9) = (
-        state.clone(),
-        state.clone(),
-        state.clone(),
-        state.clone(),
-        state.clone(),
-        state.clone(),
-        state.clone(),
-        state.clone(),
-        state,
-    );
+    // Each handler keeps a handle of its own.
+    let [s1, s2, s3, s4, s5, s6, s7, s8, s9] = std::array::from_fn(|_| state.clone());
     Agent
         .v1()
         .name("ryvos")

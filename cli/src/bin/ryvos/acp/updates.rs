@@ -135,7 +135,7 @@ fn tool_call(call_id: &str, tool: &str, input: &Value, workspace: &Path) -> Tool
         .or_else(|| argument("path"))
         .or_else(|| argument("pattern"));
     let title = match detail {
-        Some(detail) => format!("{tool}: {}", ryvos_text_line(detail)),
+        Some(detail) => format!("{tool}: {}", first_line(detail)),
         None => tool.to_owned(),
     };
     let locations = (argument("path").into_iter())
@@ -148,7 +148,7 @@ fn tool_call(call_id: &str, tool: &str, input: &Value, workspace: &Path) -> Tool
 }
 
 /// The first line of `text`, at most 120 bytes.
-fn ryvos_text_line(text: &str) -> String {
+fn first_line(text: &str) -> String {
     let line = text.lines().next().unwrap_or_default();
     match line.char_indices().nth(120) {
         Some((at, _)) => format!("{}…", &line[..at]),
