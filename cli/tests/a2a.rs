@@ -169,12 +169,29 @@ async fn an_a2a_door_without_its_listener_or_workspace_stops_the_daemon_at_start
 async fn the_a2a_door_takes_a_bearer_token_speaking_a2a_1_0_and_no_console_cookie() {
     use common::console::{client, log_in};
     let model = ScriptedModelServer::start([]).await;
+    // A console without [a2a] serves no A2A door: neither the card nor the endpoint.
+    let console_only = common::console::console_home(&model);
+    let daemon = console_only.daemon().await;
+    let (origin, _) = login_link(&console_only).await;
+    let operator = token(&console_only, "caller", "operate").await;
+    let card = client()
+        .get(format!("{origin}/.well-known/agent-card.json"))
+        .send()
+        .await;
+    assert_eq!(card.unwrap().status(), 404);
+    let rpc = client()
+        .post(format!("{origin}/a2a"))
+        .bearer_auth(&operator);
+    let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}});
+    let rpc = rpc.header("A2A-Version", "1.0").json(&list).send().await;
+    assert_eq!(rpc.unwrap().status(), 404);
+    console_only.shutdown(daemon).await;
+
     let home = a2a_home(&model);
     let daemon = home.daemon().await;
     let (origin, code) = login_link(&home).await;
     let cookie = log_in(&origin, &code).await.unwrap();
     let token = token(&home, "caller", "operate").await;
-    let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}});
     let post = || client().post(format!("{origin}/a2a")).json(&list);
 
     // A browser's console session is not an A2A caller, even from the console's own origin.

@@ -33,6 +33,10 @@ pub(in crate::daemon::console) async fn rpc(
     headers: HeaderMap,
     Json(request): Json<JsonRpcRequest>,
 ) -> Response {
+    // Off unless `[a2a] workspace` is set: then there is no A2A door at all.
+    if !matches!(state.shared.config.a2a.workspace(), Ok(Some(_))) {
+        return StatusCode::NOT_FOUND.into_response();
+    }
     // Programs call with a token; a browser's console session is not a caller here.
     if caller.cookie.is_some() {
         let why = "A2A takes a bearer token: `ryvos token create NAME --scope operate`";
