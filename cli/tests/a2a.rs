@@ -217,5 +217,123 @@ async fn the_a2a_door_takes_a_bearer_token_speaking_a2a_1_0_and_no_console_cooki
         .unwrap();
     let answer: Value = listed.json().await.unwrap();
     assert_eq!(answer["result"]["tasks"], serde_json::json!([]), "{answer}");
+
+    // A push target inside the daemon's network is refused, naming the knob, before anything
+    // starts: no task is begun.
+    let inside = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {
+        "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "say it"}]},
+        "configuration": {"taskPushNotificationConfig": {"url": "http://127.0.0.1:9/hook"}}
+    }});
+    let sent = (client().post(format!("{origin}/a2a")).bearer_auth(&token))
+        .header("A2A-Version", "1.0")
+        .json(&inside)
+        .send()
+        .await
+        .unwrap();
+    let answer: Value = sent.json().await.unwrap();
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    let said = answer["error"]["message"].as_str().unwrap();
+    assert!(said.contains("[a2a] allow_private_push_urls"), "{said}");
+    let listed = post()
+        .bearer_auth(&token)
+        .header("A2A-Version", "1.0")
+        .send()
+        .await
+        .unwrap();
+    let answer: Value = listed.json().await.unwrap();
+    assert_eq!(answer["result"]["tasks"], serde_json::json!([]), "{answer}");
+    home.shutdown(daemon).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_pushes_its_updates_to_the_callers_webhook_through_the_official_python_sdk() {
+    let Some(python) = common::python::python() else {
+        return;
+    };
+    let model = ScriptedModelServer::start([
+        Reply::tool_calls(&[("w1", "write", r#"{"path": "a.txt", "content": "one"}"#)]),
+        Reply::text(&["wrote it"]),
+    ])
+    .await;
+    let home = a2a_home(&model);
+    // The caller's webhook listens on 127.0.0.1: this daemon's operator allows that.
+    let config = home.path().join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text = text.replace(
+        "name = \"Tester\"",
+        "name = \"Tester\"\nallow_private_push_urls = true",
+    );
+    std::fs::write(&config, text).unwrap();
+    let daemon = home.daemon().await;
+    let (origin, _) = login_link(&home).await;
+    let operate = token(&home, "caller", "operate").await;
+    let read = token(&home, "watcher", "read").await;
+    let mut client = home.command(&python);
+    client
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/a2a_push.py"
+        ))
+        .args([&origin, &operate, &read]);
+    let ran = tokio::time::timeout(WAIT * 2, client.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{stderr}");
+    let seen: Value = serde_json::from_slice(&ran.stdout).expect("the client's report");
+
+    assert_eq!(seen["capable"], true, "{seen}");
+    assert_eq!(
+        seen["made"],
+        serde_json::json!({"id": "second", "task": true}),
+        "{seen}"
+    );
+    assert_eq!(
+        seen["listed"],
+        serde_json::json!(["default", "second"]),
+        "{seen}"
+    );
+    assert_eq!(seen["got"]["token"], "task-token", "{seen}");
+    assert_eq!(seen["got"]["scheme"], "Bearer", "{seen}");
+    assert_eq!(
+        seen["after_delete"],
+        serde_json::json!(["default"]),
+        "{seen}"
+    );
+    assert_eq!(seen["read_token_lists"], 403, "{seen}");
+
+    // Every push went to the first target, with its token and credentials, about this task;
+    // the second target was deleted before the task went on, and was told nothing.
+    let pushes = seen["pushes"].as_array().unwrap();
+    for push in pushes {
+        assert_eq!(push["path"], "/first", "{seen}");
+        assert_eq!(push["token"], "task-token", "{seen}");
+        assert_eq!(push["authorization"], "Bearer hook-secret", "{seen}");
+        assert_eq!(push["same_task"], true, "{seen}");
+    }
+    // In order: waiting for approval, then the answer, then completed last.
+    let told: Vec<String> = (pushes.iter())
+        .map(|p| {
+            format!(
+                "{}:{}",
+                p["kind"].as_str().unwrap(),
+                p["state"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    let at = |wanted: &str| told.iter().position(|t| t == wanted);
+    let waited = at("statusUpdate:TASK_STATE_INPUT_REQUIRED").expect("told it waited");
+    let answered = at("artifactUpdate:").expect("told its answer");
+    assert!(waited < answered, "{told:?}");
+    assert_eq!(
+        told.last().unwrap(),
+        "statusUpdate:TASK_STATE_COMPLETED",
+        "{told:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.workspace.path().join("a.txt")).unwrap(),
+        "one"
+    );
     home.shutdown(daemon).await;
 }

@@ -1,14 +1,17 @@
 //! Who may use the daemon's HTTP door, kept in the store so that every daemon sharing it
 //! agrees: bearer tokens for programs ([`Access::create_token`]), console sessions for people
 //! ([`Access::open_session`]), and the key approval links are signed with. Only SHA-256
-//! hashes of tokens and cookies are stored; a secret is shown once, to whoever made it.
+//! hashes of tokens and cookies are stored; a secret is shown once, to whoever made it. A2A
+//! tasks' push targets live here too ([`Access::set_push_target`]).
 
 pub mod links;
+mod push;
 mod tokens;
 
+pub use push::{check_push_target_id, MAX_PUSH_TARGETS};
 use ryvos_actors::{now_ms, Store, StoreError};
 use ryvos_protocol::records::{Credential, CredentialKind};
-pub use ryvos_protocol::records::{Scope, TokenInfo};
+pub use ryvos_protocol::records::{PushTarget, Scope, TokenInfo};
 use sha2::{Digest, Sha256};
 use std::time::Duration;
 

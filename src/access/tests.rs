@@ -109,3 +109,53 @@ async fn using_a_link_sweeps_the_spent_links_that_have_expired() {
     assert!(access.spend_link("a_2", &next).await.unwrap().is_ok());
     assert_eq!(spent().await, 1, "only the live link's use is kept");
 }
+
+#[tokio::test]
+async fn a_tasks_push_targets_are_kept_replaced_by_id_bounded_and_removed() {
+    let (_dir, access) = access();
+    let target = |task: &str, id: &str, url: &str| PushTarget {
+        task: task.into(),
+        id: id.into(),
+        url: url.into(),
+        token: Some("t".into()),
+        auth_scheme: None,
+        auth_credentials: None,
+    };
+    let task = "r_1@s_1";
+    access
+        .set_push_target(target(task, "a", "http://one.example/"))
+        .await
+        .unwrap();
+    access
+        .set_push_target(target(task, "a", "http://two.example/"))
+        .await
+        .unwrap();
+    // A task whose id starts as this one's does is another task.
+    access
+        .set_push_target(target("r_1@s_10", "a", "http://other.example/"))
+        .await
+        .unwrap();
+    let held = access.push_targets(task).await.unwrap();
+    assert_eq!(held, vec![target(task, "a", "http://two.example/")]);
+
+    for n in 1..MAX_PUSH_TARGETS {
+        let id = format!("n{n}");
+        let url = "http://x.example/";
+        access
+            .set_push_target(target(task, &id, url))
+            .await
+            .unwrap();
+    }
+    let over = access.set_push_target(target(task, "over", "http://x.example/"));
+    assert!(matches!(over.await, Err(AccessError::Refused(_))));
+    let bad_id = access.set_push_target(target(task, "a/b", "http://x.example/"));
+    assert!(matches!(bad_id.await, Err(AccessError::Refused(_))));
+
+    assert!(access.remove_push_target(task, "a").await.unwrap());
+    assert!(!access.remove_push_target(task, "a").await.unwrap());
+    assert_eq!(access.push_target(task, "a").await.unwrap(), None);
+    assert_eq!(
+        access.push_targets(task).await.unwrap().len(),
+        MAX_PUSH_TARGETS - 1
+    );
+}

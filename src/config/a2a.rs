@@ -16,6 +16,9 @@ pub struct A2aConfig {
     pub description: String,
     /// What the agent is good at, as its card lists it.
     pub skills: Vec<A2aSkill>,
+    /// Whether a caller's push notification URL may be at a loopback, private or link-local
+    /// address (inside the daemon's network); off, only public addresses are POSTed to.
+    pub allow_private_push_urls: bool,
 }
 
 /// One skill of `[a2a] skills`.
@@ -38,6 +41,7 @@ impl Default for A2aConfig {
                           durably, within its budgets and its security policy"
                 .into(),
             skills: Vec::new(),
+            allow_private_push_urls: false,
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Who may use the daemon's HTTP door: bearer tokens for programs, console sessions for
 //! people, and the key approval links are signed with. Only hashes of tokens and cookies are
-//! kept, so no credential can be read back out of the store.
+//! kept, so no credential can be read back out of the store. The store also keeps where A2A
+//! callers asked to be told of their tasks ([`PushTarget`]), with the secrets they gave to be
+//! told with: those must be sent, so they are kept as given.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -66,6 +68,26 @@ pub enum CredentialKind {
     LinkKey { key: String },
     /// An approval link that was used: it works once.
     SpentLink,
+    /// Where an A2A task's updates are POSTed (`push:TASK/ID`).
+    PushTarget(PushTarget),
+}
+
+/// Where an A2A caller asked a task's updates to be POSTed, and what to send with them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PushTarget {
+    /// The task (`r_…@s_…`).
+    pub task: String,
+    /// Its id among the task's targets.
+    pub id: String,
+    pub url: String,
+    /// Sent back as `X-A2A-Notification-Token`, for the receiver to know the sender.
+    #[serde(default)]
+    pub token: Option<String>,
+    /// `Authorization: SCHEME CREDENTIALS`, when both are given.
+    #[serde(default)]
+    pub auth_scheme: Option<String>,
+    #[serde(default)]
+    pub auth_credentials: Option<String>,
 }
 
 /// A token as `ryvos token list` shows it: never its secret.

@@ -12,7 +12,7 @@ mod verdict;
 mod watch;
 
 pub use crate::run_params::{OnLimit, RunSettings};
-pub use access::{Credential, CredentialKind, Scope, TokenInfo};
+pub use access::{Credential, CredentialKind, PushTarget, Scope, TokenInfo};
 pub use audit::{Answer, AuditRecord, PendingApproval};
 pub use cost::CostTotals;
 pub use memory::MemoryEntry;

@@ -22,6 +22,7 @@ mod run_request;
 mod status;
 mod streaming;
 mod tokens;
+mod webhook;
 
 use lock::HomeLock;
 use ryvos::config::Config;

@@ -3,9 +3,12 @@
 //! `ApprovalRequested` event. With the console served, an approval's notification carries
 //! signed single-use links to approve or deny it (`links` in the JSON, `RYVOS_APPROVE_URL`
 //! and `RYVOS_DENY_URL` for the command). Each is bounded in time, and what goes wrong is
-//! logged: a notification never holds up or fails a run.
+//! logged: a notification never holds up or fails a run. The same watch tells A2A callers'
+//! push targets of their tasks ([`Pushes`]).
 
 use super::console::links::{self, Links};
+use super::console::Pushes;
+use super::webhook::{Reach, Webhook};
 use super::Shared;
 use ryvos::{Event, EventKind};
 use std::process::Stdio;
@@ -16,36 +19,41 @@ use tokio::sync::broadcast::error::RecvError;
 
 /// How long a notify command may run before it is killed.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long a webhook may take to answer.
-const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Starts the notifier when one is configured; it ends with the daemon.
+/// Starts the notifier when there is someone to tell: the operator's command or webhook, or
+/// A2A callers' push targets (when the A2A door is served); it ends with the daemon.
 pub(super) fn spawn(shared: Arc<Shared>) -> Option<tokio::task::JoinHandle<()>> {
     let daemon = &shared.config.daemon;
-    if daemon.notify_command.is_empty() && daemon.notify_url.is_empty() {
+    let operator = !daemon.notify_command.is_empty() || !daemon.notify_url.is_empty();
+    let a2a = shared.console.is_some() && matches!(shared.config.a2a.workspace(), Ok(Some(_)));
+    if !operator && !a2a {
         return None;
     }
     let mut events = shared.runtime.subscribe();
+    let mut pushes = Pushes::default();
     Some(tokio::spawn(async move {
         loop {
             let event = tokio::select! {
                 next = events.recv() => next,
                 () = shared.shutdown.cancelled() => return,
             };
-            match event {
-                Ok(event)
-                    if matches!(
-                        event.kind,
-                        EventKind::RunParked { .. } | EventKind::ApprovalRequested { .. }
-                    ) =>
-                {
-                    tokio::spawn(notify(shared.clone(), event));
-                }
-                Ok(_) => {}
+            let event = match event {
+                Ok(event) => event,
                 Err(RecvError::Lagged(n)) => {
-                    tracing::warn!("the notifier fell behind by {n} events; a park may go untold");
+                    tracing::warn!("the notifier fell behind by {n} events; some go untold");
+                    continue;
                 }
                 Err(RecvError::Closed) => return,
+            };
+            let waits = matches!(
+                event.kind,
+                EventKind::RunParked { .. } | EventKind::ApprovalRequested { .. }
+            );
+            if operator && waits {
+                tokio::spawn(notify(shared.clone(), event.clone()));
+            }
+            if a2a {
+                pushes.push(&shared, &event);
             }
         }
     }))
@@ -140,21 +148,8 @@ async fn run_command(
     ))
 }
 
-/// POSTs `json` to `url`, which must answer 2xx within [`WEBHOOK_TIMEOUT`].
+/// POSTs `json` to the operator's `url`.
 async fn post(url: &str, json: String) -> Result<(), String> {
-    let client = reqwest::Client::builder()
-        .timeout(WEBHOOK_TIMEOUT)
-        .build()
-        .map_err(|e| e.to_string())?;
-    let answer = client
-        .post(url)
-        .header("content-type", "application/json")
-        .body(json)
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    match answer.status() {
-        status if status.is_success() => Ok(()),
-        status => Err(format!("{url} answered {status}")),
-    }
+    let webhook = Webhook::checked(url, Reach::Anywhere, "[daemon] notify_url").await?;
+    webhook.post(json, &[]).await
 }

@@ -13,6 +13,7 @@ mod runs;
 mod tls;
 
 use super::{DaemonError, Shared};
+pub(crate) use a2a::Pushes;
 use axum::routing::{get, post};
 use axum::Router;
 use logins::Logins;

@@ -57,7 +57,7 @@ pub(in crate::daemon::console) async fn card(
         supported_interfaces: vec![interface],
         capabilities: AgentCapabilities {
             streaming: Some(true),
-            push_notifications: Some(false),
+            push_notifications: Some(true),
             extensions: None,
             extended_agent_card: Some(false),
         },

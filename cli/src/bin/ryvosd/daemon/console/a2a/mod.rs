@@ -5,6 +5,8 @@
 mod begun;
 mod card;
 mod found;
+mod push;
+mod push_configs;
 mod refusal;
 mod rpc;
 mod send;
@@ -13,4 +15,5 @@ mod tasks;
 
 pub(super) use begun::Begun;
 pub(super) use card::card;
+pub(crate) use push::Pushes;
 pub(super) use rpc::rpc;

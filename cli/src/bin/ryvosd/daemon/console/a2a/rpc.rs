@@ -5,6 +5,7 @@
 //! token; what changes something, one that may operate.
 
 use super::found::found;
+use super::push_configs;
 use super::refusal::{internal, not_found, unsupported, Refusal};
 use super::tasks::{latest_of, named, task_of};
 use crate::daemon::console::guard::{self, Caller};
@@ -42,13 +43,18 @@ pub(in crate::daemon::console) async fn rpc(
         let why = "A2A takes a bearer token: `ryvos token create NAME --scope operate`";
         return guard::refused(StatusCode::UNAUTHORIZED, why);
     }
-    // A change asked with a token that may only read is refused as any HTTP request is.
-    let changes = [
+    // A change asked with a token that may only read is refused as any HTTP request is. Push
+    // configs hold their webhooks' credentials: only a token that may operate sees them.
+    let operating = [
         method::SEND_MESSAGE,
         method::SEND_STREAMING_MESSAGE,
         method::CANCEL_TASK,
+        method::CREATE_PUSH_CONFIG,
+        method::GET_PUSH_CONFIG,
+        method::LIST_PUSH_CONFIGS,
+        method::DELETE_PUSH_CONFIG,
     ];
-    if changes.contains(&request.method.as_str()) && !caller.scope.operates() {
+    if operating.contains(&request.method.as_str()) && !caller.scope.operates() {
         let why = format!(
             "{} may only read: make a token with --scope operate",
             caller.by
@@ -108,11 +114,14 @@ async fn answer(state: &State, method: &str, params: Value, by: &str) -> Result<
     match method {
         method::SEND_MESSAGE => {
             let request: SendMessageRequest = parsed(params)?;
-            let immediately = request
-                .configuration
-                .as_ref()
-                .and_then(|c| c.return_immediately);
+            let configuration = request.configuration;
+            let immediately = configuration.as_ref().and_then(|c| c.return_immediately);
+            let push = configuration.and_then(|c| c.task_push_notification_config);
+            let push = pushing(state, push).await?;
             let going = super::send::going(state, request.message, by).await?;
+            if let Some(push) = push {
+                push_configs::given(state, &going.task.id, push).await?;
+            }
             if immediately != Some(true) {
                 settled(going.run).await;
             }
@@ -124,9 +133,14 @@ async fn answer(state: &State, method: &str, params: Value, by: &str) -> Result<
         method::CANCEL_TASK => {
             encoded(&cancel(state, parsed::<CancelTaskRequest>(params)?.id).await?)
         }
-        other if other.contains("PushNotification") || other.contains("AgentCard") => {
-            Err(unsupported(&format!("{other} is not served")))
+        method::CREATE_PUSH_CONFIG => encoded(&push_configs::create(state, parsed(params)?).await?),
+        method::GET_PUSH_CONFIG => encoded(&push_configs::get(state, parsed(params)?).await?),
+        method::LIST_PUSH_CONFIGS => encoded(&push_configs::list(state, parsed(params)?).await?),
+        method::DELETE_PUSH_CONFIG => {
+            push_configs::delete(state, parsed(params)?).await?;
+            Ok(Value::Null)
         }
+        other if other.contains("AgentCard") => Err(unsupported(&format!("{other} is not served"))),
         other => Err((
             error_code::METHOD_NOT_FOUND,
             format!("there is no method {other}"),
@@ -141,8 +155,26 @@ async fn going_on(
     by: &str,
 ) -> Result<(Task, RunHandle, bool), Refusal> {
     let request: SendMessageRequest = parsed(params)?;
+    let push = request
+        .configuration
+        .and_then(|c| c.task_push_notification_config);
+    let push = pushing(state, push).await?;
     let going = super::send::going(state, request.message, by).await?;
+    if let Some(push) = push {
+        push_configs::given(state, &going.task.id, push).await?;
+    }
     Ok((going.task, going.run, false))
+}
+
+/// The push target a message gives, checked before anything starts.
+async fn pushing(
+    state: &State,
+    push: Option<a2a::TaskPushNotificationConfig>,
+) -> Result<Option<ryvos::access::PushTarget>, Refusal> {
+    match push {
+        Some(config) => Ok(Some(push_configs::checked(state, config).await?)),
+        None => Ok(None),
+    }
 }
 
 /// A task to follow (`SubscribeToTask`): as it stands, its run from now, and whether it has

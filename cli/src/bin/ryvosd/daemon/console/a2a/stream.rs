@@ -15,9 +15,9 @@ use std::convert::Infallible;
 
 /// The task's id and context, as every update names them.
 #[derive(Clone)]
-struct Named {
-    task: String,
-    context: String,
+pub(super) struct Named {
+    pub task: String,
+    pub context: String,
 }
 
 /// Request `id`'s answer: `task`, then `run`'s updates until its end or a wait for input.
@@ -69,8 +69,9 @@ fn sent(id: &JsonRpcId, update: StreamResponse) -> Result<Sent, Infallible> {
         .unwrap_or_else(|e| Sent::default().event("error").data(e.to_string())))
 }
 
-/// The updates a run's `event` makes, and whether the stream ends with them.
-fn told(event: &EventKind, named: &Named) -> Option<(Vec<StreamResponse>, bool)> {
+/// The updates a run's `event` makes, and whether the stream ends with them: what a stream
+/// sends, and what is pushed to the task's push targets.
+pub(super) fn told(event: &EventKind, named: &Named) -> Option<(Vec<StreamResponse>, bool)> {
     match event {
         EventKind::RunStarted { .. } => {
             Some((vec![status(named, TaskState::Working, None)], false))
