@@ -40,6 +40,7 @@ pub mod config;
 mod context;
 mod cost_ledger;
 mod director;
+mod editor;
 mod engine;
 mod event;
 mod guardian;
@@ -68,6 +69,7 @@ mod workspace;
 
 // What the embedding runtime (the `ryvos` crate) uses; everything else is the engine's own.
 pub use cost_ledger::Period;
+pub use editor::{Editor, EditorAnswer};
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use guardrail::{After, Before, Guardrail, GuardrailConfig};
 pub use interrupt::{Interrupter, OnMessage};

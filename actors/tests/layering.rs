@@ -25,6 +25,7 @@ const STACK: &[&str] = &[
     "tool_executor",
     "security",
     "tools",
+    "editor",
     "guardian",
     "cost_ledger",
     "llm_stream",

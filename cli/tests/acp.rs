@@ -553,3 +553,144 @@ async fn a_mode_answers_what_the_policy_asks_about_as_far_as_it_goes() {
         .any(|u| matches!(u, SessionUpdate::CurrentModeUpdate(m)
         if &*m.current_mode_id.0 == "auto-edit")));
 }
+
+/// What the editor with buffers was asked: each read's path, each write's path and text.
+#[derive(Default)]
+struct FilesAsked {
+    reads: Vec<std::path::PathBuf>,
+    writes: Vec<(std::path::PathBuf, String)>,
+}
+
+/// Connects to `agent` as an editor that reads and writes files for its agent: a read gets
+/// the open buffer (`buffers`) or else the disk, a write goes to a buffer, not to the disk.
+/// Runs `test` on the connection; what the editor was asked.
+async fn as_editor_with_buffers(
+    agent: AcpAgent,
+    buffers: std::collections::HashMap<std::path::PathBuf, String>,
+    test: impl AsyncFnOnce(ConnectionTo<Agent>) -> Result<(), Error>,
+) -> FilesAsked {
+    use agent_client_protocol::v1::schema::{
+        FileSystemCapabilities, ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest,
+        WriteTextFileResponse,
+    };
+    let buffers = Arc::new(Mutex::new(buffers));
+    let asked = Arc::new(Mutex::new(FilesAsked::default()));
+    let (read_buffers, read_asked) = (buffers.clone(), asked.clone());
+    let (write_buffers, write_asked) = (buffers, asked.clone());
+    let connected = Client
+        .v1()
+        .name("test-editor-with-buffers")
+        .on_receive_request(
+            async move |r: ReadTextFileRequest, to: Responder<ReadTextFileResponse>, _| {
+                read_asked.lock().unwrap().reads.push(r.path.clone());
+                let open = read_buffers.lock().unwrap().get(&r.path).cloned();
+                match open.map_or_else(|| std::fs::read_to_string(&r.path), Ok) {
+                    Ok(text) => to.respond(ReadTextFileResponse::new(text)),
+                    Err(e) => to.respond_with_error(Error::internal_error().data(e.to_string())),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: WriteTextFileRequest, to: Responder<WriteTextFileResponse>, _| {
+                write_asked
+                    .lock()
+                    .unwrap()
+                    .writes
+                    .push((r.path.clone(), r.content.clone()));
+                write_buffers.lock().unwrap().insert(r.path, r.content);
+                to.respond(WriteTextFileResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(agent, async |cx: ConnectionTo<Agent>| {
+            let fs = FileSystemCapabilities::new()
+                .read_text_file(true)
+                .write_text_file(true);
+            let init = InitializeRequest::new(ProtocolVersion::V1)
+                .client_capabilities(ClientCapabilities::new().fs(fs));
+            cx.send_request(init).block_task().await?;
+            test(cx).await
+        });
+    tokio::time::timeout(WAIT * 4, connected)
+        .await
+        .expect("the editor's session ended in time")
+        .expect("the connection worked");
+    Arc::into_inner(asked).unwrap().into_inner().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_file_tools_read_the_editors_buffers_and_write_through_it_confined_to_the_workspace() {
+    for with_daemon in [false, true] {
+        let model = ScriptedModelServer::start([
+            Reply::tool_calls(&[("r1", "read", r#"{"path": "a.txt"}"#)]),
+            Reply::tool_calls(&[("r2", "read", r#"{"path": "../outside.txt"}"#)]),
+            Reply::tool_calls(&[(
+                "e1",
+                "edit",
+                r#"{"path": "a.txt", "old_string": "unsaved", "new_string": "edited"}"#,
+            )]),
+            Reply::tool_calls(&[("w1", "write", r#"{"path": "b.txt", "content": "new file"}"#)]),
+            Reply::text(&["done"]),
+        ])
+        .await;
+        // Edits are allowed without asking.
+        let home = Home::new(&model, "");
+        let daemon = match with_daemon {
+            true => Some(home.daemon().await),
+            false => None,
+        };
+        let workspace = home.workspace.path().canonicalize().unwrap();
+        std::fs::write(workspace.join("a.txt"), "saved text\n").unwrap();
+        let outside = workspace.parent().unwrap().join("outside.txt");
+        let buffers = [
+            (workspace.join("a.txt"), "unsaved text\n".to_owned()),
+            (outside.clone(), "not for the agent".to_owned()),
+        ];
+        let asked = as_editor_with_buffers(agent(&home), buffers.into(), async |cx| {
+            let new = cx
+                .send_request(NewSessionRequest::new(workspace.clone()))
+                .block_task()
+                .await?;
+            let turn = cx.send_request(prompt(&new.session_id, "work on a and b"));
+            assert_eq!(turn.block_task().await?.stop_reason, StopReason::EndTurn);
+            Ok(())
+        })
+        .await;
+
+        // The read saw the unsaved buffer; the path leading out was refused before the editor
+        // was asked.
+        let requests = model
+            .requests()
+            .iter()
+            .map(Value::to_string)
+            .collect::<String>();
+        assert!(
+            requests.contains("unsaved text"),
+            "{with_daemon}: {requests}"
+        );
+        assert!(
+            requests.contains("leads outside the workspace"),
+            "{requests}"
+        );
+        assert!(!requests.contains("not for the agent"), "{requests}");
+        assert!(!asked.reads.contains(&outside), "{:?}", asked.reads);
+        // The edit and the write went to the editor, not to the disk under it.
+        assert_eq!(
+            asked.writes,
+            [
+                (workspace.join("a.txt"), "edited text\n".to_owned()),
+                (workspace.join("b.txt"), "new file".to_owned()),
+            ],
+            "{with_daemon}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
+            "saved text\n"
+        );
+        assert!(!workspace.join("b.txt").exists());
+        if let Some(daemon) = daemon {
+            home.shutdown(daemon).await;
+        }
+    }
+}

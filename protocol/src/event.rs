@@ -127,6 +127,15 @@ pub enum EventKind {
         allowed: bool,
         reason: String,
     },
+    /// A file tool of a run an editor started with `editor_files` asks it for the file at
+    /// `path` (absolute, inside the workspace) or, with `content`, to write it: answered with
+    /// `file_answer`. Unanswered for 20 s, the run's file tools use the disk from then on.
+    FileRequested {
+        request_id: String,
+        path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<String>,
+    },
     /// An approval request was answered, or denied as unanswered (`by`: `unanswered`).
     ApprovalResolved {
         request_id: String,

@@ -32,6 +32,11 @@ pub struct RunParams {
     /// Runs as a Director: a planned graph of steps.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub director: bool,
+    /// The caller reads and writes files for the run (an editor, with its unsaved buffers):
+    /// the file tools ask it with `file_requested` events, answered by `file_answer`. Only for
+    /// `run`, whose caller follows the run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub editor_files: bool,
     /// The caller's W3C trace context (`00-<trace id>-<span id>-<flags>`): with `[otel]` on,
     /// the run's span is a child of the caller's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -74,6 +79,7 @@ impl RunParams {
             cwd: None,
             goal: None,
             director: false,
+            editor_files: false,
             traceparent: None,
             config: None,
             model: None,

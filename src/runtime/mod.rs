@@ -237,6 +237,7 @@ impl Runtime {
             // What the caller gives is the user's own: its commands run without approval.
             goal: request.goal.map(|g| Arc::new(g.from_user())),
             on_message: request.on_message,
+            editor_files: request.editor_files,
             trace_parent,
             settings,
             directed_by: None,
@@ -301,6 +302,14 @@ impl Runtime {
             always: false,
         };
         self.engine.answer_approval(request_id, answer).await
+    }
+
+    /// Answers file request `request_id` (a `FileRequested` event of a run started with
+    /// [`RunRequest::editor_files`]): the file's text for a read (`None` for a write done), or
+    /// why the editor could not. Whether it was waiting (not answered, given up on, or
+    /// ended with its run).
+    pub fn answer_file(&self, request_id: &str, answer: Result<Option<String>, String>) -> bool {
+        self.engine.answer_file(request_id, answer)
     }
 
     /// Approves `request_id` and the same call (the tool; for bash, the command) for the rest

@@ -26,6 +26,9 @@ pub struct RunRequest {
     pub goal: Option<Goal>,
     /// Run as a Director: plan a graph of steps, then carry them out.
     pub director: bool,
+    /// The caller reads and writes the run's files (an editor): the file tools ask it, with
+    /// `FileRequested` events answered by [`crate::Runtime::answer_file`].
+    pub editor_files: bool,
     /// Shown each message the run adds; it may interrupt the run after any of them.
     pub on_message: Option<OnMessage>,
     /// The caller's W3C trace context: the run's span is a child of it.
@@ -91,6 +94,7 @@ impl RunRequest {
             caller_dir: None,
             goal: None,
             director: false,
+            editor_files: false,
             on_message: None,
             traceparent: None,
             settings: RunSettings::default(),
@@ -108,6 +112,7 @@ impl RunRequest {
         request.goal = params.goal.clone();
         request.traceparent = params.traceparent.clone();
         request.director = params.director;
+        request.editor_files = params.editor_files;
         request.settings = params.settings();
         request
     }
@@ -175,6 +180,14 @@ impl RunRequest {
     /// `completed` only when it accepts.
     pub fn goal(mut self, goal: Goal) -> Self {
         self.goal = Some(goal);
+        self
+    }
+
+    /// Has the file tools read and write through the caller, who answers each
+    /// `FileRequested` event with [`crate::Runtime::answer_file`] (an editor, whose unsaved
+    /// buffers the run then sees).
+    pub fn editor_files(mut self) -> Self {
+        self.editor_files = true;
         self
     }
 

@@ -118,6 +118,8 @@ pub struct Engine {
     directing: Directors,
     /// Tool calls waiting for a person's approval.
     approvals: Approvals,
+    /// File requests waiting for editors' answers.
+    editor_requests: crate::editor::EditorRequests,
     /// The OS sandbox of the programs runs start.
     sandbox: Sandbox,
     /// The MCP servers' states.
@@ -184,6 +186,7 @@ impl Engine {
         )
         .map_err(|e| EngineError::Memory(e.to_string()))?;
         let approvals = Approvals::default();
+        let editor_requests = crate::editor::EditorRequests::default();
         // Requests whose runs paused before the last stop can still be answered.
         approvals.restore(store.paused_approvals().await.map_err(opening_store)?);
         let registry = ToolRegistry::new(crate::memory::with_memory_tools(tools, &memory))?;
@@ -234,6 +237,7 @@ impl Engine {
             budget: Arc::new(config.budget.clone()),
             guardrails: Arc::new(guardrails),
             approvals: approvals.clone(),
+            editor_requests: editor_requests.clone(),
             global_events: global_events.clone(),
             mcp: mcp.clone(),
         };
@@ -317,6 +321,7 @@ impl Engine {
             models,
             directing: Arc::default(),
             approvals,
+            editor_requests,
             sandbox,
             mcp,
             in_flight,
@@ -470,6 +475,12 @@ impl Engine {
         crate::checkpoint::store(&self.checkpoint, batch)
             .await
             .map_err(|e| ApprovalError::NotStored(request_id.to_owned(), e.to_string()))
+    }
+
+    /// Answers file request `request_id` (a `FileRequested` event) with the file's text (or
+    /// `None` for a write done), or why the editor could not; whether it was waiting.
+    pub fn answer_file(&self, request_id: &str, answer: crate::editor::EditorAnswer) -> bool {
+        self.editor_requests.answer(request_id, answer)
     }
 
     /// The tool calls waiting for a person's approval, to list and answer.

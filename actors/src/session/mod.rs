@@ -75,6 +75,8 @@ pub(crate) struct Services {
     pub budget: Arc<crate::config::BudgetConfig>,
     /// Approval requests, to forget those of a session's calls that are no longer pending.
     pub approvals: crate::security::Approvals,
+    /// The file requests waiting for editors' answers.
+    pub editor_requests: crate::editor::EditorRequests,
     /// Checks around every model call.
     pub guardrails: Arc<Vec<Arc<dyn crate::guardrail::Guardrail>>>,
     pub global_events: GlobalEvents,
@@ -97,6 +99,8 @@ pub struct RunSpec {
     pub goal: Option<Arc<crate::judge::Goal>>,
     /// The host's callback, shown each message the run adds; it may interrupt the run.
     pub on_message: Option<crate::interrupt::OnMessage>,
+    /// The caller reads and writes the run's files ([`crate::editor`]).
+    pub editor_files: bool,
     /// The caller's trace: the run's span is a child of it (while telemetry is on).
     pub trace_parent: Option<crate::telemetry::TraceParent>,
     /// What this run asks for over the configuration (a model, its limits).

@@ -54,6 +54,8 @@ pub(super) struct ActiveRun {
     limits: RunLimits,
     /// Set to pause the run after its current step (status `interrupted`).
     interrupter: Interrupter,
+    /// The editor its file tools go through, when an editor started it.
+    editor: Option<crate::editor::Editor>,
     /// The host's callback, shown each message the run adds.
     on_message: Option<OnMessage>,
     /// Cancels `cancel` when the run is dropped, however that happens (a panicking actor too),
@@ -143,6 +145,11 @@ impl ActiveRun {
         let sandbox = (services.sandbox)
             .for_run(&spec.workspace)
             .publishing(events.clone());
+        let editor = (spec.editor_files).then(|| {
+            services
+                .editor_requests
+                .editor(events.clone(), cancel.clone())
+        });
         let mut run = ActiveRun {
             id,
             prompt: spec.prompt.clone(),
@@ -152,6 +159,7 @@ impl ActiveRun {
             goal: spec.goal.clone(),
             limits: RunLimits::new(&services.agent, &spec.settings),
             interrupter: Interrupter::default(),
+            editor,
             on_message: spec.on_message.clone(),
             call: ModelCall::new(models, &cancel),
             cancel: cancel.clone(),
@@ -212,6 +220,7 @@ impl ActiveRun {
             cancel: self.cancel.clone(),
             interrupt: self.interrupter.clone(),
             sandbox: self.sandbox.clone(),
+            editor: self.editor.clone(),
         }
     }
 

@@ -32,6 +32,8 @@ pub struct ToolContext {
     pub interrupt: crate::interrupt::Interrupter,
     /// Where every program a call starts runs: confined to the workspace, or refused.
     pub sandbox: crate::sandbox::RunSandbox,
+    /// The editor the file tools read and write through, for a run an editor started.
+    pub editor: Option<crate::editor::Editor>,
 }
 
 /// Why a tool call failed. Reported to the model as `execution_error: …` or `denied: …`.

@@ -81,6 +81,26 @@ pub struct AnswerParams {
     pub by: Option<String>,
 }
 
+/// `file_answer`'s parameters: what the editor did with a `file_requested` event's request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileAnswerParams {
+    pub request_id: String,
+    /// A read's text (left out for a write done).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// Why the editor could not read or write the file; the tool fails with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `file_answer`'s result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct FileAnswered {
+    pub request_id: String,
+}
+
 /// The longest `by` an answer may give, in bytes (the schema's `maxLength` counts characters:
 /// the same for ASCII).
 pub const MAX_BY_BYTES: usize = 100;
@@ -320,6 +340,9 @@ calls! {
     Approve = "approve": AnswerParams => AnswerResult;
     /// Denies a waiting call.
     Deny = "deny": AnswerParams => AnswerResult;
+    /// Answers a file request (a `file_requested` event) of a run started with
+    /// `editor_files`.
+    FileAnswer = "file_answer": FileAnswerParams => FileAnswered;
     /// Pauses a session's run in flight after its current step.
     Interrupt = "interrupt": SessionParams => InterruptResult;
     /// Stops a session's run in flight for good.

@@ -46,6 +46,20 @@ impl Tool for Edit {
         let old = str_arg(&input, "old_string").to_owned();
         let new = str_arg(&input, "new_string").to_owned();
         let shown = str_arg(&input, "path").to_owned();
+        if let Some(editor) = &ctx.editor {
+            if let Some(text) = editor.read(&path).await.map_err(ToolError::Execution)? {
+                let edited = replaced(&text, &old, &new, &shown)?;
+                if editor
+                    .write(&path, &edited)
+                    .await
+                    .map_err(ToolError::Execution)?
+                {
+                    return Ok(format!(
+                        "edited {shown}: replaced 1 occurrence (in the editor)"
+                    ));
+                }
+            }
+        }
         let workspace = ctx.workspace.clone();
         let rules = ctx.sandbox.file_rules();
         blocking(move || {
@@ -53,26 +67,27 @@ impl Tool for Edit {
             open_checked(&workspace, &rules, &path, Access::Read, &shown)?
                 .read_to_string(&mut text)
                 .map_err(|e| ToolError::Execution(format!("cannot read '{shown}': {e}")))?;
-            match text.matches(old.as_str()).count() {
-                0 => Err(ToolError::Execution(format!(
-                    "old_string was not found in '{shown}'; read the file and copy the text \
-                     exactly, whitespace included"
-                ))),
-                1 => {
-                    let edited = text.replacen(old.as_str(), &new, 1);
-                    open_checked(&workspace, &rules, &path, Access::Write, &shown)?
-                        .write_all(edited.as_bytes())
-                        .map_err(|e| {
-                            ToolError::Execution(format!("cannot write '{shown}': {e}"))
-                        })?;
-                    Ok(format!("edited {shown}: replaced 1 occurrence"))
-                }
-                n => Err(ToolError::Execution(format!(
-                    "old_string appears {n} times in '{shown}'; include more surrounding text \
-                     so that it appears once"
-                ))),
-            }
+            let edited = replaced(&text, &old, &new, &shown)?;
+            open_checked(&workspace, &rules, &path, Access::Write, &shown)?
+                .write_all(edited.as_bytes())
+                .map_err(|e| ToolError::Execution(format!("cannot write '{shown}': {e}")))?;
+            Ok(format!("edited {shown}: replaced 1 occurrence"))
         })
         .await
+    }
+}
+
+/// `text` with its one `old` replaced by `new`; an `old` found no times, or many, is refused.
+fn replaced(text: &str, old: &str, new: &str, shown: &str) -> Result<String, ToolError> {
+    match text.matches(old).count() {
+        0 => Err(ToolError::Execution(format!(
+            "old_string was not found in '{shown}'; read the file and copy the text \
+             exactly, whitespace included"
+        ))),
+        1 => Ok(text.replacen(old, new, 1)),
+        n => Err(ToolError::Execution(format!(
+            "old_string appears {n} times in '{shown}'; include more surrounding text so that \
+             it appears once"
+        ))),
     }
 }

@@ -52,6 +52,15 @@ impl Tool for Read {
             .and_then(Value::as_u64)
             .unwrap_or(DEFAULT_LIMIT);
         let shown = str_arg(&input, "path").to_owned();
+        if let Some(editor) = ctx.editor.as_ref().filter(|_| !path.is_dir()) {
+            if let Some(text) = editor.read(&path).await.map_err(ToolError::Execution)? {
+                // As a file's lines are read: a trailing newline begins no other line.
+                let lines = text
+                    .split_terminator('\n')
+                    .map(|l| Ok(l.as_bytes().to_vec()));
+                return numbered(lines, offset, limit, &shown);
+            }
+        }
         let workspace = ctx.workspace.clone();
         let rules = ctx.sandbox.file_rules();
         blocking(move || {
@@ -61,39 +70,48 @@ impl Tool for Read {
                 )));
             }
             let file = open_checked(&workspace, &rules, &path, Access::Read, &shown)?;
-            let mut out = String::new();
-            let mut total = 0u64;
-            for (i, line) in BufReader::new(file).split(b'\n').enumerate() {
-                let number = i as u64 + 1;
-                total = number;
-                let line =
-                    line.map_err(|e| ToolError::Execution(format!("reading '{shown}': {e}")))?;
-                if number < offset || number >= offset.saturating_add(limit) {
-                    continue;
-                }
-                let text = String::from_utf8_lossy(&line);
-                let text = text.trim_end_matches('\r');
-                let mut chars = text.char_indices();
-                let clipped = match chars.nth(MAX_LINE_CHARS) {
-                    Some((at, _)) => format!("{}… [line cut]", &text[..at]),
-                    None => text.to_owned(),
-                };
-                out.push_str(&format!("{number:>6}\t{clipped}\n"));
-            }
-            if total == 0 {
-                return Ok(format!("'{shown}' is empty"));
-            }
-            if offset > total {
-                return Err(ToolError::Execution(format!(
-                    "'{shown}' has {total} lines; offset {offset} is past its end"
-                )));
-            }
-            let last = (offset + limit - 1).min(total);
-            if last < total || offset > 1 {
-                out.push_str(&format!("[lines {offset}-{last} of {total}]\n"));
-            }
-            Ok(out)
+            numbered(BufReader::new(file).split(b'\n'), offset, limit, &shown)
         })
         .await
     }
+}
+
+/// `lines` numbered from 1, those from `offset` on, `limit` of them.
+fn numbered(
+    lines: impl Iterator<Item = std::io::Result<Vec<u8>>>,
+    offset: u64,
+    limit: u64,
+    shown: &str,
+) -> Result<String, ToolError> {
+    let mut out = String::new();
+    let mut total = 0u64;
+    for (i, line) in lines.enumerate() {
+        let number = i as u64 + 1;
+        total = number;
+        let line = line.map_err(|e| ToolError::Execution(format!("reading '{shown}': {e}")))?;
+        if number < offset || number >= offset.saturating_add(limit) {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches('\r');
+        let mut chars = text.char_indices();
+        let clipped = match chars.nth(MAX_LINE_CHARS) {
+            Some((at, _)) => format!("{}… [line cut]", &text[..at]),
+            None => text.to_owned(),
+        };
+        out.push_str(&format!("{number:>6}\t{clipped}\n"));
+    }
+    if total == 0 {
+        return Ok(format!("'{shown}' is empty"));
+    }
+    if offset > total {
+        return Err(ToolError::Execution(format!(
+            "'{shown}' has {total} lines; offset {offset} is past its end"
+        )));
+    }
+    let last = (offset + limit - 1).min(total);
+    if last < total || offset > 1 {
+        out.push_str(&format!("[lines {offset}-{last} of {total}]\n"));
+    }
+    Ok(out)
 }

@@ -44,6 +44,18 @@ impl Tool for Write {
         }
         let content = str_arg(&input, "content").to_owned();
         let shown = str_arg(&input, "path").to_owned();
+        if let Some(editor) = &ctx.editor {
+            if editor
+                .write(&path, &content)
+                .await
+                .map_err(ToolError::Execution)?
+            {
+                return Ok(format!(
+                    "wrote {} bytes to {shown} (in the editor)",
+                    content.len()
+                ));
+            }
+        }
         let workspace = ctx.workspace.clone();
         let rules = ctx.sandbox.file_rules();
         blocking(move || {

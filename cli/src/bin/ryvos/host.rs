@@ -6,8 +6,8 @@ use crate::exit::{EXIT_RUN_FAILED, EXIT_USAGE};
 use ryvos::config::Config;
 use ryvos::protocol::records::SessionRecord;
 use ryvos::protocol::{
-    AnswerParams, Approvals, Approve, Call, Cancel, Deny, ErrorCode, History, HistoryResult,
-    NoParams, Reply, Run, RunParams, SessionParams, Sessions,
+    AnswerParams, Approvals, Approve, Call, Cancel, Deny, ErrorCode, FileAnswer, FileAnswerParams,
+    History, HistoryResult, NoParams, Reply, Run, RunParams, SessionParams, Sessions,
 };
 use ryvos::{
     Answer, Event, PendingApproval, RunHandle, RunOutcome, RunRequest, Runtime, SessionId,
@@ -115,6 +115,33 @@ impl Host {
                 };
                 answered.map_err(|e| e.to_string())
             }
+        }
+    }
+
+    /// Answers file request `request_id` of a run started with `editor_files`: the text read
+    /// (`None` for a write done), or why the editor could not.
+    pub async fn answer_file(
+        &self,
+        request_id: &str,
+        answer: Result<Option<String>, String>,
+    ) -> Result<(), String> {
+        match self {
+            Host::Daemon(socket) => {
+                let (content, error) = match answer {
+                    Ok(content) => (content, None),
+                    Err(error) => (None, Some(error)),
+                };
+                let params = FileAnswerParams {
+                    request_id: request_id.to_owned(),
+                    content,
+                    error,
+                };
+                called::<FileAnswer>(socket, &params).await.map(drop)
+            }
+            Host::Here(runtime) => match runtime.answer_file(request_id, answer) {
+                true => Ok(()),
+                false => Err(format!("no file request {request_id} is waiting")),
+            },
         }
     }
 

@@ -7,6 +7,7 @@
 //!
 //! Stdout carries the protocol alone: everything else this process says goes to stderr.
 
+mod files;
 mod modes;
 mod sessions;
 mod turn;

@@ -57,6 +57,13 @@ impl State {
         self.inner().client = client;
     }
 
+    /// Whether the editor reads and writes text files for the runs (both, or neither is
+    /// used: a run must not read one version of a file and write over another).
+    pub fn edits_files(&self) -> bool {
+        let fs = &self.inner().client.fs;
+        fs.read_text_file && fs.write_text_file
+    }
+
     /// Opens `session`, its runs working in `workspace`.
     pub fn open(&self, session: &str, workspace: PathBuf) {
         let open = Open {

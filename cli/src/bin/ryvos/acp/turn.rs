@@ -64,6 +64,7 @@ async fn run(
     let workspace = open.workspace.display().to_string();
     let params = RunParams {
         cwd: Some(workspace.clone()),
+        editor_files: state.edits_files(),
         ..RunParams::new(text, workspace)
     };
     let turn = Turn {
@@ -145,6 +146,14 @@ impl Turn<'_> {
                         }
                         false => asking = Some(self.ask(request_id, call_id.as_str(), *tier)),
                     }
+                }
+                EventKind::FileRequested {
+                    request_id,
+                    path,
+                    content,
+                } => {
+                    let (state, cx, session) = (self.state, self.cx, self.session);
+                    super::files::serve(state, cx, session, request_id, path, content.as_deref())?
                 }
                 // Dropping the question withdraws it from the editor.
                 EventKind::ApprovalResolved { request_id, .. }

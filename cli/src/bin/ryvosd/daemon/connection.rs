@@ -219,6 +219,9 @@ async fn answer(
                 .await
                 .map(|answered| Reply::result(id, &answered))
         }
+        Ok(Method::FileAnswer(params)) => {
+            super::file_answers::answer(params, shared).map(|answered| Reply::result(id, &answered))
+        }
         Ok(Method::Shutdown(_)) => {
             shared.shutdown.cancel();
             Ok(Reply::result(id, &ShutdownResult { stopping: true }))

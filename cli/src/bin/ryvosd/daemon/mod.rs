@@ -10,6 +10,7 @@ mod approvals;
 mod attended;
 mod connection;
 mod console;
+mod file_answers;
 mod lock;
 mod month_parks;
 mod notify;
