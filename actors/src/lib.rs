@@ -73,7 +73,7 @@ pub use editor::{Editor, EditorAnswer};
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use guardrail::{After, Before, Guardrail, GuardrailConfig};
 pub use interrupt::{Interrupter, OnMessage};
-pub use mcp::McpServers;
+pub use mcp::{McpServers, SessionTools};
 pub use provider::recording::RecordingProvider;
 pub use provider::{
     from_config as provider_from_config, keys_set as provider_keys_set, probe as probe_provider,

@@ -70,6 +70,8 @@ pub(crate) struct ExecutionSettings {
 /// The calls of one response, and where their results go.
 pub(crate) struct ToolBatch {
     pub calls: Vec<ToolCall>,
+    /// The tools the run is offered (its session's MCP servers' too, when it has some).
+    pub registry: ToolRegistry,
     pub ctx: ToolContext,
     pub events: RunEvents,
     /// The answer stopped at the model's output limit: a call whose arguments are not whole
@@ -91,7 +93,6 @@ pub(crate) type ToolMsg = JobMsg<ToolBatch>;
 /// What it is started with (and restarted with).
 #[derive(Clone)]
 pub(crate) struct ToolExecutorArgs {
-    pub registry: ToolRegistry,
     pub settings: ExecutionSettings,
     pub gate: Gate,
 }
@@ -108,7 +109,7 @@ impl Work for Executing {
         let args = args.clone();
         async move {
             let outcomes = run_batch(
-                &args.registry,
+                &batch.registry,
                 &args.gate,
                 batch.calls,
                 Context {

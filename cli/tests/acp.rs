@@ -694,3 +694,70 @@ async fn the_file_tools_read_the_editors_buffers_and_write_through_it_confined_t
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_editors_mcp_server_serves_its_sessions_runs_alone_and_stops_with_the_daemon() {
+    use agent_client_protocol::v1::schema::{EnvVariable, McpServer, McpServerStdio};
+    let Some(everything) = common::mcp::server_entry("server-everything") else {
+        return;
+    };
+    let model = ScriptedModelServer::start([
+        Reply::tool_calls(&[("c1", "my_tools__echo", r#"{"message": "from the editor"}"#)]),
+        Reply::text(&["echoed"]),
+        Reply::text(&["no tools of the editor's here"]),
+    ])
+    .await;
+    let home = Home::new(&model, "");
+    let daemon = home.daemon().await;
+    let workspace = home.workspace.path().canonicalize().unwrap();
+    let tag = format!("acp-mcp-{}", home.path().display());
+    let server = McpServer::Stdio(
+        McpServerStdio::new("my tools", "node")
+            .args(vec![everything.display().to_string(), "stdio".into()])
+            .env(vec![EnvVariable::new("RYVOS_TEST_TAG", &tag)]),
+    );
+    let (asking, _asked) = mpsc::unbounded_channel();
+    as_editor(agent(&home), Seen::default(), asking, async |cx| {
+        let new = NewSessionRequest::new(workspace.clone()).mcp_servers(vec![server]);
+        let with_servers = cx.send_request(new).block_task().await?.session_id;
+        let turn = cx.send_request(prompt(&with_servers, "echo it"));
+        assert_eq!(turn.block_task().await?.stop_reason, StopReason::EndTurn);
+        // Another session has no servers of its own.
+        let new = NewSessionRequest::new(workspace.clone());
+        let without = cx.send_request(new).block_task().await?.session_id;
+        let turn = cx.send_request(prompt(&without, "plain"));
+        assert_eq!(turn.block_task().await?.stop_reason, StopReason::EndTurn);
+        Ok(())
+    })
+    .await;
+
+    let offered = |n: usize| -> Vec<String> {
+        (model.requests()[n]["tools"].as_array().unwrap().iter())
+            .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(
+        offered(0).contains(&"my_tools__echo".to_owned()),
+        "{:?}",
+        offered(0)
+    );
+    let results: Vec<_> = model
+        .requests()
+        .iter()
+        .flat_map(common::tool_results)
+        .collect();
+    assert!(
+        results.contains(&("c1".into(), "Echo: from the editor".into())),
+        "{results:?}"
+    );
+    assert!(
+        !offered(2).iter().any(|t| t.starts_with("my_tools__")),
+        "{:?}",
+        offered(2)
+    );
+    // The server runs in the daemon, for the session, past the editor's leaving; it stops
+    // with the daemon.
+    assert!(!common::mcp::tagged_processes(&tag).is_empty());
+    home.shutdown(daemon).await;
+    assert!(common::mcp::tagged_processes(&tag).is_empty());
+}

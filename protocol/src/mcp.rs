@@ -33,3 +33,26 @@ pub enum McpServerState {
     /// Not connected (see `reason`); it is restarted after a backoff.
     Down,
 }
+
+/// An MCP server a caller brings for its session (`run`'s `mcp_servers`; an editor's, through
+/// ACP): the daemon starts it for the session's runs, which alone are offered its tools.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionMcpServer {
+    /// Its tools are offered as `NAME__tool`: letters, digits, '-' and single '_'.
+    pub name: String,
+    /// The program to start (stdio transport); give this or `url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Set in its environment.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Its endpoint (Streamable HTTP), instead of `command`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Sent with every HTTP request.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub headers: std::collections::BTreeMap<String, String>,
+}

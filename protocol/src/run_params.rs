@@ -37,6 +37,11 @@ pub struct RunParams {
     /// `run`, whose caller follows the run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub editor_files: bool,
+    /// MCP servers the caller brings for the session: started by the daemon (kept while the
+    /// session's runs name the same ones, stopped after 10 idle minutes), their tools offered
+    /// to this session's runs alone. Only for `run`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<crate::mcp::SessionMcpServer>,
     /// The caller's W3C trace context (`00-<trace id>-<span id>-<flags>`): with `[otel]` on,
     /// the run's span is a child of the caller's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -80,6 +85,7 @@ impl RunParams {
             goal: None,
             director: false,
             editor_files: false,
+            mcp_servers: Vec::new(),
             traceparent: None,
             config: None,
             model: None,

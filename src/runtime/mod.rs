@@ -211,6 +211,7 @@ impl Runtime {
     /// Starts a run. Its events are followed from the first one through the handle.
     pub async fn run(&self, request: RunRequest) -> Result<RunHandle, RuntimeError> {
         let trace_parent = request.check()?;
+        let mcp_servers = request.session_servers()?;
         let recorded = match &request.session {
             Some(id) => self.session(id).await?,
             None => None,
@@ -238,6 +239,8 @@ impl Runtime {
             goal: request.goal.map(|g| Arc::new(g.from_user())),
             on_message: request.on_message,
             editor_files: request.editor_files,
+            mcp_servers,
+            session_tools: None,
             trace_parent,
             settings,
             directed_by: None,

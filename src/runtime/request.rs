@@ -1,11 +1,14 @@
 //! A run to start: its prompt, session, workspace, goal and how it is followed.
 
 use super::RuntimeError;
+use ryvos_actors::config::{McpConfig, McpServerConfig};
 use ryvos_actors::{Interrupter, OnMessage, RunSettings, TraceParent};
 use ryvos_protocol::goal::Goal;
 use ryvos_protocol::ids::SessionId;
+use ryvos_protocol::mcp::SessionMcpServer;
 use ryvos_protocol::message::Message;
 use ryvos_protocol::socket::RunParams;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -29,6 +32,9 @@ pub struct RunRequest {
     /// The caller reads and writes the run's files (an editor): the file tools ask it, with
     /// `FileRequested` events answered by [`crate::Runtime::answer_file`].
     pub editor_files: bool,
+    /// MCP servers the caller brings for the session: its runs alone are offered their
+    /// tools.
+    pub mcp_servers: Vec<SessionMcpServer>,
     /// Shown each message the run adds; it may interrupt the run after any of them.
     pub on_message: Option<OnMessage>,
     /// The caller's W3C trace context: the run's span is a child of it.
@@ -66,6 +72,7 @@ impl RunRequest {
                     .into(),
             ));
         }
+        self.session_servers()?;
         if self.director && self.prompt.trim().is_empty() {
             return Err(RuntimeError::BadRequest(
                 "a Director run needs its task: give a prompt (the same task resumes its plan)"
@@ -77,6 +84,31 @@ impl RunRequest {
             .map(TraceParent::parse)
             .transpose()
             .map_err(RuntimeError::BadRequest)
+    }
+
+    /// The MCP servers the caller brings, as configured servers are: checked as
+    /// `[mcp.servers]` is (names, one of `command` and `url`, the URL).
+    pub(super) fn session_servers(
+        &self,
+    ) -> Result<BTreeMap<String, McpServerConfig>, RuntimeError> {
+        let mut servers = serde_json::Map::new();
+        for server in &self.mcp_servers {
+            let mut config = serde_json::to_value(server)
+                .map_err(|e| RuntimeError::BadRequest(format!("mcp_servers: {e}")))?;
+            if let Some(fields) = config.as_object_mut() {
+                fields.remove("name");
+            }
+            if servers.insert(server.name.clone(), config).is_some() {
+                return Err(RuntimeError::BadRequest(format!(
+                    "mcp_servers names '{}' twice: give each server its own name",
+                    server.name
+                )));
+            }
+        }
+        let config = serde_json::json!({ "servers": servers });
+        let parsed: McpConfig = serde_json::from_value(config)
+            .map_err(|e| RuntimeError::BadRequest(format!("mcp_servers: {e}")))?;
+        Ok(parsed.servers)
     }
 
     /// Whether the request can run, wherever it runs: a daemon checks a queued run before it
@@ -95,6 +127,7 @@ impl RunRequest {
             goal: None,
             director: false,
             editor_files: false,
+            mcp_servers: Vec::new(),
             on_message: None,
             traceparent: None,
             settings: RunSettings::default(),
@@ -113,6 +146,7 @@ impl RunRequest {
         request.traceparent = params.traceparent.clone();
         request.director = params.director;
         request.editor_files = params.editor_files;
+        request.mcp_servers = params.mcp_servers.clone();
         request.settings = params.settings();
         request
     }
@@ -207,5 +241,41 @@ impl RunRequest {
     pub fn workspace(mut self, dir: impl Into<PathBuf>) -> Self {
         self.workspace = Some(dir.into());
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(name: &str, command: Option<&str>, url: Option<&str>) -> SessionMcpServer {
+        SessionMcpServer {
+            name: name.into(),
+            command: command.map(str::to_owned),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            url: url.map(str::to_owned),
+            headers: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_callers_mcp_servers_are_checked_as_configured_ones_are() {
+        let mut request = RunRequest::new("go");
+        request.mcp_servers = vec![server("files", Some("node"), None)];
+        let servers = request.session_servers().unwrap();
+        assert_eq!(servers["files"].command.as_deref(), Some("node"));
+        for (bad, says) in [
+            (server("a b", Some("x"), None), "server name"),
+            (server("both", Some("x"), Some("http://h/")), "both command and url"),
+            (server("none", None, None), "neither command nor url"),
+        ] {
+            request.mcp_servers = vec![bad];
+            let refused = request.check().unwrap_err().to_string();
+            assert!(refused.contains(says), "{refused}");
+        }
+        request.mcp_servers = vec![server("twice", Some("x"), None); 2];
+        let refused = request.session_servers().unwrap_err().to_string();
+        assert!(refused.contains("twice"), "{refused}");
     }
 }

@@ -124,6 +124,8 @@ pub struct Engine {
     sandbox: Sandbox,
     /// The MCP servers' states.
     mcp: McpServers,
+    /// The MCP servers callers brought for their sessions.
+    session_servers: crate::mcp::SessionServers,
     /// How many runs are in flight.
     in_flight: RunsInFlight,
     /// Spans and metrics, while `[otel] enabled`.
@@ -191,6 +193,8 @@ impl Engine {
         approvals.restore(store.paused_approvals().await.map_err(opening_store)?);
         let registry = ToolRegistry::new(crate::memory::with_memory_tools(tools, &memory))?;
         let mcp = McpServers::new(&config.mcp);
+        let session_servers =
+            crate::mcp::SessionServers::new(registry.clone(), config.supervision.clone());
         let gate = Gate::new(
             &config.security,
             approvals.clone(),
@@ -267,7 +271,6 @@ impl Engine {
             },
             tools: ToolExecutorArgs {
                 gate,
-                registry: registry.clone(),
                 settings: ExecutionSettings {
                     parallel: agent.parallel_tools,
                     max_parallel: agent.max_parallel_tools,
@@ -324,6 +327,7 @@ impl Engine {
             editor_requests,
             sandbox,
             mcp,
+            session_servers,
             in_flight,
             telemetry,
         })
@@ -334,9 +338,21 @@ impl Engine {
     pub async fn start_run(
         &self,
         session: Option<SessionId>,
-        spec: RunSpec,
+        mut spec: RunSpec,
     ) -> Result<RunTicket, EngineError> {
         let models = self.models_for(&spec)?;
+        let session = match spec.mcp_servers.is_empty() {
+            true => session,
+            false => {
+                let session = session.unwrap_or_else(SessionId::generate);
+                let tools = (self.session_servers.tools_for(&session, &spec.mcp_servers))
+                    .await
+                    .map_err(StartRunError::Spawn)?
+                    .ok_or_else(|| StartRunError::SessionBusy(session.clone()))?;
+                spec.session_tools = Some(tools);
+                Some(session)
+            }
+        };
         Ok(self.sessions().start(session, spec, models).await?)
     }
 
@@ -547,6 +563,7 @@ impl Engine {
         if !self.is_running() {
             return Ok(());
         }
+        self.session_servers.stop_all();
         let result = ractor::call_t!(
             self.root,
             RootMsg::Shutdown,

@@ -9,8 +9,11 @@
 mod client;
 mod hub;
 mod link;
+mod sessions;
 mod status;
 mod tool;
 
 pub(crate) use hub::{McpHub, McpHubArgs, McpMsg};
+pub(crate) use sessions::SessionServers;
+pub use sessions::SessionTools;
 pub use status::McpServers;

@@ -101,6 +101,11 @@ pub struct RunSpec {
     pub on_message: Option<crate::interrupt::OnMessage>,
     /// The caller reads and writes the run's files ([`crate::editor`]).
     pub editor_files: bool,
+    /// MCP servers the caller brings for the session, by name: its runs alone are offered
+    /// their tools ([`crate::mcp::SessionServers`]).
+    pub mcp_servers: std::collections::BTreeMap<String, crate::config::McpServerConfig>,
+    /// Their tools, once started (the engine sets it).
+    pub session_tools: Option<crate::mcp::SessionTools>,
     /// The caller's trace: the run's span is a child of it (while telemetry is on).
     pub trace_parent: Option<crate::telemetry::TraceParent>,
     /// What this run asks for over the configuration (a model, its limits).

@@ -56,6 +56,11 @@ pub(super) struct ActiveRun {
     interrupter: Interrupter,
     /// The editor its file tools go through, when an editor started it.
     editor: Option<crate::editor::Editor>,
+    /// The tools it is offered: the runtime's, and its session's MCP servers' when it has
+    /// some.
+    tools: crate::tools::ToolRegistry,
+    /// Its session's MCP servers, held while it runs.
+    session_tools: Option<crate::mcp::SessionTools>,
     /// The host's callback, shown each message the run adds.
     on_message: Option<OnMessage>,
     /// Cancels `cancel` when the run is dropped, however that happens (a panicking actor too),
@@ -160,6 +165,9 @@ impl ActiveRun {
             limits: RunLimits::new(&services.agent, &spec.settings),
             interrupter: Interrupter::default(),
             editor,
+            tools: (spec.session_tools.as_ref())
+                .map_or_else(|| services.registry.clone(), |t| t.registry.clone()),
+            session_tools: spec.session_tools.clone(),
             on_message: spec.on_message.clone(),
             call: ModelCall::new(models, &cancel),
             cancel: cancel.clone(),
@@ -222,6 +230,16 @@ impl ActiveRun {
             sandbox: self.sandbox.clone(),
             editor: self.editor.clone(),
         }
+    }
+
+    /// The tools the run is offered.
+    pub(super) fn tools(&self) -> &crate::tools::ToolRegistry {
+        &self.tools
+    }
+
+    /// How its session's own MCP servers stand, when it has some.
+    pub(super) fn session_servers(&self) -> Option<&crate::mcp::McpServers> {
+        self.session_tools.as_ref().map(|t| &t.status)
     }
 
     /// Gives the run its system prompt (the goal's focus layer follows it).

@@ -3,8 +3,8 @@
 use super::Tool;
 use crate::provider::ToolSpec;
 use arc_swap::ArcSwap;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// A tool with its spec and its schema, compiled once.
 struct Registered {
@@ -54,6 +54,8 @@ impl Registered {
 /// The tools at one moment: what a model call is offered and its calls are checked against.
 #[derive(Default)]
 struct Snapshot {
+    /// In the order they are offered.
+    ordered: Vec<Arc<Registered>>,
     tools: HashMap<String, Arc<Registered>>,
     specs: Arc<Vec<ToolSpec>>,
     /// What the specs weigh in a request, counted once, when first asked.
@@ -64,7 +66,9 @@ struct Snapshot {
 ///
 /// The built-in (and host) tools are fixed at start; groups of tools that come and go (an MCP
 /// server's) are replaced whole with [`ToolRegistry::replace_group`]. Readers take the current
-/// snapshot without a lock; a change is seen by the next model call.
+/// snapshot without a lock; a change is seen by the next model call. An overlay
+/// ([`ToolRegistry::overlay`]) offers its base's tools and groups of its own (one session's
+/// MCP servers), and follows its base's changes.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     current: Arc<ArcSwap<Snapshot>>,
@@ -76,6 +80,24 @@ pub struct ToolRegistry {
 struct Sources {
     fixed: Vec<Arc<Registered>>,
     groups: BTreeMap<String, Vec<Arc<Registered>>>,
+    /// For an overlay: the registry whose tools come first.
+    base: Option<ToolRegistry>,
+    /// The overlays on this registry (weakly: a dropped one is forgotten), rebuilt when it
+    /// changes.
+    overlays: Vec<OverlayHandles>,
+}
+
+/// What a base keeps of an overlay: its snapshot and its sources.
+type OverlayHandles = (Weak<ArcSwap<Snapshot>>, Weak<Mutex<Sources>>);
+
+impl Sources {
+    /// Its base's tools as they stand, then its own, into `current`.
+    fn publish(&self, current: &ArcSwap<Snapshot>) {
+        let base = self.base.as_ref().map(|b| b.current.load_full());
+        let inherited = base.iter().flat_map(|b| b.ordered.iter());
+        let own = self.fixed.iter().chain(self.groups.values().flatten());
+        current.store(Arc::new(Snapshot::of(inherited.chain(own))));
+    }
 }
 
 /// A tool that cannot be registered.
@@ -93,14 +115,20 @@ pub enum RegistryError {
 pub struct ValidationError(pub String);
 
 impl Snapshot {
+    /// `tools`, the first of each name (an overlay's base's) kept.
     fn of<'a>(tools: impl IntoIterator<Item = &'a Arc<Registered>>) -> Self {
-        let ordered: Vec<&Arc<Registered>> = tools.into_iter().collect();
+        let mut named = HashSet::new();
+        let ordered: Vec<Arc<Registered>> = (tools.into_iter())
+            .filter(|r| named.insert(r.spec.name.clone()))
+            .cloned()
+            .collect();
         // The specs keep the tools' order: the same tools make the same request.
         let specs = ordered.iter().map(|r| r.spec.clone()).collect();
-        let tools = (ordered.into_iter())
+        let tools = (ordered.iter())
             .map(|r| (r.spec.name.clone(), r.clone()))
             .collect();
         Self {
+            ordered,
             tools,
             specs: Arc::new(specs),
             specs_tokens: OnceLock::new(),
@@ -124,18 +152,47 @@ impl ToolRegistry {
             current: Arc::new(ArcSwap::from_pointee(Snapshot::of(&fixed))),
             sources: Arc::new(Mutex::new(Sources {
                 fixed,
-                groups: BTreeMap::new(),
+                ..Sources::default()
             })),
         })
+    }
+
+    /// A registry offering this one's tools, as they change, and groups of its own after them
+    /// (a group's tool named as one of this registry's is left out). It lives as long as its
+    /// clones do.
+    pub fn overlay(&self) -> ToolRegistry {
+        let overlay = ToolRegistry {
+            current: Arc::new(ArcSwap::from(self.current.load_full())),
+            sources: Arc::new(Mutex::new(Sources {
+                base: Some(self.clone()),
+                ..Sources::default()
+            })),
+        };
+        let mut sources = self.sources();
+        sources
+            .overlays
+            .retain(|(current, _)| current.strong_count() > 0);
+        let handles = (
+            Arc::downgrade(&overlay.current),
+            Arc::downgrade(&overlay.sources),
+        );
+        sources.overlays.push(handles);
+        overlay
+    }
+
+    fn sources(&self) -> std::sync::MutexGuard<'_, Sources> {
+        self.sources.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Makes `tools` the whole of `group` (empty: the group is gone). Each tool joins on its
     /// own: one whose schema does not compile, or whose name another tool has, is left out
     /// and returned with why; the others are offered.
     pub fn replace_group(&self, group: &str, tools: Vec<Arc<dyn Tool>>) -> Vec<RegistryError> {
-        let mut sources = self.sources.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sources = self.sources();
         sources.groups.remove(group);
-        let mut taken: std::collections::HashSet<String> = (sources.fixed.iter())
+        let inherited = sources.base.as_ref().map(|b| b.current.load_full());
+        let mut taken: HashSet<String> = (inherited.iter().flat_map(|b| b.ordered.iter()))
+            .chain(sources.fixed.iter())
             .chain(sources.groups.values().flatten())
             .map(|r| r.spec.name.clone())
             .collect();
@@ -149,11 +206,20 @@ impl ToolRegistry {
             }
         }
         sources.groups.insert(group.to_owned(), joined);
-        let all = sources
-            .fixed
-            .iter()
-            .chain(sources.groups.values().flatten());
-        self.current.store(Arc::new(Snapshot::of(all)));
+        sources.publish(&self.current);
+        sources
+            .overlays
+            .retain(|(current, _)| current.strong_count() > 0);
+        let overlays: Vec<_> = (sources.overlays.iter())
+            .filter_map(|(current, sources)| Some((current.upgrade()?, sources.upgrade()?)))
+            .collect();
+        // Each overlay is rebuilt from this snapshot, once this registry's lock is let go: an
+        // overlay's own change takes its lock, then reads this registry's snapshot, never its
+        // lock.
+        drop(sources);
+        for (current, sources) in overlays {
+            (sources.lock().unwrap_or_else(|p| p.into_inner())).publish(&current);
+        }
         left_out
     }
 
@@ -303,5 +369,36 @@ mod tests {
         );
         assert_eq!(registry.names(), ["good"]);
         assert!(registry.validate("good", "{}").is_ok());
+    }
+
+    #[test]
+    fn an_overlay_offers_its_bases_tools_as_they_change_and_its_own_after_them() {
+        let tool = |name: &'static str| Arc::new(Schema(name, json!({"type": "object"}))) as _;
+        let base = ToolRegistry::new([tool("read")]).unwrap();
+        let session = base.overlay();
+        let other = base.overlay();
+        assert!(
+            session.replace_group("editor", vec![tool("lint"), tool("read")])[0]
+                == RegistryError::Duplicate("read".into())
+        );
+        assert_eq!(session.names(), ["lint", "read"]);
+        assert_eq!(other.names(), ["read"], "an overlay's tools are its own");
+        assert_eq!(base.names(), ["read"]);
+        // The base's servers come and go; its overlays follow.
+        base.replace_group("mcp", vec![tool("search")]);
+        assert_eq!(session.names(), ["lint", "read", "search"]);
+        let offered: Vec<String> = session.specs().iter().map(|s| s.name.clone()).collect();
+        assert_eq!(offered, ["read", "search", "lint"], "the base's first");
+        // A name the base takes later is the base's: never offered twice.
+        base.replace_group("mcp", vec![tool("lint")]);
+        assert_eq!(session.specs().len(), 2);
+        drop(other);
+        base.replace_group("mcp", Vec::new());
+        assert_eq!(
+            base.sources().overlays.len(),
+            1,
+            "a dropped overlay is forgotten"
+        );
+        assert_eq!(session.names(), ["lint", "read"]);
     }
 }

@@ -96,7 +96,7 @@ impl Driver {
         let request = ChatRequest {
             system: self.run.system().text().clone(),
             messages: self.session.history.snapshot(),
-            tools: self.session.services.registry.specs(),
+            tools: self.run.tools().specs(),
         };
         self.guard_request(request)
     }

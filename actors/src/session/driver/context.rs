@@ -73,7 +73,7 @@ impl Driver {
     pub(super) fn prompt_memory_flush(&mut self) {
         let max = self.window();
         let context = self.context_tokens();
-        let has_tool = self.session.services.registry.get(MEMORY_WRITE).is_some();
+        let has_tool = self.run.tools().get(MEMORY_WRITE).is_some();
         if self.run.memory_flush_asked()
             || !has_tool
             || context < max.saturating_mul(FLUSH_PERCENT) / 100

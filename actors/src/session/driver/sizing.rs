@@ -66,9 +66,7 @@ impl Driver {
     /// prompt and the tools' specs), all of it counted: what a server's count is set against.
     pub(super) fn raw_request_tokens(&self) -> u64 {
         let history = &self.session.history;
-        history.total_tokens()
-            + self.system_tokens()
-            + self.session.services.registry.specs_tokens()
+        history.total_tokens() + self.system_tokens() + self.run.tools().specs_tokens()
     }
 
     /// The system prompt's size: counted, or bounded.
@@ -80,13 +78,13 @@ impl Driver {
     /// tools' specs. A call cut after the server began answering is billed this much input.
     pub(super) fn request_tokens(&mut self) -> u64 {
         self.count_exactly();
-        self.context_tokens() + self.session.services.registry.specs_tokens()
+        self.context_tokens() + self.run.tools().specs_tokens()
     }
 
     /// What the next request weighs, when every part of it is counted already.
     pub(super) fn counted_request_tokens(&self) -> Option<u64> {
         // The tools' specs are counted with the tokenizer: only once it is needed anyway.
-        let specs = || self.session.services.registry.specs_tokens();
+        let specs = || self.run.tools().specs_tokens();
         self.is_counted().then(|| self.context_tokens() + specs())
     }
 }

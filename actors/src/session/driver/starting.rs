@@ -82,6 +82,7 @@ impl Driver {
             prompt: self.run.prompt_to_give().to_owned(),
             workspace: spec.workspace,
             caller_dir: spec.caller_dir,
+            session_servers: self.run.session_servers().cloned(),
             doomed: self.nothing_to_continue(),
         };
         let prepared = self.wait(prepare(question)).await?;
@@ -267,6 +268,8 @@ struct Question {
     prompt: String,
     workspace: Workspace,
     caller_dir: Option<PathBuf>,
+    /// The MCP servers the session brought, when it has some.
+    session_servers: Option<crate::mcp::McpServers>,
     /// The run cannot go on whatever the answers: the prompt is not worth assembling.
     doomed: bool,
 }
@@ -299,12 +302,14 @@ async fn prepare(question: Question) -> Preparation {
     assembled.warnings.extend(recall_warnings);
     // The first call offers every MCP tool there will be: servers still starting are waited
     // for (bounded), and those that cannot run are named.
-    services.mcp.settled().await;
-    assembled
-        .warnings
-        .extend(services.mcp.unavailable().into_iter().map(|(server, why)| {
-            format!("the MCP server '{server}' is unavailable ({why}); its tools cannot be called until it is back")
-        }));
+    for servers in std::iter::once(&services.mcp).chain(&question.session_servers) {
+        servers.settled().await;
+        assembled
+            .warnings
+            .extend(servers.unavailable().into_iter().map(|(server, why)| {
+                format!("the MCP server '{server}' is unavailable ({why}); its tools cannot be called until it is back")
+            }));
+    }
     Preparation {
         admitted,
         assembled: Some(assembled),

@@ -28,7 +28,7 @@ impl Driver {
         calls: Vec<ToolCall>,
         durable_first: bool,
     ) -> Step<TurnCalls> {
-        let registry = &self.session.services.registry;
+        let registry = self.run.tools();
         let side_effects = calls.iter().any(|c| {
             registry
                 .get(&c.name)
@@ -51,6 +51,7 @@ impl Driver {
         let batch = tools.execute(
             |on_done| ToolBatch {
                 calls: calls.clone(),
+                registry: run.tools().clone(),
                 ctx: run.tool_context(&self.session.id),
                 events: run.events().clone(),
                 cut_at_output_limit: run.turn().answer_cut(),

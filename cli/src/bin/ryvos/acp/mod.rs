@@ -8,6 +8,7 @@
 //! Stdout carries the protocol alone: everything else this process says goes to stderr.
 
 mod files;
+mod mcp;
 mod modes;
 mod sessions;
 mod turn;
@@ -19,10 +20,11 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse,
     CurrentModeUpdate, Error as SchemaError, Implementation, InitializeRequest, InitializeResponse,
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
-    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
-    ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
-    SessionId as AcpSessionId, SessionListCapabilities, SessionNotification,
-    SessionResumeCapabilities, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
+    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
+    SessionCloseCapabilities, SessionId as AcpSessionId, SessionListCapabilities,
+    SessionNotification, SessionResumeCapabilities, SessionUpdate, SetSessionModeRequest,
+    SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{
@@ -83,7 +85,7 @@ fn agent(state: Arc<State>) -> impl ConnectTo<Client> {
                 let state = s3.clone();
                 // Told from a task: a long history must not hold the connection.
                 cx.clone().spawn(async move {
-                    let loaded = load(&state, &r.session_id, &r.cwd, &cx).await;
+                    let loaded = load(&state, &r, &cx).await;
                     let waiting = loaded.as_ref().ok().cloned().unwrap_or_default();
                     let response = LoadSessionResponse::new().modes(Mode::default().state());
                     to.respond_with_result(loaded.map(|_| response))?;
@@ -99,7 +101,7 @@ fn agent(state: Arc<State>) -> impl ConnectTo<Client> {
             async move |r: ResumeSessionRequest, to: Responder<ResumeSessionResponse>, cx| {
                 let state = s4.clone();
                 cx.spawn(async move {
-                    let resumed = resume(&state, &r.session_id, &r.cwd).await;
+                    let resumed = resume(&state, &r).await;
                     let response = ResumeSessionResponse::new().modes(Mode::default().state());
                     to.respond_with_result(resumed.map(|()| response))
                 })
@@ -168,6 +170,7 @@ fn initialized(request: InitializeRequest) -> InitializeResponse {
         .close(SessionCloseCapabilities::new());
     let capabilities = AgentCapabilities::new()
         .load_session(true)
+        .mcp_capabilities(McpCapabilities::new().http(true))
         .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
         .session_capabilities(sessions);
     InitializeResponse::new(request.protocol_version)
@@ -178,15 +181,9 @@ fn initialized(request: InitializeRequest) -> InitializeResponse {
 /// A new session working in the editor's `cwd`: Ryvos stores it with its first prompt.
 fn new_session(state: &State, request: NewSessionRequest) -> Result<NewSessionResponse, Error> {
     let workspace = workspace_of(&request.cwd)?;
-    if !request.mcp_servers.is_empty() {
-        eprintln!(
-            "ryvos acp: the editor's {} MCP server(s) are not added: runs use the servers of \
-             [mcp.servers] in Ryvos's config",
-            request.mcp_servers.len()
-        );
-    }
+    let servers = mcp::servers_of(&request.mcp_servers)?;
     let session = SessionId::generate().to_string();
-    state.open(&session, workspace);
+    state.open(&session, workspace, servers);
     Ok(NewSessionResponse::new(session).modes(Mode::default().state()))
 }
 
@@ -194,13 +191,14 @@ fn new_session(state: &State, request: NewSessionRequest) -> Result<NewSessionRe
 /// approval while no run goes on (its daemon was killed meanwhile).
 async fn load(
     state: &State,
-    session: &AcpSessionId,
-    cwd: &Path,
+    request: &LoadSessionRequest,
     cx: &ConnectionTo<Client>,
 ) -> Result<Vec<String>, Error> {
-    let workspace = workspace_of(cwd)?;
+    let session = &request.session_id;
+    let workspace = workspace_of(&request.cwd)?;
+    let servers = mcp::servers_of(&request.mcp_servers)?;
     sessions::replay(&state.host, session, &workspace, cx).await?;
-    state.open(&session.0, workspace);
+    state.open(&session.0, workspace, servers);
     let id = SessionId::new(&*session.0);
     let pending = state.host.pending(&id).await.map_err(sessions::internal)?;
     let paused = pending.into_iter().filter(|p| p.paused);
@@ -221,12 +219,14 @@ async fn go_on(
 }
 
 /// Opens a stored session without telling its conversation again.
-async fn resume(state: &State, session: &AcpSessionId, cwd: &Path) -> Result<(), Error> {
-    let workspace = workspace_of(cwd)?;
+async fn resume(state: &State, request: &ResumeSessionRequest) -> Result<(), Error> {
+    let session = &request.session_id;
+    let workspace = workspace_of(&request.cwd)?;
+    let servers = mcp::servers_of(&request.mcp_servers)?;
     if !sessions::exists(&state.host, session).await? {
         return Err(SchemaError::session_not_found(session.clone()).into());
     }
-    state.open(&session.0, workspace);
+    state.open(&session.0, workspace, servers);
     Ok(())
 }
 

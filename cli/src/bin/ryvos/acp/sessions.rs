@@ -36,6 +36,8 @@ pub struct Open {
     pub workspace: PathBuf,
     /// How much of what the policy asks about is answered without asking the editor.
     pub mode: Mode,
+    /// The editor's MCP servers, for each run of the session.
+    pub mcp_servers: Vec<ryvos::protocol::mcp::SessionMcpServer>,
     /// Set while a prompt turn is in flight; `true` once the editor cancels it.
     pub cancelled: Option<Arc<watch::Sender<bool>>>,
 }
@@ -64,10 +66,16 @@ impl State {
         fs.read_text_file && fs.write_text_file
     }
 
-    /// Opens `session`, its runs working in `workspace`.
-    pub fn open(&self, session: &str, workspace: PathBuf) {
+    /// Opens `session`, its runs working in `workspace` with the editor's `mcp_servers`.
+    pub fn open(
+        &self,
+        session: &str,
+        workspace: PathBuf,
+        mcp_servers: Vec<ryvos::protocol::mcp::SessionMcpServer>,
+    ) {
         let open = Open {
             workspace,
+            mcp_servers,
             mode: Mode::default(),
             cancelled: None,
         };

@@ -65,6 +65,7 @@ async fn run(
     let params = RunParams {
         cwd: Some(workspace.clone()),
         editor_files: state.edits_files(),
+        mcp_servers: open.mcp_servers.clone(),
         ..RunParams::new(text, workspace)
     };
     let turn = Turn {

@@ -31,6 +31,13 @@ pub(super) async fn submit(params: RunParams, shared: &Shared) -> Result<QueuedR
              daemon's config",
         ));
     }
+    if params.editor_files || !params.mcp_servers.is_empty() {
+        return Err(ErrorBody::new(
+            ErrorCode::BadRequest,
+            "editor_files and mcp_servers are for run: they need the caller there as the run \
+             goes, and a queued run's caller is not",
+        ));
+    }
     // Checked as `run` checks it, so that a bad run is refused now, not when it is claimed.
     let request = run_request(params.clone(), shared).await?;
     request.validate().map_err(run_error)?;
