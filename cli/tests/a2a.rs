@@ -35,6 +35,23 @@ async fn token(home: &Home, name: &str, scope: &str) -> String {
     out.trim().to_owned()
 }
 
+/// What the caller `fixture` (a Python script of tests/fixtures) saw of the daemon at
+/// `origin`, given an operate and a read token.
+async fn caller(home: &Home, python: &std::path::Path, fixture: &str, origin: &str) -> Value {
+    let operate = token(home, "caller", "operate").await;
+    let read = token(home, "watcher", "read").await;
+    let script = format!("{}/tests/fixtures/{fixture}", env!("CARGO_MANIFEST_DIR"));
+    let mut client = home.command(python);
+    client.arg(script).args([origin, &operate, &read]);
+    let ran = tokio::time::timeout(WAIT * 2, client.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{stderr}");
+    serde_json::from_slice(&ran.stdout).expect("the client's report")
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn another_agent_hands_ryvos_work_over_a2a_through_the_official_python_sdk() {
     let Some(python) = common::python::python() else {
@@ -52,22 +69,7 @@ async fn another_agent_hands_ryvos_work_over_a2a_through_the_official_python_sdk
     let home = a2a_home(&model);
     let daemon = home.daemon().await;
     let (origin, _) = login_link(&home).await;
-    let operate = token(&home, "caller", "operate").await;
-    let read = token(&home, "watcher", "read").await;
-    let mut client = home.command(&python);
-    client
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/a2a_client.py"
-        ))
-        .args([&origin, &operate, &read]);
-    let ran = tokio::time::timeout(WAIT * 2, client.output())
-        .await
-        .unwrap()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&ran.stderr);
-    assert!(ran.status.success(), "{stderr}");
-    let seen: Value = serde_json::from_slice(&ran.stdout).expect("the client's report");
+    let seen = caller(&home, &python, "a2a_client.py", &origin).await;
 
     let card = &seen["card"];
     assert_eq!(card["name"], "Tester", "{seen}");
@@ -266,22 +268,7 @@ async fn a_task_pushes_its_updates_to_the_callers_webhook_through_the_official_p
     std::fs::write(&config, text).unwrap();
     let daemon = home.daemon().await;
     let (origin, _) = login_link(&home).await;
-    let operate = token(&home, "caller", "operate").await;
-    let read = token(&home, "watcher", "read").await;
-    let mut client = home.command(&python);
-    client
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/a2a_push.py"
-        ))
-        .args([&origin, &operate, &read]);
-    let ran = tokio::time::timeout(WAIT * 2, client.output())
-        .await
-        .unwrap()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&ran.stderr);
-    assert!(ran.status.success(), "{stderr}");
-    let seen: Value = serde_json::from_slice(&ran.stdout).expect("the client's report");
+    let seen = caller(&home, &python, "a2a_push.py", &origin).await;
 
     assert_eq!(seen["capable"], true, "{seen}");
     assert_eq!(

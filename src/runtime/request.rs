@@ -267,7 +267,10 @@ mod tests {
         assert_eq!(servers["files"].command.as_deref(), Some("node"));
         for (bad, says) in [
             (server("a b", Some("x"), None), "server name"),
-            (server("both", Some("x"), Some("http://h/")), "both command and url"),
+            (
+                server("both", Some("x"), Some("http://h/")),
+                "both command and url",
+            ),
             (server("none", None, None), "neither command nor url"),
         ] {
             request.mcp_servers = vec![bad];
