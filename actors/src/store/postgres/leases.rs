@@ -37,6 +37,9 @@ const REMEMBERED: Duration = Duration::from_secs(600);
 #[derive(Default)]
 pub(super) struct Leases {
     held: Mutex<HashMap<SessionId, Held>>,
+    /// Held by a renewal from reading what is held until its renewal is stored, and by a
+    /// release: a lease let go between the two would be renewed, and stay taken for a TTL.
+    renewing: tokio::sync::Mutex<()>,
 }
 
 impl Leases {
@@ -212,6 +215,7 @@ impl PostgresStore {
     /// Lets the lease on `id` expire now; its generation still fences late writes.
     pub(super) async fn let_go(&self, id: &SessionId) -> Result<(), StoreError> {
         let doing = || format!("releasing the lease on session {id}");
+        let _no_renewal = self.leases.renewing.lock().await;
         let generation = {
             let mut held = self.leases.held();
             let Some(h) = held.get_mut(id) else {
@@ -247,14 +251,6 @@ impl Keeper {
     pub(super) async fn renew(&self, leases: &Leases) -> Result<(), StoreError> {
         let doing = || "renewing this daemon's leases".to_string();
         let node: &str = &self.node;
-        let (ids, generations): (Vec<String>, Vec<i64>) = {
-            let mut held = leases.held();
-            held.retain(|_, h| h.let_go.is_none_or(|at| at.elapsed() < REMEMBERED));
-            held.iter()
-                .filter(|(_, h)| h.let_go.is_none() && !h.lost)
-                .map(|(id, h)| (id.as_str().to_owned(), h.generation))
-                .unzip()
-        };
         let client = self.pool.get().await.pg(doing)?;
         let host = hostname();
         let pid = std::process::id() as i64;
@@ -267,6 +263,15 @@ impl Keeper {
             // Old messages are refused as stale anyway: pruning can wait for the next beat.
             tracing::warn!("forgetting old relayed messages: {e}");
         }
+        let _releases_wait = leases.renewing.lock().await;
+        let (ids, generations): (Vec<String>, Vec<i64>) = {
+            let mut held = leases.held();
+            held.retain(|_, h| h.let_go.is_none_or(|at| at.elapsed() < REMEMBERED));
+            held.iter()
+                .filter(|(_, h)| h.let_go.is_none() && !h.lost)
+                .map(|(id, h)| (id.as_str().to_owned(), h.generation))
+                .unzip()
+        };
         if ids.is_empty() {
             return Ok(());
         }
