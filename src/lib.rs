@@ -42,8 +42,8 @@ pub use ryvos_actors::sandbox_inner_main;
 pub use ryvos_actors::Period;
 pub use ryvos_actors::Provider;
 pub use ryvos_actors::{
-    After, ApprovalError, Approvals, Before, Guardrail, Tool, ToolContext, ToolError, Workspace,
-    WorkspaceError,
+    After, ApprovalError, Approvals, Before, CallIdentity, Effect, Guardrail, Tool, ToolContext,
+    ToolError, Workspace, WorkspaceError,
 };
 /// How commands the model runs are confined (bubblewrap's namespaces, Landlock and seccomp
 /// inside), as `[security.sandbox]` asks; where secrets live; what the machine offers.

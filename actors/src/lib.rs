@@ -89,7 +89,9 @@ pub use session::{
 };
 pub use store::{copy_store, now_ms, Change, Copied, Delivery, Lease, Relay, Store, StoreError};
 pub use telemetry::{TelemetryError, TraceParent};
-pub use tools::{builtin::all as builtin_tools, Tool, ToolContext, ToolError};
+pub use tools::{
+    builtin::all as builtin_tools, CallIdentity, Effect, Tool, ToolContext, ToolError,
+};
 pub use workspace::{Access, Opened, Workspace, WorkspaceError};
 
 /// Hooks for tests and fuzzing: panics on purpose, crash states built by hand, and the

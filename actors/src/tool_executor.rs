@@ -14,7 +14,9 @@ use crate::interrupt::OnMessage;
 use crate::message::{Message, ToolCall};
 use crate::security::{Gate, Refused};
 use crate::supervision::{JobActor, JobMsg, Work};
-use crate::tools::{compact_output, Tool, ToolContext, ToolError, ToolRegistry};
+use crate::tools::{
+    compact_output, CallIdentity, Effect, Tool, ToolContext, ToolError, ToolRegistry,
+};
 use futures_util::StreamExt;
 use std::future::Future;
 use std::time::Duration;
@@ -72,6 +74,11 @@ pub(crate) struct ToolBatch {
     pub calls: Vec<ToolCall>,
     /// The tools the run is offered (its session's MCP servers' too, when it has some).
     pub registry: ToolRegistry,
+    /// The stored seq of the message that made the calls: with the session and each call's
+    /// id, its idempotency key.
+    pub made_at: u64,
+    /// The calls a crash cut off, taken up by their effect class ([`take_up`]).
+    pub cut_off: Vec<CallId>,
     pub ctx: ToolContext,
     pub events: RunEvents,
     /// The answer stopped at the model's output limit: a call whose arguments are not whole
@@ -114,6 +121,8 @@ impl Work for Executing {
                 batch.calls,
                 Context {
                     ctx: &batch.ctx,
+                    made_at: batch.made_at,
+                    cut_off: &batch.cut_off,
                     events: &batch.events,
                     settings: &args.settings,
                     cut_at_output_limit: batch.cut_at_output_limit,
@@ -164,6 +173,10 @@ pub(crate) async fn run_batch(
 #[derive(Clone, Copy)]
 pub(crate) struct Context<'a> {
     pub ctx: &'a ToolContext,
+    /// See [`ToolBatch::made_at`].
+    pub made_at: u64,
+    /// See [`ToolBatch::cut_off`].
+    pub cut_off: &'a [CallId],
     pub events: &'a RunEvents,
     pub settings: &'a ExecutionSettings,
     /// See [`ToolBatch::cut_at_output_limit`].
@@ -176,6 +189,15 @@ pub(crate) const CUT_OFF: &str = "validation_error: this call was cut off at you
 shorter arguments: write a large file in parts (write the first part, then add the rest with \
 edit), or take a smaller step.";
 
+/// What becomes of a call before it runs.
+enum Admitted {
+    Run(std::sync::Arc<dyn Tool>, serde_json::Value),
+    /// Not run: the result says why.
+    Refused(String),
+    /// Not run: a call a crash cut off had taken effect; its result.
+    Done(String),
+}
+
 /// Runs one call; `None` when it was left for the next run (its approval is parked).
 async fn run_call(
     registry: &ToolRegistry,
@@ -185,27 +207,38 @@ async fn run_call(
 ) -> Option<ToolOutcome> {
     let Context {
         ctx,
+        made_at,
+        cut_off,
         events,
         settings,
         cut_at_output_limit,
     } = batch;
     // Decided first: a call the gate parks never starts, in this run.
     let admitted = match registry.get(&call.name) {
-        None => Err(format!(
+        None => Admitted::Refused(format!(
             "unknown_tool: there is no tool named '{}'; the tools are: {}",
             call.name,
             registry.names().join(", ")
         )),
         Some(_) if cut_at_output_limit && !crate::provider::replay::is_object(&call.arguments) => {
-            Err(CUT_OFF.to_owned())
+            Admitted::Refused(CUT_OFF.to_owned())
         }
         Some(tool) => match registry.validate(&call.name, &call.arguments) {
-            Err(e) => Err(e.to_string()),
-            Ok(input) => match gate.admit(&call, tool.as_ref(), &input, ctx, events).await {
-                Ok(()) => Ok((tool.clone(), input)),
-                Err(Refused::Denied(denied)) => Err(denied),
-                Err(Refused::Parked) => return None,
-            },
+            Err(e) => Admitted::Refused(e.to_string()),
+            Ok(input) => {
+                let taken_up = match cut_off.contains(&call.id) {
+                    true => take_up(tool.as_ref(), &input, &call, ctx, events, gate).await,
+                    false => None,
+                };
+                match taken_up {
+                    Some(done) => Admitted::Done(done),
+                    None => match gate.admit(&call, tool.as_ref(), &input, ctx, events).await {
+                        Ok(()) => Admitted::Run(tool.clone(), input),
+                        Err(Refused::Denied(denied)) => Admitted::Refused(denied),
+                        Err(Refused::Parked) => return None,
+                    },
+                }
+            }
         },
     };
     let input_shown = serde_json::from_str(&call.arguments)
@@ -216,8 +249,13 @@ async fn run_call(
         input: input_shown,
     });
     let result = match admitted {
-        Ok((tool, input)) => execute_guarded(tool, input, ctx, settings.timeout).await,
-        Err(refused) => Err(refused),
+        Admitted::Run(tool, input) => {
+            let mut ctx = ctx.clone();
+            ctx.call = Some(CallIdentity::new(&ctx.session_id, made_at, &call.id));
+            execute_guarded(tool, input, &ctx, settings.timeout).await
+        }
+        Admitted::Done(result) => Ok(result),
+        Admitted::Refused(refused) => Err(refused),
     };
     let (content, is_error) = match result {
         Ok(output) => (output, false),
@@ -236,6 +274,38 @@ async fn run_call(
         content,
         is_error,
     })
+}
+
+/// Takes up `call`, which a crash cut off, by what it may do, and says so: a reconcilable
+/// call that had taken effect gets its result (`Some`), and is not run again; any other runs
+/// (read-only, idempotent with the same key, a reconcilable one not done, an unsafe one that
+/// never started) or is asked about (in doubt: the gate asks).
+async fn take_up(
+    tool: &dyn Tool,
+    input: &serde_json::Value,
+    call: &ToolCall,
+    ctx: &ToolContext,
+    events: &RunEvents,
+    gate: &Gate,
+) -> Option<String> {
+    let effect = crate::security::effect_of(tool, input, ctx.workspace.root());
+    let (found, action) = match effect {
+        Effect::ReadOnly | Effect::Idempotent => (None, "run_again"),
+        Effect::Reconcilable => match tool.reconcile(input, ctx).await {
+            Ok(Some(done)) => (Some(done), "found_done"),
+            // Not found done, or not readable: doing it (again) is what it meant.
+            Ok(None) | Err(_) => (None, "not_done"),
+        },
+        Effect::Unsafe if gate.in_doubt(&ctx.session_id, &call.id) => (None, "in_doubt"),
+        Effect::Unsafe => (None, "not_started"),
+    };
+    events.emit(EventKind::CallRecovered {
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        effect,
+        action: action.into(),
+    });
+    found
 }
 
 /// Runs one tool in its own task: a panic, a timeout or the run's end becomes an error result.

@@ -4,7 +4,9 @@
 //! After every kill the database must open; every turn a client was told is durable
 //! (`CheckpointSaved`) must be stored, once; no tool call and no tool result may be stored
 //! twice. At the end every session resumes to completion, and its whole stored history pairs
-//! each call with exactly one result.
+//! each call with exactly one result. Each call is a `bash` append, unsafe to repeat: one a
+//! kill cut off after it started is in doubt, and a person's stand-in decides ([`decide`]),
+//! so that no append happens twice and none whose success is stored is missing.
 //!
 //! CI runs a few iterations. For a long run, and to replay a failure by its seed:
 //!
@@ -16,8 +18,9 @@ mod common;
 use common::home::{Home, WAIT};
 use rand::{Rng, SeedableRng};
 use ryvos::protocol::message::Message;
+use ryvos::protocol::records::ApprovalKind;
 use ryvos::protocol::Reply as Line;
-use ryvos::protocol::{Run, RunParams};
+use ryvos::protocol::{AnswerParams, Approve, Deny, Run, RunParams};
 use ryvos::testing::{repair, Store};
 use ryvos::{Config, EventKind, RunId, SessionId};
 use ryvos_client::Client;
@@ -88,6 +91,15 @@ async fn drive(
                 if let EventKind::RunComplete { status: s, .. } = &event.kind {
                     status = Some(s.to_string());
                 }
+                if let EventKind::ApprovalRequested {
+                    request_id,
+                    call_id,
+                    kind: ApprovalKind::InDoubt,
+                    ..
+                } = &event.kind
+                {
+                    decide(home, request_id, call_id.as_str()).await;
+                }
                 // Whoever listens may be done already; the run is followed to its end anyway.
                 events.send(serde_json::to_value(&event).ok()?).ok();
             }
@@ -95,6 +107,30 @@ async fn drive(
         }
     }
     status
+}
+
+/// A person's stand-in for a call a kill left in doubt: it looks for the call's effect (its
+/// id in the trail), and denies running it again if it is there, approves it if not. The
+/// daemon may be killed meanwhile: then the next resume asks again.
+async fn decide(home: &Home, request_id: &str, call: &str) {
+    let trail = home.workspace.path().join("trail.txt");
+    let ran = (std::fs::read_to_string(trail).unwrap_or_default().lines()).any(|l| l == call);
+    let params = AnswerParams {
+        request_id: request_id.to_owned(),
+        reason: ran.then(|| "its line is in the trail".to_owned()),
+        always: false,
+        by: Some("the crash loop".to_owned()),
+    };
+    let Ok(mut client) = Client::connect(&home.socket()).await else {
+        return;
+    };
+    let answered = match ran {
+        true => client.call::<Deny>(&params).await.map(drop),
+        false => client.call::<Approve>(&params).await.map(drop),
+    };
+    if let Err(e) = answered {
+        eprintln!("answering {request_id} in doubt: {e}");
+    }
 }
 
 /// Checks the store as a kill left it: it opens, holds every durable turn once, and no call

@@ -1,18 +1,31 @@
-//! A session cut off by a crash mid-turn: on resume the history is repaired (the cut-off call
-//! gets a result that says what happened), the unfinished run is recorded as failed, and no
-//! orphan reaches the model.
+//! Sessions cut off by a crash mid-turn, as the store holds them after a kill: on resume the
+//! unfinished run is recorded as failed, and each call the crash cut off is taken up as what
+//! it may do allows (its effect class): a read-only call runs again; an idempotent one runs
+//! again with the same idempotency key; a reconcilable one (a write) is checked, recorded as
+//! done when it was, run when it was not; an unsafe one that started is in doubt, for a
+//! person to decide (or, with `in_doubt = "tell_model"`, the model is told it may or may not
+//! have run); one that never started runs as any call does. No orphan reaches the model.
 
 mod common;
 
+use async_trait::async_trait;
 use common::{config_for, run_on, tool_results};
+use ryvos::config::{Config, InDoubt};
 use ryvos::protocol::ids::{CallId, RunId};
 use ryvos::protocol::message::{Message, ToolCall};
-use ryvos::protocol::records::RunRecord;
+use ryvos::protocol::records::{ApprovalKind, AuditRecord, RunRecord};
 use ryvos::testing::Inspect;
 use ryvos::testing::{Store, StoredMessage, Write, WriteBatch};
-use ryvos::{RunRequest, RunStatus, Runtime, SessionId};
+use ryvos::{
+    Effect, EventKind, RunRequest, RunStatus, Runtime, SafetyTier, SessionId, Tool, ToolContext,
+    ToolError,
+};
 use ryvos_testkit::{Reply, ScriptedModelServer};
-use std::sync::Arc;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+
+const SESSION: &str = "s_crashed";
+const CRASHED: &str = "r_crashed";
 
 fn stored(seq: u64, message: Message) -> StoredMessage {
     StoredMessage {
@@ -22,105 +35,302 @@ fn stored(seq: u64, message: Message) -> StoredMessage {
     }
 }
 
+fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+    ToolCall {
+        id: CallId::new(id),
+        name: name.into(),
+        arguments: arguments.into(),
+    }
+}
+
+/// What a kill leaves in `config`'s store: the prompt, the model's `calls` (message seq 1),
+/// the results of `answered` of them, the run unfinished, and the gate's decision on record
+/// for the calls that `started`.
+async fn crashed(
+    config: &Config,
+    calls: Vec<ToolCall>,
+    answered: &[(&str, &str)],
+    started: &[&str],
+) {
+    let store = Store::open(&config.database_path(), true).unwrap();
+    let session = SessionId::new(SESSION);
+    let mut messages = vec![
+        stored(0, Message::user("do it")),
+        stored(
+            1,
+            Message::Assistant {
+                content: "doing".into(),
+                tool_calls: calls.clone(),
+                reasoning: Vec::new(),
+            },
+        ),
+    ];
+    for (i, (id, content)) in answered.iter().enumerate() {
+        let name = calls
+            .iter()
+            .find(|c| c.id.as_str() == *id)
+            .unwrap()
+            .name
+            .clone();
+        let result = Message::ToolResult {
+            call_id: CallId::new(*id),
+            name,
+            content: (*content).into(),
+            is_error: false,
+        };
+        messages.push(stored(2 + i as u64, result));
+    }
+    let mut batch = WriteBatch::of(session.clone(), messages.into_iter().map(Write::Message));
+    let run = RunRecord::begun(RunId::new(CRASHED), session.clone(), "do it", 1);
+    batch.push(Write::Run(RunRecord { turns: 1, ..run }));
+    for id in started {
+        let call = calls.iter().find(|c| c.id.as_str() == *id).unwrap();
+        batch.push(Write::Audit(AuditRecord {
+            at_ms: 2,
+            session_id: session.clone(),
+            run_id: RunId::new(CRASHED),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            input: call.arguments.clone(),
+            tier: SafetyTier::T2,
+            reasons: Vec::new(),
+            allowed: true,
+            decided_by: "policy".into(),
+            reason: None,
+            request_id: None,
+        }));
+    }
+    store.write(&[batch]).await.unwrap();
+}
+
+/// A host tool of the given effect class that records the idempotency key of every call.
+struct Charge {
+    effect: Effect,
+    keys: Arc<Mutex<Vec<String>>>,
+}
+
+#[async_trait]
+impl Tool for Charge {
+    fn name(&self) -> &str {
+        "charge"
+    }
+    fn description(&self) -> &str {
+        "charges a card"
+    }
+    fn parameters(&self) -> Value {
+        serde_json::json!({"type": "object"})
+    }
+    fn tier(&self) -> SafetyTier {
+        SafetyTier::T2
+    }
+    fn effect(&self, _input: &Value) -> Effect {
+        self.effect
+    }
+    async fn execute(&self, _input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let key = ctx
+            .call
+            .as_ref()
+            .expect("a call's identity")
+            .idempotency_key
+            .clone();
+        self.keys.lock().unwrap().push(key);
+        Ok("charged".into())
+    }
+}
+
+/// A runtime on `config` with a `charge` tool of `effect`; the keys its calls were given.
+async fn with_charge(config: Config, effect: Effect) -> (Runtime, Arc<Mutex<Vec<String>>>) {
+    let keys = Arc::default();
+    let charge = Charge {
+        effect,
+        keys: Arc::clone(&keys),
+    };
+    let runtime = Runtime::builder(config)
+        .tool(Arc::new(charge))
+        .start()
+        .await
+        .unwrap();
+    (runtime, keys)
+}
+
+fn resume(workspace: &std::path::Path) -> RunRequest {
+    RunRequest::new("go on")
+        .session(SessionId::new(SESSION))
+        .workspace(workspace)
+}
+
+/// How the calls were taken up, by call: the `CallRecovered` events' actions.
+fn recovered(events: &[Arc<ryvos::Event>]) -> Vec<(String, String)> {
+    (events.iter())
+        .filter_map(|e| match &e.kind {
+            EventKind::CallRecovered {
+                call_id, action, ..
+            } => Some((call_id.to_string(), action.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
 #[tokio::test]
-async fn a_turn_cut_off_by_a_crash_is_repaired_on_resume() {
+async fn read_only_and_reconcilable_calls_are_run_again_or_found_done_and_the_run_is_ended() {
     let server = ScriptedModelServer::start([Reply::text(&["picking up"])]).await;
     let home = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
+    std::fs::write(workspace.path().join("log"), "built").unwrap();
+    std::fs::write(workspace.path().join("done.txt"), "written").unwrap();
     let config = config_for(&server, home.path());
-    let session = SessionId::new("s_crashed");
-    let crashed_run = RunId::new("r_crashed");
-
-    // What a crash between "the model asked for two calls" and "their results" leaves.
-    {
-        let store = Store::open(&config.database_path(), true).unwrap();
-        let mut batch = WriteBatch::of(
-            session.clone(),
-            [
-                stored(0, Message::user("build it")),
-                stored(
-                    1,
-                    Message::Assistant {
-                        content: "building".into(),
-                        tool_calls: vec![
-                            ToolCall {
-                                id: CallId::new("k1"),
-                                name: "bash".into(),
-                                arguments: r#"{"command":"make"}"#.into(),
-                            },
-                            ToolCall {
-                                id: CallId::new("k2"),
-                                name: "read".into(),
-                                arguments: r#"{"path":"log"}"#.into(),
-                            },
-                        ],
-                        reasoning: Vec::new(),
-                    },
-                ),
-                stored(
-                    2,
-                    Message::ToolResult {
-                        call_id: CallId::new("k1"),
-                        name: "bash".into(),
-                        content: "ok".into(),
-                        is_error: false,
-                    },
-                ),
-            ]
-            .map(Write::Message),
-        );
-        batch.push(Write::Run(RunRecord {
-            run_id: crashed_run.clone(),
-            session_id: session.clone(),
-            prompt: "build it".into(),
-            status: None,
-            reason: None,
-            output: String::new(),
-            turns: 1,
-            input_tokens: 0,
-            output_tokens: 0,
-            cost_microcents: 0,
-            started_at_ms: 1,
-            ended_at_ms: None,
-            goal: None,
-            model: None,
-            park_reason: None,
-            settings: Default::default(),
-            model_calls: 0,
-            active_ms: 0,
-            directed_by: None,
-        }));
-        store.write(&[batch]).await.unwrap();
-    }
+    let calls = vec![
+        call("k1", "bash", r#"{"command":"make"}"#),
+        call("k2", "read", r#"{"path":"log"}"#),
+        call("w1", "write", r#"{"path":"done.txt","content":"written"}"#),
+        call("w2", "write", r#"{"path":"new.txt","content":"fresh"}"#),
+    ];
+    crashed(&config, calls, &[("k1", "ok")], &["w1", "w2"]).await;
 
     let runtime = Runtime::start(config).await.unwrap();
-    let (_, outcome) = run_on(
-        &runtime,
-        RunRequest::new("continue")
-            .session(session.clone())
-            .workspace(workspace.path()),
-    )
-    .await;
+    let (events, outcome) = run_on(&runtime, resume(workspace.path())).await;
     assert_eq!(outcome.status, RunStatus::Completed);
-
-    let request = &server.requests()[0];
-    let results = tool_results(request);
-    assert_eq!(results.len(), 2);
-    assert_eq!(results[0], ("k1".into(), "ok".into()));
-    assert_eq!(results[1].0, "k2");
-    assert!(results[1].1.starts_with("execution_error:") && results[1].1.contains("interrupted"));
+    let mut actions = recovered(&events);
+    // The calls run at once: in any order.
+    actions.sort();
+    assert_eq!(
+        actions,
+        [
+            ("k2".into(), "run_again".into()),
+            ("w1".into(), "found_done".into()),
+            ("w2".into(), "not_done".into()),
+        ]
+    );
+    let results = tool_results(&server.requests()[0]);
+    let result = |id: &str| results.iter().find(|(c, _)| c == id).unwrap().1.clone();
+    assert_eq!(result("k1"), "ok");
+    assert!(result("k2").contains("built"), "{}", result("k2"));
+    assert!(result("w1").contains("found written"), "{}", result("w1"));
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join("new.txt")).unwrap(),
+        "fresh"
+    );
     server.assert_no_orphans();
 
+    let session = SessionId::new(SESSION);
     let runs = runtime.store().session_runs(&session).await.unwrap();
-    let old = runs.iter().find(|r| r.run_id == crashed_run).unwrap();
+    let old = runs.iter().find(|r| r.run_id.as_str() == CRASHED).unwrap();
     assert_eq!(old.status, Some(RunStatus::Failed));
     assert!(old.reason.as_deref().unwrap().contains("interrupted"));
-    // The repair itself is stored: reloading finds nothing left to mend.
+    // Everything is stored: reloading finds nothing left to mend.
     let history = runtime.store().load_session(&session).await.unwrap();
     assert!(
         ryvos::testing::repair::check(history.messages.iter().map(|m| m.message.as_ref()))
             .is_clean()
     );
     assert!(history.unfinished_runs.is_empty());
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_idempotent_call_runs_again_with_the_key_it_had() {
+    let server = ScriptedModelServer::start([Reply::text(&["charged once"])]).await;
+    let home = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let config = config_for(&server, home.path());
+    crashed(&config, vec![call("p1", "charge", "{}")], &[], &["p1"]).await;
+    let (runtime, keys) = with_charge(config, Effect::Idempotent).await;
+    let (events, outcome) = run_on(&runtime, resume(workspace.path())).await;
+    assert_eq!(outcome.status, RunStatus::Completed);
+    assert_eq!(recovered(&events), [("p1".into(), "run_again".into())]);
+    // The key names the session, the message that made the call and the call: the same as
+    // the cut-off attempt had, whichever daemon or run makes the next.
+    assert_eq!(*keys.lock().unwrap(), [format!("{SESSION}:1:p1")]);
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_unsafe_call_that_started_is_in_doubt_until_a_person_decides() {
+    for approve in [true, false] {
+        let server = ScriptedModelServer::start([Reply::text(&["told"])]).await;
+        let home = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        let config = config_for(&server, home.path());
+        crashed(&config, vec![call("p1", "charge", "{}")], &[], &["p1"]).await;
+        let (runtime, keys) = with_charge(config, Effect::Unsafe).await;
+        let mut run = runtime.run(resume(workspace.path())).await.unwrap();
+        // Asked of a person whatever the policy (which allows such calls), as in doubt.
+        let asked = loop {
+            let event = run.next_event().await.expect("the run waits");
+            if let EventKind::ApprovalRequested {
+                request_id, kind, ..
+            } = &event.kind
+            {
+                assert_eq!(*kind, ApprovalKind::InDoubt);
+                break request_id.clone();
+            }
+        };
+        let listed = runtime.pending_approvals();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].kind, ApprovalKind::InDoubt);
+        assert!(
+            keys.lock().unwrap().is_empty(),
+            "not run before the decision"
+        );
+        let reason = (!approve).then(|| "it went through".to_owned());
+        runtime
+            .answer_approval(&asked, approve, reason, "ops")
+            .await
+            .unwrap();
+        let (_, outcome) = common::collect(run).await;
+        assert_eq!(outcome.status, RunStatus::Completed);
+        let results = tool_results(&server.requests()[0]);
+        match approve {
+            true => {
+                assert_eq!(*keys.lock().unwrap(), [format!("{SESSION}:1:p1")]);
+                assert_eq!(results, [("p1".into(), "charged".into())]);
+            }
+            false => {
+                assert!(keys.lock().unwrap().is_empty(), "never run again");
+                assert!(
+                    results[0].1.contains("must not be run again")
+                        && results[0].1.contains("it went through"),
+                    "{results:?}"
+                );
+            }
+        }
+        runtime.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn an_unsafe_call_that_never_started_runs_as_any_call_does() {
+    let server = ScriptedModelServer::start([Reply::text(&["charged"])]).await;
+    let home = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let config = config_for(&server, home.path());
+    // No decision on record: it never passed the gate, so it never ran.
+    crashed(&config, vec![call("p1", "charge", "{}")], &[], &[]).await;
+    let (runtime, keys) = with_charge(config, Effect::Unsafe).await;
+    let (events, outcome) = run_on(&runtime, resume(workspace.path())).await;
+    assert_eq!(outcome.status, RunStatus::Completed);
+    assert_eq!(recovered(&events), [("p1".into(), "not_started".into())]);
+    assert_eq!(keys.lock().unwrap().len(), 1);
+    runtime.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn told_to_the_model_an_unsafe_call_in_doubt_gets_a_result_saying_so() {
+    let server = ScriptedModelServer::start([Reply::text(&["checking"])]).await;
+    let home = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let mut config = config_for(&server, home.path());
+    config.agent.in_doubt = InDoubt::TellModel;
+    crashed(&config, vec![call("p1", "charge", "{}")], &[], &["p1"]).await;
+    let (runtime, keys) = with_charge(config, Effect::Unsafe).await;
+    let (events, outcome) = run_on(&runtime, resume(workspace.path())).await;
+    assert_eq!(outcome.status, RunStatus::Completed);
+    assert!(recovered(&events).is_empty());
+    assert!(keys.lock().unwrap().is_empty());
+    let results = tool_results(&server.requests()[0]);
+    assert!(
+        results[0].1.contains("may or may not have run"),
+        "{results:?}"
+    );
     runtime.shutdown().await.unwrap();
 }

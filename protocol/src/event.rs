@@ -106,6 +106,20 @@ pub enum EventKind {
         /// What made the call's tier what it is, for bash commands.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         reasons: Vec<String>,
+        /// `in_doubt`: a crash cut the call off and it may have taken effect; asked whether
+        /// it may run again (left out for the usual question).
+        #[serde(default, skip_serializing_if = "crate::asked::ApprovalKind::is_call")]
+        kind: crate::asked::ApprovalKind,
+    },
+    /// A call a crash cut off, taken up by the next run as its effect class allows:
+    /// `action` is `run_again` (read-only, or idempotent with the same key), `found_done` (a
+    /// reconcilable call had taken effect: its result is recorded, it is not run),
+    /// `not_done` (it had not: it runs), or `in_doubt` (unsafe: a person is asked).
+    CallRecovered {
+        call_id: CallId,
+        tool: String,
+        effect: crate::effect::Effect,
+        action: String,
     },
     /// The security gate decided about a call (after recording it in the audit table):
     /// `decided_by` is `policy`, `auto_approve`, `command_allowlist`, who answered an approval

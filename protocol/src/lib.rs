@@ -6,6 +6,8 @@
 //! client can share these types without depending on each other. What the types serialize to
 //! is the public contract.
 
+pub mod asked;
+pub mod effect;
 pub mod event;
 pub mod goal;
 pub mod ids;

@@ -15,7 +15,7 @@ pub use overrides::{Override, OverrideSyntaxError};
 use ryvos_actors::config::expand_env;
 pub use ryvos_actors::config::{
     AgentConfig, BudgetConfig, CheckpointConfig, Decision, DirectorConfig, EmbeddingConfig,
-    Fallback, FallbackEndpoint, GuardianConfig, JudgeConfig, MaxTokensField, McpConfig,
+    Fallback, FallbackEndpoint, GuardianConfig, InDoubt, JudgeConfig, MaxTokensField, McpConfig,
     McpServerConfig, ModelConfig, OnLimit, OtelConfig, OtlpProtocol, Pricing, SandboxConfig,
     SandboxMode, SecurityConfig, StoreBackend, StoreConfig, SupervisionConfig, TierPolicy,
 };

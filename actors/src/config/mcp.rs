@@ -1,6 +1,7 @@
 //! `[mcp.servers.NAME]`: the MCP servers whose tools the model may call, each started as a
 //! child process (`command`) or reached over Streamable HTTP (`url`).
 
+use ryvos_protocol::effect::Effect;
 use ryvos_protocol::tier::SafetyTier;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
@@ -41,6 +42,12 @@ pub struct McpServerConfig {
     /// Only these tools are offered (all when left out).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled_tools: Option<Vec<String>>,
+    /// What its tools' calls may do, for their recovery after a crash, over what the server
+    /// says of each (`readOnlyHint`, `idempotentHint`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect: Option<Effect>,
+    /// The same, for single tools, over `effect`: `effects = { charge = "idempotent" }`.
+    pub effects: BTreeMap<String, Effect>,
 }
 
 impl Default for McpServerConfig {
@@ -56,6 +63,8 @@ impl Default for McpServerConfig {
             timeout_secs: 60,
             startup_timeout_secs: 60,
             enabled_tools: None,
+            effect: None,
+            effects: BTreeMap::new(),
         }
     }
 }
@@ -94,6 +103,19 @@ impl McpServerConfig {
     /// The tier of the server's tool `tool`.
     pub fn tier_of(&self, tool: &str) -> SafetyTier {
         self.tool_tiers.get(tool).copied().unwrap_or(self.tier)
+    }
+
+    /// What a call of the server's tool `tool` may do: as configured for it, else for the
+    /// server, else as the server `said` (its annotations), else as its tier says.
+    pub fn effect_of(&self, tool: &str, said: Option<Effect>) -> Effect {
+        let by_tier = match self.tier_of(tool) {
+            SafetyTier::T0 => Effect::ReadOnly,
+            _ => Effect::Unsafe,
+        };
+        (self.effects.get(tool).copied())
+            .or(self.effect)
+            .or(said)
+            .unwrap_or(by_tier)
     }
 
     /// Whether the tool `tool` is offered.

@@ -206,10 +206,24 @@ pub struct AgentConfig {
     pub max_tool_output_bytes: usize,
     /// An idle session's actor stops after this many seconds and is revived on its next run.
     pub session_idle_secs: u64,
+    /// A call a crash cut off that is unsafe to repeat (`ask`: a person decides whether it
+    /// runs again; `tell_model`: the model is told it may or may not have run).
+    pub in_doubt: InDoubt,
     pub checkpoint: CheckpointConfig,
     pub guardian: GuardianConfig,
     pub judge: JudgeConfig,
     pub director: DirectorConfig,
+}
+
+/// `[agent] in_doubt`: what becomes of an unsafe call a crash cut off.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InDoubt {
+    /// Asked of a person, as an approval (`ryvos approvals` lists it, kind `in_doubt`).
+    #[default]
+    Ask,
+    /// The model is told the call may or may not have run, and decides.
+    TellModel,
 }
 
 /// `[agent.director]`: how Director runs plan and execute.
@@ -284,6 +298,7 @@ impl Default for AgentConfig {
             tool_timeout_secs: 300,
             max_tool_output_bytes: 32 * 1024,
             session_idle_secs: 300,
+            in_doubt: InDoubt::Ask,
             checkpoint: CheckpointConfig::default(),
             guardian: GuardianConfig::default(),
             judge: JudgeConfig::default(),

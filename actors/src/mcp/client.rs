@@ -5,7 +5,7 @@
 
 use super::link::Link;
 use super::status::McpServers;
-use super::tool::McpTool;
+use super::tool::{said_effect, McpTool};
 use crate::config::{expand_env, McpServerConfig};
 use crate::tools::{Tool, ToolRegistry};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -240,10 +240,11 @@ impl ServerState {
             .iter()
             .filter(|t| args.config.offers(&t.name))
             .map(|t| {
+                let effect = args.config.effect_of(&t.name, said_effect(t));
                 Arc::new(McpTool::new(
                     &args.name,
                     t,
-                    args.config.tier_of(&t.name),
+                    (args.config.tier_of(&t.name), effect),
                     args.config.call_timeout(),
                     args.link.clone(),
                 )) as Arc<dyn Tool>

@@ -2,11 +2,14 @@
 //! the tier the config gives it) and as a call reaches the server.
 
 use super::link::Link;
-use crate::tools::{SafetyTier, Tool, ToolContext, ToolError};
+use crate::tools::{Effect, SafetyTier, Tool, ToolContext, ToolError};
 use async_trait::async_trait;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Where a call's idempotency key goes in the request's `_meta`.
+const IDEMPOTENCY_KEY: &str = "idempotencyKey";
 
 /// Tool names models accept: `[A-Za-z0-9_-]{1,64}`.
 const MAX_NAME: usize = 64;
@@ -20,6 +23,8 @@ pub(crate) struct McpTool {
     description: String,
     schema: serde_json::Value,
     tier: SafetyTier,
+    /// What its calls may do, for their recovery after a crash.
+    effect: Effect,
     timeout: Duration,
     link: Arc<Link>,
 }
@@ -28,7 +33,7 @@ impl McpTool {
     pub(crate) fn new(
         server: &str,
         tool: &rmcp::model::Tool,
-        tier: SafetyTier,
+        (tier, effect): (SafetyTier, Effect),
         timeout: Duration,
         link: Arc<Link>,
     ) -> Self {
@@ -49,9 +54,20 @@ impl McpTool {
             description: format!("[{server}] {description}"),
             schema,
             tier,
+            effect,
             timeout,
             link,
         }
+    }
+}
+
+/// What a server says its tool's calls do (`readOnlyHint`, `idempotentHint`), if it says.
+pub(crate) fn said_effect(tool: &rmcp::model::Tool) -> Option<Effect> {
+    let hints = tool.annotations.as_ref()?;
+    match (hints.read_only_hint, hints.idempotent_hint) {
+        (Some(true), _) => Some(Effect::ReadOnly),
+        (_, Some(true)) => Some(Effect::Idempotent),
+        _ => None,
     }
 }
 
@@ -85,6 +101,10 @@ impl Tool for McpTool {
         self.tier
     }
 
+    fn effect(&self, _input: &serde_json::Value) -> Effect {
+        self.effect
+    }
+
     async fn execute(
         &self,
         input: serde_json::Value,
@@ -94,6 +114,13 @@ impl Tool for McpTool {
         let mut params = CallToolRequestParams::new(self.remote.clone());
         if let serde_json::Value::Object(arguments) = input {
             params = params.with_arguments(arguments);
+        }
+        if let Some(call) = &ctx.call {
+            // MCP has no key of its own: a server that dedupes reads it here.
+            let mut meta = rmcp::model::RequestMetaObject::new();
+            let key = call.idempotency_key.clone();
+            meta.0 .0.insert(IDEMPOTENCY_KEY.into(), key.into());
+            params.meta = Some(meta);
         }
         let called = tokio::select! {
             called = tokio::time::timeout(self.timeout, peer.call_tool(params)) => called,

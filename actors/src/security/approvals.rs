@@ -5,7 +5,7 @@
 //! can still be answered, and the session's next run takes the answer or asks again.
 
 use crate::ids::{CallId, SessionId};
-pub(crate) use ryvos_protocol::records::{Answer, PendingApproval};
+pub(crate) use ryvos_protocol::records::{Answer, ApprovalKind, PendingApproval};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
@@ -156,6 +156,15 @@ impl Approvals {
             .filter(|e| matches!(e.slot, Slot::Paused) && e.shown.session_id == *session)
             .map(|e| e.shown.call_id.clone())
             .collect()
+    }
+
+    /// Whether `session`'s call `call` waits in doubt (a crash cut it off).
+    pub fn in_doubt(&self, session: &SessionId, call: &CallId) -> bool {
+        self.lock().values().any(|e| {
+            e.shown.kind == ApprovalKind::InDoubt
+                && e.shown.session_id == *session
+                && e.shown.call_id == *call
+        })
     }
 
     /// Puts back the paused requests read from the store (after a restart).

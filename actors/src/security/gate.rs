@@ -6,7 +6,7 @@
 //! unanswered, never as a person's denial. A denied call is never silent: the model gets
 //! `denied: …` and the loop goes on.
 
-use super::approvals::{Answer, Approvals, PendingApproval};
+use super::approvals::{Answer, ApprovalKind, Approvals, PendingApproval};
 use super::classify::{self, Classification};
 use crate::checkpoint::{self, Checkpoint};
 use crate::config::{Decision, SecurityConfig};
@@ -82,6 +82,11 @@ impl Gate {
         })
     }
 
+    /// Whether `session`'s call `call` waits in doubt: a crash cut it off after it started.
+    pub(crate) fn in_doubt(&self, session: &SessionId, call: &crate::ids::CallId) -> bool {
+        self.approvals.in_doubt(session, call)
+    }
+
     /// A call's tier: the tool's own, or for `bash`, what its command does.
     pub(crate) fn classify(
         &self,
@@ -89,14 +94,7 @@ impl Gate {
         input: &serde_json::Value,
         ctx: &ToolContext,
     ) -> Classification {
-        let base = tool.tier();
-        match bash_command(tool.name(), input) {
-            Some(command) => classify::bash(command, ctx.workspace.root(), base),
-            _ => Classification {
-                tier: base,
-                reasons: Vec::new(),
-            },
-        }
+        classify_call(tool, input, ctx.workspace.root())
     }
 
     /// Decides whether `call` may run.
@@ -109,7 +107,11 @@ impl Gate {
         events: &RunEvents,
     ) -> Result<(), Refused> {
         let class = self.classify(tool, input, ctx);
-        let rule = self.rule(&ctx.session_id, tool.name(), input, &class);
+        let rule = match self.approvals.in_doubt(&ctx.session_id, &call.id) {
+            // A call a crash left in doubt is a person's to decide, whatever the policy says.
+            true => Rule::Policy(Decision::Ask),
+            false => self.rule(&ctx.session_id, tool.name(), input, &class),
+        };
         let mut record = AuditRecord {
             at_ms: now_ms(),
             session_id: ctx.session_id.clone(),
@@ -288,12 +290,13 @@ impl Gate {
             || format!("ap_{}", ulid::Ulid::new().to_string().to_lowercase()),
             |k| k.request_id.clone(),
         );
+        let kind = kept.as_ref().map_or(ApprovalKind::Call, |k| k.kind);
         record.request_id = Some(request_id.clone());
         let timeout = Duration::from_secs(self.config.approval_timeout_secs.max(1));
         let answered = match kept.and_then(|k| k.answer) {
             Some(answer) => Some(answer),
             None => {
-                let pending = request(&request_id, call, input, class, ctx);
+                let pending = request((&request_id, kind), call, input, class, ctx);
                 // On record before anyone is asked: a crash while it waits leaves the call
                 // pending, to be asked again when the session resumes, never cut off.
                 if let Err(e) = self.store_request(pending.clone()).await {
@@ -308,24 +311,7 @@ impl Gate {
             }
         };
         let (approved, reason, by) = match answered {
-            Some(Answer {
-                approved,
-                reason,
-                by,
-                always,
-            }) => {
-                if approved && always && class.tier < SafetyTier::T4 {
-                    let key = always_key(&call.name, input);
-                    self.allow_always(&ctx.session_id, key.clone());
-                    batch.push(Write::Always(key));
-                }
-                let by = if approved && always {
-                    format!("{by} (always, this session)")
-                } else {
-                    by
-                };
-                (approved, reason, by)
-            }
+            Some(answer) => self.taken(answer, kind, class, call, input, ctx, batch),
             None if ctx.cancel.is_cancelled() => (
                 false,
                 Some("the run ended before anyone answered".to_owned()),
@@ -346,7 +332,43 @@ impl Gate {
         if approved {
             return Ok(());
         }
-        Err(Refused::Denied(denial(reason, &by)))
+        Err(Refused::Denied(match kind {
+            ApprovalKind::InDoubt => in_doubt_denial(reason, &by),
+            ApprovalKind::Call => denial(reason, &by),
+        }))
+    }
+
+    /// A person's `answer` to a request of `kind`: approved, why, and by whom. An "always"
+    /// approval (never of a T4 call, nor of one in doubt) joins `batch`.
+    #[allow(clippy::too_many_arguments)]
+    fn taken(
+        &self,
+        answer: Answer,
+        kind: ApprovalKind,
+        class: &Classification,
+        call: &ToolCall,
+        input: &serde_json::Value,
+        ctx: &ToolContext,
+        batch: &mut WriteBatch,
+    ) -> (bool, Option<String>, String) {
+        let Answer {
+            approved,
+            reason,
+            by,
+            always,
+        } = answer;
+        // A call in doubt is decided once: it is never let through unasked again.
+        let always = always && kind == ApprovalKind::Call;
+        if approved && always && class.tier < SafetyTier::T4 {
+            let key = always_key(&call.name, input);
+            self.allow_always(&ctx.session_id, key.clone());
+            batch.push(Write::Always(key));
+        }
+        let by = match approved && always {
+            true => format!("{by} (always, this session)"),
+            false => by,
+        };
+        (approved, reason, by)
     }
 
     /// Opens `pending` and waits for its answer: `None` when nobody answered in time or the
@@ -368,6 +390,7 @@ impl Gate {
             input: pending.input.clone(),
             tier: pending.tier,
             reasons: reasons.to_vec(),
+            kind: pending.kind,
         };
         // Open before it is announced: an answer may come the moment it is.
         let mut answer = self.approvals.open(pending);
@@ -438,6 +461,22 @@ impl Gate {
 }
 
 /// The command of a `bash` call; `None` for any other tool.
+/// A call's tier, working in `workspace`: the tool's own, or for `bash`, what its command does.
+pub(crate) fn classify_call(
+    tool: &dyn Tool,
+    input: &serde_json::Value,
+    workspace: &std::path::Path,
+) -> Classification {
+    let base = tool.tier();
+    match bash_command(tool.name(), input) {
+        Some(command) => classify::bash(command, workspace, base),
+        _ => Classification {
+            tier: base,
+            reasons: Vec::new(),
+        },
+    }
+}
+
 fn bash_command<'a>(tool: &str, input: &'a serde_json::Value) -> Option<&'a str> {
     input
         .get("command")
@@ -485,7 +524,7 @@ fn because(reasons: &[String]) -> String {
 
 /// The request that asks a person about `call`.
 fn request(
-    request_id: &str,
+    (request_id, kind): (&str, ApprovalKind),
     call: &ToolCall,
     input: &serde_json::Value,
     class: &Classification,
@@ -502,6 +541,7 @@ fn request(
         asked_at_ms: now_ms(),
         paused: false,
         answer: None,
+        kind,
     }
 }
 
@@ -512,6 +552,15 @@ fn unanswered(timeout: Duration) -> (bool, Option<String>, String) {
         timeout.as_secs()
     );
     (false, Some(why), "unanswered".to_owned())
+}
+
+/// What the model is told of a call in doubt that a person (`by`) said must not run again.
+fn in_doubt_denial(reason: Option<String>, by: &str) -> String {
+    let why = reason.unwrap_or_else(|| "no reason given".into());
+    format!(
+        "denied: a crash cut this call off, so it may or may not have taken effect; {by} \
+         decided it must not be run again: {why}. Do not repeat it."
+    )
 }
 
 /// What the model is told of a call that was not approved, `by` whom and why.

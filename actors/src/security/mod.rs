@@ -4,9 +4,11 @@
 
 pub(crate) mod approvals;
 pub(crate) mod classify;
+mod effect;
 pub(crate) mod gate;
 pub(crate) mod shell;
 
 pub(crate) use approvals::{Answer, Answered};
 pub use approvals::{ApprovalError, Approvals};
+pub(crate) use effect::effect_of;
 pub(crate) use gate::{Gate, Refused};

@@ -6,12 +6,14 @@
 //! from the store).
 
 use super::commits::Commits;
+use super::cut_off::{CutOff, TakenUp};
 use super::history::History;
 use super::notice::{NoticeRef, SessionNotice};
 use super::recovery::{self, Reloaded};
 use super::Services;
 use crate::event::SessionEvents;
 use crate::ids::{CallId, RunId, SessionId};
+use crate::security::approvals::PendingApproval;
 use crate::store::{now_ms, SessionRecord, TurnCheckpoint, Write, WriteBatch};
 use ryvos_protocol::records::ModelFit;
 
@@ -34,6 +36,8 @@ pub(super) struct Conversation {
     pub last_run: Option<RunId>,
     /// The calls a paused run left pending, not yet taken up by another run.
     pub paused_calls: Vec<CallId>,
+    /// The calls a crash cut off, pending for the next run to take up by their effect class.
+    pub cut_off: Vec<CallId>,
     /// The workspace of the latest run, kept on the session's record.
     pub workspace: Option<String>,
     /// The session's first prompt, clipped, kept on its record.
@@ -66,6 +70,7 @@ impl Conversation {
             created_at_ms: now_ms(),
             last_run: None,
             paused_calls: Vec::new(),
+            cut_off: Vec::new(),
             workspace: None,
             title: None,
             last_status: None,
@@ -144,13 +149,18 @@ impl Conversation {
         self.load_error = None;
         self.needs_reload = false;
         // Calls a paused run left stay pending; any other call without a result was cut off
-        // (a crash, a failed actor, a lost commit): it may have run, and gets a result saying so.
+        // (a crash, a failed actor, a lost commit), and is taken up as what it may do allows.
         self.paused_calls = self.pending_calls(loaded.record.as_ref());
+        let taken_up = self.take_up_cut_off(&loaded).await;
+        let mut pending = self.paused_calls.clone();
+        pending.extend(taken_up.pending.iter().cloned());
+        self.cut_off = taken_up.pending;
+        self.keep_in_doubt(taken_up.in_doubt);
         self.history = History::load(
             loaded.messages,
             loaded.next_seq,
             loaded.compaction.as_ref(),
-            &self.paused_calls,
+            &pending,
         );
         if let Some(record) = &loaded.record {
             // The server's last count sizes the window without the tokenizer.
@@ -185,6 +195,53 @@ impl Conversation {
         for run in ended {
             self.submit_batch(WriteBatch::of(self.id.clone(), [Write::Run(run)]));
         }
+    }
+
+    /// What becomes of the calls a crash cut off ([`super::cut_off`]).
+    async fn take_up_cut_off(&self, loaded: &crate::store::SessionHistory) -> TakenUp {
+        let mut runs: Vec<RunId> = (loaded.unfinished_runs.iter())
+            .map(|r| r.run_id.clone())
+            .collect();
+        // Taken up once already (the runs ended), and not yet run: the latest run made them.
+        runs.extend(loaded.record.as_ref().and_then(|r| r.last_run.clone()));
+        let workspace = (loaded.record.as_ref()).and_then(|r| r.workspace.as_deref());
+        let cut_off = CutOff {
+            session: &self.id,
+            registry: &self.services.registry,
+            workspace: workspace.map(std::path::Path::new),
+            in_doubt: self.services.agent.in_doubt,
+            runs: &runs,
+        };
+        let calls = cut_off.calls(&loaded.messages, &self.paused_calls);
+        if calls.is_empty() {
+            return TakenUp::default();
+        }
+        // An MCP server still starting (the daemon just came back) has not offered its tools.
+        if (calls.iter()).any(|c| self.services.registry.get(&c.name).is_none()) {
+            self.services.mcp.settled().await;
+        }
+        let audit = match self.services.store.audit(&self.id).await {
+            Ok(audit) => Some(audit),
+            Err(e) => {
+                // Unread, every unsafe call counts as started: asked about, never repeated.
+                tracing::warn!(session = %self.id, "the audit could not be read: {e}");
+                None
+            }
+        };
+        cut_off.take_up(calls, audit.as_deref())
+    }
+
+    /// Keeps the requests asking about calls in doubt, listed at once and in the store.
+    fn keep_in_doubt(&mut self, asking: Vec<PendingApproval>) {
+        if asking.is_empty() {
+            return;
+        }
+        self.services.approvals.restore(asking.clone());
+        let kept = asking.into_iter().map(|request| Write::Approval {
+            request_id: request.request_id.clone(),
+            kept: Some(request),
+        });
+        self.submit_batch(WriteBatch::of(self.id.clone(), kept));
     }
 
     /// The calls that stay pending on load: those a paused run left (on the session's record),

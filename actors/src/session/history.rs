@@ -477,6 +477,14 @@ impl History {
         Vec::new()
     }
 
+    /// The stored seq of the message that made call `call` (the latest such), if it is in the
+    /// window and stored.
+    pub fn seq_of_call(&self, call: &crate::ids::CallId) -> Option<u64> {
+        let made = (self.messages.iter().zip(&self.seqs).rev())
+            .find(|(m, _)| m.tool_calls().iter().any(|c| c.id == *call));
+        made.and_then(|(_, seq)| *seq)
+    }
+
     /// True when the conversation ends with the model's answer (no calls waiting for results).
     pub fn ends_with_answer(&self) -> bool {
         self.messages.last().is_some_and(|m| {

@@ -11,6 +11,7 @@ mod actor;
 mod before;
 mod commits;
 mod conversation;
+mod cut_off;
 mod desk;
 mod driver;
 mod history;

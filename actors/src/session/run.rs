@@ -229,6 +229,7 @@ impl ActiveRun {
             interrupt: self.interrupter.clone(),
             sandbox: self.sandbox.clone(),
             editor: self.editor.clone(),
+            call: None,
         }
     }
 

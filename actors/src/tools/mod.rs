@@ -13,6 +13,7 @@ pub(crate) use crate::workspace::{Workspace, WorkspaceError};
 pub(crate) use compact::compact_output;
 pub(crate) use registry::RegistryError;
 pub use registry::ToolRegistry;
+pub use ryvos_protocol::effect::Effect;
 pub(crate) use ryvos_protocol::tier::SafetyTier;
 
 use crate::ids::{RunId, SessionId};
@@ -34,6 +35,27 @@ pub struct ToolContext {
     pub sandbox: crate::sandbox::RunSandbox,
     /// The editor the file tools read and write through, for a run an editor started.
     pub editor: Option<crate::editor::Editor>,
+    /// The call being run, when a call is (a `command` criterion is none).
+    pub call: Option<CallIdentity>,
+}
+
+/// Which call a tool runs for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallIdentity {
+    pub call_id: crate::ids::CallId,
+    /// The same for this call across retries, restarts, continues and daemons: what the far
+    /// side of an effect dedupes on (`RYVOS_IDEMPOTENCY_KEY`, MCP's `_meta.idempotencyKey`).
+    pub idempotency_key: String,
+}
+
+impl CallIdentity {
+    /// Call `call_id`, which the message stored as `seq` of `session` made.
+    pub fn new(session: &SessionId, seq: u64, call_id: &crate::ids::CallId) -> Self {
+        Self {
+            call_id: call_id.clone(),
+            idempotency_key: format!("{session}:{seq}:{call_id}"),
+        }
+    }
 }
 
 /// Why a tool call failed. Reported to the model as `execution_error: …` or `denied: …`.
@@ -65,6 +87,25 @@ pub trait Tool: Send + Sync + 'static {
     fn parameters(&self) -> serde_json::Value;
     /// How much harm a call can do.
     fn tier(&self) -> SafetyTier;
+    /// What a call with `input` may do, for its recovery if a crash cuts it off: by default
+    /// read-only for a T0 tool, unsafe for any other.
+    fn effect(&self, _input: &serde_json::Value) -> Effect {
+        match self.tier() {
+            SafetyTier::T0 => Effect::ReadOnly,
+            _ => Effect::Unsafe,
+        }
+    }
+
+    /// For a [`Effect::Reconcilable`] tool: whether the call with `input` took effect
+    /// already; the result to record for it if it did.
+    async fn reconcile(
+        &self,
+        _input: &serde_json::Value,
+        _ctx: &ToolContext,
+    ) -> Result<Option<String>, ToolError> {
+        Ok(None)
+    }
+
     /// Runs the call. `input` has already been validated against [`Tool::parameters`].
     async fn execute(
         &self,

@@ -1,5 +1,6 @@
 //! The security gate's decisions and the approval requests it keeps.
 
+pub use crate::asked::ApprovalKind;
 use crate::ids::{CallId, RunId, SessionId};
 use crate::tier::SafetyTier;
 use schemars::JsonSchema;
@@ -64,4 +65,8 @@ pub struct PendingApproval {
     /// The answer given while the run was paused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<Answer>,
+    /// What is asked: whether the call may run (`call`, left out), or whether a call a crash
+    /// cut off, which may or may not have taken effect, may run again (`in_doubt`).
+    #[serde(default, skip_serializing_if = "ApprovalKind::is_call")]
+    pub kind: ApprovalKind,
 }

@@ -13,7 +13,7 @@ mod watch;
 
 pub use crate::run_params::{OnLimit, RunSettings};
 pub use access::{Credential, CredentialKind, PushTarget, Scope, TokenInfo};
-pub use audit::{Answer, AuditRecord, PendingApproval};
+pub use audit::{Answer, ApprovalKind, AuditRecord, PendingApproval};
 pub use cost::CostTotals;
 pub use memory::MemoryEntry;
 pub use progress::{ParkedPlan, PlanRecord, StepProgress, StepState};

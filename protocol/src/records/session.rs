@@ -179,6 +179,33 @@ pub struct RunRecord {
     pub directed_by: Option<DirectedBy>,
 }
 
+impl RunRecord {
+    /// Run `run_id` of `session_id`, begun on `prompt` at `started_at_ms`: nothing done yet.
+    pub fn begun(run_id: RunId, session_id: SessionId, prompt: &str, started_at_ms: u64) -> Self {
+        Self {
+            run_id,
+            session_id,
+            prompt: prompt.to_owned(),
+            status: None,
+            reason: None,
+            output: String::new(),
+            turns: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            cost_microcents: 0,
+            started_at_ms,
+            ended_at_ms: None,
+            goal: None,
+            model: None,
+            park_reason: None,
+            settings: Default::default(),
+            model_calls: 0,
+            active_ms: 0,
+            directed_by: None,
+        }
+    }
+}
+
 /// The Director run a step's run serves.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]

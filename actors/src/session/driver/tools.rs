@@ -46,12 +46,20 @@ impl Driver {
             .calls(CallsInFlight::Running(calls.clone()));
         // A completed model answer is progress: the stall clock starts again.
         self.run.call().heartbeat().beat();
+        // A call's message is stored before anything that changes the world runs.
+        let made_at = (calls.first())
+            .and_then(|c| self.session.history.seq_of_call(&c.id))
+            .unwrap_or_else(|| self.session.history.next_seq());
+        // Only the first batch after a reload holds calls a crash cut off.
+        let cut_off = std::mem::take(&mut self.session.cut_off);
         let run = &self.run;
         let tools = &self.session.services.tools;
         let batch = tools.execute(
             |on_done| ToolBatch {
                 calls: calls.clone(),
                 registry: run.tools().clone(),
+                made_at,
+                cut_off: cut_off.clone(),
                 ctx: run.tool_context(&self.session.id),
                 events: run.events().clone(),
                 cut_at_output_limit: run.turn().answer_cut(),

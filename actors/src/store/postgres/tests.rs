@@ -21,27 +21,7 @@ fn message(seq: u64, tokens: u32, text: String) -> Write {
 }
 
 fn run(id: &str, session: &SessionId) -> RunRecord {
-    RunRecord {
-        run_id: RunId::new(id),
-        session_id: session.clone(),
-        prompt: "p".into(),
-        status: None,
-        reason: None,
-        output: String::new(),
-        turns: 0,
-        input_tokens: 0,
-        output_tokens: 0,
-        cost_microcents: 0,
-        started_at_ms: 1,
-        ended_at_ms: None,
-        goal: None,
-        model: None,
-        park_reason: None,
-        settings: Default::default(),
-        model_calls: 0,
-        active_ms: 0,
-        directed_by: None,
-    }
+    RunRecord::begun(RunId::new(id), session.clone(), "p", 1)
 }
 
 /// A store on a new database of the test server.

@@ -21,27 +21,12 @@ async fn batches_round_trip_and_sessions_stay_apart() {
         a.clone(),
         (0..3).map(|seq| message(seq, 5, format!("a{seq}"))),
     );
-    batch_a.push(Write::Run(RunRecord {
-        run_id: RunId::new("r_1"),
-        session_id: a.clone(),
-        prompt: "p".into(),
-        status: None,
-        reason: None,
-        output: String::new(),
-        turns: 0,
-        input_tokens: 0,
-        output_tokens: 0,
-        cost_microcents: 0,
-        started_at_ms: 1,
-        ended_at_ms: None,
-        goal: None,
-        model: None,
-        park_reason: None,
-        settings: Default::default(),
-        model_calls: 0,
-        active_ms: 0,
-        directed_by: None,
-    }));
+    batch_a.push(Write::Run(RunRecord::begun(
+        RunId::new("r_1"),
+        a.clone(),
+        "p",
+        1,
+    )));
     let batch_b = WriteBatch::of(b.clone(), [message(0, 1, "b0".into())]);
     store.write(&[batch_a, batch_b]).await.unwrap();
     drop(store);

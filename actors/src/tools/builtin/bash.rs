@@ -63,6 +63,13 @@ impl Tool for Bash {
             .sandbox
             .command("bash")
             .map_err(|e| ToolError::Execution(e.to_string()))?;
+        // Which call this is, for a command that makes an effect elsewhere to dedupe on.
+        command_line.env("RYVOS_RUN_ID", ctx.run_id.as_str());
+        if let Some(call) = &ctx.call {
+            command_line
+                .env("RYVOS_CALL_ID", call.call_id.as_str())
+                .env("RYVOS_IDEMPOTENCY_KEY", &call.idempotency_key);
+        }
         let mut child = command_line
             .arg("-c")
             .arg(command)

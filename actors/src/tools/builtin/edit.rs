@@ -1,7 +1,7 @@
 //! `edit {path, old_string, new_string}`: replaces one exact occurrence in a file.
 
-use super::{blocking, open_checked, str_arg};
-use crate::tools::{SafetyTier, Tool, ToolContext, ToolError};
+use super::{blocking, open_checked, str_arg, text_now};
+use crate::tools::{Effect, SafetyTier, Tool, ToolContext, ToolError};
 use crate::workspace::Access;
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -36,6 +36,26 @@ impl Tool for Edit {
 
     fn tier(&self) -> SafetyTier {
         SafetyTier::T2
+    }
+
+    fn effect(&self, _input: &Value) -> Effect {
+        Effect::Reconcilable
+    }
+
+    /// Done when the file shows the replacement made: the new text once, and the old no
+    /// more often than the new text itself holds it.
+    async fn reconcile(
+        &self,
+        input: &Value,
+        ctx: &ToolContext,
+    ) -> Result<Option<String>, ToolError> {
+        let (old, new) = (str_arg(input, "old_string"), str_arg(input, "new_string"));
+        let done = text_now(input, ctx).await?.is_some_and(|now| {
+            now.matches(new).count() == 1 && now.matches(old).count() == new.matches(old).count()
+        });
+        let shown = str_arg(input, "path");
+        Ok(done
+            .then(|| format!("edited {shown}: replaced 1 occurrence (found made after a restart)")))
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {

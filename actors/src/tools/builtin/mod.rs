@@ -14,7 +14,7 @@ pub use grep::Grep;
 pub use read::Read;
 pub use write::Write;
 
-use super::{Tool, ToolError};
+use super::{Tool, ToolContext, ToolError};
 use crate::sandbox::FileRules;
 use crate::workspace::{Access, Workspace};
 use std::path::Path;
@@ -35,6 +35,30 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
 /// The string argument `key` (present: the schema was checked).
 fn str_arg<'a>(input: &'a serde_json::Value, key: &str) -> &'a str {
     input.get(key).and_then(|v| v.as_str()).unwrap_or_default()
+}
+
+/// The text of the file `input`'s `path` names, as it is now on disk; `None` when there is no
+/// such file. For a reconcile: what a cut-off write or edit left.
+async fn text_now(
+    input: &serde_json::Value,
+    ctx: &ToolContext,
+) -> Result<Option<String>, ToolError> {
+    let shown = str_arg(input, "path").to_owned();
+    let path = ctx.workspace.resolve(&shown)?;
+    if !path.exists() {
+        return Ok(None);
+    }
+    let (workspace, rules) = (ctx.workspace.clone(), ctx.sandbox.file_rules());
+    blocking(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut open_checked(&workspace, &rules, &path, Access::Read, &shown)?,
+            &mut text,
+        )
+        .map_err(|e| ToolError::Execution(format!("cannot read '{shown}': {e}")))?;
+        Ok(Some(text))
+    })
+    .await
 }
 
 /// Runs blocking file work off the async workers.

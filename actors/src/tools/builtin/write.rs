@@ -1,7 +1,7 @@
 //! `write {path, content}`: creates or replaces a file.
 
-use super::{blocking, open_checked, str_arg};
-use crate::tools::{SafetyTier, Tool, ToolContext, ToolError};
+use super::{blocking, open_checked, str_arg, text_now};
+use crate::tools::{Effect, SafetyTier, Tool, ToolContext, ToolError};
 use crate::workspace::Access;
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -35,6 +35,29 @@ impl Tool for Write {
 
     fn tier(&self) -> SafetyTier {
         SafetyTier::T2
+    }
+
+    fn effect(&self, _input: &Value) -> Effect {
+        Effect::Reconcilable
+    }
+
+    /// Done when the file holds the content the call meant to write.
+    async fn reconcile(
+        &self,
+        input: &Value,
+        ctx: &ToolContext,
+    ) -> Result<Option<String>, ToolError> {
+        let content = str_arg(input, "content");
+        let done = text_now(input, ctx)
+            .await?
+            .is_some_and(|now| now == content);
+        Ok(done.then(|| {
+            let shown = str_arg(input, "path");
+            format!(
+                "wrote {} bytes to {shown} (found written after a restart)",
+                content.len()
+            )
+        }))
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {

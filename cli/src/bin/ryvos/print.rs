@@ -2,7 +2,9 @@
 
 use crate::out::outln;
 use ryvos::protocol::{HistoryResult, StatusResult};
-use ryvos_protocol::records::{Compaction, CompactionNote, PendingApproval, SessionRecord};
+use ryvos_protocol::records::{
+    ApprovalKind, Compaction, CompactionNote, PendingApproval, SessionRecord,
+};
 use ryvos_protocol::report::{CostReport, Spend};
 use ryvos_protocol::Message;
 
@@ -152,8 +154,13 @@ pub fn approvals(pending: &[PendingApproval]) {
             (true, None) => "  [run paused; asked again on resume]",
             (false, _) => "",
         };
+        // A call a crash cut off: approving runs it again, with the same idempotency key.
+        let in_doubt = match p.kind {
+            ApprovalKind::InDoubt => "[in doubt: cut off by a crash; approve to run it again] ",
+            ApprovalKind::Call => "",
+        };
         outln!(
-            "{}  {:?} {}  {}  (session {}){state}",
+            "{}  {in_doubt}{:?} {}  {}  (session {}){state}",
             p.request_id,
             p.tier,
             p.tool,

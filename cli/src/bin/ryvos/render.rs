@@ -1,6 +1,7 @@
 //! Showing a run's events to a person (or, with `--json`, to a script).
 
 use ryvos::protocol::event::GuardianAction;
+use ryvos::protocol::records::ApprovalKind;
 use ryvos::{Event, EventKind, RunStatus};
 use std::io::{IsTerminal, Write};
 
@@ -273,20 +274,46 @@ impl Renderer {
                 let first = detail.lines().next().unwrap_or_default();
                 note!("  [director] step {step} {status:?}: {}", clip(first, 100));
             }
+            EventKind::CallRecovered {
+                call_id,
+                tool,
+                effect,
+                action,
+            } => {
+                self.end_line();
+                let what = match action.as_str() {
+                    "run_again" => "runs again, with the same idempotency key",
+                    "found_done" => "had taken effect: its result is recorded, it is not run again",
+                    "not_done" => "had not taken effect: it runs",
+                    "in_doubt" => "may or may not have taken effect: a person is asked",
+                    _ => "had not started: it runs",
+                };
+                note!(
+                    "  [recovered] {tool} ({call_id}, {}) cut off by a crash {what}",
+                    effect.as_str()
+                );
+            }
             EventKind::ApprovalRequested {
                 request_id,
                 tool,
                 input,
                 tier,
                 reasons,
+                kind,
                 ..
             } => {
                 self.end_line();
-                let why = if reasons.is_empty() {
+                let mut why = if reasons.is_empty() {
                     String::new()
                 } else {
                     format!(" ({})", reasons.join("; "))
                 };
+                if *kind == ApprovalKind::InDoubt {
+                    why.push_str(
+                        " [in doubt: a crash cut it off, it may have taken effect; approving \
+                         runs it again with the same idempotency key]",
+                    );
+                }
                 let how = if self.answerable_elsewhere {
                     format!(
                         "\n             `ryvos approve {request_id}` or `ryvos deny {request_id} \
