@@ -17,6 +17,7 @@ mod common;
 
 use common::home::{Home, WAIT};
 use rand::{Rng, SeedableRng};
+use ryvos::config::StoreBackend;
 use ryvos::protocol::message::Message;
 use ryvos::protocol::records::ApprovalKind;
 use ryvos::protocol::Reply as Line;
@@ -136,8 +137,7 @@ async fn decide(home: &Home, request_id: &str, call: &str) {
 /// Checks the store as a kill left it: it opens, holds every durable turn once, and no call
 /// or result twice.
 async fn check_after_kill(config: &Config, seen: &Seen) {
-    let store =
-        Store::open(&config.database_path(), true).expect("the database opens after a kill");
+    let store = opened(config).await;
     let mut by_session: HashMap<&str, Vec<(String, u32)>> = HashMap::new();
     for (session, run, turn) in &seen.durable {
         by_session
@@ -177,6 +177,21 @@ async fn check_after_kill(config: &Config, seen: &Seen) {
     }
 }
 
+/// The store `config` names, as a kill left it: it must open.
+async fn opened(config: &Config) -> Store {
+    match config.store.backend {
+        StoreBackend::Redb => {
+            Store::open(&config.database_path(), true).expect("the database opens after a kill")
+        }
+        StoreBackend::Postgres => {
+            let lease = std::time::Duration::from_secs(config.store.lease_secs);
+            Store::connect(&config.store.url, 2, true, lease, "crash-loop-check")
+                .await
+                .expect("the database opens after a kill")
+        }
+    }
+}
+
 fn no_duplicates<'a>(session: &str, messages: impl Iterator<Item = &'a Message>) {
     let (mut calls, mut results) = (HashSet::new(), HashSet::new());
     for m in messages {
@@ -196,15 +211,17 @@ fn no_duplicates<'a>(session: &str, messages: impl Iterator<Item = &'a Message>)
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn killed_at_random_moments_the_daemon_loses_and_duplicates_nothing() {
+on_both_backends! {
+    async fn killed_at_random_moments_the_daemon_loses_and_duplicates_nothing(backend: Backend) {
     let iterations = common::env_setting("RYVOS_CRASH_ITERATIONS", 4);
     let seed = common::env_setting("RYVOS_CRASH_SEED", rand::random::<u32>() as u64);
     eprintln!("crash loop: {iterations} iterations, seed {seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let server = ScriptedModelServer::start_routed([], Some(model())).await;
-    let home = Arc::new(Home::new(&server, ""));
-    let config = Config::with_home(home.path());
+    let home = Arc::new(Home::new(&server, "").on(backend));
+    let mut config = Config::with_home(home.path());
+    // The store the home's daemon uses (its config file names it).
+    config.store = (Config::load(Some(&home.path().join("config.toml"))).unwrap()).store;
     let mut seen = Seen::default();
     let mut kills_mid_run = 0;
     for iteration in 0..iterations {
@@ -287,7 +304,7 @@ async fn killed_at_random_moments_the_daemon_loses_and_duplicates_nothing() {
         );
     }
     home.shutdown(daemon).await;
-    let store = Store::open(&config.database_path(), true).unwrap();
+    let store = opened(&config).await;
     for session in &seen.sessions {
         let history = store
             .load_session(&SessionId::new(session.as_str()))
@@ -335,6 +352,7 @@ async fn killed_at_random_moments_the_daemon_loses_and_duplicates_nothing() {
         kills_mid_run > 0,
         "no kill landed while a run was in flight"
     );
+}
 }
 
 fn record(seen: &mut Seen, event: &Value) {

@@ -5,17 +5,20 @@
 //! done when it was, run when it was not; an unsafe one that started is in doubt, for a
 //! person to decide (or, with `in_doubt = "tell_model"`, the model is told it may or may not
 //! have run); one that never started runs as any call does. No orphan reaches the model.
+//! Each on redb and on PostgreSQL, where the daemon that resumes the session may be another
+//! than the one killed: the keys and the in-doubt requests come from the store alone.
 
 mod common;
 
 use async_trait::async_trait;
+use common::backend::Backend;
 use common::{config_for, run_on, tool_results};
 use ryvos::config::{Config, InDoubt};
 use ryvos::protocol::ids::{CallId, RunId};
 use ryvos::protocol::message::{Message, ToolCall};
 use ryvos::protocol::records::{ApprovalKind, AuditRecord, RunRecord};
 use ryvos::testing::Inspect;
-use ryvos::testing::{Store, StoredMessage, Write, WriteBatch};
+use ryvos::testing::{StoredMessage, Write, WriteBatch};
 use ryvos::{
     Effect, EventKind, RunRequest, RunStatus, Runtime, SafetyTier, SessionId, Tool, ToolContext,
     ToolError,
@@ -43,16 +46,16 @@ fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
     }
 }
 
-/// What a kill leaves in `config`'s store: the prompt, the model's `calls` (message seq 1),
-/// the results of `answered` of them, the run unfinished, and the gate's decision on record
-/// for the calls that `started`.
+/// What a kill leaves in `runtime`'s store (before the session is loaded): the prompt, the
+/// model's `calls` (message seq 1), the results of `answered` of them, the run unfinished, and
+/// the gate's decision on record for the calls that `started`.
 async fn crashed(
-    config: &Config,
+    runtime: &Runtime,
     calls: Vec<ToolCall>,
     answered: &[(&str, &str)],
     started: &[&str],
 ) {
-    let store = Store::open(&config.database_path(), true).unwrap();
+    let store = runtime.store();
     let session = SessionId::new(SESSION);
     let mut messages = vec![
         stored(0, Message::user("do it")),
@@ -101,6 +104,13 @@ async fn crashed(
         }));
     }
     store.write(&[batch]).await.unwrap();
+}
+
+/// `config_for` on `backend` (a new database of the test server for PostgreSQL).
+fn config_on(server: &ScriptedModelServer, home: &std::path::Path, backend: Backend) -> Config {
+    let mut config = config_for(server, home);
+    backend.configure(&mut config);
+    config
 }
 
 /// A host tool of the given effect class that records the idempotency key of every call.
@@ -171,23 +181,22 @@ fn recovered(events: &[Arc<ryvos::Event>]) -> Vec<(String, String)> {
         .collect()
 }
 
-#[tokio::test]
-async fn read_only_and_reconcilable_calls_are_run_again_or_found_done_and_the_run_is_ended() {
+on_both_backends! {
+    async fn read_only_and_reconcilable_calls_are_run_again_or_found_done_and_the_run_is_ended(backend: Backend) {
     let server = ScriptedModelServer::start([Reply::text(&["picking up"])]).await;
     let home = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
     std::fs::write(workspace.path().join("log"), "built").unwrap();
     std::fs::write(workspace.path().join("done.txt"), "written").unwrap();
-    let config = config_for(&server, home.path());
+    let config = config_on(&server, home.path(), backend);
     let calls = vec![
         call("k1", "bash", r#"{"command":"make"}"#),
         call("k2", "read", r#"{"path":"log"}"#),
         call("w1", "write", r#"{"path":"done.txt","content":"written"}"#),
         call("w2", "write", r#"{"path":"new.txt","content":"fresh"}"#),
     ];
-    crashed(&config, calls, &[("k1", "ok")], &["w1", "w2"]).await;
-
     let runtime = Runtime::start(config).await.unwrap();
+    crashed(&runtime, calls, &[("k1", "ok")], &["w1", "w2"]).await;
     let (events, outcome) = run_on(&runtime, resume(workspace.path())).await;
     assert_eq!(outcome.status, RunStatus::Completed);
     let mut actions = recovered(&events);
@@ -226,15 +235,16 @@ async fn read_only_and_reconcilable_calls_are_run_again_or_found_done_and_the_ru
     assert!(history.unfinished_runs.is_empty());
     runtime.shutdown().await.unwrap();
 }
+}
 
-#[tokio::test]
-async fn an_idempotent_call_runs_again_with_the_key_it_had() {
+on_both_backends! {
+    async fn an_idempotent_call_runs_again_with_the_key_it_had(backend: Backend) {
     let server = ScriptedModelServer::start([Reply::text(&["charged once"])]).await;
     let home = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
-    let config = config_for(&server, home.path());
-    crashed(&config, vec![call("p1", "charge", "{}")], &[], &["p1"]).await;
+    let config = config_on(&server, home.path(), backend);
     let (runtime, keys) = with_charge(config, Effect::Idempotent).await;
+    crashed(&runtime, vec![call("p1", "charge", "{}")], &[], &["p1"]).await;
     let (events, outcome) = run_on(&runtime, resume(workspace.path())).await;
     assert_eq!(outcome.status, RunStatus::Completed);
     assert_eq!(recovered(&events), [("p1".into(), "run_again".into())]);
@@ -243,16 +253,17 @@ async fn an_idempotent_call_runs_again_with_the_key_it_had() {
     assert_eq!(*keys.lock().unwrap(), [format!("{SESSION}:1:p1")]);
     runtime.shutdown().await.unwrap();
 }
+}
 
-#[tokio::test]
-async fn an_unsafe_call_that_started_is_in_doubt_until_a_person_decides() {
+on_both_backends! {
+    async fn an_unsafe_call_that_started_is_in_doubt_until_a_person_decides(backend: Backend) {
     for approve in [true, false] {
         let server = ScriptedModelServer::start([Reply::text(&["told"])]).await;
         let home = tempfile::tempdir().unwrap();
         let workspace = tempfile::tempdir().unwrap();
-        let config = config_for(&server, home.path());
-        crashed(&config, vec![call("p1", "charge", "{}")], &[], &["p1"]).await;
+        let config = config_on(&server, home.path(), backend);
         let (runtime, keys) = with_charge(config, Effect::Unsafe).await;
+        crashed(&runtime, vec![call("p1", "charge", "{}")], &[], &["p1"]).await;
         let mut run = runtime.run(resume(workspace.path())).await.unwrap();
         // Asked of a person whatever the policy (which allows such calls), as in doubt.
         let asked = loop {
@@ -297,32 +308,34 @@ async fn an_unsafe_call_that_started_is_in_doubt_until_a_person_decides() {
         runtime.shutdown().await.unwrap();
     }
 }
+}
 
-#[tokio::test]
-async fn an_unsafe_call_that_never_started_runs_as_any_call_does() {
+on_both_backends! {
+    async fn an_unsafe_call_that_never_started_runs_as_any_call_does(backend: Backend) {
     let server = ScriptedModelServer::start([Reply::text(&["charged"])]).await;
     let home = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
-    let config = config_for(&server, home.path());
+    let config = config_on(&server, home.path(), backend);
     // No decision on record: it never passed the gate, so it never ran.
-    crashed(&config, vec![call("p1", "charge", "{}")], &[], &[]).await;
     let (runtime, keys) = with_charge(config, Effect::Unsafe).await;
+    crashed(&runtime, vec![call("p1", "charge", "{}")], &[], &[]).await;
     let (events, outcome) = run_on(&runtime, resume(workspace.path())).await;
     assert_eq!(outcome.status, RunStatus::Completed);
     assert_eq!(recovered(&events), [("p1".into(), "not_started".into())]);
     assert_eq!(keys.lock().unwrap().len(), 1);
     runtime.shutdown().await.unwrap();
 }
+}
 
-#[tokio::test]
-async fn told_to_the_model_an_unsafe_call_in_doubt_gets_a_result_saying_so() {
+on_both_backends! {
+    async fn told_to_the_model_an_unsafe_call_in_doubt_gets_a_result_saying_so(backend: Backend) {
     let server = ScriptedModelServer::start([Reply::text(&["checking"])]).await;
     let home = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
-    let mut config = config_for(&server, home.path());
+    let mut config = config_on(&server, home.path(), backend);
     config.agent.in_doubt = InDoubt::TellModel;
-    crashed(&config, vec![call("p1", "charge", "{}")], &[], &["p1"]).await;
     let (runtime, keys) = with_charge(config, Effect::Unsafe).await;
+    crashed(&runtime, vec![call("p1", "charge", "{}")], &[], &["p1"]).await;
     let (events, outcome) = run_on(&runtime, resume(workspace.path())).await;
     assert_eq!(outcome.status, RunStatus::Completed);
     assert!(recovered(&events).is_empty());
@@ -333,4 +346,5 @@ async fn told_to_the_model_an_unsafe_call_in_doubt_gets_a_result_saying_so() {
         "{results:?}"
     );
     runtime.shutdown().await.unwrap();
+}
 }

@@ -15,11 +15,18 @@ impl Backend {
         match self {
             Backend::Redb => String::new(),
             Backend::Postgres => {
-                let server = ryvos_testkit::postgres::shared()
-                    .expect("the PostgreSQL tests skip before they ask for a database");
-                let url = server.database().unwrap();
+                let url = database();
                 format!("\n[store]\nbackend = \"postgres\"\nurl = \"{url}\"\npool_size = 4\n")
             }
+        }
+    }
+
+    /// `config` on this backend, as [`Backend::section`] sets it.
+    pub fn configure(self, config: &mut ryvos::Config) {
+        if self == Backend::Postgres {
+            config.store.backend = ryvos::config::StoreBackend::Postgres;
+            config.store.url = database();
+            config.store.pool_size = 4;
         }
     }
 
@@ -27,6 +34,13 @@ impl Backend {
     pub fn available(self) -> bool {
         self == Backend::Redb || ryvos_testkit::postgres::shared().is_some()
     }
+}
+
+/// A new database of the test PostgreSQL server: its URL.
+fn database() -> String {
+    let server = ryvos_testkit::postgres::shared()
+        .expect("the PostgreSQL tests skip before they ask for a database");
+    server.database().unwrap()
 }
 
 /// A test run once per backend: `async fn name(backend: Backend) { … }` becomes a module
