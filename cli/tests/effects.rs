@@ -1,8 +1,8 @@
 //! Effects across a kill, end to end through `ryvosd`: an MCP server built with the official
 //! SDK whose `charge` tool says it is idempotent sees the same idempotency key before and
 //! after the daemon is killed inside the call; a shell command cut off by a kill is in doubt,
-//! listed by `ryvos approvals`, not run again until a person approves, and then runs again
-//! with the same `RYVOS_IDEMPOTENCY_KEY`.
+//! listed by `ryvos approvals` as soon as the daemon is back, not run again until a person
+//! approves, and then runs again with the same `RYVOS_IDEMPOTENCY_KEY`.
 
 mod common;
 
@@ -107,9 +107,8 @@ async fn a_shell_command_cut_off_by_a_kill_waits_in_doubt_and_runs_again_with_it
     let keys = workspace.join("keys.txt");
     let session = killed_mid_call(&home, "append a key", &keys).await;
 
+    // Listed as in doubt as soon as the daemon is back, before anyone resumes the session.
     let daemon = home.daemon().await;
-    let resumed = home.follow(&["run", "--json", "--resume", &session, "go on"]);
-    // Listed as in doubt, and not run again meanwhile.
     let listed = async {
         loop {
             let (_, out, _) = home.ryvos(&["approvals", "--json"]).await;
@@ -124,6 +123,17 @@ async fn a_shell_command_cut_off_by_a_kill_waits_in_doubt_and_runs_again_with_it
         .await
         .expect("the call is listed in doubt");
     assert_eq!(asked["tool"], "bash");
+    // Resumed, the session asks again under the same id, and waits: not run meanwhile.
+    let mut resumed = home.follow(&["run", "--json", "--resume", &session, "go on"]);
+    let mut before = Vec::new();
+    let asked_again = resumed
+        .until(|e| {
+            before.push(e.clone());
+            (e["type"] == "ApprovalRequested").then(|| e["request_id"].clone())
+        })
+        .await;
+    assert_eq!(recovered(&before), ["in_doubt"]);
+    assert_eq!(asked_again, asked["request_id"]);
     assert_eq!(
         lines(&keys).len(),
         1,
@@ -136,7 +146,6 @@ async fn a_shell_command_cut_off_by_a_kill_waits_in_doubt_and_runs_again_with_it
     assert_eq!(code, 0, "{err}");
     let ended = resumed.rest().await;
     assert_eq!(ended.code, Some(0), "{}", ended.stderr);
-    assert_eq!(recovered(&ended.events), ["in_doubt"]);
     let seen = lines(&keys);
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert_eq!(seen[0], seen[1], "run again with the same key");

@@ -192,6 +192,12 @@ impl Engine {
         // Requests whose runs paused before the last stop can still be answered.
         approvals.restore(store.paused_approvals().await.map_err(opening_store)?);
         let registry = ToolRegistry::new(crate::memory::with_memory_tools(tools, &memory))?;
+        // Calls a crash left in doubt are listed at once, not when their sessions resume.
+        let in_doubt =
+            crate::session::doubts_at_start(&store, &registry, &approvals, config.agent.in_doubt);
+        if let Err(e) = in_doubt.await {
+            tracing::warn!("the calls a crash left in doubt could not be looked for: {e}");
+        }
         let mcp = McpServers::new(&config.mcp);
         let session_servers =
             crate::mcp::SessionServers::new(registry.clone(), config.supervision.clone());

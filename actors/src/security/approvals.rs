@@ -167,6 +167,14 @@ impl Approvals {
         })
     }
 
+    /// The calls of `session` that wait in doubt.
+    pub fn in_doubt_calls(&self, session: &SessionId) -> Vec<CallId> {
+        (self.lock().values())
+            .filter(|e| e.shown.kind == ApprovalKind::InDoubt && e.shown.session_id == *session)
+            .map(|e| e.shown.call_id.clone())
+            .collect()
+    }
+
     /// Puts back the paused requests read from the store (after a restart).
     pub fn restore(&self, paused: Vec<PendingApproval>) {
         let mut all = self.lock();

@@ -150,12 +150,7 @@ impl Conversation {
         self.needs_reload = false;
         // Calls a paused run left stay pending; any other call without a result was cut off
         // (a crash, a failed actor, a lost commit), and is taken up as what it may do allows.
-        self.paused_calls = self.pending_calls(loaded.record.as_ref());
-        let taken_up = self.take_up_cut_off(&loaded).await;
-        let mut pending = self.paused_calls.clone();
-        pending.extend(taken_up.pending.iter().cloned());
-        self.cut_off = taken_up.pending;
-        self.keep_in_doubt(taken_up.in_doubt);
+        let pending = self.pending_on_load(&loaded).await;
         self.history = History::load(
             loaded.messages,
             loaded.next_seq,
@@ -195,6 +190,25 @@ impl Conversation {
         for run in ended {
             self.submit_batch(WriteBatch::of(self.id.clone(), [Write::Run(run)]));
         }
+    }
+
+    /// The calls left without results on load, for the next run to take up: those a paused
+    /// run left, and those a crash cut off as their effect class allows (the requests asking
+    /// about calls in doubt are kept).
+    async fn pending_on_load(&mut self, loaded: &crate::store::SessionHistory) -> Vec<CallId> {
+        self.paused_calls = self.pending_calls(loaded.record.as_ref());
+        let taken_up = self.take_up_cut_off(loaded).await;
+        let mut pending = self.paused_calls.clone();
+        pending.extend(taken_up.pending.iter().cloned());
+        self.cut_off = taken_up.pending;
+        // Calls found in doubt before (as the runtime started) are taken up as such too.
+        for call in self.services.approvals.in_doubt_calls(&self.id) {
+            if !self.cut_off.contains(&call) {
+                self.cut_off.push(call);
+            }
+        }
+        self.keep_in_doubt(taken_up.in_doubt);
+        pending
     }
 
     /// What becomes of the calls a crash cut off ([`super::cut_off`]).

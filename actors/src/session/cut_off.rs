@@ -15,7 +15,8 @@ use crate::config::InDoubt;
 use crate::ids::{CallId, RunId, SessionId};
 use crate::message::ToolCall;
 use crate::security::approvals::{ApprovalKind, PendingApproval};
-use crate::store::{now_ms, AuditRecord, StoredMessage};
+use crate::security::Approvals;
+use crate::store::{now_ms, AuditRecord, Store, StoreError, StoredMessage, Write, WriteBatch};
 use crate::tools::{Effect, ToolRegistry};
 use std::path::Path;
 
@@ -98,6 +99,56 @@ impl CutOff<'_> {
             kind: ApprovalKind::InDoubt,
         }
     }
+}
+
+/// As a runtime alone on its store starts: the calls in doubt in the sessions a crash cut
+/// off, asked about at once (kept in memory and in the store), so that `approvals` lists them
+/// before anyone resumes their sessions. With a shared store each is found when its session
+/// is next loaded instead: another daemon's sessions may be running.
+pub(crate) async fn doubts_at_start(
+    store: &Store,
+    registry: &ToolRegistry,
+    approvals: &Approvals,
+    in_doubt: InDoubt,
+) -> Result<(), StoreError> {
+    if store.node().is_some() || in_doubt == InDoubt::TellModel {
+        return Ok(());
+    }
+    for record in store.sessions().await? {
+        // Ended, parked or interrupted runs end with a status; a crashed one has none.
+        let (None, Some(last_run)) = (record.last_status, record.last_run.clone()) else {
+            continue;
+        };
+        let session = &record.session_id;
+        let loaded = store.load_session_window(session).await?;
+        let mut pending = record.paused_calls.clone();
+        pending.extend(approvals.kept_calls(session));
+        let cut_off = CutOff {
+            session,
+            registry,
+            workspace: record.workspace.as_deref().map(Path::new),
+            in_doubt,
+            runs: &[last_run],
+        };
+        let calls = cut_off.calls(&loaded.messages, &pending);
+        if calls.is_empty() {
+            continue;
+        }
+        let audit = store.audit(session).await.ok();
+        let asking = cut_off.take_up(calls, audit.as_deref()).in_doubt;
+        if asking.is_empty() {
+            continue;
+        }
+        approvals.restore(asking.clone());
+        let kept = asking.into_iter().map(|request| Write::Approval {
+            request_id: request.request_id.clone(),
+            kept: Some(request),
+        });
+        store
+            .write(&[WriteBatch::of(session.clone(), kept)])
+            .await?;
+    }
+    Ok(())
 }
 
 /// The calls of the last message that made calls, without results after it: what a crash

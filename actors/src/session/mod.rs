@@ -30,6 +30,7 @@ mod system_prompt;
 mod turn;
 mod undo;
 
+pub(crate) use cut_off::doubts_at_start;
 #[cfg(feature = "testing")]
 pub use history::History;
 pub(crate) use notice::SessionNotice;
