@@ -4,9 +4,11 @@
 //! After every kill the database must open; every turn a client was told is durable
 //! (`CheckpointSaved`) must be stored, once; no tool call and no tool result may be stored
 //! twice. At the end every session resumes to completion, and its whole stored history pairs
-//! each call with exactly one result. Each call is a `bash` append, unsafe to repeat: one a
-//! kill cut off after it started is in doubt, and a person's stand-in decides ([`decide`]),
-//! so that no append happens twice and none whose success is stored is missing.
+//! each call with exactly one result. The calls take turns among the effect classes: a `bash`
+//! append (unsafe: one a kill cut off after it started is in doubt, and a person's stand-in
+//! decides by its evidence, [`decide`]), a `write` (reconcilable), a `glob` (read-only) and a
+//! charge of an MCP server that says it is idempotent: no append happens twice, no charge runs under two keys, and
+//! every call whose success is stored took effect.
 //!
 //! CI runs a few iterations. For a long run, and to replay a failure by its seed:
 //!
@@ -38,11 +40,14 @@ const SESSIONS: usize = 4;
 /// Tool turns the model takes after each prompt before it answers.
 const TOOL_TURNS: usize = 3;
 
-/// The model: after each prompt, `TOOL_TURNS` turns that each append to a file through bash
-/// (text streamed first, so a kill can land mid-stream), then an answer. Call ids are unique
-/// across the whole test, so a stored duplicate is a real one.
-fn model() -> ryvos_testkit::Router {
+/// The model: after each prompt, `TOOL_TURNS` turns that each make one call (text streamed
+/// first, so a kill can land mid-stream), then an answer. The calls take turns among the
+/// effect classes: an append to a file through bash (unsafe), a `write` (reconcilable), a
+/// `glob` (read-only) and, with `keyed`, a charge of the keyed MCP server (idempotent). Call
+/// ids are unique across the whole test, so a stored duplicate is a real one.
+fn model(keyed: bool) -> ryvos_testkit::Router {
     let next_call = Arc::new(AtomicU64::new(1));
+    let kinds = if keyed { 4 } else { 3 };
     Arc::new(move |request: &Value| {
         let messages = request["messages"].as_array()?;
         let since_prompt = common::answers_since_prompt(request);
@@ -55,16 +60,44 @@ fn model() -> ryvos_testkit::Router {
         if prompt == "finish" || since_prompt >= TOOL_TURNS {
             return Some(Reply::text(&["All ", "done."]).pause_between(Duration::from_millis(2)));
         }
-        let id = format!("c{}", next_call.fetch_add(1, Ordering::Relaxed));
-        let command = format!(r#"{{"command": "echo {id} >> trail.txt"}}"#);
+        let n = next_call.fetch_add(1, Ordering::Relaxed);
+        let id = format!("c{n}");
+        let (tool, arguments) = match n % kinds {
+            0 => (
+                "bash",
+                format!(r#"{{"command": "echo {id} >> trail.txt"}}"#),
+            ),
+            1 => (
+                "write",
+                format!(r#"{{"path": "w/{id}.txt", "content": "{id}"}}"#),
+            ),
+            2 => ("glob", r#"{"pattern": "w/*"}"#.to_owned()),
+            _ => ("keyed__charge", format!(r#"{{"id": "{id}"}}"#)),
+        };
         Some(
-            Reply::text_then_tools(
-                &["Appending ", "once ", "more."],
-                &[(&id, "bash", &command)],
-            )
-            .pause_between(Duration::from_millis(2)),
+            Reply::text_then_tools(&["Calling ", "once ", "more."], &[(&id, tool, &arguments)])
+                .pause_between(Duration::from_millis(2)),
         )
     })
+}
+
+/// The keyed MCP server's `[mcp.servers]` table, recording its calls in `keys` (a call never
+/// waits: `go` exists); `None` where npm's MCP servers are not installed.
+fn keyed_server(dir: &std::path::Path) -> Option<String> {
+    common::mcp::server_entry("server-everything")?;
+    let (keys, go) = (dir.join("keys"), dir.join("go"));
+    std::fs::write(&go, "").unwrap();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/keyed_mcp_server.cjs"
+    );
+    Some(format!(
+        "\n[mcp.servers.keyed]\ncommand = \"node\"\nargs = [\"{fixture}\"]\nenv = {{ NODE_PATH = \
+         \"{}\", KEYS_FILE = \"{}\", GO_FILE = \"{}\" }}\n",
+        common::mcp::node_modules().display(),
+        keys.display(),
+        go.display()
+    ))
 }
 
 /// What the clients saw: the turns confirmed durable, per session and run.
@@ -217,8 +250,10 @@ on_both_backends! {
     let seed = common::env_setting("RYVOS_CRASH_SEED", rand::random::<u32>() as u64);
     eprintln!("crash loop: {iterations} iterations, seed {seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let server = ScriptedModelServer::start_routed([], Some(model())).await;
-    let home = Arc::new(Home::new(&server, "").on(backend));
+    let scratch = tempfile::tempdir().unwrap();
+    let keyed = keyed_server(scratch.path());
+    let server = ScriptedModelServer::start_routed([], Some(model(keyed.is_some()))).await;
+    let home = Arc::new(Home::new(&server, keyed.as_deref().unwrap_or("")).on(backend));
     let mut config = Config::with_home(home.path());
     // The store the home's daemon uses (its config file names it).
     config.store = (Config::load(Some(&home.path().join("config.toml"))).unwrap()).store;
@@ -320,16 +355,22 @@ on_both_backends! {
         no_duplicates(session, messages.into_iter());
     }
     server.assert_no_orphans();
-    // No tool ran twice: every call appended its id to the trail at most once, and each call
-    // whose success is stored did append it.
-    let trail =
-        std::fs::read_to_string(home.workspace.path().join("trail.txt")).unwrap_or_default();
-    let mut ran: HashMap<&str, usize> = HashMap::new();
-    for id in trail.lines() {
-        *ran.entry(id).or_default() += 1;
+    let stored = stored_results(&store, &seen.sessions).await;
+    exactly_once(home.workspace.path(), &stored);
+    if keyed.is_some() {
+        same_keys(&scratch.path().join("keys"), &stored);
     }
-    assert!(ran.values().all(|n| *n == 1), "a call ran twice: {ran:?}");
-    for session in &seen.sessions {
+    assert!(
+        kills_mid_run > 0,
+        "no kill landed while a run was in flight"
+    );
+}
+}
+
+/// The results the store holds, of calls that succeeded: (call, tool).
+async fn stored_results(store: &Store, sessions: &[String]) -> Vec<(String, String)> {
+    let mut succeeded = Vec::new();
+    for session in sessions {
         let history = store
             .load_session(&SessionId::new(session.as_str()))
             .await
@@ -337,22 +378,63 @@ on_both_backends! {
         for m in &history.messages {
             if let Message::ToolResult {
                 call_id,
+                name,
                 is_error: false,
                 ..
             } = m.message.as_ref()
             {
-                assert!(
-                    ran.contains_key(call_id.as_str()),
-                    "{call_id} succeeded but never ran"
-                );
+                succeeded.push((call_id.to_string(), name.clone()));
             }
         }
     }
-    assert!(
-        kills_mid_run > 0,
-        "no kill landed while a run was in flight"
-    );
+    succeeded
 }
+
+/// No unsafe call ran twice (every bash call appended its id to the trail at most once), and
+/// each call that succeeded took effect: its append, its file.
+fn exactly_once(workspace: &std::path::Path, succeeded: &[(String, String)]) {
+    let trail = std::fs::read_to_string(workspace.join("trail.txt")).unwrap_or_default();
+    let mut ran: HashMap<&str, usize> = HashMap::new();
+    for id in trail.lines() {
+        *ran.entry(id).or_default() += 1;
+    }
+    assert!(ran.values().all(|n| *n == 1), "a call ran twice: {ran:?}");
+    for (call, tool) in succeeded {
+        match tool.as_str() {
+            "bash" => assert!(
+                ran.contains_key(call.as_str()),
+                "{call} succeeded but never ran"
+            ),
+            "write" => assert_eq!(
+                std::fs::read_to_string(workspace.join(format!("w/{call}.txt"))).ok(),
+                Some(call.clone()),
+                "{call} succeeded but its file is not written"
+            ),
+            _ => {}
+        }
+    }
+}
+
+/// Every call of the idempotent tool, however often it ran, ran under one key; each that
+/// succeeded ran.
+fn same_keys(keys: &std::path::Path, succeeded: &[(String, String)]) {
+    let text = std::fs::read_to_string(keys).unwrap_or_default();
+    let mut by_call: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for line in text.lines() {
+        let (call, key) = line.split_once(' ').expect("a call's id and its key");
+        by_call.entry(call).or_default().insert(key);
+    }
+    for (call, keys) in &by_call {
+        assert_eq!(keys.len(), 1, "{call} ran under two keys: {keys:?}");
+    }
+    for (call, tool) in succeeded {
+        if tool == "keyed__charge" {
+            assert!(
+                by_call.contains_key(call.as_str()),
+                "{call} succeeded but never ran"
+            );
+        }
+    }
 }
 
 fn record(seen: &mut Seen, event: &Value) {
