@@ -88,6 +88,11 @@ async fn config_prints_the_effective_settings_with_secrets_masked() {
     assert_eq!(code, 0, "{stderr}");
     assert!(!stdout.contains("sk-secret-123"), "{stdout}");
     assert!(stdout.contains("api_key = \"********\""), "{stdout}");
+    // A setting that names tokens is not a secret.
+    assert!(
+        stdout.contains("max_tokens_field = \"max_tokens\""),
+        "{stdout}"
+    );
     // It is the config a run would use: valid TOML, with the file's and the flags' values.
     let text = stdout
         .lines()
@@ -140,4 +145,25 @@ async fn sessions_shows_when_how_and_what_each_session_was_about() {
     assert!(line.contains("s ago"), "{listed}");
     assert!(line.contains("completed"), "{listed}");
     assert!(line.ends_with("check the build"), "{listed}");
+}
+
+#[tokio::test]
+async fn a_bad_setting_names_every_choice_and_where_every_key_is_shown() {
+    let server = ScriptedModelServer::start([]).await;
+    let home = Home::new(&server, "");
+    let (code, _, stderr) = home
+        .ryvos(&["-c", "model.provider=nope", "run", "hello"])
+        .await;
+    assert_eq!(code, 2, "{stderr}");
+    for said in [
+        "\"openai\"",
+        "\"openai-responses\"",
+        "\"anthropic\"",
+        "\"replay\"",
+    ] {
+        assert!(stderr.contains(said), "{said}: {stderr}");
+    }
+    // An installed user has no config/ryvos.toml: `ryvos config` shows every key.
+    assert!(stderr.contains("`ryvos config`"), "{stderr}");
+    assert!(!stderr.contains("config/ryvos.toml"), "{stderr}");
 }

@@ -129,7 +129,7 @@ pub enum ConfigError {
         hint: String,
     },
     /// A command-line setting (`-c`, `--model`, `--max-turns`) that the file would refuse too.
-    #[error("{given}: {key}: {message}\n  give a valid value; config/ryvos.toml lists every key with its type and default")]
+    #[error("{given}: {key}: {message}\n  give a valid value; `ryvos config` prints every key with its value")]
     Override {
         given: String,
         key: String,
@@ -234,10 +234,7 @@ impl Config {
             let hint = if syntax {
                 "fix the TOML syntax there".to_owned()
             } else {
-                format!(
-                    "fix or remove `{key}`; config/ryvos.toml lists every key with its type and \
-                     default"
-                )
+                format!("fix or remove `{key}`; `ryvos config` prints every key with its value")
             };
             ConfigError::Invalid {
                 path: path.to_path_buf(),

@@ -15,7 +15,8 @@ pub(super) fn provider<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Err
     }
     Err(serde::de::Error::custom(format!(
         "unknown provider '{name}': use \"openai\" (any OpenAI-compatible endpoint), \
-         \"anthropic\" or \"replay\""
+         \"openai-responses\" (OpenAI's Responses API), \"anthropic\" (the Messages API) or \
+         \"replay\" (answers from a recording)"
     )))
 }
 

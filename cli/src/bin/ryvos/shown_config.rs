@@ -53,21 +53,26 @@ fn mask(value: &mut toml::Value, secret: bool) {
     }
 }
 
+/// Whether `key` names a secret: one of its words (`api_key`: `api`, `key`) is a secret's. Whole
+/// words, so that `max_tokens_field` is not taken for a token.
 fn names_a_secret(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
     // An MCP server's env and args often carry its credentials, under any name.
-    [
+    const SECRET_WORDS: &[&str] = &[
         "env",
         "args",
         "key",
+        "keys",
         "token",
         "secret",
+        "secrets",
         "password",
+        "passwd",
         "headers",
         "authorization",
-    ]
-    .iter()
-    .any(|word| key.contains(word))
+        "credentials",
+    ];
+    let key = key.to_ascii_lowercase();
+    (key.split(['_', '-', '.'])).any(|word| SECRET_WORDS.contains(&word))
 }
 
 /// Whether `text` is made only of `${VAR}` references, which name secrets without holding them.
@@ -98,6 +103,7 @@ mod tests {
     fn secrets_are_masked_and_references_kept() {
         let mut value: toml::Value = toml::from_str(
             "[model]\napi_key = \"sk-live-123\"\napi_keys = [\"${A}\", \"raw\"]\n\
+             max_tokens_field = \"max_completion_tokens\"\nauth_token = \"t-1\"\n\
              base_url = \"https://api.example.com/v1\"\n\
              [store]\nurl = \"postgres://ryvos:hunter2@db/ryvos\"\n\
              [mcp.x]\nheaders = { Authorization = \"Bearer ${T}\" }\n\
@@ -113,10 +119,15 @@ mod tests {
             "Bearer",
             "sk-arg",
             "ghp_1",
+            "t-1",
         ] {
             assert!(!text.contains(hidden), "{hidden} shown in {text}");
         }
         assert!(text.contains("${A}") && text.contains("https://api.example.com/v1"));
+        assert!(
+            text.contains("max_completion_tokens"),
+            "not a secret: {text}"
+        );
         assert!(
             text.contains("postgres://ryvos:********@db/ryvos"),
             "{text}"
