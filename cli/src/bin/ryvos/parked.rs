@@ -11,6 +11,7 @@ use ryvos_protocol::ids::RunId;
 use std::path::PathBuf;
 
 /// What `continue` and `stop` do to the run.
+#[derive(Clone, Copy)]
 pub enum Taken {
     /// Go on, the per-run budget raised to this many cents when given.
     Continue { budget_cents: Option<u64> },
@@ -44,7 +45,14 @@ pub async fn take(run: String, taken: Taken, shown: Shown, config: Config, socke
                 eprintln!("ryvos: {e}");
                 return EXIT_DAEMON;
             }
-            follow_remote(client, (shown.json, shown.quiet), socket, ctrl_c).await
+            follow_remote(
+                client,
+                (shown.json, shown.quiet),
+                socket,
+                ctrl_c,
+                exit(taken),
+            )
+            .await
         }
         Err(ClientError::NoDaemon { .. }) => {
             if !shown.quiet {
@@ -70,8 +78,25 @@ async fn take_here(run: RunId, taken: Taken, shown: Shown, config: Config) -> u8
     };
     let ctrl_c = crate::ctrl_c::CtrlC::listen();
     // Refused (not parked, unknown) exits 1, as through the daemon.
+    let exit = exit(taken);
     let started = started(&runtime, &run, taken).await;
-    host_here(runtime, started, (shown.json, shown.quiet), &config, ctrl_c).await
+    host_here(
+        runtime,
+        started,
+        (shown.json, shown.quiet),
+        (&config, exit),
+        ctrl_c,
+    )
+    .await
+}
+
+/// How the run's end becomes the exit code: a stop succeeds once its run has ended, whatever
+/// status it ended with (`budget_exceeded` where it parked, `cancelled` in flight).
+fn exit(taken: Taken) -> crate::exit::ExitFor {
+    match taken {
+        Taken::Continue { .. } => crate::exit::exit_for,
+        Taken::Stop => crate::exit::stopped,
+    }
 }
 
 async fn started(runtime: &Runtime, run: &RunId, taken: Taken) -> Result<RunHandle, RuntimeError> {

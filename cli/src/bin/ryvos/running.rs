@@ -2,7 +2,7 @@
 //! `--resume` and `--continue` resolved against the sessions either holds.
 
 use crate::ctrl_c::{CtrlC, EXIT_INTERRUPTED};
-use crate::exit::{exit_for, EXIT_DAEMON, EXIT_RUN_FAILED, EXIT_USAGE};
+use crate::exit::{exit_for, ExitFor, EXIT_DAEMON, EXIT_RUN_FAILED, EXIT_USAGE};
 use crate::inline_approval;
 use crate::render::Renderer;
 use ryvos::config::Config;
@@ -131,7 +131,7 @@ pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
         eprintln!("ryvos: {e}");
         return EXIT_DAEMON;
     }
-    follow_remote(client, (json_out, quiet), socket, ctrl_c).await
+    follow_remote(client, (json_out, quiet), socket, ctrl_c, exit_for).await
 }
 
 /// Shows the events of the run the daemon streams on `client` as they come (answering its
@@ -142,6 +142,7 @@ pub async fn follow_remote(
     (json_out, quiet): (bool, bool),
     socket: PathBuf,
     mut ctrl_c: CtrlC,
+    exit: ExitFor,
 ) -> u8 {
     let inline = inline_approval::wanted(json_out);
     let mut renderer = Renderer::new(json_out).quiet(quiet);
@@ -170,7 +171,7 @@ pub async fn follow_remote(
                 }
             }
             Ok(Reply::Result { result, .. }) => {
-                return ended_remote(result, &mut renderer, ctrl_c.was_pressed());
+                return ended_remote(result, &mut renderer, ctrl_c.was_pressed(), exit);
             }
             Ok(Reply::Error { error, .. }) => return refused(error),
             Err(e) => {
@@ -199,6 +200,7 @@ pub(crate) fn ended_remote(
     result: serde_json::Value,
     renderer: &mut Renderer,
     ctrl_c_pressed: bool,
+    exit: ExitFor,
 ) -> u8 {
     let outcome = match Client::read::<Run>(result) {
         Ok(outcome) => outcome,
@@ -215,7 +217,7 @@ pub(crate) fn ended_remote(
     if ctrl_c_pressed && outcome.status != ryvos::RunStatus::Completed {
         return EXIT_INTERRUPTED;
     }
-    exit_for(outcome.status)
+    exit(outcome.status)
 }
 
 /// A run hosted in this process.
@@ -255,7 +257,14 @@ pub async fn run_local(config: Config, local: Local) -> u8 {
     }
     let ctrl_c = CtrlC::listen();
     let started = runtime.run(request).await;
-    host_here(runtime, started, (json_out, quiet), &config, ctrl_c).await
+    host_here(
+        runtime,
+        started,
+        (json_out, quiet),
+        (&config, exit_for),
+        ctrl_c,
+    )
+    .await
 }
 
 /// Follows the run `started` in this process (`shown`: `--json`, `-q`), then closes the
@@ -264,14 +273,14 @@ pub async fn host_here(
     runtime: Runtime,
     started: Result<ryvos::RunHandle, RuntimeError>,
     (json_out, quiet): (bool, bool),
-    config: &Config,
+    (config, exit): (&Config, ExitFor),
     ctrl_c: CtrlC,
 ) -> u8 {
     let code = match started {
         Ok(handle) => {
             let renderer = Renderer::new(json_out).in_process().quiet(quiet);
             let inline = inline_approval::wanted(json_out);
-            follow_local(&runtime, handle, renderer, inline, config, ctrl_c).await
+            follow_local(&runtime, handle, (renderer, inline), (config, exit), ctrl_c).await
         }
         Err(e) => {
             eprintln!("ryvos: {e}");
@@ -327,9 +336,8 @@ pub async fn start_local(config: &Config, record: Option<&std::path::Path>) -> R
 async fn follow_local(
     runtime: &Runtime,
     mut handle: ryvos::RunHandle,
-    mut renderer: Renderer,
-    inline: bool,
-    config: &Config,
+    (mut renderer, inline): (Renderer, bool),
+    (config, exit): (&Config, ExitFor),
     mut ctrl_c: CtrlC,
 ) -> u8 {
     let mut code = EXIT_RUN_FAILED;
@@ -364,7 +372,7 @@ async fn follow_local(
             renderer.finish(o.status, o.reason.as_deref(), o.session_id.as_str());
             code = match ctrl_c.was_pressed() && o.status != ryvos::RunStatus::Completed {
                 true => EXIT_INTERRUPTED,
-                false => exit_for(o.status),
+                false => exit(o.status),
             };
         }
     }
