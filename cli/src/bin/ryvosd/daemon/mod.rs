@@ -65,6 +65,9 @@ pub(crate) struct Shared {
     pub local: queue_worker::LocalRuns,
     /// The console's door, when `[http] listen` opens one.
     pub console: Option<console::Console>,
+    /// Where the A2A door's tasks work, when it is served (`[a2a] workspace`, on the
+    /// console's listener); resolved once, at start.
+    pub a2a: Option<PathBuf>,
 }
 
 /// Runs the daemon until it is told to stop. `ready` is called once the socket answers.
@@ -97,6 +100,7 @@ pub async fn serve(
             )
         })?;
     }
+    let a2a_workspace = config.a2a.workspace().map_err(DaemonError::Setup)?;
     let door = config.http.door().map_err(DaemonError::Setup)?;
     let runtime = Runtime::start(config.clone()).await?;
     let (opened, console) = console::open(door).await?.unzip();
@@ -112,6 +116,7 @@ pub async fn serve(
         started: Instant::now(),
         shutdown: CancellationToken::new(),
         local: queue_worker::LocalRuns::default(),
+        a2a: a2a_workspace.filter(|_| console.is_some()),
         console,
     });
     tracing::info!(

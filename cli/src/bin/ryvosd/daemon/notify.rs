@@ -25,7 +25,7 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 pub(super) fn spawn(shared: Arc<Shared>) -> Option<tokio::task::JoinHandle<()>> {
     let daemon = &shared.config.daemon;
     let operator = !daemon.notify_command.is_empty() || !daemon.notify_url.is_empty();
-    let a2a = shared.console.is_some() && matches!(shared.config.a2a.workspace(), Ok(Some(_)));
+    let a2a = shared.a2a.is_some();
     if !operator && !a2a {
         return None;
     }

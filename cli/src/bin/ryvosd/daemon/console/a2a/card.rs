@@ -22,7 +22,7 @@ pub(in crate::daemon::console) async fn card(
     let Some(console) = shared.console.as_ref() else {
         return StatusCode::NOT_FOUND.into_response();
     };
-    if !matches!(shared.config.a2a.workspace(), Ok(Some(_))) {
+    if shared.a2a.is_none() {
         return StatusCode::NOT_FOUND.into_response();
     }
     let a2a = &shared.config.a2a;

@@ -7,6 +7,7 @@
 use super::found::found;
 use super::push_configs;
 use super::refusal::{internal, not_found, unsupported, Refusal};
+use super::send::Going;
 use super::tasks::{latest_of, named, task_of};
 use crate::daemon::console::guard::{self, Caller};
 use crate::daemon::console::State;
@@ -35,7 +36,7 @@ pub(in crate::daemon::console) async fn rpc(
     Json(request): Json<JsonRpcRequest>,
 ) -> Response {
     // Off unless `[a2a] workspace` is set: then there is no A2A door at all.
-    if !matches!(state.shared.config.a2a.workspace(), Ok(Some(_))) {
+    if state.shared.a2a.is_none() {
         return StatusCode::NOT_FOUND.into_response();
     }
     // Programs call with a token; a browser's console session is not a caller here.
@@ -114,14 +115,9 @@ async fn answer(state: &State, method: &str, params: Value, by: &str) -> Result<
     match method {
         method::SEND_MESSAGE => {
             let request: SendMessageRequest = parsed(params)?;
-            let configuration = request.configuration;
-            let immediately = configuration.as_ref().and_then(|c| c.return_immediately);
-            let push = configuration.and_then(|c| c.task_push_notification_config);
-            let push = pushing(state, push).await?;
-            let going = super::send::going(state, request.message, by).await?;
-            if let Some(push) = push {
-                push_configs::given(state, &going.task.id, push).await?;
-            }
+            let configuration = request.configuration.as_ref();
+            let immediately = configuration.and_then(|c| c.return_immediately);
+            let going = sent(state, request, by).await?;
             if immediately != Some(true) {
                 settled(going.run).await;
             }
@@ -154,27 +150,25 @@ async fn going_on(
     params: Value,
     by: &str,
 ) -> Result<(Task, RunHandle, bool), Refusal> {
-    let request: SendMessageRequest = parsed(params)?;
+    let going = sent(state, parsed(params)?, by).await?;
+    Ok((going.task, going.run, false))
+}
+
+/// What `request`'s message set going, with the push config it gives (checked before anything
+/// starts) kept for its task.
+async fn sent(state: &State, request: SendMessageRequest, by: &str) -> Result<Going, Refusal> {
     let push = request
         .configuration
         .and_then(|c| c.task_push_notification_config);
-    let push = pushing(state, push).await?;
+    let push = match push {
+        Some(config) => Some(push_configs::checked(state, config).await?),
+        None => None,
+    };
     let going = super::send::going(state, request.message, by).await?;
     if let Some(push) = push {
         push_configs::given(state, &going.task.id, push).await?;
     }
-    Ok((going.task, going.run, false))
-}
-
-/// The push target a message gives, checked before anything starts.
-async fn pushing(
-    state: &State,
-    push: Option<a2a::TaskPushNotificationConfig>,
-) -> Result<Option<ryvos::access::PushTarget>, Refusal> {
-    match push {
-        Some(config) => Ok(Some(push_configs::checked(state, config).await?)),
-        None => Ok(None),
-    }
+    Ok(going)
 }
 
 /// A task to follow (`SubscribeToTask`): as it stands, its run from now, and whether it has

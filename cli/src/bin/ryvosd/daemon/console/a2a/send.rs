@@ -44,8 +44,7 @@ fn text_of(message: &Message) -> String {
 
 /// A new task: a run of `text` in the workspace, in `context` (a session) or a new one.
 async fn begin(state: &State, text: String, context: Option<&str>) -> Result<Going, Refusal> {
-    let workspace = (state.shared.config.a2a.workspace())
-        .map_err(internal)?
+    let workspace = (state.shared.a2a.clone())
         .ok_or_else(|| internal("this agent serves no A2A door".into()))?;
     let session = match context {
         Some(context) if context.starts_with("s_") => SessionId::new(context),
