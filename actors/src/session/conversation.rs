@@ -13,7 +13,6 @@ use super::recovery::{self, Reloaded};
 use super::Services;
 use crate::event::SessionEvents;
 use crate::ids::{CallId, RunId, SessionId};
-use crate::security::approvals::PendingApproval;
 use crate::store::{now_ms, SessionRecord, TurnCheckpoint, Write, WriteBatch};
 use ryvos_protocol::records::ModelFit;
 
@@ -207,55 +206,30 @@ impl Conversation {
                 self.cut_off.push(call);
             }
         }
-        self.keep_in_doubt(taken_up.in_doubt);
+        let approvals = &self.services.approvals;
+        if let Some(batch) = super::cut_off::keep(approvals, &self.id, taken_up.in_doubt) {
+            self.submit_batch(batch);
+        }
         pending
     }
 
     /// What becomes of the calls a crash cut off ([`super::cut_off`]).
     async fn take_up_cut_off(&self, loaded: &crate::store::SessionHistory) -> TakenUp {
-        let mut runs: Vec<RunId> = (loaded.unfinished_runs.iter())
-            .map(|r| r.run_id.clone())
-            .collect();
-        // Taken up once already (the runs ended), and not yet run: the latest run made them.
-        runs.extend(loaded.record.as_ref().and_then(|r| r.last_run.clone()));
-        let workspace = (loaded.record.as_ref()).and_then(|r| r.workspace.as_deref());
+        let record = loaded.record.as_ref();
+        // The run that made them: the latest, cut off (or, taken up before, ended since).
+        let run = (record.and_then(|r| r.last_run.as_ref()))
+            .or(loaded.unfinished_runs.last().map(|r| &r.run_id));
         let cut_off = CutOff {
             session: &self.id,
             registry: &self.services.registry,
-            workspace: workspace.map(std::path::Path::new),
+            workspace: record
+                .and_then(|r| r.workspace.as_deref())
+                .map(std::path::Path::new),
             in_doubt: self.services.agent.in_doubt,
-            runs: &runs,
+            run,
+            servers: Some(&self.services.mcp),
         };
-        let calls = cut_off.calls(&loaded.messages, &self.paused_calls);
-        if calls.is_empty() {
-            return TakenUp::default();
-        }
-        // An MCP server still starting (the daemon just came back) has not offered its tools.
-        if (calls.iter()).any(|c| self.services.registry.get(&c.name).is_none()) {
-            self.services.mcp.settled().await;
-        }
-        let audit = match self.services.store.audit(&self.id).await {
-            Ok(audit) => Some(audit),
-            Err(e) => {
-                // Unread, every unsafe call counts as started: asked about, never repeated.
-                tracing::warn!(session = %self.id, "the audit could not be read: {e}");
-                None
-            }
-        };
-        cut_off.take_up(calls, audit.as_deref())
-    }
-
-    /// Keeps the requests asking about calls in doubt, listed at once and in the store.
-    fn keep_in_doubt(&mut self, asking: Vec<PendingApproval>) {
-        if asking.is_empty() {
-            return;
-        }
-        self.services.approvals.restore(asking.clone());
-        let kept = asking.into_iter().map(|request| Write::Approval {
-            request_id: request.request_id.clone(),
-            kept: Some(request),
-        });
-        self.submit_batch(WriteBatch::of(self.id.clone(), kept));
+        (cut_off.find(&self.services.store, &loaded.messages, &self.paused_calls)).await
     }
 
     /// The calls that stay pending on load: those a paused run left (on the session's record),

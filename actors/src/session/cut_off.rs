@@ -13,11 +13,13 @@
 
 use crate::config::InDoubt;
 use crate::ids::{CallId, RunId, SessionId};
-use crate::message::ToolCall;
+use crate::mcp::McpServers;
+use crate::message::{Message, ToolCall};
 use crate::security::approvals::{ApprovalKind, PendingApproval};
 use crate::security::Approvals;
+use crate::store::repair;
 use crate::store::{now_ms, AuditRecord, Store, StoreError, StoredMessage, Write, WriteBatch};
-use crate::tools::{Effect, ToolRegistry};
+use crate::tools::{Effect, SafetyTier, ToolRegistry};
 use std::path::Path;
 
 /// What becomes of the calls a crash cut off.
@@ -36,20 +38,45 @@ pub(super) struct CutOff<'a> {
     /// The session's workspace, where a `bash` command that only reads is read-only.
     pub workspace: Option<&'a Path>,
     pub in_doubt: InDoubt,
-    /// The runs the crash cut off (the latest made the requests asking about calls in doubt).
-    pub runs: &'a [RunId],
+    /// The run that made the calls, which the requests about calls in doubt name.
+    pub run: Option<&'a RunId>,
+    /// The MCP servers, waited for while starting when a call names a tool not offered yet
+    /// (the daemon just came back); `None` where they are not started yet.
+    pub servers: Option<&'a McpServers>,
 }
 
 impl CutOff<'_> {
-    /// The calls at the end of `stored` without results, not in `pending` (a paused run's).
-    pub(super) fn calls(&self, stored: &[StoredMessage], pending: &[CallId]) -> Vec<ToolCall> {
+    /// The calls at the end of `stored` without results, not in `pending` (a paused run's),
+    /// taken up; `store`'s audit tells which started, read only when there are some.
+    pub(super) async fn find(
+        &self,
+        store: &Store,
+        stored: &[StoredMessage],
+        pending: &[CallId],
+    ) -> TakenUp {
         let mut calls = unanswered_at_end(stored);
         calls.retain(|c| !pending.contains(&c.id));
-        calls
+        if calls.is_empty() {
+            return TakenUp::default();
+        }
+        if let Some(servers) = self.servers {
+            if (calls.iter()).any(|c| self.registry.get(&c.name).is_none()) {
+                servers.settled().await;
+            }
+        }
+        let audit = match store.audit(self.session).await {
+            Ok(audit) => Some(audit),
+            Err(e) => {
+                // Unread, every unsafe call counts as started: asked about, never repeated.
+                tracing::warn!(session = %self.session, "the audit could not be read: {e}");
+                None
+            }
+        };
+        self.take_up(calls, audit.as_deref())
     }
 
     /// `calls` taken up by what they may do; `audit` tells which started (unread: all did).
-    pub(super) fn take_up(&self, calls: Vec<ToolCall>, audit: Option<&[AuditRecord]>) -> TakenUp {
+    fn take_up(&self, calls: Vec<ToolCall>, audit: Option<&[AuditRecord]>) -> TakenUp {
         let mut taken = TakenUp::default();
         for call in calls {
             let Some(tool) = self.registry.get(&call.name) else {
@@ -70,7 +97,7 @@ impl CutOff<'_> {
             if effect == Effect::Unsafe && started() {
                 match self.in_doubt {
                     InDoubt::TellModel => continue,
-                    InDoubt::Ask => taken.in_doubt.push(self.asking(&call, input)),
+                    InDoubt::Ask => taken.in_doubt.push(self.asking(&call, input, tool.tier())),
                 }
             }
             taken.pending.push(call.id);
@@ -79,20 +106,20 @@ impl CutOff<'_> {
     }
 
     /// The request asking whether `call`, in doubt, may run again.
-    fn asking(&self, call: &ToolCall, input: serde_json::Value) -> PendingApproval {
-        let tier = self.registry.get(&call.name).map(|t| t.tier());
+    fn asking(
+        &self,
+        call: &ToolCall,
+        input: serde_json::Value,
+        tier: SafetyTier,
+    ) -> PendingApproval {
         PendingApproval {
             request_id: format!("ap_{}", ulid::Ulid::new().to_string().to_lowercase()),
             session_id: self.session.clone(),
-            run_id: self
-                .runs
-                .last()
-                .cloned()
-                .unwrap_or_else(|| RunId::new("r_unknown")),
+            run_id: (self.run.cloned()).unwrap_or_else(|| RunId::new("r_unknown")),
             call_id: call.id.clone(),
             tool: call.name.clone(),
             input,
-            tier: tier.unwrap_or(crate::tools::SafetyTier::T4),
+            tier,
             asked_at_ms: now_ms(),
             paused: true,
             answer: None,
@@ -128,54 +155,47 @@ pub(crate) async fn doubts_at_start(
             registry,
             workspace: record.workspace.as_deref().map(Path::new),
             in_doubt,
-            runs: &[last_run],
+            run: Some(&last_run),
+            servers: None,
         };
-        let calls = cut_off.calls(&loaded.messages, &pending);
-        if calls.is_empty() {
-            continue;
+        let asking = cut_off
+            .find(store, &loaded.messages, &pending)
+            .await
+            .in_doubt;
+        if let Some(batch) = keep(approvals, session, asking) {
+            store.write(&[batch]).await?;
         }
-        let audit = store.audit(session).await.ok();
-        let asking = cut_off.take_up(calls, audit.as_deref()).in_doubt;
-        if asking.is_empty() {
-            continue;
-        }
-        approvals.restore(asking.clone());
-        let kept = asking.into_iter().map(|request| Write::Approval {
-            request_id: request.request_id.clone(),
-            kept: Some(request),
-        });
-        store
-            .write(&[WriteBatch::of(session.clone(), kept)])
-            .await?;
     }
     Ok(())
 }
 
-/// The calls of the last message that made calls, without results after it: what a crash
-/// leaves (calls earlier in a history always have theirs).
-fn unanswered_at_end(stored: &[StoredMessage]) -> Vec<ToolCall> {
-    let Some(last) = (stored.iter()).rposition(|m| !m.message.tool_calls().is_empty()) else {
-        return Vec::new();
-    };
-    let answered: Vec<&CallId> = (stored[last + 1..].iter())
-        .filter_map(|m| match m.message.as_ref() {
-            crate::message::Message::ToolResult { call_id, .. } => Some(call_id),
-            _ => None,
-        })
-        .collect();
-    let calls = stored[last].message.tool_calls();
-    // Only at the very end: a later message means the conversation went on past them.
-    let went_on = (stored[last + 1..].iter()).any(|m| {
-        !matches!(
-            m.message.as_ref(),
-            crate::message::Message::ToolResult { .. }
-        )
-    });
-    if went_on {
-        return Vec::new();
+/// Keeps `asking`, the requests about `session`'s calls in doubt, in `approvals` (listed at
+/// once); the batch that stores them, if there are any.
+pub(super) fn keep(
+    approvals: &Approvals,
+    session: &SessionId,
+    asking: Vec<PendingApproval>,
+) -> Option<WriteBatch> {
+    if asking.is_empty() {
+        return None;
     }
-    (calls.iter())
-        .filter(|c| !answered.contains(&&c.id))
-        .cloned()
+    approvals.restore(asking.clone());
+    let kept = asking.into_iter().map(|request| Write::Approval {
+        request_id: request.request_id.clone(),
+        kept: Some(request),
+    });
+    Some(WriteBatch::of(session.clone(), kept))
+}
+
+/// The calls without results at the end of `stored`, after its last message that is not a
+/// result: what a crash leaves ([`repair::check`] finds them; calls earlier in a history
+/// always have theirs).
+fn unanswered_at_end(stored: &[StoredMessage]) -> Vec<ToolCall> {
+    let last_non_result =
+        (stored.iter()).rposition(|m| !matches!(m.message.as_ref(), Message::ToolResult { .. }));
+    let fault = repair::check(stored.iter().map(|m| m.message.as_ref()));
+    (fault.unanswered.into_iter())
+        .filter(|(at, _)| Some(*at) >= last_non_result)
+        .map(|(_, call)| call)
         .collect()
 }
