@@ -18,6 +18,7 @@ pub(super) async fn found(state: &State, task: &str) -> Result<(RunRecord, bool)
         .into_iter()
         .find(|r| r.run_id == run)
         .ok_or_else(missing)?;
-    let waiting = (runtime.pending_approvals().iter()).any(|p| p.run_id == run);
+    let pending = crate::daemon::approvals::pending(&state.shared).await;
+    let waiting = pending.iter().any(|p| p.run_id == run);
     Ok((record, waiting))
 }

@@ -69,8 +69,10 @@ pub(super) async fn given(
     kept(state, target).await?;
     if let Ok((run, waiting)) = found(state, task).await {
         if run.status.is_some() || waiting {
+            // Off the request's path: a push never holds anything up.
+            let (shared, task) = (state.shared.clone(), task.to_owned());
             let now = StreamResponse::Task(task_of(&run, waiting));
-            super::push::deliver(&state.shared, task, &[now]).await;
+            tokio::spawn(async move { super::push::deliver(&shared, &task, &[now]).await });
         }
     }
     Ok(())

@@ -221,7 +221,7 @@ async fn get(state: &State, task: String) -> Result<Task, Refusal> {
 async fn list(state: &State, request: ListTasksRequest) -> Result<ListTasksResponse, Refusal> {
     let runtime = &state.shared.runtime;
     let fail = |e: ryvos::RuntimeError| internal(e.to_string());
-    let pending = runtime.pending_approvals();
+    let pending = crate::daemon::approvals::pending(&state.shared).await;
     let waits = |run: &ryvos::RunId| pending.iter().any(|p| p.run_id == *run);
     let tasks: Vec<Task> = match request.context_id {
         Some(context) => {
@@ -264,15 +264,8 @@ async fn cancel(state: &State, task: String) -> Result<Task, Refusal> {
     }
     let runtime = &state.shared.runtime;
     let fail = |e: ryvos::RuntimeError| internal(e.to_string());
-    let stopping = match run.status {
-        // A parked run is ended where it parked; one in flight is followed to its end.
-        Some(_) => runtime.stop_run(&run.run_id).await.map_err(fail)?,
-        None => {
-            let following = runtime.follow(&run.session_id, &run.run_id);
-            runtime.cancel(&run.session_id).await.map_err(fail)?;
-            following
-        }
-    };
+    // A parked run is ended where it parked; one in flight is cancelled, and followed.
+    let stopping = runtime.stop_run(&run.run_id).await.map_err(fail)?;
     tokio::time::timeout(CANCEL_PATIENCE, stopping.outcome())
         .await
         .map_err(|_| {

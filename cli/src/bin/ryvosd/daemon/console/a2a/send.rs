@@ -6,8 +6,10 @@
 use super::found::found;
 use super::refusal::{internal, Refusal};
 use super::tasks::begun;
+use crate::daemon::approvals;
 use crate::daemon::console::State;
 use a2a::{error_code, Message, PartContent, Task};
+use ryvos::protocol::AnswerParams;
 use ryvos::{RunHandle, RunRequest, RunStatus, SessionId};
 use serde_json::Value;
 
@@ -88,11 +90,17 @@ async fn answer(state: &State, task: &str, message: &Message, by: &str) -> Resul
                 Decision::Deny(reason) => (false, reason.clone()),
                 _ => (true, None),
             };
-            let pending = runtime.pending_approvals();
-            for asked in pending.iter().filter(|p| p.run_id == run.run_id) {
-                (runtime.answer_approval(&asked.request_id, approved, reason.clone(), by))
-                    .await
-                    .map_err(|e| fail(e.to_string()))?;
+            // As every door answers: through the daemon whose run waits, if it is another.
+            let pending = approvals::pending(&state.shared).await;
+            for asked in pending.into_iter().filter(|p| p.run_id == run.run_id) {
+                let params = AnswerParams {
+                    request_id: asked.request_id,
+                    reason: reason.clone(),
+                    always: false,
+                    by: Some(by.to_owned()),
+                };
+                (approvals::answer(params, approved, &state.shared).await)
+                    .map_err(|e| fail(e.message))?;
             }
             going(following, super::tasks::task_of(&run, false))
         }
