@@ -88,6 +88,12 @@ impl State {
             .ok_or_else(|| SchemaError::session_not_found(session.clone()).into())
     }
 
+    /// The mode of the open session `session` (read without copying the rest of it).
+    pub fn mode(&self, session: &AcpSessionId) -> Result<Mode, Error> {
+        (self.inner().open.get(&*session.0).map(|o| o.mode))
+            .ok_or_else(|| SchemaError::session_not_found(session.clone()).into())
+    }
+
     /// Starts a turn on `session`; the flag the editor's cancel sets, or why it cannot start
     /// (another turn is in flight).
     pub fn begin_turn(&self, session: &AcpSessionId) -> Result<watch::Receiver<bool>, Error> {

@@ -136,7 +136,7 @@ impl Turn<'_> {
                     tier,
                     ..
                 } => {
-                    let mode = self.state.opened(self.session)?.mode;
+                    let mode = self.state.mode(self.session)?;
                     match mode.allows(*tier) {
                         true => {
                             let allowed = answer(true, false, None);
