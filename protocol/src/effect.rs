@@ -19,6 +19,15 @@ pub enum Effect {
 }
 
 impl Effect {
+    /// What a call of `tier` may do when nothing says more: a T0 call only reads; any other
+    /// may do anything.
+    pub fn of_tier(tier: crate::tier::SafetyTier) -> Self {
+        match tier {
+            crate::tier::SafetyTier::T0 => Effect::ReadOnly,
+            _ => Effect::Unsafe,
+        }
+    }
+
     /// The class as configs and events write it.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -108,10 +108,7 @@ impl McpServerConfig {
     /// What a call of the server's tool `tool` may do: as configured for it, else for the
     /// server, else as the server `said` (its annotations), else as its tier says.
     pub fn effect_of(&self, tool: &str, said: Option<Effect>) -> Effect {
-        let by_tier = match self.tier_of(tool) {
-            SafetyTier::T0 => Effect::ReadOnly,
-            _ => Effect::Unsafe,
-        };
+        let by_tier = Effect::of_tier(self.tier_of(tool));
         (self.effects.get(tool).copied())
             .or(self.effect)
             .or(said)

@@ -3,13 +3,13 @@
 //! read-only whatever its tool says.
 
 use super::gate::classify_call;
-use crate::tools::{Effect, SafetyTier, Tool};
+use crate::tools::{Effect, Tool};
 use std::path::Path;
 
 /// The effect class of `tool` called with `input`, working in `workspace`.
 pub(crate) fn effect_of(tool: &dyn Tool, input: &serde_json::Value, workspace: &Path) -> Effect {
-    match classify_call(tool, input, workspace).tier {
-        SafetyTier::T0 => Effect::ReadOnly,
+    match Effect::of_tier(classify_call(tool, input, workspace).tier) {
+        Effect::ReadOnly => Effect::ReadOnly,
         _ => tool.effect(input),
     }
 }

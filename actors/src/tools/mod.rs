@@ -90,10 +90,7 @@ pub trait Tool: Send + Sync + 'static {
     /// What a call with `input` may do, for its recovery if a crash cuts it off: by default
     /// read-only for a T0 tool, unsafe for any other.
     fn effect(&self, _input: &serde_json::Value) -> Effect {
-        match self.tier() {
-            SafetyTier::T0 => Effect::ReadOnly,
-            _ => Effect::Unsafe,
-        }
+        Effect::of_tier(self.tier())
     }
 
     /// For a [`Effect::Reconcilable`] tool: whether the call with `input` took effect

@@ -37,9 +37,10 @@ const REMEMBERED: Duration = Duration::from_secs(600);
 #[derive(Default)]
 pub(super) struct Leases {
     held: Mutex<HashMap<SessionId, Held>>,
-    /// Held by a renewal from reading what is held until its renewal is stored, and by a
-    /// release: a lease let go between the two would be renewed, and stay taken for a TTL.
-    renewing: tokio::sync::Mutex<()>,
+    /// Written by a renewal from reading what is held until its renewal is stored, read by
+    /// each release: a lease let go between the two would be renewed, and stay taken for a
+    /// TTL. Releases do not wait for each other.
+    renewing: tokio::sync::RwLock<()>,
 }
 
 impl Leases {
@@ -215,7 +216,7 @@ impl PostgresStore {
     /// Lets the lease on `id` expire now; its generation still fences late writes.
     pub(super) async fn let_go(&self, id: &SessionId) -> Result<(), StoreError> {
         let doing = || format!("releasing the lease on session {id}");
-        let _no_renewal = self.leases.renewing.lock().await;
+        let _no_renewal = self.leases.renewing.read().await;
         let generation = {
             let mut held = self.leases.held();
             let Some(h) = held.get_mut(id) else {
@@ -263,7 +264,7 @@ impl Keeper {
             // Old messages are refused as stale anyway: pruning can wait for the next beat.
             tracing::warn!("forgetting old relayed messages: {e}");
         }
-        let _releases_wait = leases.renewing.lock().await;
+        let _releases_wait = leases.renewing.write().await;
         let (ids, generations): (Vec<String>, Vec<i64>) = {
             let mut held = leases.held();
             held.retain(|_, h| h.let_go.is_none_or(|at| at.elapsed() < REMEMBERED));
