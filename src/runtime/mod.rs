@@ -210,8 +210,10 @@ impl Runtime {
 
     /// Starts a run. Its events are followed from the first one through the handle.
     pub async fn run(&self, request: RunRequest) -> Result<RunHandle, RuntimeError> {
-        let trace_parent = request.check()?;
-        let mcp_servers = request.session_servers()?;
+        let request::Checked {
+            trace_parent,
+            mcp_servers,
+        } = request.check()?;
         let recorded = match &request.session {
             Some(id) => self.session(id).await?,
             None => None,

@@ -43,10 +43,18 @@ pub struct RunRequest {
     pub settings: RunSettings,
 }
 
+/// What [`RunRequest::check`] read from a request that can run.
+#[derive(Debug)]
+pub(super) struct Checked {
+    pub trace_parent: Option<TraceParent>,
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+}
+
 impl RunRequest {
     /// Whether the request can run, wherever it runs (its workspace is checked where it does):
-    /// its session id, goal, Director prompt and trace context; the trace context, parsed.
-    pub(super) fn check(&self) -> Result<Option<TraceParent>, RuntimeError> {
+    /// its session id, goal, Director prompt, trace context and MCP servers; the trace context
+    /// and the servers, parsed.
+    pub(super) fn check(&self) -> Result<Checked, RuntimeError> {
         if let Some(id) = &self.session {
             if !SessionId::is_well_formed(id.as_str()) {
                 return Err(RuntimeError::BadSessionId(id.to_string()));
@@ -72,25 +80,26 @@ impl RunRequest {
                     .into(),
             ));
         }
-        self.session_servers()?;
+        let mcp_servers = self.session_servers()?;
         if self.director && self.prompt.trim().is_empty() {
             return Err(RuntimeError::BadRequest(
                 "a Director run needs its task: give a prompt (the same task resumes its plan)"
                     .into(),
             ));
         }
-        self.traceparent
-            .as_deref()
+        let trace_parent = (self.traceparent.as_deref())
             .map(TraceParent::parse)
             .transpose()
-            .map_err(RuntimeError::BadRequest)
+            .map_err(RuntimeError::BadRequest)?;
+        Ok(Checked {
+            trace_parent,
+            mcp_servers,
+        })
     }
 
     /// The MCP servers the caller brings, as configured servers are: checked as
     /// `[mcp.servers]` is (names, one of `command` and `url`, the URL).
-    pub(super) fn session_servers(
-        &self,
-    ) -> Result<BTreeMap<String, McpServerConfig>, RuntimeError> {
+    fn session_servers(&self) -> Result<BTreeMap<String, McpServerConfig>, RuntimeError> {
         let mut servers = serde_json::Map::new();
         for server in &self.mcp_servers {
             let mut config = serde_json::to_value(server)
