@@ -299,6 +299,9 @@ async fn take_up(
         Effect::Unsafe if gate.in_doubt(&ctx.session_id, &call.id) => (None, "in_doubt"),
         Effect::Unsafe => (None, "not_started"),
     };
+    if found.is_some() {
+        gate.record_found_done(call, tool.tier(), ctx, events);
+    }
     events.emit(EventKind::CallRecovered {
         call_id: call.id.clone(),
         tool: call.name.clone(),

@@ -101,6 +101,7 @@ async fn crashed(
             decided_by: "policy".into(),
             reason: None,
             request_id: None,
+            node: Some("pid 4242".into()),
         }));
     }
     store.write(&[batch]).await.unwrap();
@@ -233,6 +234,11 @@ on_both_backends! {
             .is_clean()
     );
     assert!(history.unfinished_runs.is_empty());
+    // The call found done is on record, saying why it did not run.
+    let audit = runtime.store().audit(&session).await.unwrap();
+    let w1 = (audit.iter().rev()).find(|a| a.call_id.as_str() == "w1").unwrap();
+    assert_eq!((w1.allowed, w1.decided_by.as_str()), (false, "reconciled"));
+    assert!(w1.node.is_some());
     runtime.shutdown().await.unwrap();
 }
 }

@@ -206,6 +206,9 @@ impl Engine {
             approvals.clone(),
             checkpoint.clone(),
             store.always_allowed().await.map_err(opening_store)?,
+            // On a store of its own, the process is what tells one runtime from the next.
+            &(store.node().map(str::to_owned))
+                .unwrap_or_else(|| format!("pid {}", std::process::id())),
         )
         .map_err(EngineError::Security)?;
         let site = Site {

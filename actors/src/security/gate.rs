@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The longest input kept in an audit record, in bytes.
-const AUDIT_INPUT_BYTES: usize = 2000;
+pub(super) const AUDIT_INPUT_BYTES: usize = 2000;
 
 /// The security gate.
 #[derive(Clone)]
@@ -30,6 +30,8 @@ pub(crate) struct Gate {
     allowlist: Arc<Vec<regex::Regex>>,
     approvals: Approvals,
     checkpoint: Checkpoint,
+    /// This runtime, as its audit records name it ([`AuditRecord::node`]).
+    pub(super) node: Arc<str>,
     /// Calls a person allowed "always", per session: the key is the tool, or `bash` and its
     /// command. Stored too, so they hold across restarts.
     always: Arc<std::sync::Mutex<HashMap<SessionId, HashSet<String>>>>,
@@ -56,12 +58,14 @@ enum Rule {
 
 impl Gate {
     /// The gate of `config`; a command allowlist pattern that does not compile is an error.
-    /// `always` is what people allowed "always" before, as stored.
+    /// `always` is what people allowed "always" before, as stored; `node` names this runtime
+    /// in the audit.
     pub(crate) fn new(
         config: &SecurityConfig,
         approvals: Approvals,
         checkpoint: Checkpoint,
         always: HashMap<SessionId, HashSet<String>>,
+        node: &str,
     ) -> Result<Self, String> {
         let allowlist = config
             .command_allowlist
@@ -78,6 +82,7 @@ impl Gate {
             allowlist: Arc::new(allowlist),
             approvals,
             checkpoint,
+            node: node.into(),
             always: Arc::new(std::sync::Mutex::new(always)),
         })
     }
@@ -125,6 +130,7 @@ impl Gate {
             decided_by: String::new(),
             reason: None,
             request_id: None,
+            node: Some(self.node.to_string()),
         };
         // What the decision stores with its audit record.
         let mut batch = WriteBatch::new(ctx.session_id.clone());
@@ -291,12 +297,19 @@ impl Gate {
             |k| k.request_id.clone(),
         );
         let kind = kept.as_ref().map_or(ApprovalKind::Call, |k| k.kind);
+        // A call in doubt is listed with when, and where, it first started.
+        let started = (kept.as_ref()).map(|k| (k.started_at_ms, k.started_on.clone()));
         record.request_id = Some(request_id.clone());
         let timeout = Duration::from_secs(self.config.approval_timeout_secs.max(1));
         let answered = match kept.and_then(|k| k.answer) {
             Some(answer) => Some(answer),
             None => {
-                let pending = request((&request_id, kind), call, input, class, ctx);
+                let (started_at_ms, started_on) = started.unwrap_or_default();
+                let pending = PendingApproval {
+                    started_at_ms,
+                    started_on,
+                    ..request((&request_id, kind), call, input, class, ctx)
+                };
                 // On record before anyone is asked: a crash while it waits leaves the call
                 // pending, to be asked again when the session resumes, never cut off.
                 if let Err(e) = self.store_request(pending.clone()).await {
@@ -442,7 +455,7 @@ impl Gate {
     }
 
     /// Hands `batch` to the store without waiting; a failure becomes an `Error` event.
-    fn record_detached(&self, batch: WriteBatch, events: &RunEvents) {
+    pub(super) fn record_detached(&self, batch: WriteBatch, events: &RunEvents) {
         let events = events.clone();
         let notify = crate::callback::Callback::new(
             move |stored: Result<(), crate::store::StoreError>| {
@@ -460,7 +473,6 @@ impl Gate {
     }
 }
 
-/// The command of a `bash` call; `None` for any other tool.
 /// A call's tier, working in `workspace`: the tool's own, or for `bash`, what its command does.
 pub(crate) fn classify_call(
     tool: &dyn Tool,
@@ -542,6 +554,8 @@ fn request(
         paused: false,
         answer: None,
         kind,
+        started_at_ms: None,
+        started_on: None,
     }
 }
 

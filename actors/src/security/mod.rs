@@ -6,6 +6,7 @@ pub(crate) mod approvals;
 pub(crate) mod classify;
 mod effect;
 pub(crate) mod gate;
+mod recovered;
 pub(crate) mod shell;
 
 pub(crate) use approvals::{Answer, Answered};

@@ -91,13 +91,16 @@ impl CutOff<'_> {
             };
             // Let through by any run of the session: a run that took it up may have run it
             // again; a call id another call once had only makes a person asked once more.
-            let started = || {
-                audit.is_none_or(|audit| (audit.iter()).any(|a| a.call_id == call.id && a.allowed))
-            };
-            if effect == Effect::Unsafe && started() {
+            let let_through = audit.map(|audit| {
+                (audit.iter()).rfind(|a| a.call_id == call.id && a.allowed)
+            });
+            if effect == Effect::Unsafe && let_through.is_none_or(|a| a.is_some()) {
                 match self.in_doubt {
                     InDoubt::TellModel => continue,
-                    InDoubt::Ask => taken.in_doubt.push(self.asking(&call, input, tool.tier())),
+                    InDoubt::Ask => {
+                        let asking = self.asking(&call, input, tool.tier());
+                        taken.in_doubt.push(started(asking, let_through.flatten()));
+                    }
                 }
             }
             taken.pending.push(call.id);
@@ -124,7 +127,18 @@ impl CutOff<'_> {
             paused: true,
             answer: None,
             kind: ApprovalKind::InDoubt,
+            started_at_ms: None,
+            started_on: None,
         }
+    }
+}
+
+/// `asking` with when and where its call started, as the decision that let it through says.
+fn started(asking: PendingApproval, let_through: Option<&AuditRecord>) -> PendingApproval {
+    PendingApproval {
+        started_at_ms: let_through.map(|a| a.at_ms),
+        started_on: let_through.and_then(|a| a.node.clone()),
+        ..asking
     }
 }
 

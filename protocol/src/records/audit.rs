@@ -30,6 +30,10 @@ pub struct AuditRecord {
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// The runtime that decided, and so ran the call if it was allowed: its node name on a
+    /// shared store, else its process (`pid 4242`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// A person's answer to an approval request.
@@ -69,4 +73,10 @@ pub struct PendingApproval {
     /// cut off, which may or may not have taken effect, may run again (`in_doubt`).
     #[serde(default, skip_serializing_if = "ApprovalKind::is_call")]
     pub kind: ApprovalKind,
+    /// For a call in doubt: when it was let through before the crash (ms since the epoch)…
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at_ms: Option<u64>,
+    /// …and by which runtime (as [`AuditRecord::node`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_on: Option<String>,
 }

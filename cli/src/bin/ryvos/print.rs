@@ -93,9 +93,7 @@ pub fn sessions(sessions: &[SessionRecord]) {
     if sessions.is_empty() {
         outln!("no sessions yet");
     }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+    let now = ryvos::shared_store::now_ms();
     for s in sessions {
         // No status: a run in flight, or a session stored before statuses were kept.
         let status = s
@@ -143,6 +141,21 @@ fn ago(ms: u64) -> String {
     }
 }
 
+/// When and where a call in doubt started, as far as the audit says: ` (started 3m ago on
+/// pid 4242)`.
+fn started(p: &PendingApproval) -> String {
+    let when = (p.started_at_ms).map(|at| format!(" {}", ago(ryvos::shared_store::now_ms().saturating_sub(at))));
+    let on = (p.started_on.as_deref()).map(|node| format!(" on {node}"));
+    match (when, on) {
+        (None, None) => String::new(),
+        (when, on) => format!(
+            " (started{}{})",
+            when.unwrap_or_default(),
+            on.unwrap_or_default()
+        ),
+    }
+}
+
 pub fn approvals(pending: &[PendingApproval]) {
     if pending.is_empty() {
         outln!("no tool call is waiting for approval");
@@ -156,8 +169,11 @@ pub fn approvals(pending: &[PendingApproval]) {
         };
         // A call a crash cut off: approving runs it again, with the same idempotency key.
         let in_doubt = match p.kind {
-            ApprovalKind::InDoubt => "[in doubt: cut off by a crash; approve to run it again] ",
-            ApprovalKind::Call => "",
+            ApprovalKind::InDoubt => format!(
+                "[in doubt: cut off by a crash{}; approve to run it again] ",
+                started(p)
+            ),
+            ApprovalKind::Call => String::new(),
         };
         outln!(
             "{}  {in_doubt}{:?} {}  {}  (session {}){state}",
