@@ -1,5 +1,8 @@
-//! The crash loop: `ryvosd` is killed with SIGKILL at random moments while runs are in
-//! flight (mid-stream, mid-tool, mid-commit), restarted, and every session resumed.
+//! The crash loop: `ryvosd` is killed with SIGKILL while runs are in flight, restarted, and
+//! every session resumed. The first kill lands at a random moment; each after it is aimed at a
+//! point of a call's life ([`aim::Point`]: before its intent is durable, between intent and
+//! start, during, after it ended and before its result is durable, after), for each effect
+//! class's tool in turn.
 //!
 //! After every kill the database must open; every turn a client was told is durable
 //! (`CheckpointSaved`) must be stored, once; no tool call and no tool result may be stored
@@ -10,13 +13,16 @@
 //! charge of an MCP server that says it is idempotent: no append happens twice, no charge runs under two keys, and
 //! every call whose success is stored took effect.
 //!
-//! CI runs a few iterations. For a long run, and to replay a failure by its seed:
+//! CI runs one kill per point and tool. For a long run, and to replay a failure by its seed:
 //!
 //!     RYVOS_CRASH_ITERATIONS=100 cargo test --release --test crash_loop -- --nocapture
 //!     RYVOS_CRASH_SEED=1234 cargo test --test crash_loop -- --nocapture
 
+#[path = "crash_loop/aim.rs"]
+mod aim;
 mod common;
 
+use aim::{Aim, Holds, Point};
 use common::home::{Home, WAIT};
 use rand::{Rng, SeedableRng};
 use ryvos::config::StoreBackend;
@@ -30,7 +36,7 @@ use ryvos_client::Client;
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -45,10 +51,12 @@ const TOOL_TURNS: usize = 3;
 /// effect classes: an append to a file through bash (unsafe), a `write` (reconcilable), a
 /// `glob` (read-only) and, with `keyed`, a charge of the keyed MCP server (idempotent). Call
 /// ids are unique across the whole test, so a stored duplicate is a real one.
-fn model(keyed: bool) -> ryvos_testkit::Router {
+fn model(keyed: bool, holds: &Holds) -> ryvos_testkit::Router {
     let next_call = Arc::new(AtomicU64::new(1));
     let kinds = if keyed { 4 } else { 3 };
+    let pause_ms = holds.pause_ms.clone();
     Arc::new(move |request: &Value| {
+        let pause = Duration::from_millis(pause_ms.load(Ordering::Relaxed));
         let messages = request["messages"].as_array()?;
         let since_prompt = common::answers_since_prompt(request);
         let prompt = messages
@@ -58,14 +66,20 @@ fn model(keyed: bool) -> ryvos_testkit::Router {
             .and_then(|m| m["content"].as_str())
             .unwrap_or_default();
         if prompt == "finish" || since_prompt >= TOOL_TURNS {
-            return Some(Reply::text(&["All ", "done."]).pause_between(Duration::from_millis(2)));
+            return Some(Reply::text(&["All ", "done."]).pause_between(pause));
         }
         let n = next_call.fetch_add(1, Ordering::Relaxed);
         let id = format!("c{n}");
         let (tool, arguments) = match n % kinds {
+            // Held while `go` is missing: every other command before its append, the rest
+            // after it.
+            0 if (n / kinds) % 2 == 0 => (
+                "bash",
+                format!(r#"{{"command": "{HELD} echo {id} >> trail.txt"}}"#),
+            ),
             0 => (
                 "bash",
-                format!(r#"{{"command": "echo {id} >> trail.txt"}}"#),
+                format!(r#"{{"command": "echo {id} >> trail.txt; {HELD}"}}"#),
             ),
             1 => (
                 "write",
@@ -76,17 +90,19 @@ fn model(keyed: bool) -> ryvos_testkit::Router {
         };
         Some(
             Reply::text_then_tools(&["Calling ", "once ", "more."], &[(&id, tool, &arguments)])
-                .pause_between(Duration::from_millis(2)),
+                .pause_between(pause),
         )
     })
 }
 
-/// The keyed MCP server's `[mcp.servers]` table, recording its calls in `keys` (a call never
-/// waits: `go` exists); `None` where npm's MCP servers are not installed.
-fn keyed_server(dir: &std::path::Path) -> Option<String> {
+/// What makes a command wait while the workspace's `go` file is missing (a kill ends it).
+const HELD: &str = "until [ -e go ]; do sleep 0.02; done;";
+
+/// The keyed MCP server's `[mcp.servers]` table, recording its calls in `keys` (a call waits
+/// while `go` is missing); `None` where npm's MCP servers are not installed.
+fn keyed_server(dir: &std::path::Path, go: &std::path::Path) -> Option<String> {
     common::mcp::server_entry("server-everything")?;
-    let (keys, go) = (dir.join("keys"), dir.join("go"));
-    std::fs::write(&go, "").unwrap();
+    let keys = dir.join("keys");
     let fixture = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/keyed_mcp_server.cjs"
@@ -105,6 +121,51 @@ fn keyed_server(dir: &std::path::Path) -> Option<String> {
 struct Seen {
     durable: HashSet<(String, String, u32)>,
     sessions: Vec<String>,
+    kills: Vec<Landed>,
+    /// What the runs after the kills did with the calls cut off: (tool, action).
+    recovered: Vec<(String, String)>,
+}
+
+impl Seen {
+    fn report(&self) {
+        let mut kills: Vec<_> = self.kills.iter().copied().collect::<HashSet<_>>().into_iter().collect();
+        kills.sort();
+        for landed in kills {
+            let n = self.kills.iter().filter(|k| **k == landed).count();
+            eprintln!("kills {landed:?}: {n}");
+        }
+        let mut recovered: HashMap<&(String, String), usize> = HashMap::new();
+        for r in &self.recovered {
+            *recovered.entry(r).or_default() += 1;
+        }
+        let mut recovered: Vec<_> = recovered.into_iter().collect();
+        recovered.sort();
+        for ((tool, action), n) in recovered {
+            eprintln!("recovered {tool} {action}: {n}");
+        }
+    }
+
+    /// The kills that are held at their point reached it, and left what each must: a command
+    /// cut off in doubt, a charge run again under its key.
+    fn covered(&self, iterations: usize, tools: usize) {
+        let held = [Point::BeforeIntent, Point::BeforeStart, Point::During];
+        for (n, landed) in self.kills.iter().skip(1).enumerate() {
+            let aim = Aim::nth(n, tools);
+            if held.contains(&aim.point) && (aim.tool == "bash" || aim.point != Point::During) {
+                assert_eq!(*landed, Landed::At(aim.point, aim.tool), "kill {n} missed");
+            }
+        }
+        let recovered = |tool: &str, action: &str| {
+            (self.recovered.iter()).any(|(t, a)| t == tool && a == action)
+        };
+        if iterations > 1 + Point::During as usize {
+            assert!(recovered("bash", "in_doubt"), "no command was left in doubt");
+        }
+        let charged_during = 1 + aim::POINTS.len() * 3 + Point::During as usize;
+        if tools == 4 && iterations > charged_during {
+            assert!(recovered("keyed__charge", "run_again"), "no charge ran again");
+        }
+    }
 }
 
 /// Starts a run over the socket and forwards its events until it ends or the daemon dies.
@@ -113,6 +174,7 @@ async fn drive(
     session: Option<String>,
     prompt: &str,
     events: mpsc::UnboundedSender<Value>,
+    asks_held: Arc<AtomicBool>,
 ) -> Option<String> {
     let mut client = Client::connect(&home.socket()).await.ok()?;
     let mut params = RunParams::new(prompt, home.workspace.path().display().to_string());
@@ -125,14 +187,19 @@ async fn drive(
                 if let EventKind::RunComplete { status: s, .. } = &event.kind {
                     status = Some(s.to_string());
                 }
-                if let EventKind::ApprovalRequested {
-                    request_id,
-                    call_id,
-                    kind: ApprovalKind::InDoubt,
-                    ..
-                } = &event.kind
-                {
-                    decide(home, request_id, call_id.as_str()).await;
+                match &event.kind {
+                    EventKind::ApprovalRequested {
+                        request_id,
+                        call_id,
+                        kind: ApprovalKind::InDoubt,
+                        ..
+                    } => decide(home, request_id, call_id.as_str()).await,
+                    EventKind::ApprovalRequested { request_id, .. }
+                        if !asks_held.load(Ordering::Relaxed) =>
+                    {
+                        answer(home, request_id, None).await
+                    }
+                    _ => {}
                 }
                 // Whoever listens may be done already; the run is followed to its end anyway.
                 events.send(serde_json::to_value(&event).ok()?).ok();
@@ -144,26 +211,32 @@ async fn drive(
 }
 
 /// A person's stand-in for a call a kill left in doubt: it looks for the call's effect (its
-/// id in the trail), and denies running it again if it is there, approves it if not. The
-/// daemon may be killed meanwhile: then the next resume asks again.
+/// id in the trail), and denies running it again if it is there, approves it if not.
 async fn decide(home: &Home, request_id: &str, call: &str) {
     let trail = home.workspace.path().join("trail.txt");
     let ran = (std::fs::read_to_string(trail).unwrap_or_default().lines()).any(|l| l == call);
+    answer(home, request_id, ran.then(|| "its line is in the trail".to_owned())).await
+}
+
+/// Approves request `request_id`, or denies it for `denial`. The daemon may be killed
+/// meanwhile: then the next resume asks again.
+async fn answer(home: &Home, request_id: &str, denial: Option<String>) {
+    let denied = denial.is_some();
     let params = AnswerParams {
         request_id: request_id.to_owned(),
-        reason: ran.then(|| "its line is in the trail".to_owned()),
+        reason: denial,
         always: false,
         by: Some("the crash loop".to_owned()),
     };
     let Ok(mut client) = Client::connect(&home.socket()).await else {
         return;
     };
-    let answered = match ran {
+    let answered = match denied {
         true => client.call::<Deny>(&params).await.map(drop),
         false => client.call::<Approve>(&params).await.map(drop),
     };
     if let Err(e) = answered {
-        eprintln!("answering {request_id} in doubt: {e}");
+        eprintln!("answering {request_id}: {e}");
     }
 }
 
@@ -245,15 +318,23 @@ fn no_duplicates<'a>(session: &str, messages: impl Iterator<Item = &'a Message>)
 }
 
 on_both_backends! {
-    async fn killed_at_random_moments_the_daemon_loses_and_duplicates_nothing(backend: Backend) {
-    let iterations = common::env_setting("RYVOS_CRASH_ITERATIONS", 4);
+    async fn killed_at_every_point_of_a_calls_life_the_daemon_loses_and_repeats_nothing(backend: Backend) {
+    let iterations =
+        common::env_setting("RYVOS_CRASH_ITERATIONS", 1 + (aim::POINTS.len() * aim::TOOLS.len()) as u64);
     let seed = common::env_setting("RYVOS_CRASH_SEED", rand::random::<u32>() as u64);
     eprintln!("crash loop: {iterations} iterations, seed {seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let scratch = tempfile::tempdir().unwrap();
-    let keyed = keyed_server(scratch.path());
-    let server = ScriptedModelServer::start_routed([], Some(model(keyed.is_some()))).await;
-    let home = Arc::new(Home::new(&server, keyed.as_deref().unwrap_or("")).on(backend));
+    let workspace = tempfile::tempdir().unwrap();
+    let holds = Holds::new(workspace.path());
+    let keyed = keyed_server(scratch.path(), &holds.go);
+    let tools = if keyed.is_some() { 4 } else { 3 };
+    let server = ScriptedModelServer::start_routed([], Some(model(keyed.is_some(), &holds))).await;
+    // Every call that may change something asks, so that one can be held before it starts.
+    let asking = "t1 = \"ask\"\nt2 = \"ask\"\nt3 = \"ask\"";
+    let mut home = Home::with_sections(&server, "", asking, keyed.as_deref().unwrap_or(""));
+    home.workspace = workspace;
+    let home = Arc::new(home.on(backend));
     let mut config = Config::with_home(home.path());
     // The store the home's daemon uses (its config file names it).
     config.store = (Config::load(Some(&home.path().join("config.toml"))).unwrap()).store;
@@ -265,32 +346,26 @@ on_both_backends! {
         let mut runs = Vec::new();
         for n in 0..SESSIONS {
             let session = seen.sessions.get(n).cloned();
-            let (home, events) = (home.clone(), events.clone());
+            let (home, events, held) = (home.clone(), events.clone(), holds.asks.clone());
             runs.push(tokio::spawn(async move {
-                drive(&home, session, "go on", events).await
+                drive(&home, session, "go on", events, held).await
             }));
         }
         drop(events);
-        // Kill after a random number of events: at a delta, a tool start, a commit, or idle.
-        // The first kill comes late enough for turns to have become durable before it.
-        let target = if iteration == 0 {
-            100
-        } else {
-            rng.random_range(1..=60usize)
-        };
-        let mut count = 0;
-        while count < target {
-            let Ok(Some(event)) = tokio::time::timeout(WAIT, incoming.recv()).await else {
-                break;
-            };
-            count += 1;
-            record(&mut seen, &event);
+        // The first kill comes after a random number of events, late enough for turns to
+        // have become durable before it; each after it is aimed.
+        let aimed = (iteration > 0).then(|| Aim::nth(iteration as usize - 1, tools));
+        if let Some(aim) = &aimed {
+            holds.hold(aim);
         }
+        let landed = kill_when(aimed, rng.random_range(60..=120), &mut incoming, &mut seen).await;
+        seen.kills.push(landed);
         daemon.start_kill().unwrap();
         tokio::time::timeout(WAIT, daemon.wait())
             .await
             .expect("the daemon dies")
             .unwrap();
+        holds.release();
         while let Ok(Some(event)) = tokio::time::timeout(WAIT, incoming.recv()).await {
             record(&mut seen, &event);
         }
@@ -300,14 +375,6 @@ on_both_backends! {
                 .expect("no client hangs")
                 .unwrap();
             kills_mid_run += usize::from(status.is_none());
-        }
-        if seen.sessions.len() < SESSIONS {
-            // The first iteration may be killed before every session began: start the others
-            // on the next one.
-            eprintln!(
-                "iteration {iteration}: {} sessions began",
-                seen.sessions.len()
-            );
         }
         check_after_kill(&config, &seen).await;
     }
@@ -325,8 +392,9 @@ on_both_backends! {
     let daemon = home.daemon().await;
     for session in seen.sessions.clone() {
         let (events, mut incoming) = mpsc::unbounded_channel();
+        let held = holds.asks.clone();
         let status =
-            tokio::time::timeout(WAIT, drive(&home, Some(session.clone()), "finish", events))
+            tokio::time::timeout(WAIT, drive(&home, Some(session.clone()), "finish", events, held))
                 .await
                 .expect("a resumed session finishes");
         while let Ok(event) = incoming.try_recv() {
@@ -339,6 +407,7 @@ on_both_backends! {
         );
     }
     home.shutdown(daemon).await;
+    seen.report();
     let store = opened(&config).await;
     for session in &seen.sessions {
         let history = store
@@ -364,7 +433,48 @@ on_both_backends! {
         kills_mid_run > 0,
         "no kill landed while a run was in flight"
     );
+    seen.covered(iterations as usize, tools);
 }
+}
+
+/// Waits until the daemon is where `aimed` points (or, unaimed, for `events` events), reading
+/// `incoming` into `seen`; where the kill lands. An aim the runs never reach (they ended, or
+/// wait elsewhere) is missed after [`AIM_WAIT`].
+async fn kill_when(
+    aimed: Option<Aim>,
+    events: usize,
+    incoming: &mut mpsc::UnboundedReceiver<Value>,
+    seen: &mut Seen,
+) -> Landed {
+    let mut count = 0;
+    let Some(mut aim) = aimed else {
+        while count < events {
+            let Ok(Some(event)) = tokio::time::timeout(WAIT, incoming.recv()).await else {
+                break;
+            };
+            count += 1;
+            record(seen, &event);
+        }
+        return Landed::Random;
+    };
+    while let Ok(Some(event)) = tokio::time::timeout(AIM_WAIT, incoming.recv()).await {
+        record(seen, &event);
+        if aim.reached(&event) {
+            return Landed::At(aim.point, aim.tool);
+        }
+    }
+    Landed::Missed(aim.point, aim.tool)
+}
+
+/// How long an aimed kill waits for its point after the last event.
+const AIM_WAIT: Duration = Duration::from_secs(10);
+
+/// Where a kill landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Landed {
+    Random,
+    At(Point, &'static str),
+    Missed(Point, &'static str),
 }
 
 /// The results the store holds, of calls that succeeded: (call, tool).
@@ -441,6 +551,10 @@ fn record(seen: &mut Seen, event: &Value) {
     let session = event["session_id"].as_str().unwrap_or_default().to_owned();
     if event["type"] == "RunStarted" && !seen.sessions.contains(&session) {
         seen.sessions.push(session.clone());
+    }
+    if event["type"] == "CallRecovered" {
+        let field = |f: &str| event[f].as_str().unwrap_or_default().to_owned();
+        seen.recovered.push((field("tool"), field("action")));
     }
     if event["type"] == "CheckpointSaved" {
         let run = event["run_id"].as_str().unwrap_or_default().to_owned();
