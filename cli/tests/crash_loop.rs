@@ -73,7 +73,7 @@ fn model(keyed: bool, holds: &Holds) -> ryvos_testkit::Router {
         let (tool, arguments) = match n % kinds {
             // Held while `go` is missing: every other command before its append, the rest
             // after it.
-            0 if (n / kinds) % 2 == 0 => (
+            0 if (n / kinds).is_multiple_of(2) => (
                 "bash",
                 format!(r#"{{"command": "{HELD} echo {id} >> trail.txt"}}"#),
             ),
@@ -128,7 +128,13 @@ struct Seen {
 
 impl Seen {
     fn report(&self) {
-        let mut kills: Vec<_> = self.kills.iter().copied().collect::<HashSet<_>>().into_iter().collect();
+        let mut kills: Vec<_> = self
+            .kills
+            .iter()
+            .copied()
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
         kills.sort();
         for landed in kills {
             let n = self.kills.iter().filter(|k| **k == landed).count();
@@ -159,11 +165,17 @@ impl Seen {
             (self.recovered.iter()).any(|(t, a)| t == tool && a == action)
         };
         if iterations > 1 + Point::During as usize {
-            assert!(recovered("bash", "in_doubt"), "no command was left in doubt");
+            assert!(
+                recovered("bash", "in_doubt"),
+                "no command was left in doubt"
+            );
         }
         let charged_during = 1 + aim::POINTS.len() * 3 + Point::During as usize;
         if tools == 4 && iterations > charged_during {
-            assert!(recovered("keyed__charge", "run_again"), "no charge ran again");
+            assert!(
+                recovered("keyed__charge", "run_again"),
+                "no charge ran again"
+            );
         }
     }
 }
@@ -215,7 +227,12 @@ async fn drive(
 async fn decide(home: &Home, request_id: &str, call: &str) {
     let trail = home.workspace.path().join("trail.txt");
     let ran = (std::fs::read_to_string(trail).unwrap_or_default().lines()).any(|l| l == call);
-    answer(home, request_id, ran.then(|| "its line is in the trail".to_owned())).await
+    answer(
+        home,
+        request_id,
+        ran.then(|| "its line is in the trail".to_owned()),
+    )
+    .await
 }
 
 /// Approves request `request_id`, or denies it for `denial`. The daemon may be killed

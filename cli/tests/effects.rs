@@ -125,7 +125,10 @@ async fn a_shell_command_cut_off_by_a_kill_waits_in_doubt_and_runs_again_with_it
     assert_eq!(asked["tool"], "bash");
     // With when and where it started: the daemon that was killed.
     assert!(asked["started_at_ms"].as_u64().unwrap() <= asked["asked_at_ms"].as_u64().unwrap());
-    assert!(asked["started_on"].as_str().unwrap().starts_with("pid "), "{asked}");
+    assert!(
+        asked["started_on"].as_str().unwrap().starts_with("pid "),
+        "{asked}"
+    );
     let (_, listed, _) = home.ryvos(&["approvals"]).await;
     assert!(listed.contains("(started "), "{listed}");
     // Resumed, the session asks again under the same id, and waits: not run meanwhile.

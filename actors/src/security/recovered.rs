@@ -29,8 +29,7 @@ impl Gate {
             allowed: false,
             decided_by: "reconciled".into(),
             reason: Some(
-                "cut off by a crash; its effect was found in place, so it was not run again"
-                    .into(),
+                "cut off by a crash; its effect was found in place, so it was not run again".into(),
             ),
             request_id: None,
             node: Some(self.node.to_string()),

@@ -91,9 +91,8 @@ impl CutOff<'_> {
             };
             // Let through by any run of the session: a run that took it up may have run it
             // again; a call id another call once had only makes a person asked once more.
-            let let_through = audit.map(|audit| {
-                (audit.iter()).rfind(|a| a.call_id == call.id && a.allowed)
-            });
+            let let_through =
+                audit.map(|audit| (audit.iter()).rfind(|a| a.call_id == call.id && a.allowed));
             if effect == Effect::Unsafe && let_through.is_none_or(|a| a.is_some()) {
                 match self.in_doubt {
                     InDoubt::TellModel => continue,

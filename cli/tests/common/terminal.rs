@@ -13,6 +13,8 @@ pub struct Terminal {
     screen: Arc<Mutex<String>>,
     /// The terminal was closed: every process holding it has exited.
     closed: Arc<std::sync::atomic::AtomicBool>,
+    /// Lines typed at a prompt so far, for a test that waits for the next prompt.
+    pub typed_lines: usize,
 }
 
 impl Terminal {
@@ -75,6 +77,7 @@ impl Terminal {
             child,
             screen,
             closed,
+            typed_lines: 0,
         }
     }
 
@@ -107,10 +110,10 @@ impl Terminal {
 
     /// The client's exit code, and the whole screen.
     pub async fn ended(mut self) -> (Option<i32>, String) {
-        let status = tokio::time::timeout(WAIT, self.child.wait())
-            .await
-            .expect("the client never hangs")
-            .unwrap();
+        let Ok(status) = tokio::time::timeout(WAIT, self.child.wait()).await else {
+            panic!("the client never ended:\n{}", self.screen());
+        };
+        let status = status.unwrap();
         // What the client wrote last is on the screen once the terminal is closed.
         let drained = async {
             while !self.closed.load(std::sync::atomic::Ordering::SeqCst) {

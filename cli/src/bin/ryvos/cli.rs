@@ -16,8 +16,9 @@ pub struct Cli {
     /// its own config.
     #[arg(short = 'c', long = "set", global = true, value_name = "KEY=VALUE")]
     pub set: Vec<Override>,
+    /// What to do; at a terminal, nothing opens a chat (`ryvos chat`).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// What a run is asked to do, where, and under which limits: the flags `run` and `submit`
@@ -127,10 +128,31 @@ impl SubmitArgs {
     }
 }
 
+/// `ryvos chat`'s flags.
+#[derive(Args, Default)]
+pub struct ChatArgs {
+    /// The directory the file tools work in (default: the current directory; a resumed
+    /// session works in its own).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Go on with this session.
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+    /// Go on with the most recent session of the workspace.
+    #[arg(long = "continue", conflicts_with = "resume")]
+    pub continue_latest: bool,
+    /// The model to ask (`/model` changes it in the chat).
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+}
+
 #[derive(Subcommand)]
 pub enum Command {
     /// Run a prompt to its end; the answer streams to stdout, tool activity to stderr.
     Run(RunArgs),
+    /// Open a session to type into: each prompt a run, answers streamed, approvals asked
+    /// inline, Ctrl-C interrupting the run and not the chat (Ctrl-D leaves).
+    Chat(ChatArgs),
     /// Queue a run for whichever daemon has room (a store daemons share); prints its id at
     /// once.
     Submit(SubmitArgs),

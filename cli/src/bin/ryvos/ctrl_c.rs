@@ -45,6 +45,12 @@ impl CtrlC {
         self.count
     }
 
+    /// Forgets the presses so far (a chat's next run counts its own).
+    pub fn reset(&mut self) {
+        while self.presses.try_recv().is_ok() {}
+        self.count = 0;
+    }
+
     /// Whether Ctrl-C was pressed at all.
     pub fn was_pressed(&self) -> bool {
         self.count > 0

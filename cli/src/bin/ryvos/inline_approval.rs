@@ -3,116 +3,232 @@
 //! there, and the answer goes to the runtime in this process or to the daemon. Elsewhere the
 //! request waits for `ryvos approve` / `ryvos deny`, or its timeout.
 //!
+//! The question takes one key: `y` allows the call once, `a` allows it always (in this
+//! session: for `bash`, this command), `n` (or Enter, or Esc) denies it. A `write` or `edit`
+//! shows the diff of what it would change, and the question counts down the time left before
+//! the request times out. Ctrl-C at the question is Ctrl-C anywhere else: it interrupts the
+//! run, and the request stays for the run's next go.
+//!
 //! A request answered elsewhere first (another terminal, its timeout) withdraws the question:
-//! its prompt is erased, so the resolution is shown on a clean line, and a line typed after
-//! that is not taken as the answer to anything.
+//! its line is erased, so the resolution is shown on a clean line.
 
+use crate::style::{paint, ASK, QUIET};
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ryvos::protocol::{AnswerParams, Approve, Deny};
 use ryvos::{Answer, Approvals};
 use ryvos_client::Client;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
-use tokio::sync::{mpsc, oneshot};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Who answered, for the audit.
-const BY: &str = "ryvos run (terminal)";
+const BY: &str = "ryvos (terminal)";
 
 /// Whether requests are asked about inline.
 pub fn wanted(json: bool) -> bool {
     !json && std::io::stdin().is_terminal()
 }
 
-/// The question on the terminal now: its request, and how to withdraw it.
-static OPEN: Mutex<Option<(String, oneshot::Sender<()>)>> = Mutex::new(None);
-
-/// The terminal's lines, read by one thread for the whole process (a blocked read cannot be
-/// cancelled, so it is never tied to one question). Its lock makes questions one at a time:
-/// calls of one answer may ask together.
-fn lines() -> &'static tokio::sync::Mutex<mpsc::Receiver<String>> {
-    static LINES: OnceLock<tokio::sync::Mutex<mpsc::Receiver<String>>> = OnceLock::new();
-    LINES.get_or_init(|| {
-        let (tx, rx) = mpsc::channel(4);
-        std::thread::spawn(move || {
-            for line in std::io::stdin().lock().lines() {
-                let Ok(line) = line else { break };
-                if tx.blocking_send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        tokio::sync::Mutex::new(rx)
-    })
+/// What a question is about.
+pub struct Question {
+    pub request_id: String,
+    pub tool: String,
+    pub input: serde_json::Value,
+    /// The run's workspace, where a `write` or `edit` would change a file.
+    pub workspace: Option<PathBuf>,
+    /// How long the request waits for an answer (`approval_timeout_secs`).
+    pub timeout: Duration,
 }
 
+/// A person's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    Once,
+    Always,
+    Deny,
+}
+
+/// The question on the terminal now: its request, and the flag that withdraws it.
+static OPEN: Mutex<Option<(String, Arc<AtomicBool>)>> = Mutex::new(None);
+
+/// One question at a time: calls of one answer may ask together.
+static ASKING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Erases the question about `request_id` if it is still open: it was answered elsewhere.
+/// Erased at once, before whatever says how it was answered is shown; the question is drawn
+/// under the same lock, so it is not drawn again after this.
 pub fn withdraw(request_id: &str) {
-    let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
-    if open.as_ref().is_some_and(|(id, _)| id == request_id) {
-        if let Some((_, cancel)) = open.take() {
-            eprint!("\r\x1b[2K");
-            // The asking task may be gone already; then there is nothing to withdraw.
-            cancel.send(()).ok();
-        }
+    let open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, withdrawn)) = open.as_ref().filter(|(id, _)| id == request_id) {
+        withdrawn.store(true, Ordering::SeqCst);
+        let mut err = std::io::stderr();
+        err.write_all(b"\r\x1b[2K").and_then(|()| err.flush()).ok();
     }
 }
 
-/// Asks on the terminal; `None` when stdin is closed or the question was withdrawn.
-async fn ask(request_id: String) -> Option<bool> {
-    let (cancel, withdrawn) = oneshot::channel();
-    *OPEN.lock().unwrap_or_else(|p| p.into_inner()) = Some((request_id.clone(), cancel));
-    let mut lines = lines().lock().await;
-    // Lines typed while no question was open answer nothing.
-    while lines.try_recv().is_ok() {}
-    eprint!("  [approval] approve {request_id}? [y/N] ");
-    std::io::stderr().flush().ok();
-    let answer = tokio::select! {
-        line = lines.recv() => line.map(|l| matches!(l.trim(), "y" | "Y" | "yes")),
-        _ = withdrawn => None,
-    };
+/// Asks on the terminal; `None` when the question was withdrawn, or the terminal cannot be
+/// read.
+async fn ask(question: Question) -> Option<Choice> {
+    let _one_at_a_time = ASKING.lock().await;
+    if let Some(diff) = crate::approval_diff::of(
+        &question.tool,
+        &question.input,
+        question.workspace.as_deref(),
+    ) {
+        crate::style::note_line(&diff);
+    }
+    let withdrawn = Arc::new(AtomicBool::new(false));
+    *OPEN.lock().unwrap_or_else(|p| p.into_inner()) =
+        Some((question.request_id.clone(), withdrawn.clone()));
+    let deadline = Instant::now() + question.timeout;
+    let tool = question.tool.clone();
+    let keyed = tokio::task::spawn_blocking(move || read_key(&tool, deadline, &withdrawn)).await;
     OPEN.lock().unwrap_or_else(|p| p.into_inner()).take();
-    answer
+    match keyed {
+        Ok(Ok(Key::Chose(choice))) => Some(choice),
+        Ok(Ok(Key::Withdrawn)) => None,
+        Ok(Ok(Key::CtrlC)) => {
+            // The line discipline was off: Ctrl-C is passed on as the signal it would be.
+            // SAFETY: raise only sends this process a signal its handler is set for.
+            unsafe { libc::raise(libc::SIGINT) };
+            None
+        }
+        Ok(Err(e)) => {
+            eprintln!("ryvos: the terminal cannot be read ({e}); answer with `ryvos approve`");
+            None
+        }
+        Err(_) => None,
+    }
 }
 
-fn answer(approved: bool) -> Answer {
+/// How the key read ended.
+enum Key {
+    Chose(Choice),
+    Withdrawn,
+    CtrlC,
+}
+
+/// Reads the answer's key in raw mode, redrawing the question as its time runs down, until a
+/// key answers it or it is withdrawn.
+fn read_key(tool: &str, deadline: Instant, withdrawn: &AtomicBool) -> std::io::Result<Key> {
+    crossterm::terminal::enable_raw_mode()?;
+    let read = (|| {
+        let mut shown_left = None;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now()).as_secs();
+            {
+                let _drawing = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+                if withdrawn.load(Ordering::SeqCst) {
+                    return Ok(Key::Withdrawn);
+                }
+                if shown_left != Some(left) {
+                    draw(tool, left);
+                    shown_left = Some(left);
+                }
+            }
+            if !crossterm::event::poll(Duration::from_millis(100))? {
+                continue;
+            }
+            if let Event::Key(key) = crossterm::event::read()? {
+                if let Some(answer) = answer_of(key) {
+                    return Ok(answer);
+                }
+            }
+        }
+    })();
+    crossterm::terminal::disable_raw_mode()?;
+    let said = match &read {
+        Ok(Key::Chose(Choice::Once)) => "allowed once",
+        Ok(Key::Chose(Choice::Always)) => "allowed always",
+        Ok(Key::Chose(Choice::Deny)) => "denied",
+        Ok(Key::CtrlC) => "interrupted",
+        Ok(Key::Withdrawn) | Err(_) => "",
+    };
+    // Answered here: the question's line becomes the answer's (a withdrawn one is erased).
+    if !said.is_empty() {
+        let answer = format!("\r\x1b[2K  {} {tool}: {said}", paint(ASK, "[approval]"));
+        crate::style::note_line(&answer);
+    }
+    read
+}
+
+/// The question's line, with the time left.
+fn draw(tool: &str, left: u64) {
+    let time = paint(QUIET, &format!("· {}m {:02}s left", left / 60, left % 60));
+    let line = format!(
+        "\r\x1b[2K  {} allow {tool}? [y] once  [a] always  [n] deny {time} ",
+        paint(ASK, "[approval]")
+    );
+    let shown = match crate::style::coloured() {
+        true => line,
+        false => anstream::adapter::strip_str(&line).to_string(),
+    };
+    let mut err = std::io::stderr();
+    err.write_all(shown.as_bytes())
+        .and_then(|()| err.flush())
+        .ok();
+}
+
+/// What `key` answers, if anything.
+fn answer_of(key: KeyEvent) -> Option<Key> {
+    if key.kind != KeyEventKind::Press {
+        return None;
+    }
+    if key.modifiers.contains(KeyModifiers::CONTROL) {
+        return matches!(key.code, KeyCode::Char('c')).then_some(Key::CtrlC);
+    }
+    match key.code {
+        KeyCode::Char('y' | 'Y') => Some(Key::Chose(Choice::Once)),
+        KeyCode::Char('a' | 'A') => Some(Key::Chose(Choice::Always)),
+        KeyCode::Char('n' | 'N') | KeyCode::Enter | KeyCode::Esc => Some(Key::Chose(Choice::Deny)),
+        _ => None,
+    }
+}
+
+fn answer(choice: Choice) -> Answer {
+    let approved = choice != Choice::Deny;
     Answer {
         approved,
         reason: (!approved).then(|| "denied at the terminal".to_owned()),
         by: BY.to_owned(),
-        always: false,
+        always: choice == Choice::Always,
     }
 }
 
-/// Asks about `request_id` and answers the runtime in this process.
-pub fn answer_local(approvals: Approvals, request_id: String) {
+/// Asks `question` and answers the runtime in this process.
+pub fn answer_local(approvals: Approvals, question: Question) {
     tokio::spawn(async move {
-        let Some(approved) = ask(request_id.clone()).await else {
+        let request_id = question.request_id.clone();
+        let Some(choice) = ask(question).await else {
             return;
         };
-        if let Err(e) = approvals.answer(&request_id, answer(approved)) {
+        if let Err(e) = approvals.answer(&request_id, answer(choice)) {
             eprintln!("ryvos: {e}");
         }
     });
 }
 
-/// Asks about `request_id` and answers the daemon at `socket`.
-pub fn answer_remote(socket: PathBuf, request_id: String) {
+/// Asks `question` and answers the daemon at `socket`.
+pub fn answer_remote(socket: PathBuf, question: Question) {
     tokio::spawn(async move {
-        let Some(approved) = ask(request_id.clone()).await else {
+        let request_id = question.request_id.clone();
+        let Some(choice) = ask(question).await else {
             return;
         };
+        let answer = answer(choice);
         let params = AnswerParams {
             request_id: request_id.clone(),
-            reason: answer(approved).reason,
-            always: false,
-            by: None,
+            reason: answer.reason,
+            always: answer.always,
+            by: Some(BY.to_owned()),
         };
         let answered = match Client::connect(&socket).await {
             Ok(mut client) => {
-                let called = if approved {
-                    client.call::<Approve>(&params).await
-                } else {
-                    client.call::<Deny>(&params).await
+                let called = match answer.approved {
+                    true => client.call::<Approve>(&params).await,
+                    false => client.call::<Deny>(&params).await,
                 };
                 match called {
                     Ok(Ok(_)) => Ok(()),

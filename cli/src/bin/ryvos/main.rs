@@ -5,12 +5,15 @@
 //! the command failed; 2 bad usage or config; 3 the daemon was lost or could not be reached.
 
 mod acp;
+mod approval_diff;
+mod chat;
 mod cli;
 mod compact;
 mod console;
 mod ctrl_c;
 mod doctor;
 mod exit;
+mod following;
 mod host;
 mod inline_approval;
 mod manual;
@@ -26,6 +29,7 @@ mod running;
 mod shown_config;
 mod starting;
 mod store_copy;
+mod style;
 mod tokens;
 mod workspace_dir;
 
@@ -40,18 +44,31 @@ use ryvos::protocol::{
 };
 use ryvos_client::Client;
 use starting::Given;
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    let command = match cli.command.take() {
+        Some(command) => command,
+        // Nothing asked, at a terminal: a chat; elsewhere, the usage.
+        None if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() => {
+            Command::Chat(cli::ChatArgs::default())
+        }
+        None => {
+            let usage = <Cli as clap::CommandFactory>::command().render_help();
+            eprintln!("{usage}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     // These describe the command line itself: no config needed, none can stop them.
-    match &cli.command {
+    match &command {
         Command::Completions { shell } => return manual::completions(*shell),
         Command::Manpage => return manual::manpage(),
         _ => {}
     }
     let mut settings = cli.set;
-    match &cli.command {
+    match &command {
         Command::Run(args) => settings.extend(args.run.settings()),
         Command::Submit(args) => settings.extend(args.run.settings()),
         _ => {}
@@ -74,7 +91,7 @@ fn main() -> ExitCode {
         explicit_config: cli.config.is_some(),
         settings,
     };
-    let code = runtime.block_on(dispatch(cli.command, config, given));
+    let code = runtime.block_on(dispatch(command, config, given));
     // An inline approval question may still wait for a line on stdin: do not wait for it.
     runtime.shutdown_background();
     ExitCode::from(code)
@@ -94,6 +111,7 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
     };
     match command {
         Command::Run(args) => starting::run(args, given, config, socket).await,
+        Command::Chat(args) => chat::chat(args, given, config, socket).await,
         Command::Submit(args) => queue::submit(args.into_run(), given, &config, &socket).await,
         Command::Runs { state, limit, json } => queue::runs(state, limit, json, &socket).await,
         Command::Wait { run, json } => queue::wait(run, json, &socket).await,

@@ -2,7 +2,8 @@
 //! a run) or ends, through the daemon when one answers, else in this process.
 
 use crate::exit::{EXIT_DAEMON, EXIT_USAGE};
-use crate::running::{follow_remote, host_here, start_local};
+use crate::following::{follow_remote, Following};
+use crate::running::{host_here, start_local};
 use ryvos::config::Config;
 use ryvos::protocol::{Continue, ContinueParams, RunIdParams, Stop};
 use ryvos::{RunHandle, Runtime, RuntimeError};
@@ -33,7 +34,7 @@ pub async fn take(run: String, taken: Taken, shown: Shown, config: Config, socke
     }
     match Client::connect(&socket).await {
         Ok(mut client) => {
-            let ctrl_c = crate::ctrl_c::CtrlC::listen();
+            let mut ctrl_c = crate::ctrl_c::CtrlC::listen();
             let sent = match taken {
                 Taken::Continue { budget_cents } => {
                     let params = ContinueParams { run, budget_cents };
@@ -45,14 +46,8 @@ pub async fn take(run: String, taken: Taken, shown: Shown, config: Config, socke
                 eprintln!("ryvos: {e}");
                 return EXIT_DAEMON;
             }
-            follow_remote(
-                client,
-                (shown.json, shown.quiet),
-                socket,
-                ctrl_c,
-                exit(taken),
-            )
-            .await
+            let following = Following::new(&config, (shown.json, shown.quiet), exit(taken));
+            (follow_remote(client, &following, socket, &mut ctrl_c).await).code
         }
         Err(ClientError::NoDaemon { .. }) => {
             if !shown.quiet {
@@ -76,18 +71,11 @@ async fn take_here(run: RunId, taken: Taken, shown: Shown, config: Config) -> u8
         Ok(runtime) => runtime,
         Err(code) => return code,
     };
-    let ctrl_c = crate::ctrl_c::CtrlC::listen();
+    let mut ctrl_c = crate::ctrl_c::CtrlC::listen();
     // Refused (not parked, unknown) exits 1, as through the daemon.
-    let exit = exit(taken);
+    let following = Following::new(&config, (shown.json, shown.quiet), exit(taken));
     let started = started(&runtime, &run, taken).await;
-    host_here(
-        runtime,
-        started,
-        (shown.json, shown.quiet),
-        (&config, exit),
-        ctrl_c,
-    )
-    .await
+    host_here(runtime, started, &following, &mut ctrl_c).await
 }
 
 /// How the run's end becomes the exit code: a stop succeeds once its run has ended, whatever

@@ -35,11 +35,11 @@ pub fn status(s: &StatusResult) {
     }
     for run in &s.parked {
         outln!(
-            "parked: run {} (session {}), {}, {:.2} cents spent: `ryvos continue {}`",
+            "parked: run {} (session {}), {}, {} spent: `ryvos continue {}`",
             run.run_id,
             run.session_id,
             run.reason,
-            run.cost_cents,
+            money(run.cost_cents),
             run.run_id
         );
     }
@@ -144,7 +144,8 @@ fn ago(ms: u64) -> String {
 /// When and where a call in doubt started, as far as the audit says: ` (started 3m ago on
 /// pid 4242)`.
 fn started(p: &PendingApproval) -> String {
-    let when = (p.started_at_ms).map(|at| format!(" {}", ago(ryvos::shared_store::now_ms().saturating_sub(at))));
+    let when = (p.started_at_ms)
+        .map(|at| format!(" {}", ago(ryvos::shared_store::now_ms().saturating_sub(at))));
     let on = (p.started_on.as_deref()).map(|node| format!(" on {node}"));
     match (when, on) {
         (None, None) => String::new(),
@@ -279,7 +280,7 @@ fn compacted(c: &CompactionNote, session: &str, last: bool) {
 }
 
 /// Cents as dollars: two decimals, four below one cent.
-fn money(cents: f64) -> String {
+pub fn money(cents: f64) -> String {
     if cents >= 1.0 || cents == 0.0 {
         format!("${:.2}", cents / 100.0)
     } else {

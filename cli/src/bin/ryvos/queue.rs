@@ -179,7 +179,7 @@ pub async fn follow(run: String, json: bool, socket: &Path) -> u8 {
         match client.next().await {
             Ok(Reply::Event { event, .. }) => renderer.show(&event),
             Ok(Reply::Result { result, .. }) => {
-                return crate::running::ended_remote(result, &mut renderer, false, exit_for);
+                return crate::following::ended_remote(result, &mut renderer, false, exit_for);
             }
             Ok(Reply::Error { error, .. }) => {
                 eprintln!("ryvos: {}", error.message);

@@ -1,27 +1,16 @@
 //! Showing a run's events to a person (or, with `--json`, to a script).
 
+use crate::style::{paint, ASK, FAIL, QUIET, TOOL};
 use ryvos::protocol::event::GuardianAction;
 use ryvos::protocol::records::ApprovalKind;
 use ryvos::{Event, EventKind, RunStatus};
 use std::io::{IsTerminal, Write};
 
-/// Writes a line to stderr in one system call. Stderr is unbuffered, and `eprintln!` writes
-/// each piece of its format on its own: a tool line took six.
+/// Writes a line to stderr in one system call ([`crate::style::note_line`]).
 macro_rules! note {
     ($($arg:tt)*) => {
-        write_note(format_args!($($arg)*))
+        crate::style::note_line(&format!($($arg)*))
     };
-}
-
-fn write_note(args: std::fmt::Arguments) {
-    let mut line = args.to_string();
-    line.push('\n');
-    if std::io::stderr().write_all(line.as_bytes()).is_err() {
-        // Stderr is where the CLI reports errors, so a failure to write it has nowhere left to
-        // be reported. Unlike `eprintln!`, it does not panic and take an in-process run down
-        // with it: the run goes on, its answer still reaches stdout and its outcome the exit
-        // code.
-    }
 }
 
 const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -33,8 +22,14 @@ pub struct Renderer {
     open_line: bool,
     /// A spinner is drawn only for a person: stderr is a terminal and this is not `--json`.
     spin: bool,
-    /// The run is waiting on the model (nothing streaming, no tool running).
-    waiting: bool,
+    /// The run is waiting on the model (nothing streaming, no tool running), since when.
+    waiting: Option<std::time::Instant>,
+    /// The tool calls running, and since when: the spinner names the oldest.
+    running: Vec<(ryvos::CallId, String, std::time::Instant)>,
+    /// How long the call that just ended took, for its line.
+    took: Option<String>,
+    /// What the run's end said of its turns, tokens, cost and time.
+    summary: Option<Summary>,
     frame: usize,
     spinner_drawn: bool,
     /// The spinner's pace.
@@ -45,6 +40,8 @@ pub struct Renderer {
     answerable_elsewhere: bool,
     /// `-q`: only the final answer, on stdout at the end, and errors on stderr.
     quiet: bool,
+    /// In a chat: the next prompt goes on with the session, no command needs saying.
+    in_chat: bool,
 }
 
 impl Renderer {
@@ -54,7 +51,10 @@ impl Renderer {
             json,
             open_line: false,
             spin: !json && std::io::stderr().is_terminal(),
-            waiting: false,
+            waiting: None,
+            running: Vec::new(),
+            took: None,
+            summary: None,
             frame: 0,
             spinner_drawn: false,
             ticks: {
@@ -65,6 +65,7 @@ impl Renderer {
             held_notes: Vec::new(),
             answerable_elsewhere: true,
             quiet: false,
+            in_chat: false,
         }
     }
 
@@ -72,6 +73,12 @@ impl Renderer {
     pub fn quiet(mut self, quiet: bool) -> Self {
         self.quiet = quiet;
         self.spin &= !quiet;
+        self
+    }
+
+    /// For a run of a chat: its end says no command to go on with (the next prompt does).
+    pub fn in_chat(mut self, in_chat: bool) -> Self {
+        self.in_chat = in_chat;
         self
     }
 
@@ -92,14 +99,59 @@ impl Renderer {
         }
     }
 
-    /// Advances the spinner, when the run is waiting on the model.
+    /// Advances the spinner, when the run waits on the model or a tool, saying for how long.
     fn tick(&mut self) {
-        if !self.spin || !self.waiting || self.open_line {
+        let doing = match (self.running.first(), self.waiting) {
+            (Some((_, name, since)), _) => format!("running {name}{}", seconds(*since)),
+            (None, Some(since)) => "waiting for the model".to_owned() + &seconds(since),
+            (None, None) => return,
+        };
+        if !self.spin || self.open_line {
             return;
         }
         self.frame = (self.frame + 1) % SPINNER.len();
-        eprint!("\r{} waiting for the model", SPINNER[self.frame]);
+        eprint!("\r\x1b[2K{} {doing}", SPINNER[self.frame]);
         self.spinner_drawn = true;
+    }
+
+    /// Keeps up with what the run waits on: the model, or tool calls (each timed).
+    fn track(&mut self, kind: &EventKind) {
+        let now = std::time::Instant::now();
+        match kind {
+            EventKind::ToolStart { call_id, name, .. } => {
+                self.running.push((call_id.clone(), name.clone(), now));
+            }
+            EventKind::ToolEnd { call_id, .. } => {
+                let at = self.running.iter().position(|(id, ..)| id == call_id);
+                self.took = at.map(|at| duration(self.running.remove(at).2.elapsed()));
+            }
+            EventKind::RunComplete {
+                turns,
+                input_tokens,
+                output_tokens,
+                cost_cents,
+                duration_ms,
+                ..
+            } => {
+                self.summary = Some(Summary {
+                    turns: *turns,
+                    tokens: (*input_tokens, *output_tokens),
+                    cost_cents: *cost_cents,
+                    duration: std::time::Duration::from_millis(*duration_ms),
+                });
+            }
+            _ => {}
+        }
+        let waits_on_model = matches!(
+            kind,
+            EventKind::RunStarted { .. }
+                | EventKind::ToolEnd { .. }
+                | EventKind::CheckpointSaved { .. }
+        ) && self.running.is_empty();
+        self.waiting = match waits_on_model {
+            true => Some(self.waiting.unwrap_or(now)),
+            false => None,
+        };
     }
 
     fn clear_spinner(&mut self) {
@@ -114,12 +166,7 @@ impl Renderer {
     /// Long because it is a table: an arm per kind of event, each a line or two of output.
     pub fn show(&mut self, event: &Event) {
         self.clear_spinner();
-        self.waiting = matches!(
-            event.kind,
-            EventKind::RunStarted { .. }
-                | EventKind::ToolEnd { .. }
-                | EventKind::CheckpointSaved { .. }
-        );
+        self.track(&event.kind);
         // Said in every mode: a script waiting on the run is told why it waits.
         if let EventKind::RunParked { reason, message } = &event.kind {
             self.end_line();
@@ -149,7 +196,7 @@ impl Renderer {
         // Said in every mode: a weakened sandbox, a tool server that did not start.
         if let EventKind::Warning { message } = &event.kind {
             self.end_line();
-            note!("ryvos: warning: {message}");
+            note!("ryvos: {} {message}", paint(ASK, "warning:"));
         }
         if self.json {
             let mut out = std::io::stdout().lock();
@@ -164,7 +211,7 @@ impl Renderer {
                 EventKind::RunComplete { output, status, .. } if status.is_end() => {
                     crate::out::outln!("{output}")
                 }
-                EventKind::Error { message } => note!("ryvos: error: {message}"),
+                EventKind::Error { message } => note!("ryvos: {} {message}", paint(FAIL, "error:")),
                 _ => {}
             }
             return;
@@ -177,7 +224,11 @@ impl Renderer {
             }
             EventKind::ToolStart { name, input, .. } => {
                 self.end_line();
-                note!("  [{name}] {}", clip(&input.to_string(), 100));
+                note!(
+                    "  {} {}",
+                    paint(TOOL, &format!("[{name}]")),
+                    clip(&input.to_string(), 100)
+                );
             }
             EventKind::ToolEnd {
                 name,
@@ -186,13 +237,22 @@ impl Renderer {
                 ..
             } => {
                 let first = output.lines().next().unwrap_or_default();
-                let mark = if *is_error { "failed" } else { "done" };
-                note!("  [{name}] {mark}: {}", clip(first, 100));
+                let mark = match is_error {
+                    true => paint(FAIL, "failed"),
+                    false => "done".to_owned(),
+                };
+                let took = self
+                    .took
+                    .take()
+                    .map(|t| format!(" in {t}"))
+                    .unwrap_or_default();
+                let tag = paint(TOOL, &format!("[{name}]"));
+                note!("  {tag} {mark}{took}: {}", clip(first, 100));
             }
             EventKind::CheckpointSaved { turn } => {
                 // A turn's commit overlaps the next model call, so this can arrive mid-answer;
                 // the answer on stdout is never broken for it.
-                let note = format!("  [checkpoint] turn {turn} saved");
+                let note = paint(QUIET, &format!("  [checkpoint] turn {turn} saved"));
                 if self.open_line {
                     self.held_notes.push(note);
                 } else {
@@ -201,7 +261,7 @@ impl Renderer {
             }
             EventKind::Error { message } => {
                 self.end_line();
-                note!("ryvos: error: {message}");
+                note!("ryvos: {} {message}", paint(FAIL, "error:"));
             }
             EventKind::GuardianStall {
                 message, action, ..
@@ -323,7 +383,8 @@ impl Renderer {
                     String::new()
                 };
                 note!(
-                    "  [approval] {tool} {} needs approval, {tier:?}{why}{how}",
+                    "  {} {tool} {} needs approval, {tier:?}{why}{how}",
+                    paint(ASK, "[approval]"),
                     clip(&input.to_string(), 100)
                 );
             }
@@ -335,7 +396,10 @@ impl Renderer {
                 ..
             } if decided_by == "policy" => {
                 self.end_line();
-                note!("  [security] {tool} ({tier:?}) denied by the policy");
+                note!(
+                    "  {} {tool} ({tier:?}) denied by the policy",
+                    paint(FAIL, "[security]")
+                );
             }
             EventKind::EgressDecision {
                 host,
@@ -359,7 +423,7 @@ impl Renderer {
                     .as_deref()
                     .map(|r| format!(": {r}"))
                     .unwrap_or_default();
-                note!("  [approval] {what} by {by}{why}");
+                note!("  {} {what} by {by}{why}", paint(ASK, "[approval]"));
             }
             EventKind::GuardianHint { message, .. } => {
                 self.end_line();
@@ -402,20 +466,24 @@ impl Renderer {
             }
             EventKind::GuardianBudgetAlert { message, .. } => {
                 self.end_line();
-                note!("  [budget] {message}");
+                note!("  {} {message}", paint(ASK, "[budget]"));
             }
             EventKind::BudgetWarning { message, .. } => {
                 self.end_line();
-                note!("  [budget] warning: {message}");
+                note!("  {} warning: {message}", paint(ASK, "[budget]"));
             }
             EventKind::BudgetExceeded { message, .. } => {
                 self.end_line();
-                note!("  [budget] limit reached: {message}");
+                note!("  {} limit reached: {message}", paint(ASK, "[budget]"));
             }
             EventKind::Interrupt { pending_calls, .. } if !pending_calls.is_empty() => {
                 self.end_line();
+                let next = match self.in_chat {
+                    true => "your next prompt",
+                    false => "`ryvos run --resume SESSION PROMPT`",
+                };
                 note!(
-                    "  [paused] {} tool call(s) left pending; `ryvos run --resume SESSION PROMPT` runs them first",
+                    "  [paused] {} tool call(s) left pending; {next} runs them first",
                     pending_calls.len()
                 );
             }
@@ -439,14 +507,28 @@ impl Renderer {
     /// Reports on stderr how the run ended, its session, and the command that continues it.
     pub fn finish(&mut self, status: RunStatus, reason: Option<&str>, session: &str) {
         self.clear_spinner();
-        self.waiting = false;
+        self.waiting = None;
+        self.running.clear();
         self.end_line();
+        if let (Some(summary), false) = (self.summary.take(), self.quiet || self.json) {
+            note!("{}", paint(QUIET, &summary.line()));
+        }
         let why = reason.map(|r| format!(": {r}")).unwrap_or_default();
         if self.quiet && status == RunStatus::Completed {
             return;
         }
         if status == RunStatus::Parked {
             // Said as it parked.
+            return;
+        }
+        if self.in_chat {
+            match status {
+                RunStatus::Completed => {}
+                _ if status.pauses() => {
+                    note!("ryvos: the run paused ({status}{why}); your next prompt goes on with it")
+                }
+                _ => note!("ryvos: the run ended with status {status}{why}"),
+            }
             return;
         }
         if status == RunStatus::Completed {
@@ -478,6 +560,62 @@ impl Renderer {
         for note in self.held_notes.drain(..) {
             note!("{note}");
         }
+    }
+}
+
+/// What a run took, as its end reports it.
+struct Summary {
+    turns: u32,
+    tokens: (u64, u64),
+    cost_cents: Option<f64>,
+    duration: std::time::Duration,
+}
+
+impl Summary {
+    /// `ryvos: 3 turns · 1,204 in / 96 out tokens · $0.0042 · 4.2s`.
+    fn line(&self) -> String {
+        let turns = match self.turns {
+            1 => "1 turn".to_owned(),
+            n => format!("{n} turns"),
+        };
+        let cost = (self.cost_cents).map_or_else(|| "cost unknown".to_owned(), crate::print::money);
+        format!(
+            "ryvos: {turns} · {} in / {} out tokens · {cost} · {}",
+            thousands(self.tokens.0),
+            thousands(self.tokens.1),
+            duration(self.duration)
+        )
+    }
+}
+
+/// `n` with its thousands set apart: `12,345`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A span as a person reads it: `0.4s`, `12s`, `3m 05s`.
+fn duration(d: std::time::Duration) -> String {
+    let secs = d.as_secs();
+    match secs {
+        0..10 => format!("{:.1}s", d.as_secs_f64()),
+        10..60 => format!("{secs}s"),
+        _ => format!("{}m {:02}s", secs / 60, secs % 60),
+    }
+}
+
+/// ` (12s)`, how long since `since`, once it is a second or more.
+fn seconds(since: std::time::Instant) -> String {
+    match since.elapsed().as_secs() {
+        0 => String::new(),
+        n => format!(" ({n}s)"),
     }
 }
 

@@ -1,15 +1,12 @@
 //! How `ryvos run` runs: through the daemon when one answers, else hosted in this process;
 //! `--resume` and `--continue` resolved against the sessions either holds.
 
-use crate::ctrl_c::{CtrlC, EXIT_INTERRUPTED};
-use crate::exit::{exit_for, ExitFor, EXIT_DAEMON, EXIT_RUN_FAILED, EXIT_USAGE};
-use crate::inline_approval;
-use crate::render::Renderer;
+use crate::ctrl_c::CtrlC;
+use crate::exit::{EXIT_DAEMON, EXIT_RUN_FAILED, EXIT_USAGE};
+use crate::following::{follow_local, follow_remote, Followed, Following};
 use ryvos::config::Config;
-use ryvos::protocol::{
-    ErrorBody, ErrorCode, Interrupt, NoParams, Reply, Run, RunParams, SessionParams, Sessions,
-};
-use ryvos::{EventKind, RunRequest, Runtime, RuntimeError, SessionId};
+use ryvos::protocol::{NoParams, Run, RunParams, Sessions};
+use ryvos::{RunRequest, Runtime, RuntimeError, SessionId};
 use ryvos_client::Client;
 use std::path::PathBuf;
 
@@ -99,189 +96,111 @@ fn no_session_in(workspace: &std::path::Path) -> u8 {
 
 /// A run hosted by the daemon.
 pub struct Remote {
-    pub json: bool,
-    /// `-q`: only the final answer on stdout, errors on stderr.
-    pub quiet: bool,
+    pub following: Following,
     /// The daemon's socket, to answer approval requests on.
     pub socket: PathBuf,
     /// The run, as the socket's `run` asks for it.
     pub params: RunParams,
 }
 
-pub async fn run_remote(mut client: Client, run: Remote) -> u8 {
+pub async fn run_remote(client: Client, run: Remote) -> u8 {
+    // Caught from before the run is asked for: a press in between must not end the client.
+    let mut ctrl_c = CtrlC::listen();
+    (remote_run(client, run, &mut ctrl_c).await).code
+}
+
+/// Asks the daemon on `client` for the run and follows it to its end.
+pub async fn remote_run(mut client: Client, run: Remote, ctrl_c: &mut CtrlC) -> Followed {
     let Remote {
-        json: json_out,
-        quiet,
+        following,
         socket,
         mut params,
     } = run;
+    let not_run = |code| Followed {
+        code,
+        session: None,
+    };
     if params.resume.as_deref() == Some("") {
         let workspace = match lookup_dir(params.workspace.as_deref()) {
             Ok(dir) => dir,
-            Err(code) => return code,
+            Err(code) => return not_run(code),
         };
         params.resume = match latest_remote(&mut client, &workspace).await {
             Ok(id) => Some(id),
-            Err(code) => return code,
+            Err(code) => return not_run(code),
         };
     }
-    // Caught from before the run is asked for: a press in between must not end the client.
-    let ctrl_c = CtrlC::listen();
     if let Err(e) = client.send::<Run>(&params).await {
         eprintln!("ryvos: {e}");
-        return EXIT_DAEMON;
+        return not_run(EXIT_DAEMON);
     }
-    follow_remote(client, (json_out, quiet), socket, ctrl_c, exit_for).await
-}
-
-/// Shows the events of the run the daemon streams on `client` as they come (answering its
-/// approval requests at the terminal), then its end; the run's exit code. `ctrl_c` listens
-/// from before the run was asked for.
-pub async fn follow_remote(
-    mut client: Client,
-    (json_out, quiet): (bool, bool),
-    socket: PathBuf,
-    mut ctrl_c: CtrlC,
-    exit: ExitFor,
-) -> u8 {
-    let inline = inline_approval::wanted(json_out);
-    let mut renderer = Renderer::new(json_out).quiet(quiet);
-    let mut session_seen: Option<String> = None;
-    loop {
-        let next = tokio::select! {
-            reply = renderer.wait(client.next()) => reply,
-            presses = ctrl_c.pressed() => {
-                match ctrl_c_remote(presses, session_seen.as_deref(), &socket).await {
-                    Some(code) => return code,
-                    None => continue,
-                }
-            }
-        };
-        match next {
-            Ok(Reply::Event { event, .. }) => {
-                session_seen.get_or_insert_with(|| event.session_id.to_string());
-                if let EventKind::ApprovalResolved { request_id, .. } = &event.kind {
-                    inline_approval::withdraw(request_id);
-                }
-                renderer.show(&event);
-                if let (true, EventKind::ApprovalRequested { request_id, .. }) =
-                    (inline, &event.kind)
-                {
-                    inline_approval::answer_remote(socket.clone(), request_id.clone());
-                }
-            }
-            Ok(Reply::Result { result, .. }) => {
-                return ended_remote(result, &mut renderer, ctrl_c.was_pressed(), exit);
-            }
-            Ok(Reply::Error { error, .. }) => return refused(error),
-            Err(e) => {
-                let resume = session_seen
-                    .map(|s| format!("; its completed turns are stored: `ryvos run --resume {s} ...` continues it"))
-                    .unwrap_or_default();
-                eprintln!("ryvos: lost ryvosd mid-run ({e}){resume}");
-                return EXIT_DAEMON;
-            }
-        }
-    }
-}
-
-/// Reports a run the daemon refused; the exit code.
-fn refused(error: ErrorBody) -> u8 {
-    eprintln!("ryvos: {}", error.message);
-    match error.code {
-        // A --config the daemon does not run on is a usage error, as in-process.
-        ErrorCode::ConfigMismatch => EXIT_USAGE,
-        _ => EXIT_RUN_FAILED,
-    }
-}
-
-/// Reports the end of a run the daemon hosted; the exit code.
-pub(crate) fn ended_remote(
-    result: serde_json::Value,
-    renderer: &mut Renderer,
-    ctrl_c_pressed: bool,
-    exit: ExitFor,
-) -> u8 {
-    let outcome = match Client::read::<Run>(result) {
-        Ok(outcome) => outcome,
-        Err(e) => {
-            eprintln!("ryvos: {e}");
-            return EXIT_DAEMON;
-        }
-    };
-    renderer.finish(
-        outcome.status,
-        outcome.reason.as_deref(),
-        outcome.session_id.as_str(),
-    );
-    if ctrl_c_pressed && outcome.status != ryvos::RunStatus::Completed {
-        return EXIT_INTERRUPTED;
-    }
-    exit(outcome.status)
+    follow_remote(client, &following, socket, ctrl_c).await
 }
 
 /// A run hosted in this process.
 pub struct Local {
-    pub json: bool,
-    /// `-q`: only the final answer on stdout, errors on stderr.
-    pub quiet: bool,
+    pub following: Following,
     pub record: Option<PathBuf>,
     /// The run, as the daemon would be asked for it: one road from the flags to a run.
     pub params: RunParams,
 }
 
 pub async fn run_local(config: Config, local: Local) -> u8 {
-    let Local {
-        json: json_out,
-        quiet,
-        record,
-        mut params,
-    } = local;
-    let runtime = match start_local(&config, record.as_deref()).await {
+    let runtime = match start_local(&config, local.record.as_deref()).await {
         Ok(runtime) => runtime,
         Err(code) => return code,
     };
+    let mut ctrl_c = CtrlC::listen();
+    let code = (local_run(&runtime, local.params, &local.following, &mut ctrl_c).await).code;
+    if let Err(e) = runtime.close().await {
+        eprintln!("ryvos: stopping the runtime: {e}");
+        return EXIT_RUN_FAILED;
+    }
+    code
+}
+
+/// Starts the run `params` ask for on `runtime`, in this process, and follows it to its end.
+pub async fn local_run(
+    runtime: &Runtime,
+    mut params: RunParams,
+    following: &Following,
+    ctrl_c: &mut CtrlC,
+) -> Followed {
     let workspace = params.workspace.as_deref().map(std::path::Path::new);
-    let resume = match resume_local(&runtime, params.resume.take(), workspace).await {
+    let resume = match resume_local(runtime, params.resume.take(), workspace).await {
         Ok(resume) => resume,
         Err(code) => {
-            if let Err(e) = runtime.close().await {
-                eprintln!("ryvos: stopping the runtime: {e}");
+            return Followed {
+                code,
+                session: None,
             }
-            return code;
         }
     };
     let mut request = RunRequest::from_params(&params);
     if let Some(s) = params.session.take().or(resume) {
         request = request.session(SessionId::new(s));
     }
-    let ctrl_c = CtrlC::listen();
-    let started = runtime.run(request).await;
-    host_here(
-        runtime,
-        started,
-        (json_out, quiet),
-        (&config, exit_for),
-        ctrl_c,
-    )
-    .await
+    match runtime.run(request).await {
+        Ok(handle) => follow_local(runtime, handle, following, ctrl_c).await,
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            Followed {
+                code: EXIT_RUN_FAILED,
+                session: None,
+            }
+        }
+    }
 }
 
-/// Follows the run `started` in this process (`shown`: `--json`, `-q`), then closes the
-/// runtime; the exit code.
+/// Follows the run `started` in this process, then closes the runtime; the exit code.
 pub async fn host_here(
     runtime: Runtime,
     started: Result<ryvos::RunHandle, RuntimeError>,
-    (json_out, quiet): (bool, bool),
-    (config, exit): (&Config, ExitFor),
-    ctrl_c: CtrlC,
+    following: &Following,
+    ctrl_c: &mut CtrlC,
 ) -> u8 {
     let code = match started {
-        Ok(handle) => {
-            let renderer = Renderer::new(json_out).in_process().quiet(quiet);
-            let inline = inline_approval::wanted(json_out);
-            follow_local(&runtime, handle, (renderer, inline), (config, exit), ctrl_c).await
-        }
+        Ok(handle) => (follow_local(&runtime, handle, following, ctrl_c).await).code,
         Err(e) => {
             eprintln!("ryvos: {e}");
             EXIT_RUN_FAILED
@@ -329,114 +248,4 @@ pub async fn start_local(config: &Config, record: Option<&std::path::Path>) -> R
             _ => EXIT_RUN_FAILED,
         }
     })
-}
-
-/// Shows the in-process run's events as they come and answers its approval requests at the
-/// terminal; the run's exit code.
-async fn follow_local(
-    runtime: &Runtime,
-    mut handle: ryvos::RunHandle,
-    (mut renderer, inline): (Renderer, bool),
-    (config, exit): (&Config, ExitFor),
-    mut ctrl_c: CtrlC,
-) -> u8 {
-    let mut code = EXIT_RUN_FAILED;
-    let session = handle.session_id.clone();
-    loop {
-        let event = tokio::select! {
-            event = renderer.wait(handle.next_event()) => event,
-            presses = ctrl_c.pressed() => {
-                ctrl_c_local(presses, runtime, &session).await;
-                continue;
-            }
-        };
-        let Some(event) = event else { break };
-        if let EventKind::ApprovalResolved { request_id, .. } = &event.kind {
-            inline_approval::withdraw(request_id);
-        }
-        renderer.show(&event);
-        if let EventKind::ApprovalRequested { request_id, .. } = &event.kind {
-            if inline {
-                inline_approval::answer_local(runtime.approvals(), request_id.clone());
-            } else {
-                // In-process, no other terminal can reach this run.
-                eprintln!(
-                    "ryvos: this run is hosted in-process and not at a terminal: nobody can \
-                     answer {request_id}; it is denied after approval_timeout_secs ({}s). Run \
-                     ryvosd to answer from another terminal.",
-                    config.security.approval_timeout_secs
-                );
-            }
-        }
-        if let Some(o) = ryvos::RunOutcome::from_event(&event) {
-            renderer.finish(o.status, o.reason.as_deref(), o.session_id.as_str());
-            code = match ctrl_c.was_pressed() && o.status != ryvos::RunStatus::Completed {
-                true => EXIT_INTERRUPTED,
-                false => exit(o.status),
-            };
-        }
-    }
-    code
-}
-
-/// Ctrl-C in-process: the first press interrupts the run after its current step, the next
-/// cancels it at once, and a third quits without waiting. The run's end is reported as any
-/// end is.
-async fn ctrl_c_local(presses: u32, runtime: &Runtime, session: &SessionId) {
-    if presses > 2 {
-        eprintln!("\nryvos: quitting without waiting; the run's durable turns are stored");
-        std::process::exit(EXIT_INTERRUPTED.into());
-    }
-    let (asked, doing) = if presses == 1 {
-        let asked = runtime.interrupt(session).await;
-        (
-            asked,
-            "interrupting the run after its current step (Ctrl-C again stops it now)",
-        )
-    } else {
-        (runtime.cancel(session).await, "stopping the run now")
-    };
-    match asked {
-        Ok(_) => eprintln!("\nryvos: {doing}"),
-        Err(e) => eprintln!("\nryvos: {e}"),
-    }
-}
-
-/// Ctrl-C through the daemon: the first press asks ryvosd (on a second connection) to
-/// interrupt the run after its current step, the next detaches; `Some(code)` to exit with.
-async fn ctrl_c_remote(
-    presses: u32,
-    session: Option<&str>,
-    socket: &std::path::Path,
-) -> Option<u8> {
-    let Some(session) = session else {
-        eprintln!("\nryvos: detached before the run started; `ryvos sessions` lists it");
-        return Some(EXIT_INTERRUPTED);
-    };
-    if presses > 1 {
-        eprintln!(
-            "\nryvos: detached; the run goes on in ryvosd (`ryvos history {session}` shows it, \
-             `ryvos cancel {session}` stops it)"
-        );
-        return Some(EXIT_INTERRUPTED);
-    }
-    let params = SessionParams {
-        session: session.to_owned(),
-    };
-    let asked = match Client::connect(socket).await {
-        Ok(mut other) => other
-            .call::<Interrupt>(&params)
-            .await
-            .map_err(|e| e.to_string()),
-        Err(e) => Err(e.to_string()),
-    };
-    match asked {
-        Ok(Ok(_)) => eprintln!(
-            "\nryvos: asked ryvosd to interrupt the run after its current step (Ctrl-C again \
-             detaches)"
-        ),
-        Ok(Err(error)) => eprintln!("\nryvos: {}", error.message),
-        Err(e) => eprintln!("\nryvos: interrupting the run: {e}"),
-    }
-    None
 }

@@ -2,7 +2,8 @@
 //! the goal, and who hosts it — the daemon when one answers, else this process.
 
 use crate::cli::RunArgs;
-use crate::exit::{EXIT_DAEMON, EXIT_USAGE};
+use crate::exit::{exit_for, EXIT_DAEMON, EXIT_USAGE};
+use crate::following::Following;
 use crate::run_settings;
 use crate::running::{run_local, run_remote, Local, Remote};
 use crate::workspace_dir::workspace_of;
@@ -50,8 +51,7 @@ pub async fn run(mut args: RunArgs, given: Given, config: Config, socket: PathBu
                 .filter(|_| explicit_config)
                 .map(|c| c.display().to_string());
             let run = Remote {
-                json: args.json,
-                quiet: args.quiet,
+                following: Following::new(&config, (args.json, args.quiet), exit_for),
                 socket,
                 params,
             };
@@ -66,8 +66,7 @@ pub async fn run(mut args: RunArgs, given: Given, config: Config, socket: PathBu
             }
             let settings = run_settings::per_run(&config, &settings);
             let local = Local {
-                json: args.json,
-                quiet: args.quiet,
+                following: Following::new(&config, (args.json, args.quiet), exit_for),
                 record: args.record,
                 params: asked.into_params(args.run.session, args.run.director, settings),
             };
