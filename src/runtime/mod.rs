@@ -368,6 +368,11 @@ impl Runtime {
         self.engine.runs_in_flight()
     }
 
+    /// The runs this runtime has in flight, the oldest first.
+    pub fn runs_in_flight_listed(&self) -> Vec<ryvos_protocol::socket::RunInFlight> {
+        self.engine.runs_in_flight_listed()
+    }
+
     /// The store's backend (`redb`, `postgres`), for status and logs.
     pub fn store_backend(&self) -> &'static str {
         self.engine.store().backend()

@@ -538,6 +538,11 @@ impl Engine {
         self.in_flight.count()
     }
 
+    /// The runs in flight, the oldest first.
+    pub fn runs_in_flight_listed(&self) -> Vec<ryvos_protocol::socket::RunInFlight> {
+        self.in_flight.list()
+    }
+
     /// The store, for reading sessions and runs.
     pub fn store(&self) -> &Store {
         &self.store

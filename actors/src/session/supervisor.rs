@@ -198,7 +198,7 @@ impl Actor for SessionSupervisor {
                 if let Some(entry) = state.sessions.get_mut(&session_id) {
                     if entry.active_run.as_ref() == Some(&run_id) {
                         entry.active_run = None;
-                        state.args.in_flight.remove();
+                        state.args.in_flight.remove(&run_id);
                     }
                     // A recovered run has been reported by the restarted actor.
                     if entry.recover.as_ref().is_some_and(|(r, _)| *r == run_id) {
@@ -399,6 +399,7 @@ impl SessionSupervisorState {
             (spec.continues.as_ref()).map_or_else(RunId::generate, |c| c.parked.run_id.clone());
         let events = entry.events.subscribe();
         let control = entry.desk.run_starting();
+        let prompt = spec.prompt.clone();
         actor
             .cast(SessionMsg::StartRun {
                 run_id: run_id.clone(),
@@ -408,7 +409,7 @@ impl SessionSupervisorState {
             })
             .map_err(|_| StartRunError::Recovering(session_id.clone()))?;
         entry.active_run = Some(run_id.clone());
-        self.args.in_flight.add();
+        self.args.in_flight.add(&run_id, &session_id, &prompt);
         Ok(RunTicket {
             session_id,
             run_id,
@@ -463,7 +464,7 @@ impl SessionSupervisorState {
                 } else if let Some(run_id) = entry.active_run.take() {
                     // A run whose driver is gone without reporting: the restarted actor
                     // reloads the session and reports it failed.
-                    self.args.in_flight.remove();
+                    self.args.in_flight.remove(&run_id);
                     entry.recover = Some((run_id, lost_run_reason(&why)));
                 }
                 let id = session_id.clone();
@@ -478,8 +479,8 @@ impl SessionSupervisorState {
             }
             decision => {
                 let run = entry.active_run.take();
-                if run.is_some() {
-                    self.args.in_flight.remove();
+                if let Some(run) = &run {
+                    self.args.in_flight.remove(run);
                 }
                 // A run still waiting to be reported by an actor that failed stays owed.
                 let run = run.or_else(|| entry.recover.take().map(|(r, _)| r));
@@ -546,8 +547,8 @@ impl SessionSupervisorState {
                     let reason = lost_run_reason("it could not be restarted");
                     entry.active_run.take().map(|run| (run, reason))
                 });
-                if driven.is_some() {
-                    self.args.in_flight.remove();
+                if let Some((run, _)) = &driven {
+                    self.args.in_flight.remove(run);
                 }
                 if let Some((run_id, reason)) = recover.or(driven) {
                     report_lost_run(
@@ -581,7 +582,7 @@ impl SessionSupervisorState {
             // Being restarted already: the new actor reports the run.
             None => {
                 if let Some(run_id) = entry.active_run.take() {
-                    self.args.in_flight.remove();
+                    self.args.in_flight.remove(&run_id);
                     entry.recover = Some((run_id, lost_run_reason(&why)));
                 }
             }

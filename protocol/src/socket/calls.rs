@@ -159,6 +159,21 @@ pub struct StatusResult {
     /// The runs parked at a budget, waiting for `continue` (or the month's turn).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parked: Vec<ParkedRun>,
+    /// The runs this daemon has in flight, the oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub in_flight: Vec<RunInFlight>,
+}
+
+/// A run in flight, as `status` lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct RunInFlight {
+    pub run_id: crate::ids::RunId,
+    pub session_id: crate::ids::SessionId,
+    pub started_at_ms: u64,
+    /// The run's prompt, its first line cut at 80 characters (empty for a run that goes on
+    /// without one).
+    pub prompt: String,
 }
 
 /// A run parked at a budget, as `status` lists it.

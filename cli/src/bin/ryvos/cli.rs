@@ -168,18 +168,20 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Wait for a queued run's end and print its answer; exits as `run` would.
+    /// Wait for a run's end and print its answer; exits as `run` would.
     Wait {
-        /// The queued run's id (from `submit` or `runs`).
+        /// A run (r_…, from `status`, `sessions` or a run's end), a session (s_…: its run in
+        /// flight, or its latest), or a queued run (q_…, from `submit` or `runs`).
         run: String,
         /// Print the outcome as one JSON object.
         #[arg(long)]
         json: bool,
     },
-    /// Follow a queued run's progress (live on the daemon running it, turn by turn from the
-    /// store elsewhere) until it ends.
+    /// Follow a run's progress until it ends: its events live on the daemon running it (a
+    /// queued run's turn by turn from the store elsewhere).
     Follow {
-        /// The queued run's id.
+        /// A run (r_…), a session (s_…: its run in flight, or its latest), or a queued run
+        /// (q_…).
         run: String,
         /// Print every event as one JSON object per line.
         #[arg(long)]

@@ -33,6 +33,20 @@ pub fn status(s: &StatusResult) {
     for server in &s.mcp {
         mcp_server(server);
     }
+    if s.in_flight.is_empty() {
+        outln!("no run in flight");
+    }
+    let now = ryvos::shared_store::now_ms();
+    for run in &s.in_flight {
+        outln!(
+            "in flight: run {} (session {}), started {}: {}  (`ryvos follow {}`)",
+            run.run_id,
+            run.session_id,
+            ago(now.saturating_sub(run.started_at_ms)),
+            run.prompt,
+            run.run_id
+        );
+    }
     for run in &s.parked {
         outln!(
             "parked: run {} (session {}), {}, {} spent: `ryvos continue {}`",

@@ -232,6 +232,16 @@ async fn answer(
         Ok(Method::Runs(params)) => super::queue_methods::runs(params, shared)
             .await
             .map(|runs| Reply::result(id, &runs)),
+        Ok(Method::Wait(params)) if super::watching::watches(&params) => {
+            super::watching::follow(id, params, false, shared, write)
+                .await
+                .map(|outcome| Reply::result(id, &outcome))
+        }
+        Ok(Method::Follow(params)) if super::watching::watches(&params) => {
+            super::watching::follow(id, params, true, shared, write)
+                .await
+                .map(|outcome| Reply::result(id, &outcome))
+        }
         Ok(Method::Wait(params)) => super::queue_methods::wait(id, params, shared, write)
             .await
             .map(|outcome| Reply::result(id, &outcome)),

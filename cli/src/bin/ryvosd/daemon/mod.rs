@@ -23,6 +23,7 @@ mod run_request;
 mod status;
 mod streaming;
 mod tokens;
+mod watching;
 mod webhook;
 
 use lock::HomeLock;

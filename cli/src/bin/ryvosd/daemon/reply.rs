@@ -37,6 +37,9 @@ const MAX_BURST_BYTES: usize = 64 * 1024;
 pub(super) struct EventLines {
     id: u64,
     buffer: Vec<u8>,
+    /// Turns told already (from the store, as a follower attached): their `CheckpointSaved`
+    /// is not told again when it comes live too.
+    told: std::collections::HashSet<(ryvos_protocol::ids::RunId, u32)>,
 }
 
 /// `Reply::Event`, borrowing its event.
@@ -52,11 +55,22 @@ impl EventLines {
         Self {
             id,
             buffer: Vec::new(),
+            told: Default::default(),
         }
+    }
+
+    /// Notes that turn `turn` of `run` was told (its `CheckpointSaved` sent by other means).
+    pub(super) fn told(&mut self, run: ryvos_protocol::ids::RunId, turn: u32) {
+        self.told.insert((run, turn));
     }
 
     /// Adds `event`'s line to the burst.
     pub(super) fn push(&mut self, event: &Event) -> std::io::Result<()> {
+        if let ryvos_protocol::event::EventKind::CheckpointSaved { turn } = &event.kind {
+            if self.told.remove(&(event.run_id.clone(), *turn)) {
+                return Ok(());
+            }
+        }
         let line = EventLine { id: self.id, event };
         serde_json::to_writer(&mut self.buffer, &line).map_err(std::io::Error::other)?;
         self.buffer.push(b'\n');

@@ -21,6 +21,7 @@ pub(super) async fn status(shared: &Shared) -> StatusResult {
     });
     StatusResult {
         parked,
+        in_flight: shared.runtime.runs_in_flight_listed(),
         daemon_id: store.node().map(str::to_owned),
         leases: store.node().map(|_| store.leases_held()),
         queue_depth,

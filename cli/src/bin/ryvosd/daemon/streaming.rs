@@ -196,7 +196,7 @@ const LOOK_ACROSS_DAEMONS: Duration = Duration::from_secs(30);
 /// (it may park again meanwhile), sending its events; its outcome. The wait ends on the run's
 /// events, the client leaving or the daemon stopping; its record is looked at only when events
 /// were missed, and, where daemons share the store, every [`LOOK_ACROSS_DAEMONS`].
-async fn through_parks(
+pub(super) async fn through_parks(
     (session, run): (&SessionId, &RunId),
     mut live: Receiver<Arc<Event>>,
     mut lines: Option<&mut EventLines>,
@@ -249,7 +249,11 @@ async fn through_parks(
 }
 
 /// The end run `run` of `session` has on record, once it has ended for good.
-async fn stored_end(shared: &Shared, session: &SessionId, run: &RunId) -> Option<RunOutcome> {
+pub(super) async fn stored_end(
+    shared: &Shared,
+    session: &SessionId,
+    run: &RunId,
+) -> Option<RunOutcome> {
     let runs = match shared.runtime.shared_store().session_runs(session).await {
         Ok(runs) => runs,
         Err(e) => {
