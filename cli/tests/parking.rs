@@ -18,6 +18,18 @@ async fn a_run_parked_at_its_budget_survives_a_kill_and_goes_on_as_the_same_run(
     let home = Home::new(&server, PRICED);
     let mut daemon = home.daemon().await;
     let mut run = home.follow(&["run", "--json", "write", "the", "log"]);
+    // What the limit means is said as it is reached: the calls asked for still run, then the
+    // run parks.
+    let exceeded = run
+        .until(|e| (e["type"] == "BudgetExceeded").then(|| e["message"].clone()))
+        .await;
+    assert!(
+        exceeded
+            .as_str()
+            .unwrap()
+            .contains("the calls the model asked for still run"),
+        "{exceeded}"
+    );
     let parked = run
         .until(|e| (e["type"] == "RunParked").then(|| e.clone()))
         .await;
@@ -40,6 +52,14 @@ async fn a_run_parked_at_its_budget_survives_a_kill_and_goes_on_as_the_same_run(
     assert!(stderr.contains("parked (budget_run)"), "{stderr}");
 
     let daemon = home.daemon().await;
+    // `status` says how it goes on: with a budget above what it spent, in dollars.
+    let (_, status, _) = home.ryvos(&["status"]).await;
+    assert!(
+        status.contains(&format!(
+            "`ryvos continue {run_id} --budget-cents N`, N above 70"
+        )) && status.contains("$0.70 spent"),
+        "{status}"
+    );
     let listed = session_record(&home, &session).await;
     assert_eq!(listed["last_status"], "parked", "{listed}");
     assert_eq!(listed["last_run"], run_id.as_str());
@@ -54,7 +74,12 @@ async fn a_run_parked_at_its_budget_survives_a_kill_and_goes_on_as_the_same_run(
     // Continued without more budget, it would park again at once: refused, saying why.
     let (code, _, stderr) = home.ryvos(&["continue", &run_id]).await;
     assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains("budget above what it spent"), "{stderr}");
+    assert!(
+        stderr.contains("larger budget to go on, in cents, above 70")
+            && stderr.contains("--budget-cents N")
+            && !stderr.contains("budget_cents"),
+        "{stderr}"
+    );
 
     let (code, out, stderr) = home
         .ryvos(&["continue", &run_id, "--budget-cents", "500", "--json"])

@@ -43,11 +43,11 @@ impl Runtime {
                 .per_run_limit_cents
                 .unwrap_or(self.budget.per_run_limit_cents);
             if limit > 0 && limit.saturating_mul(MICROCENTS_PER_CENT) <= parked.cost_microcents {
+                let spent = parked.cost_microcents.div_ceil(MICROCENTS_PER_CENT);
                 return Err(RuntimeError::BadRequest(format!(
-                    "run {run_id} has spent {:.2} cents, and its budget is {limit} cents: \
-                     continue it with a budget above what it spent (--budget-cents, \
-                     budget_cents)",
-                    parked.cost_microcents as f64 / MICROCENTS_PER_CENT as f64
+                    "run {run_id} has spent {spent} cents of its {limit}-cent budget: give it a \
+                     larger budget to go on, in cents, above {spent} (`ryvos continue {run_id} \
+                     --budget-cents N`)"
                 )));
             }
         }

@@ -134,7 +134,9 @@ pub(super) fn check(
             limit_microcents: limit,
             message: format!(
                 "this run has spent {}, which reaches its limit of {} \
-                 (budget.per_run_limit_cents); it was stopped before its next model call",
+                 (budget.per_run_limit_cents): the calls the model asked for still run, then \
+                 the run stops before its next model call (it parks, to be continued, unless \
+                 budget.on_limit = \"stop\" ends it)",
                 dollars(run),
                 dollars(limit)
             ),

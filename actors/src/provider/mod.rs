@@ -277,18 +277,35 @@ pub enum ProviderError {
     #[error("the request exceeds the model's context window: {}", .0.message)]
     ContextOverflow(overflow::Overflow),
     /// Every attempt failed; each is listed, oldest first.
-    #[error("the model call failed; attempts: {}", numbered(.0))]
+    #[error("{}", attempts(.0))]
     Exhausted(Vec<String>),
 }
 
-/// "1. …; 2. …".
-fn numbered(items: &[String]) -> String {
-    let numbered: Vec<String> = items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| format!("{}. {item}", i + 1))
-        .collect();
-    numbered.join("; ")
+/// The failed attempts, oldest first, each failure told once for the attempts in a row that
+/// failed the same way: "4 attempts failed: …", or "3 attempts failed: 1–2. …; 3. …".
+fn attempts(failures: &[String]) -> String {
+    // (first attempt, last attempt, failure), counting from 1.
+    let mut runs: Vec<(usize, usize, &str)> = Vec::new();
+    for (at, failure) in failures.iter().enumerate() {
+        match runs.last_mut() {
+            Some(run) if run.2 == failure => run.1 = at + 1,
+            _ => runs.push((at + 1, at + 1, failure)),
+        }
+    }
+    let told = match runs.as_slice() {
+        [(_, _, only)] => (*only).to_owned(),
+        _ => (runs.iter())
+            .map(|&(first, last, failure)| match first == last {
+                true => format!("{first}. {failure}"),
+                false => format!("{first}–{last}. {failure}"),
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    };
+    match failures.len() {
+        1 => format!("1 attempt failed: {told}"),
+        n => format!("{n} attempts failed: {told}"),
+    }
 }
 
 /// What servers say, lowercased, when they answer a request with a server error they will give
@@ -408,5 +425,21 @@ mod tests {
         assert_eq!(stream.recovery(), Recovery::FailFast);
         let stream = ProviderError::Stream("server_error: try again".into());
         assert_eq!(stream.recovery(), Recovery::Retry);
+    }
+
+    #[test]
+    fn attempts_that_failed_alike_are_told_once() {
+        let same = vec!["x: refused".to_owned(); 4];
+        assert_eq!(
+            ProviderError::Exhausted(same).to_string(),
+            "4 attempts failed: x: refused"
+        );
+        let mixed = ["x: refused", "x: refused", "y: HTTP 503"]
+            .map(str::to_owned)
+            .to_vec();
+        assert_eq!(
+            ProviderError::Exhausted(mixed).to_string(),
+            "3 attempts failed: 1–2. x: refused; 3. y: HTTP 503"
+        );
     }
 }

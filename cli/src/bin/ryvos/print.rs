@@ -49,13 +49,30 @@ pub fn status(s: &StatusResult) {
     }
     for run in &s.parked {
         outln!(
-            "parked: run {} (session {}), {}, {} spent: `ryvos continue {}`",
+            "parked: run {} (session {}), {}, {} spent: {}",
             run.run_id,
             run.session_id,
             run.reason,
             money(run.cost_cents),
-            run.run_id
+            goes_on(run)
         );
+    }
+}
+
+/// How a parked run goes on: at its own budget, with a larger one; at the month's limit, by
+/// itself once the month turns or the limit is raised (or now, with `continue`).
+fn goes_on(run: &ryvos::protocol::ParkedRun) -> String {
+    let id = &run.run_id;
+    match run.reason {
+        ryvos::protocol::event::ParkReason::BudgetRun => format!(
+            "`ryvos continue {id} --budget-cents N`, N above {} (its new budget)",
+            run.cost_cents.ceil() as u64
+        ),
+        ryvos::protocol::event::ParkReason::BudgetMonth => format!(
+            "goes on by itself when the month turns or [budget] monthly_limit_cents is raised; \
+             `ryvos continue {id}` tries now"
+        ),
+        _ => format!("`ryvos continue {id}` or `ryvos stop {id}`"),
     }
 }
 
@@ -115,7 +132,9 @@ pub fn sessions(sessions: &[SessionRecord]) {
             .map_or_else(|| "-".to_owned(), |s| s.to_string());
         // A parked run says what goes on with it.
         let parked = match (&s.last_run, s.last_status) {
-            (Some(run), Some(ryvos::RunStatus::Parked)) => format!("  (ryvos continue {run})"),
+            (Some(run), Some(ryvos::RunStatus::Parked)) => {
+                format!("  (run {run} parked: `ryvos status` says how it goes on)")
+            }
             _ => String::new(),
         };
         outln!(

@@ -42,6 +42,10 @@ pub struct Renderer {
     quiet: bool,
     /// In a chat: the next prompt goes on with the session, no command needs saying.
     in_chat: bool,
+    /// The last error shown: a run that ends for it points to it rather than saying it again.
+    last_error: Option<String>,
+    /// The last retried failure shown, without its "trying again" part.
+    last_retry: Option<String>,
 }
 
 impl Renderer {
@@ -66,6 +70,8 @@ impl Renderer {
             answerable_elsewhere: true,
             quiet: false,
             in_chat: false,
+            last_error: None,
+            last_retry: None,
         }
     }
 
@@ -208,10 +214,20 @@ impl Renderer {
         // Quiet or not, what is asked for approval is shown before anyone is asked.
         if self.quiet && !matches!(event.kind, EventKind::ApprovalRequested { .. }) {
             match &event.kind {
-                EventKind::RunComplete { output, status, .. } if status.is_end() => {
-                    crate::out::outln!("{output}")
+                // The answer alone, as it was given: nothing when there is none, and no
+                // reason for an end in its place (stderr says how the run ended).
+                EventKind::RunComplete { output, status, .. }
+                    if *status == RunStatus::Completed && !output.is_empty() =>
+                {
+                    crate::out::bytes(output.as_bytes());
+                    if !output.ends_with('\n') {
+                        crate::out::bytes(b"\n");
+                    }
                 }
-                EventKind::Error { message } => note!("ryvos: {} {message}", paint(FAIL, "error:")),
+                EventKind::Error { message } => {
+                    note!("ryvos: {} {message}", paint(FAIL, "error:"));
+                    self.last_error = Some(message.clone());
+                }
                 _ => {}
             }
             return;
@@ -262,6 +278,7 @@ impl Renderer {
             EventKind::Error { message } => {
                 self.end_line();
                 note!("ryvos: {} {message}", paint(FAIL, "error:"));
+                self.last_error = Some(message.clone());
             }
             EventKind::GuardianStall {
                 message, action, ..
@@ -286,7 +303,13 @@ impl Renderer {
             } => {
                 // A retried call streams its answer again: the cut text ends here, marked.
                 self.end_line();
-                if *discarded_text {
+                // A failure like the last one is not told again, only the next try.
+                let (failure, next) = message.rsplit_once("; ").unwrap_or((message, ""));
+                let again = self.last_retry.as_deref() == Some(failure);
+                self.last_retry = Some(failure.to_owned());
+                if again && !*discarded_text && !next.is_empty() {
+                    note!("  [model] failed the same way; {next}");
+                } else if *discarded_text {
                     note!("  [model] {message}; the text above is discarded, the answer starts again below");
                 } else {
                     note!("  [model] {message}");
@@ -513,7 +536,12 @@ impl Renderer {
         if let (Some(summary), false) = (self.summary.take(), self.quiet || self.json) {
             note!("{}", paint(QUIET, &summary.line()));
         }
-        let why = reason.map(|r| format!(": {r}")).unwrap_or_default();
+        let why = match reason {
+            // Said just above, as the error it was.
+            Some(r) if self.last_error.as_deref() == Some(r) => " (the error above)".to_owned(),
+            Some(r) => format!(": {r}"),
+            None => String::new(),
+        };
         if self.quiet && status == RunStatus::Completed {
             return;
         }
@@ -535,6 +563,13 @@ impl Renderer {
             note!(
                 "ryvos: session {session}; continue it with `ryvos run --resume {session} \
                  \"<next prompt>\"` (or `ryvos run --continue ...` here)"
+            );
+        } else if status == RunStatus::MaxTurns {
+            // Without a prompt the turns since the last one still count: it would pause again.
+            note!(
+                "ryvos: the run paused with status {status}{why}; a new prompt goes on with a \
+                 new count of turns: `ryvos run --resume {session} \"<next prompt>\"` (or \
+                 raise --max-turns)"
             );
         } else if status.pauses() {
             note!(
