@@ -100,6 +100,9 @@ async fn the_facts_a_summary_leaves_out_are_kept_and_reach_the_model() {
         !sent.contains("deploy key fingerprint is"),
         "the original message left the window"
     );
+    // A memory note left in the window does not say the conversation is near its budget now:
+    // the compaction made room.
+    assert!(!sent.contains("The conversation is at"), "{sent}");
 
     // The store keeps the compaction: what it covered, kept and cost, and what undoing it
     // would restore.
@@ -181,6 +184,16 @@ async fn undo_brings_the_last_compactions_messages_back_and_says_when_it_cannot(
     assert!(undone.restored_messages > 0);
     assert!(!undone.fits, "3,000 tokens do not hold the restored window");
     let history = h.runtime.history(&session).await.unwrap().unwrap();
+    // Tokens, not bytes: the restored window's text is several characters a token.
+    let bytes: usize = (history.messages.iter())
+        .filter(|m| m.seq >= undone.first_kept_seq)
+        .map(|m| serde_json::to_string(&m.message).unwrap().len())
+        .sum();
+    assert!(
+        undone.context_tokens * 3 < bytes as u64,
+        "{} tokens for {bytes} bytes",
+        undone.context_tokens
+    );
     let restored = history.compaction.expect("the restored window is recorded");
     assert!(restored.undone_at_ms.is_some());
     assert_eq!(restored.first_kept_seq, last.first_seq);

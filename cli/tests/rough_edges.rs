@@ -45,3 +45,98 @@ async fn a_max_turns_pause_says_that_a_new_prompt_goes_on() {
     );
     assert!(stderr.contains("new count of turns"), "{stderr}");
 }
+
+#[tokio::test]
+async fn a_workspace_that_holds_the_home_is_refused_before_the_model_is_asked() {
+    let server = ScriptedModelServer::start([Reply::text(&["never asked"])]).await;
+    let home = Home::new(&server, "");
+    let ryvos_home = home.path().display().to_string();
+    let (code, _, stderr) = home.ryvos(&["run", "--workspace", &ryvos_home, "hi"]).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("holds") && stderr.contains("--workspace"),
+        "{stderr}"
+    );
+    // Through the daemon too.
+    let daemon = home.daemon().await;
+    let (code, _, stderr) = home.ryvos(&["run", "--workspace", &ryvos_home, "hi"]).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("--workspace"), "{stderr}");
+    home.shutdown(daemon).await;
+    assert!(server.requests().is_empty(), "no model call was made");
+}
+
+/// A session stored as a short CLI run leaves it: message sizes not counted yet (the tokenizer
+/// was still loading), and a compaction that can be undone.
+async fn compacted_session(home: &Home) -> (String, usize) {
+    use ryvos::protocol::ids::{RunId, SessionId};
+    use ryvos::protocol::message::Message;
+    use ryvos::protocol::records::{Compaction, RunRecord, SessionRecord, Window};
+    use ryvos::testing::{Store, StoredMessage, Write, WriteBatch};
+    let config = ryvos::Config::with_home(home.path());
+    let store = Store::open(&config.database_path(), true).unwrap();
+    let session = SessionId::new("s_compacted");
+    let page = "The quick brown fox jumps over the lazy dog near the river bank. ".repeat(40);
+    let mut bytes = 0;
+    let mut batch = WriteBatch::new(session.clone());
+    for seq in 0..8u64 {
+        let message = match seq {
+            0 => Message::user("read every page"),
+            _ => Message::user(&page),
+        };
+        bytes += serde_json::to_string(&message).unwrap().len();
+        let stored = StoredMessage {
+            seq,
+            tokens: 0,
+            message: std::sync::Arc::new(message),
+        };
+        batch.push(Write::Message(stored));
+    }
+    batch.push(Write::Session(SessionRecord {
+        session_id: session.clone(),
+        created_at_ms: 1,
+        updated_at_ms: 1,
+        message_count: 8,
+        last_run: Some(RunId::new("r_done")),
+        paused_calls: Vec::new(),
+        workspace: None,
+        title: None,
+        last_status: Some(ryvos::RunStatus::Completed),
+        measured: None,
+        model_fit: None,
+    }));
+    let run = RunRecord::begun(RunId::new("r_done"), session.clone(), "read every page", 1);
+    batch.push(Write::Run(RunRecord {
+        status: Some(ryvos::RunStatus::Completed),
+        ..run
+    }));
+    batch.push(Write::Compaction(Compaction {
+        first_kept_seq: 6,
+        first_seq: 0,
+        summary: Some("Pages were read.".into()),
+        previous: Some(Window {
+            first_kept_seq: 0,
+            summary: None,
+        }),
+        ..Compaction::default()
+    }));
+    store.write(&[batch]).await.unwrap();
+    (session.to_string(), bytes)
+}
+
+#[tokio::test]
+async fn compact_undo_counts_the_window_in_tokens_not_bytes() {
+    let server = ScriptedModelServer::start([]).await;
+    let home = Home::new(&server, "");
+    let (session, bytes) = compacted_session(&home).await;
+    let (code, out, stderr) = home.ryvos(&["compact", "undo", &session, "--json"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let undone: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let tokens = undone["context_tokens"].as_u64().unwrap();
+    // English is about four characters a token: a byte count would be near `bytes`.
+    assert!(
+        tokens * 3 < bytes as u64,
+        "{tokens} tokens for {bytes} bytes"
+    );
+    assert!(tokens > 0);
+}

@@ -229,6 +229,10 @@ impl Runtime {
             Some(dir) => Workspace::new(&dir)?,
             None => default_workspace(recorded.as_ref())?,
         };
+        // Every command would be refused there: said now, before a model is asked anything.
+        if let Some(refused) = self.engine.sandbox().workspace_refusal(workspace.root()) {
+            return Err(RuntimeError::BadRequest(refused.to_string()));
+        }
         let mut settings = request.settings;
         if let (None, Some(record)) = (&settings.model, &recorded) {
             settings.model = self.session_model(&record.session_id).await?;

@@ -203,6 +203,19 @@ impl Sandbox {
         })
     }
 
+    /// Why no command may run in `workspace`, if none may: a writable workspace that holds
+    /// `$RYVOS_HOME`, the user's home or `/`. A run is refused for it before it starts.
+    pub fn workspace_refusal(&self, workspace: &std::path::Path) -> Option<SandboxError> {
+        if self.policy.mode != SandboxMode::WorkspaceWrite {
+            return None;
+        }
+        let protected = (self.policy.protected.iter()).find(|p| p.starts_with(workspace))?;
+        Some(SandboxError::Workspace {
+            workspace: workspace.display().to_string(),
+            protected: protected.display().to_string(),
+        })
+    }
+
     /// Why commands cannot be confined as configured, if they cannot.
     pub fn unenforceable(&self) -> Option<String> {
         let p = &self.policy;

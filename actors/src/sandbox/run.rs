@@ -82,17 +82,8 @@ impl RunSandbox {
         if let Some(why) = self.sandbox.unenforceable() {
             return Err(SandboxError::Unenforceable(why));
         }
-        if policy.mode == SandboxMode::WorkspaceWrite {
-            if let Some(protected) = policy
-                .protected
-                .iter()
-                .find(|p| p.starts_with(&self.workspace))
-            {
-                return Err(SandboxError::Workspace {
-                    workspace: self.workspace.display().to_string(),
-                    protected: protected.display().to_string(),
-                });
-            }
+        if let Some(refused) = self.sandbox.workspace_refusal(&self.workspace) {
+            return Err(refused);
         }
         let tmp = self.scratch.path().map_err(SandboxError::Scratch)?;
         let cgroup = match &policy.limits {

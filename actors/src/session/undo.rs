@@ -79,17 +79,16 @@ pub(crate) async fn undo_last_compaction(
         .messages
         .iter()
         .filter(|m| m.seq >= restored.first_kept_seq);
+    // Counted as the next run counts them (not bounded by their bytes): what is said is
+    // what the next compaction will measure.
     let context_tokens = window
         .clone()
         .map(|m| match m.tokens {
-            0 => u64::from(crate::tokens::bound_message(&m.message).tokens()),
+            0 => u64::from(crate::tokens::count_message(&m.message)),
             counted => u64::from(counted),
         })
         .sum::<u64>()
-        + restored
-            .summary
-            .as_deref()
-            .map_or(0, |s| u64::from(crate::tokens::size_text(s).tokens()));
+        + (restored.summary.as_deref()).map_or(0, |s| u64::from(crate::tokens::count_text(s)));
     let restored_messages = window.filter(|m| m.seq < last.first_kept_seq).count() as u64;
     let first_kept_seq = restored.first_kept_seq;
     store

@@ -83,11 +83,13 @@ impl Driver {
         self.run.set_memory_flush_asked(true);
         let leaving = self.facts_leaving_soon();
         let percent = context.saturating_mul(100) / max.max(1);
+        // Said of this point in the conversation, not of now: it stays true once a compaction
+        // has made room (the note stays in the window, the messages it spoke of do not).
         let message = format!(
-            "[Memory] The conversation is at {percent}% of its context budget; its oldest \
-             messages will soon leave the context. If anything in them must be remembered \
-             beyond this conversation, save it now with {MEMORY_WRITE} (one fact per call), \
-             then go on with the task."
+            "[Memory] Here the conversation reached {percent}% of its context budget, and its \
+             oldest messages were about to leave the context. If anything in them must be \
+             remembered beyond this conversation and is not saved yet, save it with \
+             {MEMORY_WRITE} (one fact per call), then go on with the task."
         );
         // Saved apart, not listed here: the list would grow the context near its limit.
         self.save_facts(leaving);
