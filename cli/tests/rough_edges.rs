@@ -140,3 +140,111 @@ async fn compact_undo_counts_the_window_in_tokens_not_bytes() {
     );
     assert!(tokens > 0);
 }
+
+#[tokio::test]
+async fn ryvosds_log_is_as_its_documentation_says() {
+    use tokio::io::AsyncBufReadExt;
+    let guide =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/telemetry.md"))
+            .unwrap();
+    assert!(guide.contains("## ryvosd's log") && guide.contains("RUST_LOG"));
+    let server = ScriptedModelServer::start([]).await;
+    let home = Home::new(&server, "");
+    let mut daemon = home
+        .command(env!("CARGO_BIN_EXE_ryvosd"))
+        .env("RUST_LOG", "info")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(daemon.stderr.take().unwrap()).lines();
+    let record = tokio::time::timeout(common::home::WAIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains(" INFO ") {
+                return line;
+            }
+        }
+        panic!("ryvosd wrote no INFO record");
+    })
+    .await
+    .unwrap();
+    // The time (RFC 3339, UTC), the level, the module: as documented.
+    let (time, rest) = record.split_once(' ').unwrap();
+    assert!(
+        time.len() > 20 && time.ends_with('Z') && time.contains('T'),
+        "{record}"
+    );
+    assert!(rest.trim_start().starts_with("INFO ryvos"), "{record}");
+    daemon.start_kill().unwrap();
+    daemon.wait().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_store_held_by_an_in_process_run_is_named_at_once_by_the_read_commands() {
+    let gate = ryvos_testkit::Gate::new();
+    let server = ScriptedModelServer::start([Reply::text(&["done"]).held(&gate)]).await;
+    let home = Home::new(&server, "");
+    let running = home.follow(&["run", "--json", "hold", "on"]);
+    server.wait_for_requests(1).await;
+    for read in ["sessions", "approvals"] {
+        let (code, _, stderr) = home.ryvos(&[read]).await;
+        assert_eq!(code, 1, "{stderr}");
+        // Who holds it, and what to do: not a wait, nor "held for 10s".
+        assert!(
+            stderr.contains("in use by `ryvos run") && stderr.contains("start ryvosd"),
+            "{read}: {stderr}"
+        );
+    }
+    gate.open();
+    assert_eq!(running.rest().await.code, Some(0));
+}
+
+#[tokio::test]
+async fn an_in_process_run_off_a_terminal_denies_what_nobody_can_answer_at_once() {
+    let server = ScriptedModelServer::start([
+        Reply::tool_calls(&[("b1", "bash", r#"{"command": "touch made"}"#)]),
+        Reply::text(&["could not"]),
+    ])
+    .await;
+    // The default policy: bash is asked about. Stdin is not a terminal here.
+    let home = Home::with_sections(&server, "", "", "");
+    let (code, _, stderr) = home.ryvos(&["run", "make", "it"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("denied: nobody can answer it"), "{stderr}");
+    assert!(!home.workspace.path().join("made").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_kept_in_the_store_is_answered_with_no_daemon_and_its_run_takes_it() {
+    let server = ScriptedModelServer::start([
+        Reply::tool_calls(&[("b1", "bash", r#"{"command": "touch made"}"#)]),
+        Reply::text(&["made it"]),
+    ])
+    .await;
+    let home = Home::with_sections(&server, "", "", "");
+    let daemon = home.daemon().await;
+    let mut run = home.follow(&["run", "--json", "make", "it"]);
+    let (session, request) = run
+        .until(|e| {
+            let asked = e["type"] == "ApprovalRequested";
+            let ids = (e["session_id"].as_str()?, e["request_id"].as_str()?);
+            asked.then(|| (ids.0.to_owned(), ids.1.to_owned()))
+        })
+        .await;
+    // The daemon stops while the request waits: it is kept in the store.
+    home.shutdown(daemon).await;
+    run.rest().await;
+    let (code, listed, stderr) = home.ryvos(&["approvals"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(listed.contains(&request), "{listed}");
+    let (code, said, stderr) = home.ryvos(&["approve", &request]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        said.contains(&format!("ryvos run --resume {session}")),
+        "{said}"
+    );
+    // The next run takes the answer: the call runs, nobody is asked.
+    let (code, stdout, stderr) = home.ryvos(&["run", "--resume", &session, "go on"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("made it"), "{stdout}");
+    assert!(home.workspace.path().join("made").exists(), "{stderr}");
+}

@@ -137,3 +137,23 @@ async fn an_approval_answered_elsewhere_withdraws_the_question_and_its_line() {
     assert!(screen.contains("ran it"), "{screen}");
     home.shutdown(daemon).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_at_a_parked_daemon_run_detaches_at_once_saying_how_it_goes_on() {
+    let server = ScriptedModelServer::start(common::budget::two_appends()).await;
+    let home = Home::new(&server, common::budget::PRICED);
+    let daemon = home.daemon().await;
+    let mut terminal = Terminal::start(&home, &["run", "write", "the", "log"]);
+    terminal.shows("parked (budget_run)").await;
+    terminal.ctrl_c();
+    let (code, screen) = terminal.ended().await;
+    assert_eq!(code, Some(130), "{screen}");
+    // Not "no run in flight", nor `ryvos cancel`: the commands a parked run takes.
+    assert!(
+        screen.contains("stays parked until `ryvos continue r_")
+            && screen.contains("`ryvos stop r_"),
+        "{screen}"
+    );
+    assert!(!screen.contains("no run in flight"), "{screen}");
+    home.shutdown(daemon).await;
+}

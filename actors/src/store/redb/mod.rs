@@ -6,6 +6,7 @@ mod credentials;
 #[cfg(feature = "testing")]
 pub(super) mod faults;
 mod file;
+mod holder;
 mod memory;
 mod reads;
 mod tables;

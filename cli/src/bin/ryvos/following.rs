@@ -216,14 +216,9 @@ pub async fn follow_local(
             (true, Some(question)) => {
                 inline_approval::answer_local(runtime.approvals(), question);
             }
-            // In-process, no other terminal can reach this run.
-            (false, Some(question)) => eprintln!(
-                "ryvos: this run is hosted in-process and not at a terminal: nobody can answer \
-                 {}; it is denied after approval_timeout_secs ({}s). Run ryvosd to answer from \
-                 another terminal.",
-                question.request_id,
-                following.approval_timeout.as_secs()
-            ),
+            // In-process, no other terminal can reach this run: nobody can answer, so it is
+            // denied now rather than after the timeout.
+            (false, Some(question)) => nobody_can_answer(runtime, &question.request_id),
             (_, None) => {}
         }
         if let Some(o) = ryvos::RunOutcome::from_event(&event) {
@@ -237,6 +232,23 @@ pub async fn follow_local(
     Followed {
         code,
         session: Some(session.to_string()),
+    }
+}
+
+/// Denies `request_id` at once: the run is hosted here and not at a terminal, so nobody can
+/// answer it.
+fn nobody_can_answer(runtime: &Runtime, request_id: &str) {
+    let why = "nobody can answer it: the run is hosted in-process and not at a terminal (run \
+               ryvosd to answer from another terminal, or allow the call in [security])";
+    eprintln!("ryvos: {request_id} denied: {why}");
+    let answer = ryvos::Answer {
+        approved: false,
+        reason: Some(why.to_owned()),
+        by: "ryvos (no terminal)".to_owned(),
+        always: false,
+    };
+    if let Err(e) = runtime.approvals().answer(request_id, answer) {
+        eprintln!("ryvos: denying {request_id}: {e}");
     }
 }
 

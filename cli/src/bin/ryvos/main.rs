@@ -5,6 +5,7 @@
 //! the command failed; 2 bad usage or config; 3 the daemon was lost or could not be reached.
 
 mod acp;
+mod answering;
 mod approval_diff;
 mod chat;
 mod cli;
@@ -40,7 +41,7 @@ use out::outln;
 use reading::{shown, Read};
 use ryvos::config::Config;
 use ryvos::protocol::{
-    AnswerParams, Approve, Call, Cancel, Deny, Interrupt, NoParams, SessionParams, Shutdown, Status,
+    AnswerParams, Call, Cancel, Interrupt, NoParams, SessionParams, Shutdown, Status,
 };
 use ryvos_client::Client;
 use starting::Given;
@@ -162,7 +163,7 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
                 always,
                 by: None,
             };
-            simple::<Approve>(&socket, &params, |_| outln!("approved")).await
+            answering::answer(params, true, &socket, &config).await
         }
         Command::Deny { request_id, reason } => {
             let params = AnswerParams {
@@ -171,7 +172,7 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
                 always: false,
                 by: None,
             };
-            simple::<Deny>(&socket, &params, |_| outln!("denied")).await
+            answering::answer(params, false, &socket, &config).await
         }
         Command::Logs { id } => match ryvos::read_session_logs(&config.logs_dir(), &id) {
             Ok(lines) => {
