@@ -248,3 +248,46 @@ async fn a_request_kept_in_the_store_is_answered_with_no_daemon_and_its_run_take
     assert!(stdout.contains("made it"), "{stdout}");
     assert!(home.workspace.path().join("made").exists(), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_daemon_that_starts_ends_the_runs_a_kill_cut_off_as_interrupted_with_their_turns() {
+    let gate = ryvos_testkit::Gate::new();
+    let server = ScriptedModelServer::start([
+        Reply::tool_calls(&[("g1", "glob", r#"{"pattern": "*"}"#)]),
+        Reply::text(&["never"]).held(&gate),
+    ])
+    .await;
+    let home = Home::new(&server, "");
+    let mut daemon = home.daemon().await;
+    let mut run = home.follow(&["run", "--json", "look"]);
+    let session = run
+        .until(|e| {
+            let session = e["session_id"].as_str()?.to_owned();
+            (e["type"] == "CheckpointSaved").then_some(session)
+        })
+        .await;
+    server.wait_for_requests(2).await;
+    daemon.start_kill().unwrap();
+    daemon.wait().await.unwrap();
+    run.rest().await;
+
+    let daemon = home.daemon().await;
+    let (_, listed, _) = home.ryvos(&["sessions", "--json"]).await;
+    let sessions: Vec<serde_json::Value> = serde_json::from_str(&listed).unwrap();
+    let record = sessions
+        .iter()
+        .find(|s| s["session_id"] == session.as_str())
+        .unwrap();
+    assert_eq!(record["last_status"], "interrupted", "{record}");
+    let (_, history, _) = home.ryvos(&["history", &session, "--json"]).await;
+    let history: serde_json::Value = serde_json::from_str(&history).unwrap();
+    let cut = &history["runs"][0];
+    assert_eq!(cut["status"], "interrupted", "{cut}");
+    assert_eq!(cut["turns"], 1, "the stored turn is counted: {cut}");
+    assert!(
+        cut["reason"].as_str().unwrap().contains("crash or a kill"),
+        "{cut}"
+    );
+    home.shutdown(daemon).await;
+    gate.open();
+}

@@ -192,11 +192,11 @@ impl Engine {
         // Requests whose runs paused before the last stop can still be answered.
         approvals.restore(store.paused_approvals().await.map_err(opening_store)?);
         let registry = ToolRegistry::new(crate::memory::with_memory_tools(tools, &memory))?;
-        // Calls a crash left in doubt are listed at once, not when their sessions resume.
-        let in_doubt =
-            crate::session::doubts_at_start(&store, &registry, &approvals, config.agent.in_doubt);
-        if let Err(e) = in_doubt.await {
-            tracing::warn!("the calls a crash left in doubt could not be looked for: {e}");
+        // Calls a crash left in doubt are listed at once, the runs it cut off ended.
+        let settled =
+            crate::session::settle_at_start(&store, &registry, &approvals, config.agent.in_doubt);
+        if let Err(e) = settled.await {
+            tracing::warn!("the sessions a crash cut off could not be taken up: {e}");
         }
         let mcp = McpServers::new(&config.mcp);
         let session_servers =

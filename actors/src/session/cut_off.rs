@@ -18,7 +18,7 @@ use crate::message::{Message, ToolCall};
 use crate::security::approvals::{ApprovalKind, PendingApproval};
 use crate::security::Approvals;
 use crate::store::repair;
-use crate::store::{now_ms, AuditRecord, Store, StoreError, StoredMessage, Write, WriteBatch};
+use crate::store::{now_ms, AuditRecord, Store, StoredMessage, Write, WriteBatch};
 use crate::tools::{Effect, SafetyTier, ToolRegistry};
 use std::path::Path;
 
@@ -139,47 +139,6 @@ fn started(asking: PendingApproval, let_through: Option<&AuditRecord>) -> Pendin
         started_on: let_through.and_then(|a| a.node.clone()),
         ..asking
     }
-}
-
-/// As a runtime alone on its store starts: the calls in doubt in the sessions a crash cut
-/// off, asked about at once (kept in memory and in the store), so that `approvals` lists them
-/// before anyone resumes their sessions. With a shared store each is found when its session
-/// is next loaded instead: another daemon's sessions may be running.
-pub(crate) async fn doubts_at_start(
-    store: &Store,
-    registry: &ToolRegistry,
-    approvals: &Approvals,
-    in_doubt: InDoubt,
-) -> Result<(), StoreError> {
-    if store.node().is_some() || in_doubt == InDoubt::TellModel {
-        return Ok(());
-    }
-    for record in store.sessions().await? {
-        // Ended, parked or interrupted runs end with a status; a crashed one has none.
-        let (None, Some(last_run)) = (record.last_status, record.last_run.clone()) else {
-            continue;
-        };
-        let session = &record.session_id;
-        let loaded = store.load_session_window(session).await?;
-        let mut pending = record.paused_calls.clone();
-        pending.extend(approvals.kept_calls(session));
-        let cut_off = CutOff {
-            session,
-            registry,
-            workspace: record.workspace.as_deref().map(Path::new),
-            in_doubt,
-            run: Some(&last_run),
-            servers: None,
-        };
-        let asking = cut_off
-            .find(store, &loaded.messages, &pending)
-            .await
-            .in_doubt;
-        if let Some(batch) = keep(approvals, session, asking) {
-            store.write(&[batch]).await?;
-        }
-    }
-    Ok(())
 }
 
 /// Keeps `asking`, the requests about `session`'s calls in doubt, in `approvals` (listed at

@@ -8,6 +8,7 @@
 pub use ryvos_protocol::records::RunSettings;
 
 mod actor;
+mod after_crash;
 mod before;
 mod commits;
 mod conversation;
@@ -30,7 +31,7 @@ mod system_prompt;
 mod turn;
 mod undo;
 
-pub(crate) use cut_off::doubts_at_start;
+pub(crate) use after_crash::settle_at_start;
 #[cfg(feature = "testing")]
 pub use history::History;
 pub(crate) use notice::SessionNotice;

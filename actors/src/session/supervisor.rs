@@ -397,8 +397,7 @@ impl SessionSupervisorState {
         // A parked run goes on under its own id.
         let run_id =
             (spec.continues.as_ref()).map_or_else(RunId::generate, |c| c.parked.run_id.clone());
-        let events = entry.events.subscribe();
-        let control = entry.desk.run_starting();
+        let (events, control) = (entry.events.subscribe(), entry.desk.run_starting());
         let prompt = spec.prompt.clone();
         actor
             .cast(SessionMsg::StartRun {

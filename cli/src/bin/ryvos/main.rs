@@ -19,6 +19,7 @@ mod host;
 mod inline_approval;
 mod manual;
 mod mcp_server;
+mod measures;
 mod out;
 mod parked;
 mod print;

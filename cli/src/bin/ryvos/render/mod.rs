@@ -1,5 +1,6 @@
 //! Showing a run's events to a person (or, with `--json`, to a script).
 
+use crate::measures::{duration, seconds, Summary};
 use crate::style::{paint, ASK, FAIL, QUIET, TOOL};
 use ryvos::protocol::event::GuardianAction;
 use ryvos::protocol::records::ApprovalKind;
@@ -12,6 +13,9 @@ macro_rules! note {
         crate::style::note_line(&format!($($arg)*))
     };
 }
+
+// After `note!`: the macro is in scope for what follows it.
+mod ending;
 
 const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
@@ -527,63 +531,6 @@ impl Renderer {
         }
     }
 
-    /// Reports on stderr how the run ended, its session, and the command that continues it.
-    pub fn finish(&mut self, status: RunStatus, reason: Option<&str>, session: &str) {
-        self.clear_spinner();
-        self.waiting = None;
-        self.running.clear();
-        self.end_line();
-        if let (Some(summary), false) = (self.summary.take(), self.quiet || self.json) {
-            note!("{}", paint(QUIET, &summary.line()));
-        }
-        let why = match reason {
-            // Said just above, as the error it was.
-            Some(r) if self.last_error.as_deref() == Some(r) => " (the error above)".to_owned(),
-            Some(r) => format!(": {r}"),
-            None => String::new(),
-        };
-        if self.quiet && status == RunStatus::Completed {
-            return;
-        }
-        if status == RunStatus::Parked {
-            // Said as it parked.
-            return;
-        }
-        if self.in_chat {
-            match status {
-                RunStatus::Completed => {}
-                _ if status.pauses() => {
-                    note!("ryvos: the run paused ({status}{why}); your next prompt goes on with it")
-                }
-                _ => note!("ryvos: the run ended with status {status}{why}"),
-            }
-            return;
-        }
-        if status == RunStatus::Completed {
-            note!(
-                "ryvos: session {session}; continue it with `ryvos run --resume {session} \
-                 \"<next prompt>\"` (or `ryvos run --continue ...` here)"
-            );
-        } else if status == RunStatus::MaxTurns {
-            // Without a prompt the turns since the last one still count: it would pause again.
-            note!(
-                "ryvos: the run paused with status {status}{why}; a new prompt goes on with a \
-                 new count of turns: `ryvos run --resume {session} \"<next prompt>\"` (or \
-                 raise --max-turns)"
-            );
-        } else if status.pauses() {
-            note!(
-                "ryvos: the run paused with status {status}{why}; go on with `ryvos run --resume \
-                 {session}`"
-            );
-        } else {
-            note!(
-                "ryvos: the run ended with status {status}{why}; session {session}: `ryvos run \
-                 --resume {session} \"<next prompt>\"` continues it"
-            );
-        }
-    }
-
     fn end_line(&mut self) {
         if self.open_line {
             // A run goes on (and is stored) whoever reads its output: a closed stdout is
@@ -595,62 +542,6 @@ impl Renderer {
         for note in self.held_notes.drain(..) {
             note!("{note}");
         }
-    }
-}
-
-/// What a run took, as its end reports it.
-struct Summary {
-    turns: u32,
-    tokens: (u64, u64),
-    cost_cents: Option<f64>,
-    duration: std::time::Duration,
-}
-
-impl Summary {
-    /// `ryvos: 3 turns · 1,204 in / 96 out tokens · $0.0042 · 4.2s`.
-    fn line(&self) -> String {
-        let turns = match self.turns {
-            1 => "1 turn".to_owned(),
-            n => format!("{n} turns"),
-        };
-        let cost = (self.cost_cents).map_or_else(|| "cost unknown".to_owned(), crate::print::money);
-        format!(
-            "ryvos: {turns} · {} in / {} out tokens · {cost} · {}",
-            thousands(self.tokens.0),
-            thousands(self.tokens.1),
-            duration(self.duration)
-        )
-    }
-}
-
-/// `n` with its thousands set apart: `12,345`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// A span as a person reads it: `0.4s`, `12s`, `3m 05s`.
-fn duration(d: std::time::Duration) -> String {
-    let secs = d.as_secs();
-    match secs {
-        0..10 => format!("{:.1}s", d.as_secs_f64()),
-        10..60 => format!("{secs}s"),
-        _ => format!("{}m {:02}s", secs / 60, secs % 60),
-    }
-}
-
-/// ` (12s)`, how long since `since`, once it is a second or more.
-fn seconds(since: std::time::Instant) -> String {
-    match since.elapsed().as_secs() {
-        0 => String::new(),
-        n => format!(" ({n}s)"),
     }
 }
 
