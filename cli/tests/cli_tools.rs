@@ -42,6 +42,16 @@ async fn doctor_checks_each_part_and_fails_on_an_unreachable_model_server() {
     }
     assert_eq!(state_of(&checks, "daemon"), "note", "{shown}");
 
+    // A model the server does not list fails, naming those it does.
+    let (code, stdout, _) = home
+        .ryvos(&["-c", "model.model=\"gpt-none\"", "doctor"])
+        .await;
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("does not list the model gpt-none") && stdout.contains("lists scripted"),
+        "{stdout}"
+    );
+
     // With a daemon, it speaks for the sandbox and the store.
     let daemon = home.daemon().await;
     let (code, checks, shown) = doctor(&home).await;

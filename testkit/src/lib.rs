@@ -252,7 +252,15 @@ fn output_limit(json: &Value) -> Option<u64> {
         .find_map(|key| json.get(*key).and_then(Value::as_u64))
 }
 
+/// The models the server lists (`GET /models`, as OpenAI-compatible servers and Anthropic
+/// answer it): the one every test home asks for.
+const LISTED_MODELS: &str =
+    r#"{"object": "list", "data": [{"id": "scripted", "object": "model", "owned_by": "ryvos"}]}"#;
+
 async fn answer(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) -> Response<Body> {
+    if req.method() == hyper::Method::GET && req.uri().path().ends_with("/models") {
+        return plain(200, LISTED_MODELS);
+    }
     let mut captured = Captured::of(&req);
     let format = if captured.path.ends_with("/messages") {
         Format::Anthropic

@@ -61,8 +61,59 @@ pub async fn probe(config: &ModelConfig) -> Result<String, ProviderError> {
             retry_after: None,
         });
     }
+    let listed = response.json::<serde_json::Value>().await.ok();
+    if let Some(why) = listed.as_ref().and_then(|l| not_listed(l, &config.model)) {
+        return Err(ProviderError::Config(why));
+    }
     Ok(format!(
         "{} answered GET /models with HTTP {status}",
         config.base_url
     ))
+}
+
+/// Why `model` would not be served, when the server's list of models (`{"data": [{"id"}]}`)
+/// names others only. Where the list cannot tell, nothing: a list that cannot be read, or a
+/// server that serves its one model under any name (llama.cpp's), or a name the list holds
+/// with a tag (Ollama's `llama3:latest` for `llama3`).
+fn not_listed(listed: &serde_json::Value, model: &str) -> Option<String> {
+    let entries = listed["data"].as_array()?;
+    if entries.iter().any(|m| m["owned_by"] == "llamacpp") {
+        return None;
+    }
+    let ids: Vec<&str> = entries.iter().filter_map(|m| m["id"].as_str()).collect();
+    let tagged = format!("{model}:");
+    if ids.is_empty() || ids.iter().any(|id| *id == model || id.starts_with(&tagged)) {
+        return None;
+    }
+    let shown: Vec<&str> = ids.iter().take(10).copied().collect();
+    let more = match ids.len() > shown.len() {
+        true => format!(" and {} more", ids.len() - shown.len()),
+        false => String::new(),
+    };
+    Some(format!(
+        "the server does not list the model {model}: a run would be refused (HTTP 404). It \
+         lists {}{more}; set [model] model (or --model) to one of them",
+        shown.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::not_listed;
+    use serde_json::json;
+
+    #[test]
+    fn a_model_is_not_listed_only_where_the_list_can_tell() {
+        let openai = json!({"data": [{"id": "gpt-5", "owned_by": "openai"}]});
+        assert!(not_listed(&openai, "gpt-5").is_none());
+        assert!(not_listed(&openai, "gpt-6")
+            .unwrap()
+            .contains("lists gpt-5"));
+        // Ollama lists a tag; llama.cpp serves its model under any name.
+        let ollama = json!({"data": [{"id": "llama3:latest", "owned_by": "library"}]});
+        assert!(not_listed(&ollama, "llama3").is_none());
+        let llama = json!({"data": [{"id": "/models/gemma.gguf", "owned_by": "llamacpp"}]});
+        assert!(not_listed(&llama, "anything").is_none());
+        assert!(not_listed(&json!({"unexpected": true}), "m").is_none());
+    }
 }

@@ -158,10 +158,14 @@ async fn model_check(config: &Config) -> Check {
             .await
             .map(|said| format!("{} {}: {said}", config.model.provider, config.model.model))
             .map_err(|e| {
-                format!(
-                    "{} {}: {e}; check [model] base_url and api_key",
-                    config.model.provider, config.model.model
-                )
+                let (provider, model) = (&config.model.provider, &config.model.model);
+                match e {
+                    // Said with what to do already (an unset key, a model not served).
+                    ryvos::provider::ProviderError::Config(why) => {
+                        format!("{provider} {model}: {why}")
+                    }
+                    e => format!("{provider} {model}: {e}; check [model] base_url and api_key"),
+                }
             }),
     )
 }
