@@ -266,6 +266,8 @@ async fn the_cli_takes_a_goal_and_criteria_and_refuses_a_bad_one() {
         ),
     )
     .unwrap();
+    // A workspace apart from the home: one that holds it is refused.
+    let workspace = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
         let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_ryvos"));
         c.env("RYVOS_HOME", home.path())
@@ -273,7 +275,7 @@ async fn the_cli_takes_a_goal_and_criteria_and_refuses_a_bad_one() {
             .arg(&config)
             .arg("run")
             .args(args)
-            .current_dir(home.path());
+            .current_dir(workspace.path());
         c
     };
     let (code, stdout, stderr) = cli::output(&mut run(&[

@@ -4,7 +4,7 @@
 
 use crate::exit::{EXIT_DAEMON, EXIT_RUN_FAILED};
 use crate::out::outln;
-use crate::reading::call;
+use crate::reading::{call, on_the_store, store_only};
 use ryvos::config::Config;
 use ryvos::protocol::{AnswerParams, Approve, Deny};
 use ryvos::Runtime;
@@ -33,44 +33,33 @@ pub async fn answer(
 
 /// Answers a request kept in the store, with no daemon running.
 async fn in_the_store(params: AnswerParams, approved: bool, config: &Config) -> u8 {
-    let mut config = config.clone();
-    // Answering needs the store only.
-    config.mcp = Default::default();
-    let runtime = match Runtime::start(config).await {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("ryvos: no daemon answers, and the store cannot be opened: {e}");
-            return EXIT_RUN_FAILED;
-        }
-    };
+    on_the_store(store_only(config), async |runtime| {
+        answer_here(runtime, &params, approved).await
+    })
+    .await
+}
+
+/// Answers `params` on `runtime`, and says what comes of it.
+async fn answer_here(runtime: &Runtime, params: &AnswerParams, approved: bool) -> u8 {
     let id = params.request_id.as_str();
     let by = params.by.as_deref().unwrap_or("ryvos (store)");
     let answered = match (approved, params.always) {
         (true, true) => runtime.approve_always(id, params.reason.clone(), by).await,
         _ => (runtime.answer_approval(id, approved, params.reason.clone(), by)).await,
     };
+    if let Err(e) = answered {
+        eprintln!("ryvos: {e}");
+        return EXIT_RUN_FAILED;
+    }
+    let said = if approved { "approved" } else { "denied" };
     let session = (runtime.pending_approvals().into_iter())
         .find(|p| p.request_id == id)
         .map(|p| p.session_id);
-    let code = match answered {
-        Ok(()) => {
-            let said = if approved { "approved" } else { "denied" };
-            match session {
-                Some(s) => outln!(
-                    "{said}; the session's next run takes the answer: `ryvos run --resume {s}`"
-                ),
-                None => outln!("{said}"),
-            }
-            0
+    match session {
+        Some(s) => {
+            outln!("{said}; the session's next run takes the answer: `ryvos run --resume {s}`")
         }
-        Err(e) => {
-            eprintln!("ryvos: {e}");
-            EXIT_RUN_FAILED
-        }
-    };
-    if let Err(e) = runtime.close().await {
-        eprintln!("ryvos: closing the store: {e}");
-        return EXIT_RUN_FAILED;
+        None => outln!("{said}"),
     }
-    code
+    0
 }

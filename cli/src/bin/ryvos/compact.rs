@@ -3,7 +3,7 @@
 
 use crate::exit::{EXIT_DAEMON, EXIT_RUN_FAILED};
 use crate::out::outln;
-use crate::reading::{call, shown};
+use crate::reading::{call, on_the_store, shown, store_only};
 use ryvos::config::Config;
 use ryvos::protocol::{CompactUndo, CompactUndoResult, SessionParams};
 use ryvos::{Runtime, SessionId};
@@ -19,17 +19,10 @@ pub async fn undo(session: String, socket: &std::path::Path, config: &Config, js
             call::<CompactUndo>(&mut client, &params, print).await
         }
         Err(ClientError::NoDaemon { .. }) => {
-            let mut config = config.clone();
-            // Undoing needs the store only.
-            config.mcp = Default::default();
-            let runtime = match Runtime::start(config).await {
-                Ok(runtime) => runtime,
-                Err(e) => {
-                    eprintln!("ryvos: no daemon answers, and the store cannot be opened: {e}");
-                    return EXIT_RUN_FAILED;
-                }
-            };
-            let code = match runtime.undo_compaction(&SessionId::new(session)).await {
+            let undo = async |runtime: &Runtime| match runtime
+                .undo_compaction(&SessionId::new(session))
+                .await
+            {
                 Ok(undone) => {
                     print(&undone);
                     0
@@ -39,11 +32,7 @@ pub async fn undo(session: String, socket: &std::path::Path, config: &Config, js
                     EXIT_RUN_FAILED
                 }
             };
-            if let Err(e) = runtime.close().await {
-                eprintln!("ryvos: closing the store: {e}");
-                return EXIT_RUN_FAILED;
-            }
-            code
+            on_the_store(store_only(config), undo).await
         }
         Err(e) => {
             eprintln!("ryvos: {e}");

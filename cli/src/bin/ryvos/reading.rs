@@ -60,20 +60,43 @@ async fn from_daemon(mut client: Client, read: Read, json: bool) -> u8 {
     }
 }
 
-async fn from_store(read: Read, config: &Config, json: bool) -> u8 {
-    let mut config = config.clone();
-    if !matches!(read, Read::McpServers) {
-        // Reading the store needs no MCP server started.
-        config.mcp = Default::default();
-    }
+/// Runs `work` on this home's store directly, with no daemon: a runtime started for it (on
+/// `config`), closed after; the exit code.
+pub async fn on_the_store(config: Config, work: impl AsyncFnOnce(&Runtime) -> u8) -> u8 {
     let runtime = match Runtime::start(config).await {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("ryvos: no daemon answers, and the store cannot be read: {e}");
+            eprintln!("ryvos: no daemon answers, and the store cannot be opened: {e}");
             return EXIT_RUN_FAILED;
         }
     };
-    let code = match read {
+    let code = work(&runtime).await;
+    if let Err(e) = runtime.close().await {
+        eprintln!("ryvos: closing the store: {e}");
+        return EXIT_RUN_FAILED;
+    }
+    code
+}
+
+/// `config` for a command that needs the store only: no MCP server started.
+pub fn store_only(config: &Config) -> Config {
+    Config {
+        mcp: Default::default(),
+        ..config.clone()
+    }
+}
+
+async fn from_store(read: Read, config: &Config, json: bool) -> u8 {
+    let config = match read {
+        Read::McpServers => config.clone(),
+        _ => store_only(config),
+    };
+    on_the_store(config, async |runtime| read_here(read, runtime, json).await).await
+}
+
+/// Answers `read` from `runtime`'s store.
+async fn read_here(read: Read, runtime: &Runtime, json: bool) -> u8 {
+    match read {
         Read::Sessions => printed(
             runtime.sessions().await,
             shown(json, |s: &Vec<_>| print::sessions(s)),
@@ -103,12 +126,7 @@ async fn from_store(read: Read, config: &Config, json: bool) -> u8 {
             shown(json, print)(&runtime.mcp_servers().await);
             0
         }
-    };
-    if let Err(e) = runtime.close().await {
-        eprintln!("ryvos: closing the store: {e}");
-        return EXIT_RUN_FAILED;
     }
-    code
 }
 
 /// Prints `result` with `print`; the exit code.
