@@ -80,7 +80,7 @@ async fn chatted(home: &Home, server: &ScriptedModelServer, gate: &Gate) {
     enter(&mut terminal, "wait").await;
     server.wait_for_requests(5).await;
     terminal.ctrl_c();
-    terminal.shows("interrupt").await;
+    terminal.shows("the run after its current step").await;
     gate.open();
     terminal.shows("your next prompt goes on").await;
     enter(&mut terminal, "go on").await;

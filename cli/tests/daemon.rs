@@ -290,7 +290,10 @@ async fn after_kill_9_mid_run_the_client_fails_and_a_resume_sees_every_completed
         Backend::Redb => "interrupted (1 turns",
         Backend::Postgres => "failed",
     };
-    assert!(history.contains(ended), "the killed run is recorded: {history}");
+    assert!(
+        history.contains(ended),
+        "the killed run is recorded: {history}"
+    );
 }
 
 #[rstest]

@@ -157,3 +157,28 @@ async fn ctrl_c_at_a_parked_daemon_run_detaches_at_once_saying_how_it_goes_on() 
     assert!(!screen.contains("no run in flight"), "{screen}");
     home.shutdown(daemon).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_whose_run_pauses_elsewhere_gives_the_terminal_back() {
+    let server = ScriptedModelServer::start([
+        Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo hi"}"#)]),
+        Reply::text(&["ran it"]),
+    ])
+    .await;
+    let home = Home::with_sections(&server, "", "", "");
+    let daemon = home.daemon().await;
+    let terminal = Terminal::start(&home, &["run", "run", "it"]);
+    terminal.shows("[n] deny").await;
+    let (_, pending, _) = home.ryvos(&["approvals", "--json"]).await;
+    let pending: Vec<serde_json::Value> = serde_json::from_str(&pending).unwrap();
+    let session = pending[0]["session_id"].as_str().unwrap().to_owned();
+    // Paused from another terminal while the question waits for a key: nobody answered it.
+    let (code, _, stderr) = home.ryvos(&["interrupt", &session]).await;
+    assert_eq!(code, 0, "{stderr}");
+    terminal.shows("status interrupted").await;
+    // The question's reader let go of the terminal: it is no longer raw.
+    terminal.becomes_cooked().await;
+    let (code, screen) = terminal.ended().await;
+    assert_eq!(code, Some(1), "{screen}");
+    home.shutdown(daemon).await;
+}

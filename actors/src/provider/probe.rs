@@ -61,7 +61,12 @@ pub async fn probe(config: &ModelConfig) -> Result<String, ProviderError> {
             retry_after: None,
         });
     }
-    let listed = response.json::<serde_json::Value>().await.ok();
+    let listed = match config.provider.as_str() {
+        // Anthropic lists dated ids only (`claude-haiku-4-5-20251001`), a page at a time, and
+        // serves their aliases too: its list cannot tell.
+        "anthropic" => None,
+        _ => response.json::<serde_json::Value>().await.ok(),
+    };
     if let Some(why) = listed.as_ref().and_then(|l| not_listed(l, &config.model)) {
         return Err(ProviderError::Config(why));
     }
@@ -77,7 +82,8 @@ pub async fn probe(config: &ModelConfig) -> Result<String, ProviderError> {
 /// with a tag (Ollama's `llama3:latest` for `llama3`).
 fn not_listed(listed: &serde_json::Value, model: &str) -> Option<String> {
     let entries = listed["data"].as_array()?;
-    if entries.iter().any(|m| m["owned_by"] == "llamacpp") {
+    // A page of a longer list, or a server that serves any name.
+    if listed["has_more"] == true || entries.iter().any(|m| m["owned_by"] == "llamacpp") {
         return None;
     }
     let ids: Vec<&str> = entries.iter().filter_map(|m| m["id"].as_str()).collect();

@@ -86,6 +86,30 @@ impl Terminal {
         self.master.write_all(keys).unwrap();
     }
 
+    /// Whether the terminal is as a shell wants it: lines edited by the kernel and echoed (not
+    /// left in raw mode).
+    pub fn is_cooked(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        // SAFETY: tcgetattr fills the struct it is given, on a descriptor this owns.
+        let mut modes: libc::termios = unsafe { std::mem::zeroed() };
+        let got = unsafe { libc::tcgetattr(self.master.as_raw_fd(), &mut modes) };
+        assert_eq!(got, 0, "tcgetattr: {}", std::io::Error::last_os_error());
+        modes.c_lflag & libc::ICANON != 0 && modes.c_lflag & libc::ECHO != 0
+    }
+
+    /// Waits until the terminal is cooked again ([`Self::is_cooked`]); fails the test if it
+    /// never is.
+    pub async fn becomes_cooked(&self) {
+        let cooked = async {
+            while !self.is_cooked() {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        };
+        if tokio::time::timeout(WAIT, cooked).await.is_err() {
+            panic!("the terminal was left raw:\n{}", self.screen());
+        }
+    }
+
     /// Presses Ctrl-C.
     pub fn ctrl_c(&mut self) {
         self.types(b"\x03");

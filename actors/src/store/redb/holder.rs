@@ -5,8 +5,10 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-/// A live `ryvos` or `ryvosd` other than this process that holds the lock on `path`: its pid
-/// and command line. `None` where none does, or it cannot be told (not Linux, or the lock's
+/// A live `ryvos` hosting runs in-process (`run`, `chat`, `continue`, `stop`, `acp`,
+/// `mcp-server`, or `ryvos` alone) other than this process that holds the lock on `path`: its
+/// pid and command line. It keeps the lock for as long as it runs. A daemon stopping, or a
+/// read command, lets go in a moment and is waited for. `None` where none does, or it cannot be told (not Linux, or the lock's
 /// owner is gone or is not Ryvos: a program a stopped daemon was starting may keep the lock a
 /// moment longer, and is waited for).
 pub(super) fn live_holder(path: &Path) -> Option<(u32, String)> {
@@ -35,7 +37,11 @@ pub(super) fn live_holder(path: &Path) -> Option<(u32, String)> {
         let program = words
             .first()
             .map(|p| p.rsplit('/').next().unwrap_or(p).to_owned())?;
-        if program != "ryvos" && program != "ryvosd" {
+        let hosting = ["run", "chat", "continue", "stop", "acp", "mcp-server"];
+        let words_after = &words[1..];
+        let hosts =
+            words_after.is_empty() || words_after.iter().any(|w| hosting.contains(&w.as_str()));
+        if program != "ryvos" || !hosts {
             return None;
         }
         let shown = std::iter::once(program)

@@ -9,14 +9,19 @@ use std::path::Path;
 
 /// The most lines of a diff shown; the rest are counted.
 const MAX_LINES: usize = 40;
+/// The largest file read for a diff: a larger one is not shown.
+const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// The diff of what `tool` called with `input` would change in `workspace`; `None` for any
-/// other tool, or arguments that name no file.
+/// other tool, arguments that name no file, or a file that is not a regular one in the
+/// workspace of at most [`MAX_FILE_BYTES`] (the path is the model's: a pipe or a device is
+/// never opened).
 pub fn of(tool: &str, input: &Value, workspace: Option<&Path>) -> Option<String> {
     let path = input["path"].as_str()?;
-    let on_disk = workspace
-        .and_then(|w| std::fs::read_to_string(w.join(path)).ok())
-        .unwrap_or_default();
+    let on_disk = match workspace {
+        Some(workspace) => read_in(workspace, path)?,
+        None => String::new(),
+    };
     let after = match tool {
         "write" => input["content"].as_str()?.to_owned(),
         "edit" => {
@@ -29,6 +34,22 @@ pub fn of(tool: &str, input: &Value, workspace: Option<&Path>) -> Option<String>
         _ => return None,
     };
     Some(unified(path, &on_disk, &after))
+}
+
+/// The text of `path` in `workspace`: empty when there is no such file (a new one); `None`
+/// when it is not a regular file inside the workspace, too large, or not text.
+fn read_in(workspace: &Path, path: &str) -> Option<String> {
+    let file = workspace.join(path);
+    let meta = match std::fs::symlink_metadata(&file) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(String::new()),
+        Err(_) => return None,
+    };
+    let inside = (file.canonicalize().ok()?).starts_with(workspace.canonicalize().ok()?);
+    if !meta.is_file() || !inside || meta.len() > MAX_FILE_BYTES {
+        return None;
+    }
+    std::fs::read_to_string(file).ok()
 }
 
 /// `before` against `after`, coloured, at most [`MAX_LINES`] lines.
@@ -77,6 +98,15 @@ mod tests {
             anstream::adapter::strip_str(&of("edit", &input, Some(&dir)).unwrap()).to_string();
         assert!(shown.contains("-two") && shown.contains("+2"), "{shown}");
         assert!(shown.contains("a/a.txt"), "{shown}");
+    }
+
+    #[test]
+    fn what_is_not_a_regular_file_in_the_workspace_has_no_diff() {
+        let dir = tempfile_dir();
+        let input = json!({"path": "/dev/zero", "content": "x"});
+        assert!(of("write", &input, Some(&dir)).is_none());
+        let input = json!({"path": "../../../../etc/hostname", "content": "x"});
+        assert!(of("write", &input, Some(&dir)).is_none());
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::exit::{ExitFor, EXIT_DAEMON, EXIT_RUN_FAILED, EXIT_USAGE};
 use crate::inline_approval::{self, Question};
 use crate::render::Renderer;
 use ryvos::config::Config;
+use ryvos::protocol::records::ApprovalKind;
 use ryvos::protocol::{Cancel, ErrorBody, ErrorCode, Interrupt, Reply, Run, SessionParams};
 use ryvos::{Event, EventKind, Runtime, SessionId};
 use ryvos_client::Client;
@@ -83,6 +84,8 @@ impl Seen {
             request_id,
             tool,
             input,
+            tier,
+            kind,
             ..
         } = &event.kind
         else {
@@ -94,6 +97,8 @@ impl Seen {
             input: input.clone(),
             workspace: self.workspace.clone(),
             timeout: following.approval_timeout,
+            // The gate takes no "always" for these: it is not offered.
+            always: *tier != ryvos::SafetyTier::T4 && *kind != ApprovalKind::InDoubt,
         })
     }
 }
@@ -102,6 +107,18 @@ impl Seen {
 /// approval requests at the terminal), then its end. `ctrl_c` listens from before the run
 /// was asked for.
 pub async fn follow_remote(
+    client: Client,
+    following: &Following,
+    socket: PathBuf,
+    ctrl_c: &mut CtrlC,
+) -> Followed {
+    let followed = follow_remote_events(client, following, socket, ctrl_c).await;
+    // No question outlives the run it asks about: the terminal is given back first.
+    inline_approval::withdraw_all().await;
+    followed
+}
+
+async fn follow_remote_events(
     mut client: Client,
     following: &Following,
     socket: PathBuf,
@@ -125,6 +142,13 @@ pub async fn follow_remote(
         let code = match next {
             Ok(Reply::Event { event, .. }) => {
                 seen.take_in(&event);
+                // Paused or parked: nobody is asked any more.
+                if matches!(
+                    event.kind,
+                    EventKind::RunParked { .. } | EventKind::Interrupt { .. }
+                ) {
+                    inline_approval::withdraw_all().await;
+                }
                 renderer.show(&event);
                 if let (true, Some(question)) = (inline, seen.question(&event, following)) {
                     inline_approval::answer_remote(socket.clone(), question);
@@ -189,6 +213,18 @@ pub(crate) fn ended_remote(
 /// terminal; how the run ended.
 pub async fn follow_local(
     runtime: &Runtime,
+    handle: ryvos::RunHandle,
+    following: &Following,
+    ctrl_c: &mut CtrlC,
+) -> Followed {
+    let followed = follow_local_events(runtime, handle, following, ctrl_c).await;
+    // No question outlives the run it asks about: the terminal is given back first.
+    inline_approval::withdraw_all().await;
+    followed
+}
+
+async fn follow_local_events(
+    runtime: &Runtime,
     mut handle: ryvos::RunHandle,
     following: &Following,
     ctrl_c: &mut CtrlC,
@@ -211,6 +247,13 @@ pub async fn follow_local(
         };
         let Some(event) = event else { break };
         seen.take_in(&event);
+        // Paused or parked: nobody is asked any more.
+        if matches!(
+            event.kind,
+            EventKind::RunParked { .. } | EventKind::Interrupt { .. }
+        ) {
+            inline_approval::withdraw_all().await;
+        }
         renderer.show(&event);
         match (inline, seen.question(&event, following)) {
             (true, Some(question)) => {
@@ -238,8 +281,9 @@ pub async fn follow_local(
 /// Denies `request_id` at once: the run is hosted here and not at a terminal, so nobody can
 /// answer it.
 fn nobody_can_answer(runtime: &Runtime, request_id: &str) {
-    let why = "nobody can answer it: the run is hosted in-process and not at a terminal (run \
-               ryvosd to answer from another terminal, or allow the call in [security])";
+    let why = "nobody can answer it: the run is hosted in-process, and asks at its terminal \
+               only when stdin is one and the output is not --json (run ryvosd to answer from \
+               another terminal, or allow the call in [security])";
     eprintln!("ryvos: {request_id} denied: {why}");
     let answer = ryvos::Answer {
         approved: false,

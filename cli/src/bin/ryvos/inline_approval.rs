@@ -10,13 +10,16 @@
 //! run, and the request stays for the run's next go.
 //!
 //! A request answered elsewhere first (another terminal, its timeout) withdraws the question:
-//! its line is erased, so the resolution is shown on a clean line.
+//! its line is erased, so the resolution is shown on a clean line. A run that pauses or ends,
+//! or is no longer followed, withdraws every question, and the terminal is given back (out
+//! of raw mode) before anything else reads it.
 
 use crate::style::{paint, ASK, QUIET};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ryvos::protocol::{AnswerParams, Approve, Deny};
 use ryvos::{Answer, Approvals};
 use ryvos_client::Client;
+use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,6 +43,8 @@ pub struct Question {
     pub workspace: Option<PathBuf>,
     /// How long the request waits for an answer (`approval_timeout_secs`).
     pub timeout: Duration,
+    /// Whether "always" may be answered: not for a T4 call, nor for one a crash left in doubt.
+    pub always: bool,
 }
 
 /// A person's answer.
@@ -50,42 +55,99 @@ pub enum Choice {
     Deny,
 }
 
-/// The question on the terminal now: its request, and the flag that withdraws it.
-static OPEN: Mutex<Option<(String, Arc<AtomicBool>)>> = Mutex::new(None);
+/// The questions: the one on the terminal now (its request, and the flag that withdraws it),
+/// and the requests answered elsewhere before their questions came up.
+struct Questions {
+    open: Option<(String, Arc<AtomicBool>)>,
+    answered: BTreeSet<String>,
+    /// Counts [`withdraw_all`]: a question waiting its turn from before one is not asked.
+    ended: u64,
+}
+
+static QUESTIONS: Mutex<Questions> = Mutex::new(Questions {
+    open: None,
+    answered: BTreeSet::new(),
+    ended: 0,
+});
+
+fn questions() -> std::sync::MutexGuard<'static, Questions> {
+    QUESTIONS.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// One question at a time: calls of one answer may ask together.
 static ASKING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Erases the question about `request_id` if it is still open: it was answered elsewhere.
-/// Erased at once, before whatever says how it was answered is shown; the question is drawn
-/// under the same lock, so it is not drawn again after this.
+/// Erases the question about `request_id`: it was answered elsewhere. Erased at once, before
+/// whatever says how it was answered is shown; the question is drawn under the same lock, so
+/// it is not drawn again after this. One still waiting its turn is not asked.
 pub fn withdraw(request_id: &str) {
-    let open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, withdrawn)) = open.as_ref().filter(|(id, _)| id == request_id) {
-        withdrawn.store(true, Ordering::SeqCst);
-        let mut err = std::io::stderr();
-        err.write_all(b"\r\x1b[2K").and_then(|()| err.flush()).ok();
+    let mut questions = questions();
+    match questions.open.as_ref().filter(|(id, _)| id == request_id) {
+        Some((_, withdrawn)) => {
+            withdrawn.store(true, Ordering::SeqCst);
+            erase_line();
+        }
+        None => {
+            questions.answered.insert(request_id.to_owned());
+        }
     }
 }
 
-/// Asks on the terminal; `None` when the question was withdrawn, or the terminal cannot be
-/// read.
+/// Withdraws every question, open or waiting its turn (the run paused or ended, or is no
+/// longer followed), and waits until the terminal is given back.
+pub async fn withdraw_all() {
+    {
+        let mut questions = questions();
+        questions.ended += 1;
+        questions.answered.clear();
+        if let Some((_, withdrawn)) = questions.open.as_ref() {
+            withdrawn.store(true, Ordering::SeqCst);
+            erase_line();
+        }
+    }
+    // The key reader looks at its flag every 100 ms, then gives the terminal back.
+    drop(ASKING.lock().await);
+}
+
+/// Whether a question is on the terminal now (the spinner leaves it alone).
+pub fn is_open() -> bool {
+    questions().open.is_some()
+}
+
+fn erase_line() {
+    let mut err = std::io::stderr();
+    err.write_all(b"\r\x1b[2K").and_then(|()| err.flush()).ok();
+}
+
+/// Asks on the terminal; `None` when the question was withdrawn (or timed out), or the
+/// terminal cannot be read.
 async fn ask(question: Question) -> Option<Choice> {
+    let asked_in = questions().ended;
     let _one_at_a_time = ASKING.lock().await;
-    if let Some(diff) = crate::approval_diff::of(
-        &question.tool,
-        &question.input,
-        question.workspace.as_deref(),
-    ) {
+    let withdrawn = Arc::new(AtomicBool::new(false));
+    {
+        let mut questions = questions();
+        if questions.ended != asked_in || questions.answered.remove(&question.request_id) {
+            return None;
+        }
+        questions.open = Some((question.request_id.clone(), withdrawn.clone()));
+    }
+    let (tool, input, workspace) = (
+        question.tool.clone(),
+        question.input.clone(),
+        question.workspace.clone(),
+    );
+    let diff = tokio::task::spawn_blocking(move || {
+        crate::approval_diff::of(&tool, &input, workspace.as_deref())
+    });
+    if let Ok(Some(diff)) = diff.await {
         crate::style::note_line(&diff);
     }
-    let withdrawn = Arc::new(AtomicBool::new(false));
-    *OPEN.lock().unwrap_or_else(|p| p.into_inner()) =
-        Some((question.request_id.clone(), withdrawn.clone()));
     let deadline = Instant::now() + question.timeout;
-    let tool = question.tool.clone();
-    let keyed = tokio::task::spawn_blocking(move || read_key(&tool, deadline, &withdrawn)).await;
-    OPEN.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let (tool, always) = (question.tool.clone(), question.always);
+    let keyed =
+        tokio::task::spawn_blocking(move || read_key((&tool, always), deadline, &withdrawn)).await;
+    questions().open.take();
     match keyed {
         Ok(Ok(Key::Chose(choice))) => Some(choice),
         Ok(Ok(Key::Withdrawn)) => None,
@@ -110,35 +172,61 @@ enum Key {
     CtrlC,
 }
 
+/// The terminal in raw mode, given back however the read ends (an error, a panic).
+struct RawMode;
+
+impl RawMode {
+    fn on() -> std::io::Result<Self> {
+        crossterm::terminal::enable_raw_mode()?;
+        Ok(Self)
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        crossterm::terminal::disable_raw_mode().ok();
+    }
+}
+
 /// Reads the answer's key in raw mode, redrawing the question as its time runs down, until a
-/// key answers it or it is withdrawn.
-fn read_key(tool: &str, deadline: Instant, withdrawn: &AtomicBool) -> std::io::Result<Key> {
-    crossterm::terminal::enable_raw_mode()?;
+/// key answers it, it is withdrawn, or its time is up (the request is denied then, by the
+/// runtime).
+fn read_key(
+    (tool, always): (&str, bool),
+    deadline: Instant,
+    withdrawn: &AtomicBool,
+) -> std::io::Result<Key> {
+    let raw = RawMode::on()?;
     let read = (|| {
+        // Keys typed before the question was there answer nothing (the next prompt, typed
+        // ahead, would answer it otherwise).
+        while crossterm::event::poll(Duration::ZERO)? {
+            crossterm::event::read()?;
+        }
         let mut shown_left = None;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now()).as_secs();
+            let left = deadline.saturating_duration_since(Instant::now());
             {
-                let _drawing = OPEN.lock().unwrap_or_else(|p| p.into_inner());
-                if withdrawn.load(Ordering::SeqCst) {
+                let _drawing = questions();
+                if withdrawn.load(Ordering::SeqCst) || left.is_zero() {
                     return Ok(Key::Withdrawn);
                 }
-                if shown_left != Some(left) {
-                    draw(tool, left);
-                    shown_left = Some(left);
+                if shown_left != Some(left.as_secs()) {
+                    draw((tool, always), left.as_secs());
+                    shown_left = Some(left.as_secs());
                 }
             }
             if !crossterm::event::poll(Duration::from_millis(100))? {
                 continue;
             }
             if let Event::Key(key) = crossterm::event::read()? {
-                if let Some(answer) = answer_of(key) {
+                if let Some(answer) = answer_of(key, always) {
                     return Ok(answer);
                 }
             }
         }
     })();
-    crossterm::terminal::disable_raw_mode()?;
+    drop(raw);
     let said = match &read {
         Ok(Key::Chose(Choice::Once)) => "allowed once",
         Ok(Key::Chose(Choice::Always)) => "allowed always",
@@ -155,10 +243,11 @@ fn read_key(tool: &str, deadline: Instant, withdrawn: &AtomicBool) -> std::io::R
 }
 
 /// The question's line, with the time left.
-fn draw(tool: &str, left: u64) {
+fn draw((tool, always): (&str, bool), left: u64) {
     let time = paint(QUIET, &format!("· {}m {:02}s left", left / 60, left % 60));
+    let always = if always { "  [a] always" } else { "" };
     let line = format!(
-        "\r\x1b[2K  {} allow {tool}? [y] once  [a] always  [n] deny {time} ",
+        "\r\x1b[2K  {} allow {tool}? [y] once{always}  [n] deny {time} ",
         paint(ASK, "[approval]")
     );
     let shown = match crate::style::coloured() {
@@ -171,8 +260,8 @@ fn draw(tool: &str, left: u64) {
         .ok();
 }
 
-/// What `key` answers, if anything.
-fn answer_of(key: KeyEvent) -> Option<Key> {
+/// What `key` answers, if anything (`a` only where "always" is offered).
+fn answer_of(key: KeyEvent, always: bool) -> Option<Key> {
     if key.kind != KeyEventKind::Press {
         return None;
     }
@@ -181,7 +270,7 @@ fn answer_of(key: KeyEvent) -> Option<Key> {
     }
     match key.code {
         KeyCode::Char('y' | 'Y') => Some(Key::Chose(Choice::Once)),
-        KeyCode::Char('a' | 'A') => Some(Key::Chose(Choice::Always)),
+        KeyCode::Char('a' | 'A') if always => Some(Key::Chose(Choice::Always)),
         KeyCode::Char('n' | 'N') | KeyCode::Enter | KeyCode::Esc => Some(Key::Chose(Choice::Deny)),
         _ => None,
     }

@@ -94,8 +94,11 @@ fn main() -> ExitCode {
         settings,
     };
     let code = runtime.block_on(dispatch(command, config, given));
-    // An inline approval question may still wait for a line on stdin: do not wait for it.
     runtime.shutdown_background();
+    // Whatever ended the command, the shell gets its terminal back as it was.
+    if crossterm::terminal::is_raw_mode_enabled().unwrap_or(false) {
+        crossterm::terminal::disable_raw_mode().ok();
+    }
     ExitCode::from(code)
 }
 

@@ -57,8 +57,11 @@ impl Chat {
         let params = asked.into_params(None, false, settings);
         ctrl_c.reset();
         let followed = self.host.run(params, &self.following, ctrl_c).await;
-        if let Some(session) = followed.session {
-            self.session = Some(session);
+        match followed.session {
+            Some(session) => self.session = Some(session),
+            // `--continue` where no session ran yet: the next prompt starts one.
+            None if self.session.as_deref() == Some("") => self.session = None,
+            None => {}
         }
     }
 }

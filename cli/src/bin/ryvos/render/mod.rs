@@ -116,7 +116,8 @@ impl Renderer {
             (None, Some(since)) => "waiting for the model".to_owned() + &seconds(since),
             (None, None) => return,
         };
-        if !self.spin || self.open_line {
+        // A question on the terminal is not drawn over.
+        if !self.spin || self.open_line || crate::inline_approval::is_open() {
             return;
         }
         self.frame = (self.frame + 1) % SPINNER.len();

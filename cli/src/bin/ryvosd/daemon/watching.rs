@@ -1,15 +1,19 @@
 //! `follow` and `wait` of a run (`r_…`) or a session (`s_…`), on any store: a second terminal
 //! watching a run this daemon hosts, however it was started. `follow` streams the run's events
 //! from now on (the turns it stored before, as `CheckpointSaved` events, first), then its
-//! outcome; `wait` only the outcome. A run that parks is followed
-//! through the park, as `run` is. A run that has ended is answered at once from its record.
+//! outcome; `wait` only the outcome. A run that parks is followed through the park (`wait`
+//! is told of it by a `RunParked` line), as `run` is. A run that has ended is answered at once
+//! from its record; one that is neither in flight nor ended (a crash cut it off) is refused.
 //! (A queued run's id, `q_…`, is answered by the queue's methods.)
 
+use super::attended::attended;
 use super::reply::EventLines;
+use super::streaming::final_outcome;
 use super::Shared;
 use ryvos::protocol::{ErrorBody, ErrorCode, QueuedRunParams};
-use ryvos::RunOutcome;
+use ryvos::{RunOutcome, RunStatus};
 use ryvos_protocol::ids::{RunId, SessionId};
+use ryvos_protocol::records::RunRecord;
 use tokio::net::unix::OwnedWriteHalf;
 
 /// Whether `params` name a run or a session rather than a queued run (`q_…`).
@@ -26,19 +30,71 @@ pub(super) async fn follow(
     shared: &Shared,
     write: &mut OwnedWriteHalf,
 ) -> Result<RunOutcome, ErrorBody> {
-    // Subscribed first, so that no event comes between the look at the run and the stream.
+    let Found { session, run, here } = find(&params.run, shared).await?;
+    // Subscribed before the record is read, so that an end between the two is heard.
+    let mut handle = shared.runtime.follow(&session, &run);
     let live = shared.runtime.subscribe();
-    let (session, run) = find(&params.run, shared).await?;
-    if let Some(ended) = super::streaming::stored_end(shared, &session, &run).await {
-        return Ok(ended);
+    let record = record_of(shared, &session, &run).await?;
+    let mut lines = EventLines::new(id);
+    match record.as_ref().and_then(|r| r.status) {
+        Some(status) if status.is_end() => return Ok(super::queue_worker::ended(&record.unwrap())),
+        // Waiting for a person: told so, and waited through.
+        Some(RunStatus::Parked) => {
+            let parked = super::queue_worker::ended(&record.unwrap());
+            let lines = stream.then_some(&mut lines);
+            return final_outcome(id, parked, (lines, true), write, shared).await;
+        }
+        _ => {}
     }
     tracing::info!(%session, %run, "a client follows the run");
-    let mut lines = EventLines::new(id);
     if stream {
         told_so_far(&mut lines, (&session, &run), shared, write).await?;
     }
-    let lines = stream.then_some(&mut lines);
-    super::streaming::through_parks((&session, &run), live, lines, write, shared).await
+    if !here {
+        if shared.runtime.shared_store().node().is_none() {
+            // Alone on its store, only this daemon runs its runs: this one will never end.
+            return Err(ErrorBody::new(
+                ErrorCode::NotFound,
+                format!(
+                    "run {run} is not in flight and never ended: a crash cut it off. `ryvos run \
+                     --resume {session}` goes on with its session"
+                ),
+            ));
+        }
+        // Another daemon may run it: its end is read from the store as it comes.
+        let lines = stream.then_some(&mut lines);
+        return super::streaming::through_parks((&session, &run), live, lines, write, shared).await;
+    }
+    loop {
+        let Some(event) = attended(handle.next_event(), shared, write).await? else {
+            return Err(ErrorBody::new(
+                ErrorCode::Internal,
+                format!("run {run}'s events ended without its end"),
+            ));
+        };
+        if stream {
+            let sent = lines.push(&event).is_ok() && lines.flush(write).await.is_ok();
+            if !sent {
+                return Err(ErrorBody::new(ErrorCode::Internal, "the client left"));
+            }
+        }
+        if let Some(outcome) = RunOutcome::from_event(&event) {
+            // A park was streamed already; `wait` is told of it.
+            let lines = stream.then_some(&mut lines);
+            return final_outcome(id, outcome, (lines, !stream), write, shared).await;
+        }
+    }
+}
+
+/// Run `run`'s record, if it has one yet.
+async fn record_of(
+    shared: &Shared,
+    session: &SessionId,
+    run: &RunId,
+) -> Result<Option<RunRecord>, ErrorBody> {
+    let runs = (shared.runtime.shared_store().session_runs(session).await)
+        .map_err(|e| ErrorBody::new(ErrorCode::Internal, format!("following: {e}")))?;
+    Ok(runs.into_iter().find(|r| r.run_id == *run))
 }
 
 /// Tells the turns of `run` stored so far, as `CheckpointSaved` events, in order.
@@ -67,22 +123,37 @@ async fn told_so_far(
     (lines.flush(write).await).map_err(|_| ErrorBody::new(ErrorCode::Internal, "the client left"))
 }
 
+/// The run a `follow` or `wait` is about.
+struct Found {
+    session: SessionId,
+    run: RunId,
+    /// In flight on this daemon.
+    here: bool,
+}
+
 /// The session and run `given` names: a run in flight here, a session's run in flight here,
 /// or a session's latest run (or the session whose latest run is `given`).
-async fn find(given: &str, shared: &Shared) -> Result<(SessionId, RunId), ErrorBody> {
+async fn find(given: &str, shared: &Shared) -> Result<Found, ErrorBody> {
     let in_flight = shared.runtime.runs_in_flight_listed();
     let here = in_flight
         .iter()
         .find(|r| r.run_id.as_str() == given || r.session_id.as_str() == given);
     if let Some(run) = here {
-        return Ok((run.session_id.clone(), run.run_id.clone()));
+        return Ok(Found {
+            session: run.session_id.clone(),
+            run: run.run_id.clone(),
+            here: true,
+        });
     }
     let sessions = (shared.runtime.sessions().await)
         .map_err(|e| ErrorBody::new(ErrorCode::Internal, e.to_string()))?;
     let latest = sessions.iter().find_map(|s| {
         let run = s.last_run.as_ref()?;
-        (s.session_id.as_str() == given || run.as_str() == given)
-            .then(|| (s.session_id.clone(), run.clone()))
+        (s.session_id.as_str() == given || run.as_str() == given).then(|| Found {
+            session: s.session_id.clone(),
+            run: run.clone(),
+            here: false,
+        })
     });
     latest.ok_or_else(|| {
         let what = match given.starts_with("r_") {
