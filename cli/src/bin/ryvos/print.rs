@@ -312,12 +312,14 @@ fn compacted(c: &CompactionNote, session: &str, last: bool) {
     }
 }
 
-/// Cents as dollars: two decimals, four below one cent.
+/// Cents as dollars: two decimals, four below one cent, and "under $0.0001" for less.
 pub fn money(cents: f64) -> String {
     if cents >= 1.0 || cents == 0.0 {
         format!("${:.2}", cents / 100.0)
-    } else {
+    } else if cents >= 0.01 {
         format!("${:.4}", cents / 100.0)
+    } else {
+        "under $0.0001".to_owned()
     }
 }
 
