@@ -105,19 +105,13 @@ async fn ctrl_c_typed_at_the_terminal_interrupts_the_run_in_the_daemon_and_twice
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_approval_answered_elsewhere_withdraws_the_question_and_its_line() {
-    let server = ScriptedModelServer::start([
-        Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo hi"}"#)]),
-        Reply::text(&["ran it"]),
-    ])
-    .await;
-    // The default policy: bash (T3) is asked about.
-    let home = Home::with_sections(&server, "", "", "");
-    let daemon = home.daemon().await;
-    let terminal = Terminal::start(&home, &["run", "run", "it"]);
-    terminal.shows("[n] deny").await;
-    let (code, pending, stderr) = home.ryvos(&["approvals", "--json"]).await;
-    assert_eq!(code, 0, "{stderr}");
-    let pending: Vec<serde_json::Value> = serde_json::from_str(&pending).unwrap();
+    let Asked {
+        server: _server,
+        home,
+        daemon,
+        terminal,
+        pending,
+    } = asked_at_a_terminal().await;
     let request = pending[0]["request_id"].as_str().unwrap().to_owned();
     let (code, _, stderr) = home.ryvos(&["approve", &request]).await;
     assert_eq!(code, 0, "{stderr}");
@@ -160,17 +154,13 @@ async fn ctrl_c_at_a_parked_daemon_run_detaches_at_once_saying_how_it_goes_on() 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_question_whose_run_pauses_elsewhere_gives_the_terminal_back() {
-    let server = ScriptedModelServer::start([
-        Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo hi"}"#)]),
-        Reply::text(&["ran it"]),
-    ])
-    .await;
-    let home = Home::with_sections(&server, "", "", "");
-    let daemon = home.daemon().await;
-    let terminal = Terminal::start(&home, &["run", "run", "it"]);
-    terminal.shows("[n] deny").await;
-    let (_, pending, _) = home.ryvos(&["approvals", "--json"]).await;
-    let pending: Vec<serde_json::Value> = serde_json::from_str(&pending).unwrap();
+    let Asked {
+        server: _server,
+        home,
+        daemon,
+        terminal,
+        pending,
+    } = asked_at_a_terminal().await;
     let session = pending[0]["session_id"].as_str().unwrap().to_owned();
     // Paused from another terminal while the question waits for a key: nobody answered it.
     let (code, _, stderr) = home.ryvos(&["interrupt", &session]).await;
@@ -181,4 +171,36 @@ async fn a_question_whose_run_pauses_elsewhere_gives_the_terminal_back() {
     let (code, screen) = terminal.ended().await;
     assert_eq!(code, Some(1), "{screen}");
     home.shutdown(daemon).await;
+}
+
+/// A run through the daemon whose `bash` call is asked about at the terminal that started it:
+/// the question is on the screen, and the request is listed.
+struct Asked {
+    server: ScriptedModelServer,
+    home: Home,
+    daemon: tokio::process::Child,
+    terminal: Terminal,
+    pending: Vec<serde_json::Value>,
+}
+
+async fn asked_at_a_terminal() -> Asked {
+    let server = ScriptedModelServer::start([
+        Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo hi"}"#)]),
+        Reply::text(&["ran it"]),
+    ])
+    .await;
+    // The default policy: bash (T3) is asked about.
+    let home = Home::with_sections(&server, "", "", "");
+    let daemon = home.daemon().await;
+    let terminal = Terminal::start(&home, &["run", "run", "it"]);
+    terminal.shows("[n] deny").await;
+    let (code, pending, stderr) = home.ryvos(&["approvals", "--json"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    Asked {
+        pending: serde_json::from_str(&pending).unwrap(),
+        server,
+        home,
+        daemon,
+        terminal,
+    }
 }

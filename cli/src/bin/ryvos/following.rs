@@ -112,8 +112,13 @@ pub async fn follow_remote(
     socket: PathBuf,
     ctrl_c: &mut CtrlC,
 ) -> Followed {
-    let followed = follow_remote_events(client, following, socket, ctrl_c).await;
-    // No question outlives the run it asks about: the terminal is given back first.
+    terminal_given_back(follow_remote_events(client, following, socket, ctrl_c)).await
+}
+
+/// `following`'s end, once no question about its run is left: none outlives the run it asks
+/// about, and the terminal is given back first.
+async fn terminal_given_back(following: impl std::future::Future<Output = Followed>) -> Followed {
+    let followed = following.await;
     inline_approval::withdraw_all().await;
     followed
 }
@@ -217,10 +222,7 @@ pub async fn follow_local(
     following: &Following,
     ctrl_c: &mut CtrlC,
 ) -> Followed {
-    let followed = follow_local_events(runtime, handle, following, ctrl_c).await;
-    // No question outlives the run it asks about: the terminal is given back first.
-    inline_approval::withdraw_all().await;
-    followed
+    terminal_given_back(follow_local_events(runtime, handle, following, ctrl_c)).await
 }
 
 async fn follow_local_events(
