@@ -63,7 +63,14 @@ struct Seen {
 }
 
 impl Seen {
-    fn take_in(&mut self, event: &Event) {
+    /// Notes what `event` says; a run that pauses or parks is asked nothing more.
+    async fn take_in(&mut self, event: &Event) {
+        if matches!(
+            event.kind,
+            EventKind::RunParked { .. } | EventKind::Interrupt { .. }
+        ) {
+            inline_approval::withdraw_all().await;
+        }
         self.session
             .get_or_insert_with(|| event.session_id.to_string());
         match &event.kind {
@@ -146,14 +153,7 @@ async fn follow_remote_events(
         };
         let code = match next {
             Ok(Reply::Event { event, .. }) => {
-                seen.take_in(&event);
-                // Paused or parked: nobody is asked any more.
-                if matches!(
-                    event.kind,
-                    EventKind::RunParked { .. } | EventKind::Interrupt { .. }
-                ) {
-                    inline_approval::withdraw_all().await;
-                }
+                seen.take_in(&event).await;
                 renderer.show(&event);
                 if let (true, Some(question)) = (inline, seen.question(&event, following)) {
                     inline_approval::answer_remote(socket.clone(), question);
@@ -248,14 +248,7 @@ async fn follow_local_events(
             }
         };
         let Some(event) = event else { break };
-        seen.take_in(&event);
-        // Paused or parked: nobody is asked any more.
-        if matches!(
-            event.kind,
-            EventKind::RunParked { .. } | EventKind::Interrupt { .. }
-        ) {
-            inline_approval::withdraw_all().await;
-        }
+        seen.take_in(&event).await;
         renderer.show(&event);
         match (inline, seen.question(&event, following)) {
             (true, Some(question)) => {
