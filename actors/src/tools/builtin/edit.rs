@@ -1,11 +1,11 @@
 //! `edit {path, old_string, new_string}`: replaces one exact occurrence in a file.
 
-use super::{blocking, open_checked, str_arg, text_now};
+use super::{blocking, open_checked, read_checked, str_arg, text_now};
 use crate::tools::{Effect, SafetyTier, Tool, ToolContext, ToolError};
 use crate::workspace::Access;
 use async_trait::async_trait;
 use serde_json::{json, Value};
-use std::io::{Read, Write};
+use std::io::Write;
 
 /// Replaces text in a file.
 pub struct Edit;
@@ -83,10 +83,7 @@ impl Tool for Edit {
         let workspace = ctx.workspace.clone();
         let rules = ctx.sandbox.file_rules();
         blocking(move || {
-            let mut text = String::new();
-            open_checked(&workspace, &rules, &path, Access::Read, &shown)?
-                .read_to_string(&mut text)
-                .map_err(|e| ToolError::Execution(format!("cannot read '{shown}': {e}")))?;
+            let text = read_checked(&workspace, &rules, &path, &shown)?;
             let edited = replaced(&text, &old, &new, &shown)?;
             open_checked(&workspace, &rules, &path, Access::Write, &shown)?
                 .write_all(edited.as_bytes())

@@ -49,16 +49,23 @@ async fn text_now(
         return Ok(None);
     }
     let (workspace, rules) = (ctx.workspace.clone(), ctx.sandbox.file_rules());
-    blocking(move || {
-        let mut text = String::new();
-        std::io::Read::read_to_string(
-            &mut open_checked(&workspace, &rules, &path, Access::Read, &shown)?,
-            &mut text,
-        )
-        .map_err(|e| ToolError::Execution(format!("cannot read '{shown}': {e}")))?;
-        Ok(Some(text))
-    })
-    .await
+    blocking(move || read_checked(&workspace, &rules, &path, &shown).map(Some)).await
+}
+
+/// The text of `path`, opened as [`open_checked`] opens it to be read.
+fn read_checked(
+    workspace: &Workspace,
+    rules: &FileRules,
+    path: &Path,
+    shown: &str,
+) -> Result<String, ToolError> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut open_checked(workspace, rules, path, Access::Read, shown)?,
+        &mut text,
+    )
+    .map_err(|e| ToolError::Execution(format!("cannot read '{shown}': {e}")))?;
+    Ok(text)
 }
 
 /// Runs blocking file work off the async workers.
