@@ -362,13 +362,8 @@ async fn ryvosd_tells_systemd_it_is_ready_once_its_socket_answers() {
 
 #[tokio::test]
 async fn in_process_off_a_terminal_an_approval_is_not_offered_to_ryvos_approve() {
-    let server = ScriptedModelServer::start([
-        Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo hi"}"#)]),
-        Reply::text(&["could not run it"]),
-    ])
-    .await;
-    // The default policy: T3 (bash) asks; nobody can answer, so it is denied after a second.
-    let home = Home::with_sections(&server, "", "", "[security]\napproval_timeout_secs = 1\n");
+    // Bash asks; nobody can answer, so it is denied at once.
+    let (_server, home) = Home::asking_bash("echo hi", "could not run it").await;
     let (_, _, stderr) = home.ryvos(&["run", "run", "it"]).await;
     assert!(stderr.contains("needs approval"), "{stderr}");
     assert!(stderr.contains("nobody can answer"), "{stderr}");

@@ -200,13 +200,8 @@ async fn a_store_held_by_an_in_process_run_is_named_at_once_by_the_read_commands
 
 #[tokio::test]
 async fn an_in_process_run_off_a_terminal_denies_what_nobody_can_answer_at_once() {
-    let server = ScriptedModelServer::start([
-        Reply::tool_calls(&[("b1", "bash", r#"{"command": "touch made"}"#)]),
-        Reply::text(&["could not"]),
-    ])
-    .await;
-    // The default policy: bash is asked about. Stdin is not a terminal here.
-    let home = Home::with_sections(&server, "", "", "");
+    // Stdin is not a terminal here.
+    let (_server, home) = Home::asking_bash("touch made", "could not").await;
     let (code, _, stderr) = home.ryvos(&["run", "make", "it"]).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("denied: nobody can answer it"), "{stderr}");
@@ -215,12 +210,7 @@ async fn an_in_process_run_off_a_terminal_denies_what_nobody_can_answer_at_once(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_request_kept_in_the_store_is_answered_with_no_daemon_and_its_run_takes_it() {
-    let server = ScriptedModelServer::start([
-        Reply::tool_calls(&[("b1", "bash", r#"{"command": "touch made"}"#)]),
-        Reply::text(&["made it"]),
-    ])
-    .await;
-    let home = Home::with_sections(&server, "", "", "");
+    let (_server, home) = Home::asking_bash("touch made", "made it").await;
     let daemon = home.daemon().await;
     let mut run = home.follow(&["run", "--json", "make", "it"]);
     let (session, request) = run

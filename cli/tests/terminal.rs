@@ -184,13 +184,7 @@ struct Asked {
 }
 
 async fn asked_at_a_terminal() -> Asked {
-    let server = ScriptedModelServer::start([
-        Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo hi"}"#)]),
-        Reply::text(&["ran it"]),
-    ])
-    .await;
-    // The default policy: bash (T3) is asked about.
-    let home = Home::with_sections(&server, "", "", "");
+    let (server, home) = Home::asking_bash("echo hi", "ran it").await;
     let daemon = home.daemon().await;
     let terminal = Terminal::start(&home, &["run", "run", "it"]);
     terminal.shows("[n] deny").await;

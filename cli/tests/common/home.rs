@@ -29,6 +29,19 @@ impl Home {
         Self::with_sections(server, model_extra, tools_run, extra)
     }
 
+    /// A model that runs `command` through bash once, then answers `answer`; and a home on
+    /// the default policy, where that call (T3) is asked about.
+    pub async fn asking_bash(command: &str, answer: &str) -> (ScriptedModelServer, Self) {
+        let arguments = serde_json::json!({ "command": command }).to_string();
+        let server = ScriptedModelServer::start([
+            ryvos_testkit::Reply::tool_calls(&[("b1", "bash", &arguments)]),
+            ryvos_testkit::Reply::text(&[answer]),
+        ])
+        .await;
+        let home = Self::with_sections(&server, "", "", "");
+        (server, home)
+    }
+
     /// A home with `model_extra` in `[model]` and `policy` as `[security.policy]`.
     pub fn with_sections(
         server: &ScriptedModelServer,
