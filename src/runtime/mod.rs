@@ -321,6 +321,16 @@ impl Runtime {
         self.engine.answer_file(request_id, answer)
     }
 
+    /// Answers approval request `request_id` as `answer` says: an approval `always` allows
+    /// the same call for the rest of its session too ([`Self::approve_always`]).
+    pub async fn answer(&self, request_id: &str, answer: Answer) -> Result<(), ApprovalError> {
+        let answer = Answer {
+            always: answer.approved && answer.always,
+            ..answer
+        };
+        self.engine.answer_approval(request_id, answer).await
+    }
+
     /// Approves `request_id` and the same call (the tool; for bash, the command) for the rest
     /// of its session, never a T4 one. Recorded in the audit as such.
     pub async fn approve_always(

@@ -180,6 +180,11 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// What the run cost, in cents.
+    pub fn cost_cents(&self) -> f64 {
+        self.cost_microcents as f64 / 1_000_000.0
+    }
+
     /// Run `run_id` of `session_id`, begun on `prompt` at `started_at_ms`: nothing done yet.
     pub fn begun(run_id: RunId, session_id: SessionId, prompt: &str, started_at_ms: u64) -> Self {
         Self {

@@ -43,11 +43,13 @@ async fn in_the_store(params: AnswerParams, approved: bool, config: &Config) -> 
 async fn answer_here(runtime: &Runtime, params: &AnswerParams, approved: bool) -> u8 {
     let id = params.request_id.as_str();
     let by = params.by.as_deref().unwrap_or("ryvos (store)");
-    let answered = match (approved, params.always) {
-        (true, true) => runtime.approve_always(id, params.reason.clone(), by).await,
-        _ => (runtime.answer_approval(id, approved, params.reason.clone(), by)).await,
+    let answer = ryvos::Answer {
+        approved,
+        reason: params.reason.clone(),
+        by: by.to_owned(),
+        always: params.always,
     };
-    if let Err(e) = answered {
+    if let Err(e) = runtime.answer(id, answer).await {
         eprintln!("ryvos: {e}");
         return EXIT_RUN_FAILED;
     }

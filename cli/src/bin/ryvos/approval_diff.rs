@@ -24,12 +24,10 @@ pub fn of(tool: &str, input: &Value, workspace: Option<&Path>) -> Option<String>
     };
     let after = match tool {
         "write" => input["content"].as_str()?.to_owned(),
+        // The edit replaces its one occurrence (it refuses none, or many).
         "edit" => {
             let (old, new) = (input["old_string"].as_str()?, input["new_string"].as_str()?);
-            match input["replace_all"].as_bool() == Some(true) {
-                true => on_disk.replace(old, new),
-                false => on_disk.replacen(old, new, 1),
-            }
+            on_disk.replacen(old, new, 1)
         }
         _ => return None,
     };
@@ -37,16 +35,16 @@ pub fn of(tool: &str, input: &Value, workspace: Option<&Path>) -> Option<String>
 }
 
 /// The text of `path` in `workspace`: empty when there is no such file (a new one); `None`
-/// when it is not a regular file inside the workspace, too large, or not text.
+/// when the path leads out of the workspace (as the tools resolve it), or to what is not a
+/// regular file, too large, or not text.
 fn read_in(workspace: &Path, path: &str) -> Option<String> {
-    let file = workspace.join(path);
+    let file = ryvos::Workspace::new(workspace).ok()?.resolve(path).ok()?;
     let meta = match std::fs::symlink_metadata(&file) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(String::new()),
         Err(_) => return None,
     };
-    let inside = (file.canonicalize().ok()?).starts_with(workspace.canonicalize().ok()?);
-    if !meta.is_file() || !inside || meta.len() > MAX_FILE_BYTES {
+    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
         return None;
     }
     std::fs::read_to_string(file).ok()
@@ -91,22 +89,23 @@ mod tests {
 
     #[test]
     fn an_edit_shows_the_lines_it_replaces() {
-        let dir = tempfile_dir();
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
         std::fs::write(dir.join("a.txt"), "one\ntwo\nthree\n").unwrap();
         let input = json!({"path": "a.txt", "old_string": "two", "new_string": "2"});
         let shown =
-            anstream::adapter::strip_str(&of("edit", &input, Some(&dir)).unwrap()).to_string();
+            anstream::adapter::strip_str(&of("edit", &input, Some(dir)).unwrap()).to_string();
         assert!(shown.contains("-two") && shown.contains("+2"), "{shown}");
         assert!(shown.contains("a/a.txt"), "{shown}");
     }
 
     #[test]
     fn what_is_not_a_regular_file_in_the_workspace_has_no_diff() {
-        let dir = tempfile_dir();
+        let dir = tempfile::tempdir().unwrap();
         let input = json!({"path": "/dev/zero", "content": "x"});
-        assert!(of("write", &input, Some(&dir)).is_none());
+        assert!(of("write", &input, Some(dir.path())).is_none());
         let input = json!({"path": "../../../../etc/hostname", "content": "x"});
-        assert!(of("write", &input, Some(&dir)).is_none());
+        assert!(of("write", &input, Some(dir.path())).is_none());
     }
 
     #[test]
@@ -117,11 +116,5 @@ mod tests {
             .to_string()
             .contains("+hello"));
         assert!(of("bash", &json!({"command": "ls"}), None).is_none());
-    }
-
-    fn tempfile_dir() -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("ryvos-diff-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
     }
 }

@@ -6,6 +6,7 @@
 //! run goes on there, where `ryvos chat` stops the run instead (a chat is left with Ctrl-D,
 //! not Ctrl-C). A parked run is waiting for a person already: Ctrl-C detaches at once.
 
+use crate::calling::called;
 use crate::ctrl_c::{CtrlC, EXIT_INTERRUPTED};
 use crate::exit::{ExitFor, EXIT_DAEMON, EXIT_RUN_FAILED, EXIT_USAGE};
 use crate::inline_approval::{self, Question};
@@ -208,10 +209,16 @@ pub(crate) fn ended_remote(
         outcome.reason.as_deref(),
         outcome.session_id.as_str(),
     );
-    if ctrl_c_pressed && outcome.status != ryvos::RunStatus::Completed {
-        return EXIT_INTERRUPTED;
+    end_code(outcome.status, ctrl_c_pressed, exit)
+}
+
+/// The exit code of a run that ended with `status`: as `exit` says, unless Ctrl-C stopped it
+/// short of completing.
+fn end_code(status: ryvos::RunStatus, ctrl_c_pressed: bool, exit: ExitFor) -> u8 {
+    match ctrl_c_pressed && status != ryvos::RunStatus::Completed {
+        true => EXIT_INTERRUPTED,
+        false => exit(status),
     }
-    exit(outcome.status)
 }
 
 /// Shows the in-process run's events as they come and answers its approval requests at the
@@ -261,10 +268,7 @@ async fn follow_local_events(
         }
         if let Some(o) = ryvos::RunOutcome::from_event(&event) {
             renderer.finish(o.status, o.reason.as_deref(), o.session_id.as_str());
-            code = match ctrl_c.was_pressed() && o.status != ryvos::RunStatus::Completed {
-                true => EXIT_INTERRUPTED,
-                false => (following.exit)(o.status),
-            };
+            code = end_code(o.status, ctrl_c.was_pressed(), following.exit);
         }
     }
     Followed {
@@ -344,18 +348,10 @@ async fn ctrl_c_remote(
     let params = SessionParams {
         session: session.to_owned(),
     };
-    let asked = match Client::connect(socket).await {
-        Ok(mut other) if presses == 1 => other
-            .call::<Interrupt>(&params)
-            .await
-            .map(|r| r.map(drop))
-            .map_err(|e| e.to_string()),
-        Ok(mut other) => other
-            .call::<Cancel>(&params)
-            .await
-            .map(|r| r.map(drop))
-            .map_err(|e| e.to_string()),
-        Err(e) => Err(e.to_string()),
+    // Asked on a second connection: this one carries the run's events.
+    let asked = match presses {
+        1 => called::<Interrupt>(socket, &params).await.map(drop),
+        _ => called::<Cancel>(socket, &params).await.map(drop),
     };
     let doing = match (presses, in_chat) {
         (1, false) => {
@@ -367,9 +363,8 @@ async fn ctrl_c_remote(
         _ => "stopping the run now",
     };
     match asked {
-        Ok(Ok(())) => eprintln!("\nryvos: {doing}"),
-        Ok(Err(error)) => eprintln!("\nryvos: {}", error.message),
-        Err(e) => eprintln!("\nryvos: interrupting the run: {e}"),
+        Ok(()) => eprintln!("\nryvos: {doing}"),
+        Err(e) => eprintln!("\nryvos: {e}"),
     }
     None
 }

@@ -1,19 +1,20 @@
-//! Who hosts the runs a front door starts (`ryvos mcp-server`, `ryvos acp`): the daemon when
+//! Who hosts the runs a front door starts (`ryvos mcp-server`, `ryvos acp`, `ryvos chat`): the daemon when
 //! one answers, so runs outlive the program that asked for them, else a runtime in this
 //! process; and what a door asks of either, asked the same way.
 
-use crate::exit::{EXIT_RUN_FAILED, EXIT_USAGE};
+use crate::calling::{called, connect};
+use crate::exit::EXIT_RUN_FAILED;
 use ryvos::config::Config;
 use ryvos::protocol::records::SessionRecord;
 use ryvos::protocol::{
-    AnswerParams, Approvals, Approve, Call, Cancel, Deny, ErrorCode, FileAnswer, FileAnswerParams,
+    Approvals, Cancel, CompactUndo, CompactUndoResult, ErrorCode, FileAnswer, FileAnswerParams,
     History, HistoryResult, NoParams, Reply, Run, RunParams, SessionParams, Sessions,
 };
 use ryvos::{
     Answer, Event, PendingApproval, RunHandle, RunOutcome, RunRequest, Runtime, SessionId,
 };
 use ryvos_client::{Client, ClientError};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Who hosts the runs.
@@ -29,20 +30,9 @@ impl Host {
         match Client::connect(&socket).await {
             Ok(_) => Ok(Host::Daemon(socket)),
             Err(ClientError::NoDaemon { .. }) => {
-                if let Err(e) = ryvos::provider::keys_set(&config.model) {
-                    eprintln!("ryvos: {e}");
-                    return Err(EXIT_USAGE);
-                }
-                match Runtime::start(config).await {
-                    Ok(runtime) => {
-                        eprintln!("ryvos {door}: no daemon answering; hosting runs in-process");
-                        Ok(Host::Here(Box::new(runtime)))
-                    }
-                    Err(e) => {
-                        eprintln!("ryvos: {e}");
-                        Err(EXIT_RUN_FAILED)
-                    }
-                }
+                let runtime = crate::running::start_local(&config, None).await?;
+                eprintln!("ryvos {door}: no daemon answering; hosting runs in-process");
+                Ok(Host::Here(Box::new(runtime)))
             }
             Err(e) => {
                 eprintln!("ryvos: {e}");
@@ -94,26 +84,16 @@ impl Host {
     /// Answers approval request `request_id` as `answer` says, on behalf of `by`.
     pub async fn answer(&self, request_id: &str, answer: Answer, by: &str) -> Result<(), String> {
         match self {
-            Host::Daemon(socket) => {
-                let params = AnswerParams {
-                    request_id: request_id.to_owned(),
-                    reason: answer.reason,
-                    always: answer.always,
-                    by: Some(by.to_owned()),
-                };
-                match answer.approved {
-                    true => called::<Approve>(socket, &params).await.map(drop),
-                    false => called::<Deny>(socket, &params).await.map(drop),
-                }
-            }
+            Host::Daemon(socket) => crate::calling::answer(socket, request_id, answer, by).await,
             Host::Here(runtime) => {
-                let answered = match (answer.approved, answer.always) {
-                    (true, true) => runtime.approve_always(request_id, answer.reason, by).await,
-                    (approved, _) => {
-                        (runtime.answer_approval(request_id, approved, answer.reason, by)).await
-                    }
+                let answer = Answer {
+                    by: by.to_owned(),
+                    ..answer
                 };
-                answered.map_err(|e| e.to_string())
+                runtime
+                    .answer(request_id, answer)
+                    .await
+                    .map_err(|e| e.to_string())
             }
         }
     }
@@ -184,6 +164,21 @@ impl Host {
         }
     }
 
+    /// Sets `session`'s window back to before its last compaction.
+    pub async fn undo_compaction(&self, session: &SessionId) -> Result<CompactUndoResult, String> {
+        match self {
+            Host::Daemon(socket) => {
+                let params = SessionParams {
+                    session: session.to_string(),
+                };
+                called::<CompactUndo>(socket, &params).await
+            }
+            Host::Here(runtime) => {
+                (runtime.undo_compaction(session).await).map_err(|e| e.to_string())
+            }
+        }
+    }
+
     /// Stops the runtime hosted here, if any, once the door is closed.
     pub async fn close(&self) -> Result<(), String> {
         match self {
@@ -236,21 +231,5 @@ impl Feed {
                 )
             }
         }
-    }
-}
-
-/// A connection to the daemon at `socket`.
-pub async fn connect(socket: &Path) -> Result<Client, String> {
-    Client::connect(socket)
-        .await
-        .map_err(|e| format!("{e}; is ryvosd still running?"))
-}
-
-/// One call to the daemon.
-pub async fn called<C: Call>(socket: &Path, params: &C::Params) -> Result<C::Result, String> {
-    match connect(socket).await?.call::<C>(params).await {
-        Ok(Ok(result)) => Ok(result),
-        Ok(Err(error)) => Err(error.message),
-        Err(e) => Err(e.to_string()),
     }
 }

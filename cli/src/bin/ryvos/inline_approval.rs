@@ -16,11 +16,9 @@
 
 use crate::style::{paint, ASK, QUIET};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use ryvos::protocol::{AnswerParams, Approve, Deny};
 use ryvos::{Answer, Approvals};
-use ryvos_client::Client;
 use std::collections::BTreeSet;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -115,8 +113,7 @@ pub fn is_open() -> bool {
 }
 
 fn erase_line() {
-    let mut err = std::io::stderr();
-    err.write_all(b"\r\x1b[2K").and_then(|()| err.flush()).ok();
+    crate::style::over_line("");
 }
 
 /// Asks on the terminal; `None` when the question was withdrawn (or timed out), or the
@@ -236,8 +233,7 @@ fn read_key(
     };
     // Answered here: the question's line becomes the answer's (a withdrawn one is erased).
     if !said.is_empty() {
-        let answer = format!("\r\x1b[2K  {} {tool}: {said}", paint(ASK, "[approval]"));
-        crate::style::note_line(&answer);
+        crate::style::over_line(&format!("  {} {tool}: {said}\n", paint(ASK, "[approval]")));
     }
     read
 }
@@ -246,18 +242,10 @@ fn read_key(
 fn draw((tool, always): (&str, bool), left: u64) {
     let time = paint(QUIET, &format!("· {}m {:02}s left", left / 60, left % 60));
     let always = if always { "  [a] always" } else { "" };
-    let line = format!(
-        "\r\x1b[2K  {} allow {tool}? [y] once{always}  [n] deny {time} ",
+    crate::style::over_line(&format!(
+        "  {} allow {tool}? [y] once{always}  [n] deny {time} ",
         paint(ASK, "[approval]")
-    );
-    let shown = match crate::style::coloured() {
-        true => line,
-        false => anstream::adapter::strip_str(&line).to_string(),
-    };
-    let mut err = std::io::stderr();
-    err.write_all(shown.as_bytes())
-        .and_then(|()| err.flush())
-        .ok();
+    ));
 }
 
 /// What `key` answers, if anything (`a` only where "always" is offered).
@@ -306,27 +294,7 @@ pub fn answer_remote(socket: PathBuf, question: Question) {
         let Some(choice) = ask(question).await else {
             return;
         };
-        let answer = answer(choice);
-        let params = AnswerParams {
-            request_id: request_id.clone(),
-            reason: answer.reason,
-            always: answer.always,
-            by: Some(BY.to_owned()),
-        };
-        let answered = match Client::connect(&socket).await {
-            Ok(mut client) => {
-                let called = match answer.approved {
-                    true => client.call::<Approve>(&params).await,
-                    false => client.call::<Deny>(&params).await,
-                };
-                match called {
-                    Ok(Ok(_)) => Ok(()),
-                    Ok(Err(e)) => Err(e.message),
-                    Err(e) => Err(e.to_string()),
-                }
-            }
-            Err(e) => Err(e.to_string()),
-        };
+        let answered = crate::calling::answer(&socket, &request_id, answer(choice), BY).await;
         if let Err(e) = answered {
             eprintln!("ryvos: answering {request_id}: {e}");
         }

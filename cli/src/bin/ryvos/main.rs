@@ -7,6 +7,7 @@
 mod acp;
 mod answering;
 mod approval_diff;
+mod calling;
 mod chat;
 mod cli;
 mod compact;

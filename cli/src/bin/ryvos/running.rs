@@ -152,11 +152,19 @@ pub async fn run_local(config: Config, local: Local) -> u8 {
     };
     let mut ctrl_c = CtrlC::listen();
     let code = (local_run(&runtime, local.params, &local.following, &mut ctrl_c).await).code;
-    if let Err(e) = runtime.close().await {
-        eprintln!("ryvos: stopping the runtime: {e}");
-        return EXIT_RUN_FAILED;
+    closed(runtime, code).await
+}
+
+/// `code`, once `runtime` is closed (its last turns stored); a runtime that cannot close fails
+/// the command.
+async fn closed(runtime: Runtime, code: u8) -> u8 {
+    match runtime.close().await {
+        Ok(()) => code,
+        Err(e) => {
+            eprintln!("ryvos: stopping the runtime: {e}");
+            EXIT_RUN_FAILED
+        }
     }
-    code
 }
 
 /// Starts the run `params` ask for on `runtime`, in this process, and follows it to its end.
@@ -206,11 +214,7 @@ pub async fn host_here(
             EXIT_RUN_FAILED
         }
     };
-    if let Err(e) = runtime.close().await {
-        eprintln!("ryvos: stopping the runtime: {e}");
-        return EXIT_RUN_FAILED;
-    }
-    code
+    closed(runtime, code).await
 }
 
 /// The runtime for a run hosted in this process (its model traffic recorded to `record`);

@@ -23,13 +23,28 @@ pub fn paint(style: Style, text: &str) -> String {
 /// belong. A failure to write stderr has nowhere left to be reported: it is ignored, and the
 /// run goes on (`eprintln!` would panic and take an in-process run down with it).
 pub fn note_line(line: &str) {
+    write_stderr("", line, "\n");
+}
+
+/// Writes `text` over the line the cursor is on (erased first), without a newline: a line
+/// drawn again in place, or (empty) erased. Written as [`note_line`] writes.
+pub fn over_line(text: &str) {
+    write_stderr(ERASE_LINE, text, "");
+}
+
+/// Back to the line's start, and the line erased.
+pub const ERASE_LINE: &str = "\r\x1b[2K";
+
+/// `control` (kept whatever the colour choice: it moves the cursor), `text` (its colour
+/// stripped where it does not belong) and `end`, to stderr in one system call.
+fn write_stderr(control: &str, text: &str, end: &str) {
     use std::io::Write;
-    let mut text = match coloured() {
-        true => line.to_owned(),
-        false => anstream::adapter::strip_str(line).to_string(),
+    let text = match coloured() {
+        true => std::borrow::Cow::Borrowed(text),
+        false => std::borrow::Cow::Owned(anstream::adapter::strip_str(text).to_string()),
     };
-    text.push('\n');
-    std::io::stderr().write_all(text.as_bytes()).ok();
+    let written = [control, &text, end].concat();
+    std::io::stderr().write_all(written.as_bytes()).ok();
 }
 
 /// Whether stderr shows colour, as anstream decides it (`NO_COLOR`, `CLICOLOR_FORCE`, a

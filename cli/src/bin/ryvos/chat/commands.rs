@@ -3,6 +3,8 @@
 use super::Chat;
 use crate::print::money;
 use crate::style::{note_line, paint, FAIL, QUIET};
+use ryvos::protocol::records::RunRecord;
+use ryvos::SessionId;
 
 /// What the chat does after a command.
 pub enum Flow {
@@ -89,47 +91,56 @@ fn session(chat: &Chat) -> Option<&str> {
     session
 }
 
-/// The session's runs added up: turns, tokens, cost, and time at work.
-async fn cost(chat: &Chat) {
-    let Some(id) = session(chat) else { return };
-    match chat.host.history(id).await {
-        Ok(history) => {
-            let runs = &history.runs;
-            let turns: u32 = runs.iter().map(|r| r.turns).sum();
-            let input: u64 = runs.iter().map(|r| r.input_tokens).sum();
-            let output: u64 = runs.iter().map(|r| r.output_tokens).sum();
-            let microcents: u64 = runs.iter().map(|r| r.cost_microcents).sum();
-            say(&format!(
-                "session {id}: {} runs, {turns} turns, {input} in / {output} out tokens, {}",
-                runs.len(),
-                money(microcents as f64 / 1_000_000.0)
-            ));
+/// The runs of the chat's session, once there is one; `None` (said why) otherwise.
+async fn runs(chat: &Chat) -> Option<(&str, Vec<RunRecord>)> {
+    let id = session(chat)?;
+    match chat.host.history(&SessionId::new(id)).await {
+        Ok(Some(history)) => Some((id, history.runs)),
+        Ok(None) => {
+            fail(&format!("there is no session {id}"));
+            None
         }
-        Err(e) => fail(&e),
+        Err(e) => {
+            fail(&e);
+            None
+        }
     }
+}
+
+/// The session's runs added up: turns, tokens and cost.
+async fn cost(chat: &Chat) {
+    let Some((id, runs)) = runs(chat).await else {
+        return;
+    };
+    let turns: u32 = runs.iter().map(|r| r.turns).sum();
+    let input: u64 = runs.iter().map(|r| r.input_tokens).sum();
+    let output: u64 = runs.iter().map(|r| r.output_tokens).sum();
+    let cents: f64 = runs.iter().map(RunRecord::cost_cents).sum();
+    say(&format!(
+        "session {id}: {} runs, {turns} turns, {input} in / {output} out tokens, {}",
+        runs.len(),
+        money(cents)
+    ));
 }
 
 /// The session's runs, a line each: status, turns, and the prompt.
 async fn history(chat: &Chat) {
-    let Some(id) = session(chat) else { return };
-    match chat.host.history(id).await {
-        Ok(history) => {
-            for run in &history.runs {
-                let status = run.status.map_or("in flight".to_owned(), |s| s.to_string());
-                let prompt = crate::render::clip(run.prompt.lines().next().unwrap_or(""), 60);
-                note_line(&format!(
-                    "  {}  {status:<16} {:>3} turns  {prompt}",
-                    run.run_id, run.turns
-                ));
-            }
-        }
-        Err(e) => fail(&e),
+    let Some((_, runs)) = runs(chat).await else {
+        return;
+    };
+    for run in &runs {
+        let status = run.status.map_or("in flight".to_owned(), |s| s.to_string());
+        let prompt = crate::render::clip(run.prompt.lines().next().unwrap_or(""), 60);
+        note_line(&format!(
+            "  {}  {status:<16} {:>3} turns  {prompt}",
+            run.run_id, run.turns
+        ));
     }
 }
 
 async fn undo_compaction(chat: &Chat) {
     let Some(id) = session(chat) else { return };
-    match chat.host.undo_compaction(id).await {
+    match chat.host.undo_compaction(&SessionId::new(id)).await {
         Ok(undone) => say(&format!(
             "the window starts at message {} again: {} messages are back in it",
             undone.first_kept_seq, undone.restored_messages

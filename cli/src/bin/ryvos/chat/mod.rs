@@ -11,9 +11,9 @@ use crate::cli::ChatArgs;
 use crate::ctrl_c::CtrlC;
 use crate::exit::{exit_for, EXIT_USAGE};
 use crate::following::Following;
+use crate::host::Host;
 use crate::starting::{Asked, Given};
 use crate::style::{note_line, paint, QUIET};
-use host::Host;
 use line_editor::{LineEditor, Typed};
 use ryvos::config::Config;
 use ryvos::RunSettings;
@@ -56,7 +56,7 @@ impl Chat {
         };
         let params = asked.into_params(None, false, settings);
         ctrl_c.reset();
-        let followed = self.host.run(params, &self.following, ctrl_c).await;
+        let followed = host::run(&self.host, params, &self.following, ctrl_c).await;
         match followed.session {
             Some(session) => self.session = Some(session),
             // `--continue` where no session ran yet: the next prompt starts one.
@@ -96,7 +96,7 @@ pub async fn chat(args: ChatArgs, given: Given, config: Config, socket: PathBuf)
             return EXIT_USAGE;
         }
     };
-    let host = match Host::start(&config, socket).await {
+    let host = match Host::find(config.clone(), socket, "chat").await {
         Ok(host) => host,
         Err(code) => return code,
     };
@@ -139,7 +139,13 @@ pub async fn chat(args: ChatArgs, given: Given, config: Config, socket: PathBuf)
         let again = format!("session {session}: `ryvos chat --resume {session}` goes on with it");
         note_line(&paint(QUIET, &again));
     }
-    chat.host.close().await
+    match chat.host.close().await {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("ryvos: stopping the runtime: {e}");
+            crate::exit::EXIT_RUN_FAILED
+        }
+    }
 }
 
 /// Says where the chat's runs go, and how to use it.
@@ -150,7 +156,7 @@ fn greet(chat: &Chat) {
         Some(id) => format!("session {id}"),
     };
     let lines = [
-        format!("ryvos chat: {session}, {}", chat.host.describe()),
+        format!("ryvos chat: {session}, {}", host::described(&chat.host)),
         "/help lists the commands; Ctrl-C interrupts a run; Ctrl-D leaves".to_owned(),
     ];
     for line in lines {

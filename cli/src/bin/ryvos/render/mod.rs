@@ -1,7 +1,7 @@
 //! Showing a run's events to a person (or, with `--json`, to a script).
 
 use crate::measures::{duration, seconds, Summary};
-use crate::style::{paint, ASK, FAIL, QUIET, TOOL};
+use crate::style::{paint, ASK, ERASE_LINE, FAIL, QUIET, TOOL};
 use ryvos::protocol::event::GuardianAction;
 use ryvos::protocol::records::ApprovalKind;
 use ryvos::{Event, EventKind, RunStatus};
@@ -111,17 +111,17 @@ impl Renderer {
 
     /// Advances the spinner, when the run waits on the model or a tool, saying for how long.
     fn tick(&mut self) {
+        // A question on the terminal is not drawn over.
+        if !self.spin || self.open_line || crate::inline_approval::is_open() {
+            return;
+        }
         let doing = match (self.running.first(), self.waiting) {
             (Some((_, name, since)), _) => format!("running {name}{}", seconds(*since)),
             (None, Some(since)) => "waiting for the model".to_owned() + &seconds(since),
             (None, None) => return,
         };
-        // A question on the terminal is not drawn over.
-        if !self.spin || self.open_line || crate::inline_approval::is_open() {
-            return;
-        }
         self.frame = (self.frame + 1) % SPINNER.len();
-        eprint!("\r\x1b[2K{} {doing}", SPINNER[self.frame]);
+        eprint!("{ERASE_LINE}{} {doing}", SPINNER[self.frame]);
         self.spinner_drawn = true;
     }
 
@@ -167,7 +167,7 @@ impl Renderer {
 
     fn clear_spinner(&mut self) {
         if self.spinner_drawn {
-            eprint!("\r\x1b[2K");
+            eprint!("{ERASE_LINE}");
             self.spinner_drawn = false;
         }
     }

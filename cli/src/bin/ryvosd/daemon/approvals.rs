@@ -96,16 +96,13 @@ async fn answer_here(
     by: &str,
     shared: &Shared,
 ) -> Result<(), ApprovalError> {
-    let runtime = &shared.runtime;
-    if approved && params.always {
-        let reason = params.reason.clone();
-        runtime.approve_always(&params.request_id, reason, by).await
-    } else {
-        let reason = params.reason.clone();
-        runtime
-            .answer_approval(&params.request_id, approved, reason, by)
-            .await
-    }
+    let answer = ryvos::Answer {
+        approved,
+        reason: params.reason.clone(),
+        by: by.to_owned(),
+        always: params.always,
+    };
+    shared.runtime.answer(&params.request_id, answer).await
 }
 
 /// Sends the answer to the other live daemons and waits until one delivers it, all say they

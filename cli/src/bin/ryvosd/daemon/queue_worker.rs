@@ -225,7 +225,7 @@ pub(super) fn ended(record: &RunRecord) -> RunOutcome {
         turns: record.turns,
         input_tokens: record.input_tokens,
         output_tokens: record.output_tokens,
-        cost_cents: Some(record.cost_microcents as f64 / 1_000_000.0),
+        cost_cents: Some(record.cost_cents()),
         duration_ms: record
             .ended_at_ms
             .map_or(0, |end| end.saturating_sub(record.started_at_ms)),

@@ -14,6 +14,7 @@ use ryvos::protocol::{
 };
 use ryvos::{Event, EventKind, RunHandle, RunOutcome, RuntimeError};
 use ryvos_protocol::ids::{RunId, SessionId};
+use ryvos_protocol::records::RunRecord;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::unix::OwnedWriteHalf;
@@ -254,16 +255,25 @@ pub(super) async fn stored_end(
     session: &SessionId,
     run: &RunId,
 ) -> Option<RunOutcome> {
-    let runs = match shared.runtime.shared_store().session_runs(session).await {
-        Ok(runs) => runs,
+    match run_record(shared, session, run).await {
+        Ok(record) => record
+            .filter(|r| r.status.is_some_and(|s| s.is_end()))
+            .map(|r| super::queue_worker::ended(&r)),
         Err(e) => {
-            tracing::warn!(%run, "reading whether a parked run has ended: {e}");
-            return None;
+            tracing::warn!(%run, "reading whether a run has ended: {e}");
+            None
         }
-    };
-    runs.iter()
-        .find(|r| r.run_id == *run && r.status.is_some_and(|s| s.is_end()))
-        .map(super::queue_worker::ended)
+    }
+}
+
+/// Run `run`'s record, if it has one yet.
+pub(super) async fn run_record(
+    shared: &Shared,
+    session: &SessionId,
+    run: &RunId,
+) -> Result<Option<RunRecord>, ryvos::shared_store::StoreError> {
+    let runs = shared.runtime.shared_store().session_runs(session).await?;
+    Ok(runs.into_iter().find(|r| r.run_id == *run))
 }
 
 /// How the run `outcome` tells of ended for good: `outcome` itself, unless it parked; then its

@@ -13,7 +13,6 @@ use super::Shared;
 use ryvos::protocol::{ErrorBody, ErrorCode, QueuedRunParams};
 use ryvos::{RunOutcome, RunStatus};
 use ryvos_protocol::ids::{RunId, SessionId};
-use ryvos_protocol::records::RunRecord;
 use tokio::net::unix::OwnedWriteHalf;
 
 /// Whether `params` name a run or a session rather than a queued run (`q_…`).
@@ -34,7 +33,8 @@ pub(super) async fn follow(
     // Subscribed before the record is read, so that an end between the two is heard.
     let mut handle = shared.runtime.follow(&session, &run);
     let live = shared.runtime.subscribe();
-    let record = record_of(shared, &session, &run).await?;
+    let record = (super::streaming::run_record(shared, &session, &run).await)
+        .map_err(|e| ErrorBody::new(ErrorCode::Internal, format!("following: {e}")))?;
     let mut lines = EventLines::new(id);
     match record.as_ref().and_then(|r| r.status) {
         Some(status) if status.is_end() => return Ok(super::queue_worker::ended(&record.unwrap())),
@@ -86,17 +86,6 @@ pub(super) async fn follow(
     }
 }
 
-/// Run `run`'s record, if it has one yet.
-async fn record_of(
-    shared: &Shared,
-    session: &SessionId,
-    run: &RunId,
-) -> Result<Option<RunRecord>, ErrorBody> {
-    let runs = (shared.runtime.shared_store().session_runs(session).await)
-        .map_err(|e| ErrorBody::new(ErrorCode::Internal, format!("following: {e}")))?;
-    Ok(runs.into_iter().find(|r| r.run_id == *run))
-}
-
 /// Tells the turns of `run` stored so far, as `CheckpointSaved` events, in order.
 async fn told_so_far(
     lines: &mut EventLines,
@@ -145,15 +134,21 @@ async fn find(given: &str, shared: &Shared) -> Result<Found, ErrorBody> {
             here: true,
         });
     }
-    let sessions = (shared.runtime.sessions().await)
-        .map_err(|e| ErrorBody::new(ErrorCode::Internal, e.to_string()))?;
-    let latest = sessions.iter().find_map(|s| {
-        let run = s.last_run.as_ref()?;
-        (s.session_id.as_str() == given || run.as_str() == given).then(|| Found {
-            session: s.session_id.clone(),
-            run: run.clone(),
-            here: false,
-        })
+    let internal = |e: ryvos::RuntimeError| ErrorBody::new(ErrorCode::Internal, e.to_string());
+    // A session is read by its id; a run only its session's record names: every one is read.
+    let latest = match given.starts_with("r_") {
+        false => (shared.runtime.session(&SessionId::new(given)).await)
+            .map_err(internal)?
+            .and_then(|s| Some((s.session_id, s.last_run?))),
+        true => (shared.runtime.sessions().await.map_err(internal)?)
+            .into_iter()
+            .find(|s| s.last_run.as_ref().is_some_and(|r| r.as_str() == given))
+            .and_then(|s| Some((s.session_id, s.last_run?))),
+    };
+    let latest = latest.map(|(session, run)| Found {
+        session,
+        run,
+        here: false,
     });
     latest.ok_or_else(|| {
         let what = match given.starts_with("r_") {
