@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The longest input kept in an audit record, in bytes.
-pub(super) const AUDIT_INPUT_BYTES: usize = 2000;
+const AUDIT_INPUT_BYTES: usize = 2000;
 
 /// The security gate.
 #[derive(Clone)]
@@ -31,7 +31,7 @@ pub(crate) struct Gate {
     approvals: Approvals,
     checkpoint: Checkpoint,
     /// This runtime, as its audit records name it ([`AuditRecord::node`]).
-    pub(super) node: Arc<str>,
+    node: Arc<str>,
     /// Calls a person allowed "always", per session: the key is the tool, or `bash` and its
     /// command. Stored too, so they hold across restarts.
     always: Arc<std::sync::Mutex<HashMap<SessionId, HashSet<String>>>>,
@@ -92,14 +92,30 @@ impl Gate {
         self.approvals.in_doubt(session, call)
     }
 
-    /// A call's tier: the tool's own, or for `bash`, what its command does.
-    pub(crate) fn classify(
+    /// The audit's record of a decision about `call` (of `tier`, raised for `reasons`), not
+    /// allowed and decided by nobody yet.
+    pub(super) fn audit_record(
         &self,
-        tool: &dyn Tool,
-        input: &serde_json::Value,
+        call: &ToolCall,
+        tier: SafetyTier,
+        reasons: Vec<String>,
         ctx: &ToolContext,
-    ) -> Classification {
-        classify_call(tool, input, ctx.workspace.root())
+    ) -> AuditRecord {
+        AuditRecord {
+            at_ms: now_ms(),
+            session_id: ctx.session_id.clone(),
+            run_id: ctx.run_id.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            input: truncate(&call.arguments, AUDIT_INPUT_BYTES),
+            tier,
+            reasons,
+            allowed: false,
+            decided_by: String::new(),
+            reason: None,
+            request_id: None,
+            node: Some(self.node.to_string()),
+        }
     }
 
     /// Decides whether `call` may run.
@@ -111,27 +127,13 @@ impl Gate {
         ctx: &ToolContext,
         events: &RunEvents,
     ) -> Result<(), Refused> {
-        let class = self.classify(tool, input, ctx);
+        let class = classify_call(tool, input, ctx.workspace.root());
         let rule = match self.approvals.in_doubt(&ctx.session_id, &call.id) {
             // A call a crash left in doubt is a person's to decide, whatever the policy says.
             true => Rule::Policy(Decision::Ask),
             false => self.rule(&ctx.session_id, tool.name(), input, &class),
         };
-        let mut record = AuditRecord {
-            at_ms: now_ms(),
-            session_id: ctx.session_id.clone(),
-            run_id: ctx.run_id.clone(),
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            input: truncate(&call.arguments, AUDIT_INPUT_BYTES),
-            tier: class.tier,
-            reasons: class.reasons.clone(),
-            allowed: false,
-            decided_by: String::new(),
-            reason: None,
-            request_id: None,
-            node: Some(self.node.to_string()),
-        };
+        let mut record = self.audit_record(call, class.tier, class.reasons.clone(), ctx);
         // What the decision stores with its audit record.
         let mut batch = WriteBatch::new(ctx.session_id.clone());
         let result = match rule {

@@ -4,7 +4,7 @@
 use super::gate::Gate;
 use crate::event::RunEvents;
 use crate::message::ToolCall;
-use crate::store::{now_ms, AuditRecord, Write, WriteBatch};
+use crate::store::{AuditRecord, Write, WriteBatch};
 use crate::tools::{SafetyTier, ToolContext};
 
 impl Gate {
@@ -18,21 +18,11 @@ impl Gate {
         events: &RunEvents,
     ) {
         let record = AuditRecord {
-            at_ms: now_ms(),
-            session_id: ctx.session_id.clone(),
-            run_id: ctx.run_id.clone(),
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            input: crate::text::truncate(&call.arguments, super::gate::AUDIT_INPUT_BYTES),
-            tier,
-            reasons: Vec::new(),
-            allowed: false,
             decided_by: "reconciled".into(),
             reason: Some(
                 "cut off by a crash; its effect was found in place, so it was not run again".into(),
             ),
-            request_id: None,
-            node: Some(self.node.to_string()),
+            ..self.audit_record(call, tier, Vec::new(), ctx)
         };
         let batch = WriteBatch::of(ctx.session_id.clone(), [Write::Audit(record)]);
         self.record_detached(batch, events);
