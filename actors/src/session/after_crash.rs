@@ -8,19 +8,16 @@
 //! running. A session is taken up when it is next loaded, or taken over.
 
 use super::cut_off::{keep, CutOff};
+use super::recovery::{totals, CUT_OFF};
 use crate::config::InDoubt;
 use crate::event::RunStatus;
-use crate::ids::RunId;
 use crate::security::Approvals;
 use crate::store::{now_ms, RunRecord, SessionRecord, Store, StoreError, Write, WriteBatch};
 use crate::tools::ToolRegistry;
 use std::path::Path;
 
-/// Why a run found unfinished as the runtime starts is ended.
-const CUT_OFF: &str = "interrupted: the runtime stopped before this run ended (a crash or a \
-                       kill); its stored turns are kept, and resuming the session goes on";
-
-/// Takes up every session a crash cut off, as the module says.
+/// Takes up every session a crash cut off, as the module says: its window and its turns read
+/// once, and what becomes of it written in one batch.
 pub(crate) async fn settle_at_start(
     store: &Store,
     registry: &ToolRegistry,
@@ -32,27 +29,37 @@ pub(crate) async fn settle_at_start(
     }
     for record in store.sessions().await? {
         // Ended, parked or interrupted runs end with a status; a crashed one has none.
-        let (None, Some(last_run)) = (record.last_status, record.last_run.clone()) else {
+        let (None, Some(_)) = (record.last_status, &record.last_run) else {
             continue;
         };
+        let loaded = store.load_session_window(&record.session_id).await?;
+        let mut batch = WriteBatch::new(record.session_id.clone());
         if in_doubt == InDoubt::Ask {
-            ask_about_doubts(store, registry, approvals, &record, &last_run).await?;
+            let asked = ask_about_doubts(store, (registry, approvals), &record, &loaded.messages);
+            batch.writes.extend(asked.await.writes);
         }
-        settle(store, record).await?;
+        let checkpoints = store.checkpoints(&record.session_id).await?;
+        batch
+            .writes
+            .extend(settled(loaded.unfinished_runs, &checkpoints));
+        batch.push(Write::Session(SessionRecord {
+            last_status: Some(RunStatus::Interrupted),
+            ..record
+        }));
+        store.write(&[batch]).await?;
     }
     Ok(())
 }
 
-/// Asks about `record`'s calls in doubt, made by its run `last_run`.
+/// The requests asking about `record`'s calls in doubt, among `messages`, kept in
+/// `approvals`; the writes that store them.
 async fn ask_about_doubts(
     store: &Store,
-    registry: &ToolRegistry,
-    approvals: &Approvals,
+    (registry, approvals): (&ToolRegistry, &Approvals),
     record: &SessionRecord,
-    last_run: &RunId,
-) -> Result<(), StoreError> {
+    messages: &[crate::store::StoredMessage],
+) -> WriteBatch {
     let session = &record.session_id;
-    let loaded = store.load_session_window(session).await?;
     let mut pending = record.paused_calls.clone();
     pending.extend(approvals.kept_calls(session));
     let cut_off = CutOff {
@@ -60,47 +67,36 @@ async fn ask_about_doubts(
         registry,
         workspace: record.workspace.as_deref().map(Path::new),
         in_doubt: InDoubt::Ask,
-        run: Some(last_run),
+        run: record.last_run.as_ref(),
         servers: None,
     };
-    let asking = (cut_off.find(store, &loaded.messages, &pending).await).in_doubt;
-    if let Some(batch) = keep(approvals, session, asking) {
-        store.write(&[batch]).await?;
-    }
-    Ok(())
+    let asking = (cut_off.find(store, messages, &pending).await).in_doubt;
+    keep(approvals, session, asking).unwrap_or_else(|| WriteBatch::new(session.clone()))
 }
 
-/// Ends `record`'s unfinished runs `interrupted`, with the turns each stored.
-async fn settle(store: &Store, record: SessionRecord) -> Result<(), StoreError> {
-    let session = record.session_id.clone();
-    let runs = store.session_runs(&session).await?;
-    let checkpoints = store.checkpoints(&session).await?;
-    let mut batch = WriteBatch::new(session.clone());
-    for run in runs.into_iter().filter(|r| r.status.is_none()) {
-        let turns: Vec<_> = (checkpoints.iter())
-            .filter(|c| c.run_id == run.run_id)
-            .collect();
+/// `unfinished` runs ended `interrupted`, with the turns each stored among `checkpoints`.
+fn settled(
+    unfinished: Vec<RunRecord>,
+    checkpoints: &[crate::store::TurnCheckpoint],
+) -> impl Iterator<Item = Write> + '_ {
+    unfinished.into_iter().map(move |run| {
+        let of_run = checkpoints.iter().filter(|c| c.run_id == run.run_id);
+        let (turn, input, output) = totals(of_run);
         let ended = RunRecord {
             status: Some(RunStatus::Interrupted),
             reason: Some(CUT_OFF.to_owned()),
-            turns: turns.iter().map(|c| c.turn).max().unwrap_or(run.turns),
-            input_tokens: (turns.iter().map(|c| c.input_tokens).sum::<u64>()).max(run.input_tokens),
-            output_tokens: (turns.iter().map(|c| c.output_tokens).sum::<u64>())
-                .max(run.output_tokens),
+            turns: turn.max(run.turns),
+            input_tokens: input.max(run.input_tokens),
+            output_tokens: output.max(run.output_tokens),
             ended_at_ms: Some(now_ms()),
             ..run
         };
         tracing::warn!(
-            session = %session,
+            session = %ended.session_id,
             run = %ended.run_id,
             turns = ended.turns,
             "a run a crash cut off is ended interrupted"
         );
-        batch.push(Write::Run(ended));
-    }
-    batch.push(Write::Session(SessionRecord {
-        last_status: Some(RunStatus::Interrupted),
-        ..record
-    }));
-    store.write(&[batch]).await
+        Write::Run(ended)
+    })
 }

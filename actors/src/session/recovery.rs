@@ -6,8 +6,9 @@ use crate::ids::{RunId, SessionId};
 use crate::store::{now_ms, RunRecord, SessionHistory, Store, TurnCheckpoint};
 
 /// Why a run found unfinished in the store is ended, when no actor failure explains it.
-const CUT_OFF: &str = "interrupted: the runtime stopped before this run ended (crash or kill); \
-                       its completed turns are kept";
+pub(super) const CUT_OFF: &str = "interrupted: the runtime stopped before this run ended (a \
+                                  crash or a kill); its stored turns are kept, and resuming the \
+                                  session goes on";
 
 /// What a reload read from the store.
 pub(super) struct Reloaded {
@@ -74,18 +75,30 @@ pub(super) fn report_failed_run(
     events.emit(EventKind::Error {
         message: reason.to_owned(),
     });
+    let (turn, input_tokens, output_tokens) = totals(turns);
     events.emit(EventKind::RunComplete {
         status: RunStatus::Failed,
         output: String::new(),
-        turns: turns.iter().map(|c| c.turn).max().unwrap_or(0),
-        input_tokens: turns.iter().map(|c| c.input_tokens).sum(),
-        output_tokens: turns.iter().map(|c| c.output_tokens).sum(),
+        turns: turn,
+        input_tokens,
+        output_tokens,
         cost_cents,
         duration_ms: now_ms().saturating_sub(started_at_ms),
         reason: Some(reason.to_owned()),
         truncated: false,
         park_reason: None,
     });
+}
+
+/// What a run's stored `turns` add up to: its last turn, and its input and output tokens.
+pub(super) fn totals<'a>(turns: impl IntoIterator<Item = &'a TurnCheckpoint>) -> (u32, u64, u64) {
+    (turns.into_iter()).fold((0, 0, 0), |(turn, input, output), c| {
+        (
+            turn.max(c.turn),
+            input + c.input_tokens,
+            output + c.output_tokens,
+        )
+    })
 }
 
 /// Why a run ended with its session's failure.
