@@ -250,9 +250,8 @@ async fn run_call(
     });
     let result = match admitted {
         Admitted::Run(tool, input) => {
-            let mut ctx = ctx.clone();
-            ctx.call = Some(CallIdentity::new(&ctx.session_id, made_at, &call.id));
-            execute_guarded(tool, input, &ctx, settings.timeout).await
+            let identity = CallIdentity::new(&ctx.session_id, made_at, &call.id);
+            execute_guarded(tool, input, (ctx, identity), settings.timeout).await
         }
         Admitted::Done(result) => Ok(result),
         Admitted::Refused(refused) => Err(refused),
@@ -311,16 +310,18 @@ async fn take_up(
     found
 }
 
-/// Runs one tool in its own task: a panic, a timeout or the run's end becomes an error result.
+/// Runs one tool in its own task, as call `call`: a panic, a timeout or the run's end becomes an
+/// error result.
 async fn execute_guarded(
     tool: std::sync::Arc<dyn Tool>,
     input: serde_json::Value,
-    ctx: &ToolContext,
+    (ctx, call): (&ToolContext, CallIdentity),
     timeout: Duration,
 ) -> Result<String, String> {
     let run_cancel = ctx.cancel.clone();
     let mut call_ctx = ctx.clone();
     call_ctx.cancel = ctx.cancel.child_token();
+    call_ctx.call = Some(call);
     let stop = call_ctx.cancel.clone();
     let mut task = tokio::spawn(async move { tool.execute(input, &call_ctx).await });
     let why_stopped = tokio::select! {

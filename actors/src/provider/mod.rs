@@ -284,23 +284,23 @@ pub enum ProviderError {
 /// The failed attempts, oldest first, each failure told once for the attempts in a row that
 /// failed the same way: "4 attempts failed: …", or "3 attempts failed: 1–2. …; 3. …".
 fn attempts(failures: &[String]) -> String {
-    // (first attempt, last attempt, failure), counting from 1.
-    let mut runs: Vec<(usize, usize, &str)> = Vec::new();
-    for (at, failure) in failures.iter().enumerate() {
-        match runs.last_mut() {
-            Some(run) if run.2 == failure => run.1 = at + 1,
-            _ => runs.push((at + 1, at + 1, failure)),
-        }
-    }
+    let runs: Vec<&[String]> = failures.chunk_by(|a, b| a == b).collect();
     let told = match runs.as_slice() {
-        [(_, _, only)] => (*only).to_owned(),
-        _ => (runs.iter())
-            .map(|&(first, last, failure)| match first == last {
-                true => format!("{first}. {failure}"),
-                false => format!("{first}–{last}. {failure}"),
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
+        [only] => only[0].clone(),
+        _ => {
+            // Attempts count from 1.
+            let mut first = 1;
+            let told = runs.iter().map(|run| {
+                let last = first + run.len() - 1;
+                let said = match run.len() {
+                    1 => format!("{first}. {}", run[0]),
+                    _ => format!("{first}–{last}. {}", run[0]),
+                };
+                first = last + 1;
+                said
+            });
+            told.collect::<Vec<_>>().join("; ")
+        }
     };
     match failures.len() {
         1 => format!("1 attempt failed: {told}"),

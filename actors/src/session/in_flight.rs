@@ -25,19 +25,24 @@ impl RunsInFlight {
         runs
     }
 
-    pub(super) fn add(&self, run: &RunId, session: &SessionId, prompt: &str) {
+    /// How run `run` of `session`, starting now on `prompt`, is listed (its prompt's first
+    /// line, at most [`PROMPT_CHARS`] of it, kept).
+    pub(super) fn listing(run: &RunId, session: &SessionId, prompt: &str) -> RunInFlight {
         let first_line = prompt.lines().next().unwrap_or_default();
         let prompt = match first_line.char_indices().nth(PROMPT_CHARS) {
             Some((at, _)) => format!("{}…", &first_line[..at]),
             None => first_line.to_owned(),
         };
-        let listed = RunInFlight {
+        RunInFlight {
             run_id: run.clone(),
             session_id: session.clone(),
             started_at_ms: crate::store::now_ms(),
             prompt,
-        };
-        self.lock().insert(run.clone(), listed);
+        }
+    }
+
+    pub(super) fn add(&self, listed: RunInFlight) {
+        self.lock().insert(listed.run_id.clone(), listed);
     }
 
     pub(super) fn remove(&self, run: &RunId) {

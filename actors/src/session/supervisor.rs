@@ -398,7 +398,7 @@ impl SessionSupervisorState {
         let run_id =
             (spec.continues.as_ref()).map_or_else(RunId::generate, |c| c.parked.run_id.clone());
         let (events, control) = (entry.events.subscribe(), entry.desk.run_starting());
-        let prompt = spec.prompt.clone();
+        let listed = RunsInFlight::listing(&run_id, &session_id, &spec.prompt);
         actor
             .cast(SessionMsg::StartRun {
                 run_id: run_id.clone(),
@@ -408,7 +408,7 @@ impl SessionSupervisorState {
             })
             .map_err(|_| StartRunError::Recovering(session_id.clone()))?;
         entry.active_run = Some(run_id.clone());
-        self.args.in_flight.add(&run_id, &session_id, &prompt);
+        self.args.in_flight.add(listed);
         Ok(RunTicket {
             session_id,
             run_id,

@@ -175,18 +175,19 @@ fn open_waiting(path: &Path) -> Result<Database, StoreError> {
     loop {
         match create(path) {
             Err(DatabaseError::DatabaseAlreadyOpen) if Instant::now() < deadline => {
-                // A live holder keeps it for as long as it runs: said at once, not waited for.
-                if let Some((pid, command)) = super::holder::live_holder(path) {
-                    return Err(StoreError::from_cause(
-                        format!("opening {}", path.display()),
-                        format!(
-                            "it is in use by `{command}` (pid {pid}), which keeps it until it \
-                             ends. A run hosted in-process holds its store alone: start \
-                             ryvosd, and every terminal reaches the store through it"
-                        ),
-                    ));
-                }
                 if !waiting {
+                    // A live holder keeps it for as long as it runs: said at once, not waited
+                    // for. Looked for once: a holder that starts later is waited for.
+                    if let Some((pid, command)) = super::holder::live_holder(path) {
+                        return Err(StoreError::from_cause(
+                            format!("opening {}", path.display()),
+                            format!(
+                                "it is in use by `{command}` (pid {pid}), which keeps it until \
+                                 it ends. A run hosted in-process holds its store alone: start \
+                                 ryvosd, and every terminal reaches the store through it"
+                            ),
+                        ));
+                    }
                     tracing::warn!(
                         "the store {} is locked by another process (a program started by a \
                          process that stopped may hold it for a moment); waiting up to \
