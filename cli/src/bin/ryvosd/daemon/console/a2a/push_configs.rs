@@ -2,7 +2,7 @@
 //! and one given with a message): kept in the store ([`ryvos::access`]) so that whichever
 //! daemon runs the task pushes to them. Their URL is checked when set, as it is on every push.
 
-use super::found::found;
+use super::found::{found, record};
 use super::push::{reach, PRIVATE_KNOB};
 use super::refusal::{internal, not_found, Refusal};
 use super::tasks::task_of;
@@ -23,7 +23,7 @@ pub(super) async fn create(
     state: &State,
     config: TaskPushNotificationConfig,
 ) -> Result<TaskPushNotificationConfig, Refusal> {
-    found(state, &config.task_id).await?;
+    record(state, &config.task_id).await?;
     let target = checked(state, config).await?;
     kept(state, target).await
 }
@@ -105,7 +105,7 @@ pub(super) async fn list(
     state: &State,
     request: ListTaskPushNotificationConfigsRequest,
 ) -> Result<ListTaskPushNotificationConfigsResponse, Refusal> {
-    found(state, &request.task_id).await?;
+    record(state, &request.task_id).await?;
     let access = state.shared.runtime.access();
     let held =
         (access.push_targets(&request.task_id).await).map_err(|e| internal(e.to_string()))?;

@@ -4,7 +4,7 @@
 //! ([`super::stream`]); tasks are read, listed, cancelled and followed. Reading needs a
 //! token; what changes something, one that may operate.
 
-use super::found::found;
+use super::found::{found, record};
 use super::push_configs;
 use super::refusal::{internal, not_found, unsupported, Refusal};
 use super::send::Going;
@@ -255,7 +255,7 @@ async fn list(state: &State, request: ListTasksRequest) -> Result<ListTasksRespo
 
 /// Cancels the task's run, if it is still going (or parked); the task as it ended.
 async fn cancel(state: &State, task: String) -> Result<Task, Refusal> {
-    let (run, _) = found(state, &task).await?;
+    let run = record(state, &task).await?;
     if run.status.is_some() && run.status != Some(RunStatus::Parked) {
         return Err((
             error_code::TASK_NOT_CANCELABLE,

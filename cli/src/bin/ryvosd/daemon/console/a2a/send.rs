@@ -3,7 +3,7 @@
 //! `continue 500` (a budget in cents), as its text or as a data part with the same fields
 //! (`{"decision": "deny", "reason": "…"}`, `{"decision": "continue", "budget_cents": 500}`).
 
-use super::found::found;
+use super::found::{record, waiting};
 use super::refusal::{internal, Refusal};
 use super::tasks::begun;
 use crate::daemon::approvals;
@@ -77,13 +77,14 @@ enum Decision {
 
 /// Answers task `task`, which waits for input, as `message` decides.
 async fn answer(state: &State, task: &str, message: &Message, by: &str) -> Result<Going, Refusal> {
-    let (run, waiting) = found(state, task).await?;
+    let run = record(state, task).await?;
+    let waiting = waiting(state, &run.run_id).await;
     let decision = decision_of(message)?;
     let runtime = &state.shared.runtime;
     let fail = |e: String| internal(e);
     let going = |run: RunHandle, task: Task| Ok(Going { run, task });
     match (&decision, run.status) {
-        (Decision::Approve | Decision::Deny(_), None) if waiting => {
+        (Decision::Approve | Decision::Deny(_), None) if !waiting.is_empty() => {
             // Followed from before the answer, so nothing it does next is missed.
             let following = runtime.follow(&run.session_id, &run.run_id);
             let (approved, reason) = match &decision {
@@ -91,8 +92,7 @@ async fn answer(state: &State, task: &str, message: &Message, by: &str) -> Resul
                 _ => (true, None),
             };
             // As every door answers: through the daemon whose run waits, if it is another.
-            let pending = approvals::pending(&state.shared).await;
-            for asked in pending.into_iter().filter(|p| p.run_id == run.run_id) {
+            for asked in waiting {
                 let params = AnswerParams {
                     request_id: asked.request_id,
                     reason: reason.clone(),
@@ -115,7 +115,7 @@ async fn answer(state: &State, task: &str, message: &Message, by: &str) -> Resul
             format!(
                 "task {task} does not wait for that: {}",
                 match run.status {
-                    None if waiting =>
+                    None if !waiting.is_empty() =>
                         "a call waits for approval: answer `approve` or `deny: reason`",
                     Some(RunStatus::Parked) =>
                         "its run parked: answer `continue` or `continue 500` (a budget in cents)",
