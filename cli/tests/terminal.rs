@@ -105,13 +105,8 @@ async fn ctrl_c_typed_at_the_terminal_interrupts_the_run_in_the_daemon_and_twice
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_approval_answered_elsewhere_withdraws_the_question_and_its_line() {
-    let Asked {
-        server: _server,
-        home,
-        daemon,
-        terminal,
-        pending,
-    } = asked_at_a_terminal().await;
+    let asked = asked_at_a_terminal().await;
+    let (home, terminal, pending) = (&asked.home, asked.terminal, &asked.pending);
     let request = pending[0]["request_id"].as_str().unwrap().to_owned();
     let (code, _, stderr) = home.ryvos(&["approve", &request]).await;
     assert_eq!(code, 0, "{stderr}");
@@ -129,7 +124,7 @@ async fn an_approval_answered_elsewhere_withdraws_the_question_and_its_line() {
         "the question's line is erased before the answer is shown: {after:?}"
     );
     assert!(screen.contains("ran it"), "{screen}");
-    home.shutdown(daemon).await;
+    home.shutdown(asked.daemon).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -154,13 +149,8 @@ async fn ctrl_c_at_a_parked_daemon_run_detaches_at_once_saying_how_it_goes_on() 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_question_whose_run_pauses_elsewhere_gives_the_terminal_back() {
-    let Asked {
-        server: _server,
-        home,
-        daemon,
-        terminal,
-        pending,
-    } = asked_at_a_terminal().await;
+    let asked = asked_at_a_terminal().await;
+    let (home, terminal, pending) = (&asked.home, asked.terminal, &asked.pending);
     let session = pending[0]["session_id"].as_str().unwrap().to_owned();
     // Paused from another terminal while the question waits for a key: nobody answered it.
     let (code, _, stderr) = home.ryvos(&["interrupt", &session]).await;
@@ -170,13 +160,14 @@ async fn a_question_whose_run_pauses_elsewhere_gives_the_terminal_back() {
     terminal.becomes_cooked().await;
     let (code, screen) = terminal.ended().await;
     assert_eq!(code, Some(1), "{screen}");
-    home.shutdown(daemon).await;
+    home.shutdown(asked.daemon).await;
 }
 
 /// A run through the daemon whose `bash` call is asked about at the terminal that started it:
 /// the question is on the screen, and the request is listed.
 struct Asked {
-    server: ScriptedModelServer,
+    /// Kept so that it goes on answering while the test runs.
+    _server: ScriptedModelServer,
     home: Home,
     daemon: tokio::process::Child,
     terminal: Terminal,
@@ -192,7 +183,7 @@ async fn asked_at_a_terminal() -> Asked {
     assert_eq!(code, 0, "{stderr}");
     Asked {
         pending: serde_json::from_str(&pending).unwrap(),
-        server,
+        _server: server,
         home,
         daemon,
         terminal,

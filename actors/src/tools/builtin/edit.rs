@@ -1,6 +1,6 @@
 //! `edit {path, old_string, new_string}`: replaces one exact occurrence in a file.
 
-use super::{blocking, open_checked, read_checked, str_arg, text_now};
+use super::{blocking, found_done, open_checked, read_checked, str_arg};
 use crate::tools::{Effect, SafetyTier, Tool, ToolContext, ToolError};
 use crate::workspace::Access;
 use async_trait::async_trait;
@@ -50,12 +50,12 @@ impl Tool for Edit {
         ctx: &ToolContext,
     ) -> Result<Option<String>, ToolError> {
         let (old, new) = (str_arg(input, "old_string"), str_arg(input, "new_string"));
-        let done = text_now(input, ctx).await?.is_some_and(|now| {
+        let done = |now: &str| {
             now.matches(new).count() == 1 && now.matches(old).count() == new.matches(old).count()
-        });
+        };
         let shown = str_arg(input, "path");
-        Ok(done
-            .then(|| format!("edited {shown}: replaced 1 occurrence (found made after a restart)")))
+        let said = || format!("edited {shown}: replaced 1 occurrence (found made after a restart)");
+        found_done(input, ctx, done, said).await
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {

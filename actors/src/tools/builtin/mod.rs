@@ -68,6 +68,18 @@ fn read_checked(
     Ok(text)
 }
 
+/// What a cut-off write or edit is found to have done: `said`, when the text of the file
+/// `input` names now passes `done`; `None` otherwise (or when there is no such file).
+async fn found_done(
+    input: &serde_json::Value,
+    ctx: &ToolContext,
+    done: impl FnOnce(&str) -> bool,
+    said: impl FnOnce() -> String,
+) -> Result<Option<String>, ToolError> {
+    let now = text_now(input, ctx).await?;
+    Ok(now.is_some_and(|now| done(&now)).then(said))
+}
+
 /// Runs blocking file work off the async workers.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,

@@ -1,6 +1,6 @@
 //! `write {path, content}`: creates or replaces a file.
 
-use super::{blocking, open_checked, str_arg, text_now};
+use super::{blocking, found_done, open_checked, str_arg};
 use crate::tools::{Effect, SafetyTier, Tool, ToolContext, ToolError};
 use crate::workspace::Access;
 use async_trait::async_trait;
@@ -47,17 +47,12 @@ impl Tool for Write {
         input: &Value,
         ctx: &ToolContext,
     ) -> Result<Option<String>, ToolError> {
-        let content = str_arg(input, "content");
-        let done = text_now(input, ctx)
-            .await?
-            .is_some_and(|now| now == content);
-        Ok(done.then(|| {
-            let shown = str_arg(input, "path");
-            format!(
-                "wrote {} bytes to {shown} (found written after a restart)",
-                content.len()
-            )
-        }))
+        let (content, shown) = (str_arg(input, "content"), str_arg(input, "path"));
+        let said = || {
+            let bytes = content.len();
+            format!("wrote {bytes} bytes to {shown} (found written after a restart)")
+        };
+        found_done(input, ctx, |now| now == content, said).await
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
