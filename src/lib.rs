@@ -33,8 +33,8 @@ pub use config::Config;
 pub use home::{make_private as make_home_private, HomeError};
 pub use run_log::read_session_logs;
 pub use runtime::{
-    EngineError, Interrupter, OnMessage, RunHandle, RunOutcome, RunRequest, RunSettings, RunUpdate,
-    Runtime, RuntimeBuilder, RuntimeError, StartRunError, UndoError,
+    EngineError, Interrupter, OnMessage, RewindError, RunHandle, RunOutcome, RunRequest,
+    RunSettings, RunUpdate, Runtime, RuntimeBuilder, RuntimeError, StartRunError, UndoError,
 };
 /// The body of `ryvos-sandbox`, the sandbox's inner layer.
 pub use ryvos_actors::sandbox_inner_main;
@@ -45,6 +45,9 @@ pub use ryvos_actors::{
     After, ApprovalError, Approvals, Before, CallIdentity, Effect, Guardrail, Tool, ToolContext,
     ToolError, Workspace, WorkspaceError,
 };
+/// The workspace snapshots behind `rewind` and `fork`: a snapshot of a directory's files, kept
+/// by content, and brought back.
+pub use ryvos_actors::{Restored, WorkspaceSnapshots};
 /// How commands the model runs are confined (bubblewrap's namespaces, Landlock and seccomp
 /// inside), as `[security.sandbox]` asks; where secrets live; what the machine offers.
 pub use ryvos_actors::{Sandbox, SandboxMachine, SandboxSite};

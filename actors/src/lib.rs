@@ -54,6 +54,9 @@ mod mcp;
 mod memory;
 use ryvos_protocol::message;
 mod provider;
+mod rewind;
+/// The workspace snapshots behind `rewind` and `fork`.
+pub use rewind::{Restored, Snapshots as WorkspaceSnapshots};
 mod root;
 mod sandbox;
 mod security;
@@ -85,7 +88,8 @@ pub use sandbox::{
 };
 pub use security::{ApprovalError, Approvals};
 pub use session::{
-    Continuation, RunSettings, RunSpec, RunTicket, StartRunError, UndoError, Undone,
+    Continuation, Forked, RewindError, RewindTo, Rewound, RunSettings, RunSpec, RunTicket,
+    StartRunError, UndoError, Undone,
 };
 pub use store::{copy_store, now_ms, Change, Copied, Delivery, Lease, Relay, Store, StoreError};
 pub use telemetry::{TelemetryError, TraceParent};

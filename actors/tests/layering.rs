@@ -33,6 +33,7 @@ const STACK: &[&str] = &[
     "guardrail",
     "provider",
     "interrupt",
+    "rewind",
     "store",
     "sandbox",
     "workspace",

@@ -104,6 +104,8 @@ async fn compacted_session(home: &Home) -> (String, usize) {
         last_status: Some(ryvos::RunStatus::Completed),
         measured: None,
         model_fit: None,
+        rewinding: None,
+        last_rewind: None,
     }));
     let run = RunRecord::begun(RunId::new("r_done"), session.clone(), "read every page", 1);
     batch.push(Write::Run(RunRecord {

@@ -16,8 +16,9 @@ use ryvos_actors::config::expand_env;
 pub use ryvos_actors::config::{
     AgentConfig, BudgetConfig, CheckpointConfig, Decision, DirectorConfig, EmbeddingConfig,
     Fallback, FallbackEndpoint, GuardianConfig, InDoubt, JudgeConfig, MaxTokensField, McpConfig,
-    McpServerConfig, ModelConfig, OnLimit, OtelConfig, OtlpProtocol, Pricing, SandboxConfig,
-    SandboxMode, SecurityConfig, StoreBackend, StoreConfig, SupervisionConfig, TierPolicy,
+    McpServerConfig, ModelConfig, OnLimit, OtelConfig, OtlpProtocol, Pricing, RewindConfig,
+    SandboxConfig, SandboxMode, SecurityConfig, StoreBackend, StoreConfig, SupervisionConfig,
+    TierPolicy,
 };
 pub use ryvos_actors::GuardrailConfig;
 use serde::{Deserialize, Serialize};
@@ -51,6 +52,8 @@ pub struct Config {
     pub http: HttpConfig,
     /// The A2A door on that listener (off by default).
     pub a2a: A2aConfig,
+    /// Workspace snapshots for `rewind` and `fork`.
+    pub rewind: RewindConfig,
 }
 
 /// `[daemon]`.
@@ -110,6 +113,7 @@ impl Default for Config {
             otel: OtelConfig::default(),
             http: HttpConfig::default(),
             a2a: A2aConfig::default(),
+            rewind: RewindConfig::default(),
         }
     }
 }

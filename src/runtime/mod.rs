@@ -3,6 +3,7 @@
 mod handle;
 mod parked;
 mod request;
+mod rewinds;
 
 use crate::config::Config;
 use crate::shared_store::SharedStore;
@@ -13,7 +14,7 @@ use ryvos_actors::{
     RunSpec, Sandbox, Tool, Workspace,
 };
 pub use ryvos_actors::{
-    EngineError, Interrupter, OnMessage, RunSettings, StartRunError, UndoError,
+    EngineError, Interrupter, OnMessage, RewindError, RunSettings, StartRunError, UndoError,
 };
 use ryvos_protocol::event::Event;
 pub use ryvos_protocol::event::RunOutcome;
@@ -136,6 +137,7 @@ impl RuntimeBuilder {
             mcp: self.config.mcp,
             otel: self.config.otel,
             max_in_flight_runs: self.config.daemon.max_in_flight_runs,
+            rewind: self.config.rewind.clone(),
         };
         let engine = match provider {
             Some(provider) => {
@@ -457,6 +459,7 @@ impl Runtime {
             runs: store.session_runs(id).await.map_err(EngineError::from)?,
             audit: store.audit(id).await.map_err(EngineError::from)?,
             compaction: history.compaction,
+            turns: rewinds::numbered(store.checkpoints(id).await.map_err(EngineError::from)?),
         }))
     }
 

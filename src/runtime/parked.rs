@@ -234,6 +234,7 @@ impl Runtime {
             model_calls: 0,
             active_ms: parked.duration_ms,
             directed_by: None,
+            start: None,
         };
         let spec = RunSpec {
             prompt: plan.prompt,

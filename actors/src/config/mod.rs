@@ -8,11 +8,13 @@ mod checked;
 pub(crate) use checked::check_http_url;
 mod mcp;
 mod otel;
+mod rewind;
 mod security;
 mod store;
 
 pub use mcp::{McpConfig, McpServerConfig};
 pub use otel::{OtelConfig, OtlpProtocol};
+pub use rewind::RewindConfig;
 pub use ryvos_protocol::records::OnLimit;
 pub use security::{Decision, SandboxConfig, SandboxMode, SecurityConfig, TierPolicy};
 use serde::{Deserialize, Serialize};

@@ -4,6 +4,7 @@
 mod faults;
 mod gauges;
 mod opening;
+mod rewinding;
 
 use opening::{open_store, opening_store};
 
@@ -72,6 +73,8 @@ pub struct EngineConfig {
     pub otel: crate::config::OtelConfig,
     /// Runs in flight past this are refused as busy.
     pub max_in_flight_runs: usize,
+    /// Workspace snapshots for `rewind` and `fork` (`[rewind]`).
+    pub rewind: crate::config::RewindConfig,
 }
 
 /// Why the engine could not start, run, or stop.
@@ -95,6 +98,8 @@ pub enum EngineError {
     StartRun(#[from] StartRunError),
     #[error(transparent)]
     Undo(#[from] crate::session::UndoError),
+    #[error("{0}")]
+    Rewind(#[from] crate::session::RewindError),
 }
 
 /// A running engine.
@@ -253,6 +258,8 @@ impl Engine {
             editor_requests: editor_requests.clone(),
             global_events: global_events.clone(),
             mcp: mcp.clone(),
+            snapshots: crate::rewind::Snapshots::new(&config.home, &config.rewind)
+                .map_err(EngineError::Security)?,
         };
         let judges = crate::judge::models(&config.model, &agent.judge, models.configured())?;
         let local_models = models
@@ -459,24 +466,6 @@ impl Engine {
             .sessions()
             .stop(session, RunStatus::Interrupted, reason)
             .await?)
-    }
-
-    /// Sets `session`'s context window back to before its last compaction: the messages it
-    /// took out are sent to the model again from the next run on. Refused while a run (or a
-    /// Director) is in flight on the session, and when there is nothing to undo.
-    pub async fn undo_compaction(
-        &self,
-        session: &SessionId,
-    ) -> Result<crate::session::Undone, EngineError> {
-        let directed = self
-            .directing
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains_key(session);
-        if directed {
-            return Err(crate::session::UndoError::Busy(session.clone()).into());
-        }
-        Ok(self.sessions().undo_compaction(session).await??)
     }
 
     /// Answers approval request `request_id`. A request whose run is paused keeps the answer,

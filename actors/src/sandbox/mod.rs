@@ -203,6 +203,33 @@ impl Sandbox {
         })
     }
 
+    /// Where a command can change things outside its workspace (and its private temp dir),
+    /// which no rewind of the workspace undoes; `None` where it cannot.
+    pub fn reach_beyond_workspace(&self) -> Option<String> {
+        let p = &self.policy;
+        let mut reach = Vec::new();
+        match p.mode {
+            SandboxMode::Off => {
+                reach.push("anywhere this user can write (the sandbox is off)".into())
+            }
+            SandboxMode::ReadOnly => {}
+            SandboxMode::WorkspaceWrite if !p.writable.is_empty() => {
+                let paths: Vec<_> = p.writable.iter().map(|w| w.display().to_string()).collect();
+                reach.push(format!("writable_paths ({})", paths.join(", ")));
+            }
+            SandboxMode::WorkspaceWrite => {}
+        }
+        if p.network {
+            reach.push("the network".to_owned());
+        } else if !p.allowed.is_empty() {
+            reach.push(format!(
+                "allowed_domains ({})",
+                p.allowed.names().join(", ")
+            ));
+        }
+        (!reach.is_empty()).then(|| reach.join(" and "))
+    }
+
     /// Why no command may run in `workspace`, if none may: a writable workspace that holds
     /// `$RYVOS_HOME`, the user's home or `/`. A run is refused for it before it starts.
     pub fn workspace_refusal(&self, workspace: &std::path::Path) -> Option<SandboxError> {

@@ -14,7 +14,7 @@ use super::Services;
 use crate::event::SessionEvents;
 use crate::ids::{CallId, RunId, SessionId};
 use crate::store::{now_ms, SessionRecord, TurnCheckpoint, Write, WriteBatch};
-use ryvos_protocol::records::ModelFit;
+use ryvos_protocol::records::{LastRewind, ModelFit, RewindIntent};
 
 /// See the module documentation.
 pub(super) struct Conversation {
@@ -45,6 +45,10 @@ pub(super) struct Conversation {
     pub last_status: Option<crate::event::RunStatus>,
     /// What the session's model's server taught the runtime, kept on the session's record.
     pub model_fit: Option<ModelFit>,
+    /// A rewind cut off by a crash, kept on the session's record: no run until it finishes.
+    pub rewinding: Option<RewindIntent>,
+    /// The last rewind, kept on the session's record for `rewind --undo`.
+    pub last_rewind: Option<LastRewind>,
 }
 
 impl Conversation {
@@ -74,6 +78,8 @@ impl Conversation {
             title: None,
             last_status: None,
             model_fit: None,
+            rewinding: None,
+            last_rewind: None,
         }
     }
 
@@ -99,6 +105,8 @@ impl Conversation {
             last_status: self.last_status,
             measured: self.history.window_measure(),
             model_fit: self.model_fit.clone(),
+            rewinding: self.rewinding.clone(),
+            last_rewind: self.last_rewind.clone(),
         }));
         let notify = self.commits.submitted(batch.checkpoint().map(|c| c.turn));
         self.services.checkpoint.append(batch, notify);
@@ -167,6 +175,8 @@ impl Conversation {
             self.title = record.title.clone();
             self.last_status = record.last_status;
             self.model_fit = record.model_fit.clone();
+            self.rewinding = record.rewinding.clone();
+            self.last_rewind = record.last_rewind.clone();
         }
         if let Some((run_id, why)) = &recover {
             // Reported even when the run never reached the store: its subscribers need an end.

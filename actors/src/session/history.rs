@@ -441,6 +441,11 @@ impl History {
         trimmed
     }
 
+    /// Where the window starts, and the summary before it.
+    pub fn window(&self) -> (u64, Option<&str>) {
+        (self.window_start, self.summary.as_deref())
+    }
+
     /// The compaction made since the last call, not yet stored, to complete.
     pub fn compaction_mut(&mut self) -> Option<&mut Compaction> {
         self.compaction.as_mut()

@@ -22,11 +22,13 @@ mod notice;
 mod oversight;
 mod prompt;
 mod recovery;
+mod rewinding;
 mod run;
 mod sessions;
 mod siblings;
 mod spent;
 mod supervisor;
+mod supervisor_msg;
 mod system_prompt;
 mod turn;
 mod undo;
@@ -35,11 +37,14 @@ pub(crate) use after_crash::settle_at_start;
 #[cfg(feature = "testing")]
 pub use history::History;
 pub(crate) use notice::SessionNotice;
+pub(crate) use rewinding::{fork, rewind};
+pub use rewinding::{Forked, RewindError, RewindTo, Rewound};
 pub(crate) use sessions::Sessions;
-pub use supervisor::{RunTicket, StartRunError};
 pub(crate) use supervisor::{
     RunsInFlight, SessionSupervisor, SessionSupervisorArgs, SessionSupervisorMsg,
 };
+pub use supervisor_msg::{RunTicket, StartRunError};
+pub(crate) use undo::undo_last_compaction;
 pub use undo::{UndoError, Undone};
 
 use crate::checkpoint::Checkpoint;
@@ -86,6 +91,8 @@ pub(crate) struct Services {
     /// The MCP servers' states: a run waits for those still starting, and warns about those
     /// that are down.
     pub mcp: crate::mcp::McpServers,
+    /// The workspaces' snapshots, for rewinds.
+    pub snapshots: crate::rewind::Snapshots,
 }
 
 /// A run to start, as a caller asks for it.

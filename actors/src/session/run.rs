@@ -98,6 +98,17 @@ pub(super) struct ActiveRun {
     parked: Option<ParkReason>,
     /// The run holds the session and writes to it (not so for a run that could not take it).
     writes: bool,
+    /// The points a rewind can go back to.
+    points: Points,
+}
+
+/// What a run knows of the points a rewind can go back to.
+#[derive(Default)]
+pub(super) struct Points {
+    /// The session as the run found it.
+    pub start: Option<ryvos_protocol::records::RewindPoint>,
+    /// The workspace's latest snapshot.
+    pub workspace: Option<ryvos_protocol::records::WorkspaceMark>,
 }
 
 /// The limits a run runs under: the configuration's, with the run's own settings over them.
@@ -187,6 +198,7 @@ impl ActiveRun {
             flush_asked: false,
             parked: None,
             writes: false,
+            points: Points::default(),
         };
         if let Some(continuation) = &spec.continues {
             run.take_up(&continuation.parked);
@@ -203,6 +215,22 @@ impl ActiveRun {
         self.started_at_ms = parked.started_at_ms;
         self.last_text = parked.output.clone();
         self.before = Before::parked(parked);
+        self.points.start = parked.start.clone();
+        self.points.workspace = parked.start.as_ref().and_then(|s| s.workspace.clone());
+    }
+
+    /// The directory the run works in.
+    pub(super) fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// The points a rewind can go back to, as the run knows them.
+    pub(super) fn points(&self) -> &Points {
+        &self.points
+    }
+
+    pub(super) fn points_mut(&mut self) -> &mut Points {
+        &mut self.points
     }
 
     /// The prompt this run gives the model: none for a continued run (its prompt is in the
@@ -287,6 +315,7 @@ impl ActiveRun {
             model_calls: self.spent.model_calls(),
             active_ms: self.active_ms(),
             directed_by: self.directed_by.clone(),
+            start: self.points.start.clone(),
         }
     }
 }

@@ -2,7 +2,8 @@
 //! Director starts each step's run through it, as a host application would): every question
 //! to the supervisor is built here, and bounded by one patience.
 
-use super::{RunSpec, RunTicket, SessionSupervisorMsg, StartRunError, UndoError, Undone};
+use super::supervisor::IdleWork;
+use super::{RunSpec, RunTicket, Services, SessionSupervisorMsg, StartRunError};
 use crate::event::RunStatus;
 use crate::ids::SessionId;
 use crate::llm_stream::ModelChain;
@@ -13,6 +14,9 @@ use std::time::Duration;
 
 /// How long a question may wait for the session supervisor's answer.
 const PATIENCE: Duration = Duration::from_secs(30);
+
+/// How long work on an idle session may take (a rewind bringing back many files).
+const IDLE_WORK_PATIENCE: Duration = Duration::from_secs(600);
 
 /// The session supervisor, riding out its restarts.
 #[derive(Clone)]
@@ -74,17 +78,45 @@ impl Sessions {
         }
     }
 
-    /// Sets `session`'s window back to before its last compaction (see
-    /// [`crate::Engine::undo_compaction`]).
-    pub(crate) async fn undo_compaction(
+    /// Does `work` with the engine's services on `session` while no run is in flight on it,
+    /// then drops the session's copy in memory (`why`); `None` when a run is in flight.
+    pub(crate) async fn while_idle<T, F>(
         &self,
         session: &SessionId,
-    ) -> Result<Result<Undone, UndoError>, StartRunError> {
-        self.ask(|reply| SessionSupervisorMsg::UndoCompaction {
-            session_id: session.clone(),
-            reply,
-        })
-        .await
+        why: &'static str,
+        work: impl FnOnce(Services) -> F + Send + 'static,
+    ) -> Result<Option<T>, StartRunError>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = T> + Send + 'static,
+    {
+        let (done, result) = tokio::sync::oneshot::channel();
+        let work: IdleWork = Box::new(move |services| {
+            Box::pin(async move {
+                // The caller may have left: the work is done all the same.
+                let _ = done.send(work(services).await);
+            })
+        });
+        let idle = self
+            .ask_within(IDLE_WORK_PATIENCE, |reply| {
+                SessionSupervisorMsg::WhileIdle {
+                    session_id: session.clone(),
+                    work,
+                    why,
+                    reply,
+                }
+            })
+            .await?;
+        match idle {
+            true => Ok(result.await.ok()),
+            false => Ok(None),
+        }
+    }
+
+    /// The engine's services, for work that needs no session to be idle (a fork).
+    pub(crate) async fn services(&self) -> Result<Services, StartRunError> {
+        self.ask(|reply| SessionSupervisorMsg::Services { reply })
+            .await
     }
 
     /// Ends every run in flight (status `interrupted`) and waits, at most `patience`, until

@@ -13,113 +13,19 @@ use super::desk::Desk;
 use super::driver::Control;
 pub(crate) use super::in_flight::RunsInFlight;
 use super::recovery::{lost_run_reason, report_lost_run};
+pub(crate) use super::supervisor_msg::{IdleWork, SessionSupervisorMsg};
+use super::supervisor_msg::{RunTicket, StartRunError};
 use super::{RunSpec, Services, SessionNotice};
-use crate::event::{Event, RunStatus, SessionEvents};
+use crate::event::SessionEvents;
 use crate::ids::{RunId, SessionId};
 use crate::supervision::{RestartDecision, RestartHistory, RestartPolicy};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::broadcast;
 
 /// How long a shutdown waits for runs to record their end.
 const STOP_ALL_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A run accepted by the runtime: its ids, and its events from the very first.
-pub struct RunTicket {
-    pub session_id: SessionId,
-    pub run_id: RunId,
-    pub events: broadcast::Receiver<Arc<Event>>,
-}
-
-/// Why a run was not started.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum StartRunError {
-    #[error("busy: {limit} runs are already in flight (max_in_flight_runs); try again when one finishes")]
-    Busy { limit: usize },
-    #[error("session {0} already has a run in flight; wait for it to finish or cancel it")]
-    SessionBusy(SessionId),
-    #[error("session {0} is recovering from a failure; try again in a moment")]
-    Recovering(SessionId),
-    #[error("the runtime is shutting down and accepts no new runs")]
-    ShuttingDown,
-    #[error("the session could not be started: {0}")]
-    Spawn(String),
-    /// The run's settings cannot be honoured (a model this runtime cannot ask).
-    #[error("{0}")]
-    Settings(String),
-    #[error("the session supervisor did not answer: {0}")]
-    Unanswered(String),
-}
-
-impl From<SessionNotice> for SessionSupervisorMsg {
-    fn from(notice: SessionNotice) -> Self {
-        Self::Notice(notice)
-    }
-}
-
-impl TryFrom<SessionSupervisorMsg> for SessionNotice {
-    type Error = SessionSupervisorMsg;
-
-    fn try_from(msg: SessionSupervisorMsg) -> Result<Self, Self::Error> {
-        match msg {
-            SessionSupervisorMsg::Notice(notice) => Ok(notice),
-            other => Err(other),
-        }
-    }
-}
-
-/// Messages of the [`SessionSupervisor`].
-pub(crate) enum SessionSupervisorMsg {
-    /// Start a run, on `session_id` or on a new session.
-    StartRun {
-        session_id: Option<SessionId>,
-        spec: Box<RunSpec>,
-        /// The models it asks, as its settings chose them.
-        models: Arc<crate::llm_stream::ModelChain>,
-        reply: RpcReplyPort<Result<RunTicket, StartRunError>>,
-    },
-    /// What a session actor reports.
-    Notice(SessionNotice),
-    /// Restart a failed session's actor.
-    Restart { session_id: SessionId },
-    /// Pause every run in flight at once (status `interrupted`, resumable); answers once all
-    /// have ended.
-    StopAll {
-        reason: String,
-        reply: RpcReplyPort<()>,
-    },
-    /// The shutdown's wait is over, whether or not every run has ended.
-    StopAllTimeout,
-    /// End the run in flight on `session_id` with `status`; answers whether one was.
-    StopRun {
-        session_id: SessionId,
-        status: RunStatus,
-        reason: String,
-        reply: RpcReplyPort<bool>,
-    },
-    /// Pause the run in flight on `session_id` after its current step (status
-    /// `interrupted`); answers whether one was in flight.
-    InterruptRun {
-        session_id: SessionId,
-        reason: String,
-        reply: RpcReplyPort<bool>,
-    },
-    /// Set `session_id`'s window back to before its last compaction; no run may be in flight.
-    UndoCompaction {
-        session_id: SessionId,
-        reply: RpcReplyPort<Result<super::Undone, super::UndoError>>,
-    },
-    /// Test hook: make a session's actor panic, or (`driver`) its run's driver. Answers
-    /// whether the session was found.
-    #[cfg(feature = "testing")]
-    PanicSession {
-        session_id: SessionId,
-        driver: bool,
-        reply: RpcReplyPort<bool>,
-    },
-}
 
 struct Entry {
     /// `None` while the actor is being restarted.
@@ -269,10 +175,20 @@ impl Actor for SessionSupervisor {
                     tracing::debug!("the caller of an interrupt left");
                 }
             }
-            SessionSupervisorMsg::UndoCompaction { session_id, reply } => {
-                let undone = state.undo_compaction(&session_id).await;
-                if reply.send(undone).is_err() {
-                    tracing::debug!("the caller of an undo left");
+            SessionSupervisorMsg::WhileIdle {
+                session_id,
+                work,
+                why,
+                reply,
+            } => {
+                let idle = state.while_idle(&session_id, work, why).await;
+                if reply.send(idle).is_err() {
+                    tracing::debug!("the caller of work on an idle session left");
+                }
+            }
+            SessionSupervisorMsg::Services { reply } => {
+                if reply.send(state.args.services.clone()).is_err() {
+                    tracing::debug!("the caller for the services left");
                 }
             }
             SessionSupervisorMsg::StopAllTimeout => {
@@ -501,25 +417,24 @@ impl SessionSupervisorState {
         self.answer_stop_all_if_done();
     }
 
-    /// Undoes session `id`'s last compaction while no run is in flight on it (no run can
-    /// start meanwhile: the supervisor routes runs); its copy in memory, which holds the old
-    /// window, is dropped, so that its next run reads the restored one.
-    async fn undo_compaction(&mut self, id: &SessionId) -> Result<super::Undone, super::UndoError> {
+    /// Does `work` on session `id` while no run is in flight on it (none can start
+    /// meanwhile: the supervisor routes runs); its copy in memory, which holds what the work
+    /// changed in the store, is dropped, so that its next run reads the store afresh. Whether
+    /// the session was idle.
+    async fn while_idle(&mut self, id: &SessionId, work: IdleWork, why: &'static str) -> bool {
         let busy = self
             .sessions
             .get(id)
             .is_some_and(|e| e.active_run.is_some() || e.recover.is_some() || e.desk.is_driving());
         if busy {
-            return Err(super::UndoError::Busy(id.clone()));
+            return false;
         }
-        let services = &self.args.services;
-        let undone =
-            super::undo::undo_last_compaction(&services.store, id, &services.agent).await?;
+        work(self.args.services.clone()).await;
         if let Some(actor) = self.sessions.remove(id).and_then(|e| e.actor) {
             self.by_actor.remove(&actor.get_id());
-            actor.stop(Some("its compaction was undone".into()));
+            actor.stop(Some(why.into()));
         }
-        Ok(undone)
+        true
     }
 
     async fn restart(&mut self, myself: &ActorRef<SessionSupervisorMsg>, session_id: SessionId) {

@@ -7,6 +7,7 @@ mod cost;
 mod memory;
 mod progress;
 mod queue;
+mod rewind;
 mod session;
 mod verdict;
 mod watch;
@@ -18,6 +19,7 @@ pub use cost::CostTotals;
 pub use memory::MemoryEntry;
 pub use progress::{ParkedPlan, PlanRecord, StepProgress, StepState};
 pub use queue::{QueueState, QueuedRun};
+pub use rewind::{LastRewind, RewindIntent, RewindPoint, WorkspaceMark};
 pub use session::{
     refused_while_parked, Compaction, CompactionNote, DirectedBy, ModelFit, RunRecord,
     SessionRecord, TurnCheckpoint, Window, WindowMeasure,

@@ -1,5 +1,6 @@
 //! Sessions, their runs and their turns, as stored.
 
+use super::rewind::{LastRewind, RewindIntent, RewindPoint};
 use crate::event::{ParkReason, RunStatus};
 use crate::goal::Goal;
 use crate::ids::{CallId, RunId, SessionId};
@@ -43,6 +44,13 @@ pub struct SessionRecord {
     /// against Ryvos's tokenizer, and its context window where smaller than configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_fit: Option<ModelFit>,
+    /// A rewind cut off before it finished: the session takes no run until it is run again
+    /// (or undone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewinding: Option<RewindIntent>,
+    /// The session's last rewind, which `rewind --undo` undoes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_rewind: Option<LastRewind>,
 }
 
 impl SessionRecord {
@@ -177,6 +185,9 @@ pub struct RunRecord {
     /// For a Director's step: the Director run it serves (which continues or stops it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub directed_by: Option<DirectedBy>,
+    /// The session as the run found it: what a rewind to before the run restores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<RewindPoint>,
 }
 
 impl RunRecord {
@@ -207,6 +218,7 @@ impl RunRecord {
             model_calls: 0,
             active_ms: 0,
             directed_by: None,
+            start: None,
         }
     }
 }
@@ -238,6 +250,9 @@ pub struct TurnCheckpoint {
     pub context_tokens: u64,
     /// Unix milliseconds.
     pub at_ms: u64,
+    /// The session as this turn left it: what a rewind to the turn restores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point: Option<RewindPoint>,
 }
 
 /// A session's context window: the messages before `first_kept_seq` were pruned from what the
@@ -278,6 +293,9 @@ pub struct Compaction {
     /// shows them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub earlier: Vec<CompactionNote>,
+    /// This window was set by a rewind (to the point this names), not by a compaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewound_to: Option<String>,
 }
 
 /// An earlier compaction, as it is remembered: what it covered and kept, without its summary.

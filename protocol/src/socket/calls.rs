@@ -1,7 +1,7 @@
 //! Every method of the socket protocol: its parameters, its result, and the [`Call`] that
 //! pairs them under the method's name.
 
-use super::Call;
+use super::{Call, ForkParams, ForkResult, RewindParams, RewindResult};
 use crate::event::RunOutcome;
 use crate::message::Message;
 use crate::records::{
@@ -213,6 +213,9 @@ pub struct HistoryResult {
     /// its `first_kept_seq` are out of the model's window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<Compaction>,
+    /// The session's turns, numbered as `rewind --turn` takes them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<super::HistoryTurn>,
 }
 
 /// `compact_undo`'s result: the window restored.
@@ -364,6 +367,10 @@ calls! {
     Cancel = "cancel": SessionParams => CancelResult;
     /// Sets a session's window back to before its last compaction.
     CompactUndo = "compact_undo": SessionParams => CompactUndoResult;
+    /// Takes a session back to a turn or a run's start: its window and its workspace's files.
+    Rewind = "rewind": RewindParams => RewindResult;
+    /// A new session from a session's point, working in a copy of its files as they were.
+    Fork = "fork": ForkParams => ForkResult;
     /// Continues a parked run from where it parked (the same run) and streams its events, as
     /// `run` does; the result is how it ended.
     Continue = "continue": ContinueParams => RunOutcome;

@@ -11,9 +11,11 @@
 //! them, and [`schema`] derives the protocol's JSON Schema from them.
 
 mod calls;
+mod rewinds;
 mod schema;
 
 pub use calls::*;
+pub use rewinds::*;
 pub use schema::schema;
 
 use crate::event::Event;
@@ -156,6 +158,8 @@ impl Request {
             Interrupt::METHOD => Method::Interrupt(self.params::<Interrupt>()?),
             Cancel::METHOD => Method::Cancel(self.params::<Cancel>()?),
             CompactUndo::METHOD => Method::CompactUndo(self.params::<CompactUndo>()?),
+            Rewind::METHOD => Method::Rewind(self.params::<Rewind>()?),
+            Fork::METHOD => Method::Fork(self.params::<Fork>()?),
             Continue::METHOD => Method::Continue(self.params::<Continue>()?),
             Stop::METHOD => Method::Stop(self.params::<Stop>()?),
             Shutdown::METHOD => Method::Shutdown(self.params::<Shutdown>()?),
@@ -206,6 +210,8 @@ pub const METHODS: &[&str] = &[
     Interrupt::METHOD,
     Cancel::METHOD,
     CompactUndo::METHOD,
+    Rewind::METHOD,
+    Fork::METHOD,
     Continue::METHOD,
     Stop::METHOD,
     Shutdown::METHOD,
@@ -237,6 +243,8 @@ pub enum Method {
     Interrupt(SessionParams),
     Cancel(SessionParams),
     CompactUndo(SessionParams),
+    Rewind(RewindParams),
+    Fork(ForkParams),
     Continue(ContinueParams),
     Stop(RunIdParams),
     Shutdown(NoParams),

@@ -28,6 +28,7 @@ mod fitting;
 mod guarding;
 mod guardrails;
 mod judging;
+mod marking;
 mod parking;
 mod sizing;
 mod spending;

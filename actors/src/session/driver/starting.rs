@@ -68,6 +68,8 @@ impl Driver {
             None => self.no_run_parked()?,
         }
         self.run.holds_session();
+        self.no_rewind_cut_off()?;
+        self.mark_start().await;
         let session = &mut self.session;
         session.last_run = Some(self.run.id().clone());
         session.last_status = None;
@@ -120,6 +122,22 @@ impl Driver {
         let last_run = session.last_run.as_ref();
         match refused_while_parked(&session.id, last_run, session.last_status) {
             Some(why) => Err(self.end(RunStatus::Failed, why)),
+            None => Ok(()),
+        }
+    }
+
+    /// A session whose rewind was cut off takes no run until the rewind is finished.
+    fn no_rewind_cut_off(&self) -> Step<()> {
+        match &self.session.rewinding {
+            Some(intent) => Err(self.end(
+                RunStatus::Failed,
+                format!(
+                    "a rewind of session {id} to {} was cut off: `ryvos rewind {id} …` again \
+                     finishes it, `ryvos rewind {id} --undo` goes back to before it",
+                    intent.label,
+                    id = self.session.id
+                ),
+            )),
             None => Ok(()),
         }
     }

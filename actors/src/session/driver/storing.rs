@@ -73,6 +73,7 @@ impl Driver {
             output_tokens: run.turn().usage().output_tokens,
             context_tokens: self.context_tokens(),
             at_ms: now_ms(),
+            point: Some(self.point(next)),
         })
     }
 }

@@ -86,6 +86,7 @@ impl Driver {
         }
         // Every call that ran has its result: a stop from here on must not add another.
         self.run.turn_mut().calls_answered();
+        self.snapshot_workspace().await;
         Ok(TurnCalls {
             reports,
             tools_called,

@@ -331,6 +331,46 @@ pub enum Command {
         #[command(subcommand)]
         command: CompactCommand,
     },
+    /// Take a session back to a turn (or to before a run): the model's window and the
+    /// workspace's files as they were then, whatever changed them. `--undo` goes back to
+    /// before the last rewind.
+    #[command(group(clap::ArgGroup::new("point").required(true).args(["turn", "run", "undo"])))]
+    Rewind {
+        /// The session id.
+        session: String,
+        /// Right after this turn, as `ryvos history` numbers them.
+        #[arg(long)]
+        turn: Option<u32>,
+        /// Just before this run started.
+        #[arg(long)]
+        run: Option<String>,
+        /// Back to before the session's last rewind.
+        #[arg(long)]
+        undo: bool,
+        /// Print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A new session from a session's turn (or from before one of its runs), working in a
+    /// copy of the workspace's files as they were then; the original is left as it is.
+    #[command(group(clap::ArgGroup::new("point").required(true).args(["turn", "run"])))]
+    Fork {
+        /// The session id.
+        session: String,
+        /// Right after this turn, as `ryvos history` numbers them.
+        #[arg(long)]
+        turn: Option<u32>,
+        /// Just before this run started.
+        #[arg(long)]
+        run: Option<String>,
+        /// A new or empty directory for the fork's files (default: beside the original,
+        /// `<workspace>-fork-<id>`).
+        #[arg(long)]
+        workspace: Option<std::path::PathBuf>,
+        /// Print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `ryvos token`'s subcommands.

@@ -1,46 +1,29 @@
 //! `ryvos compact undo SESSION`: a session's window set back to before its last compaction,
 //! through the daemon when one answers, else on this home's store directly.
 
-use crate::exit::{EXIT_DAEMON, EXIT_RUN_FAILED};
 use crate::out::outln;
-use crate::reading::{call, on_the_store, shown, store_only};
+use crate::reading::{shown, through_daemon_or_here};
 use ryvos::config::Config;
 use ryvos::protocol::{CompactUndo, CompactUndoResult, SessionParams};
-use ryvos::{Runtime, SessionId};
-use ryvos_client::{Client, ClientError};
+use ryvos::SessionId;
 
 /// Undoes `session`'s last compaction and says what came back (as JSON with `json`); the exit
 /// code: 1 when there is nothing to undo or a run is in flight.
 pub async fn undo(session: String, socket: &std::path::Path, config: &Config, json: bool) -> u8 {
-    let print = shown(json, said);
-    match Client::connect(socket).await {
-        Ok(mut client) => {
-            let params = SessionParams { session };
-            call::<CompactUndo>(&mut client, &params, print).await
-        }
-        Err(ClientError::NoDaemon { .. }) => {
-            let undo = async |runtime: &Runtime| match runtime
-                .undo_compaction(&SessionId::new(session))
+    let params = SessionParams { session };
+    through_daemon_or_here::<CompactUndo>(
+        socket,
+        config,
+        params,
+        shown(json, said),
+        async |runtime, params| {
+            runtime
+                .undo_compaction(&SessionId::new(params.session))
                 .await
-            {
-                Ok(undone) => {
-                    print(&undone);
-                    0
-                }
-                Err(e) => {
-                    eprintln!("ryvos: {e}");
-                    EXIT_RUN_FAILED
-                }
-            };
-            on_the_store(store_only(config), undo).await
-        }
-        Err(e) => {
-            eprintln!("ryvos: {e}");
-            EXIT_DAEMON
-        }
-    }
+        },
+    )
+    .await
 }
-
 /// What the undo restored, and whether it fits the budget.
 fn said(undone: &CompactUndoResult) {
     outln!(

@@ -240,6 +240,18 @@ pub fn history(h: &HistoryResult) {
         for call in m.message.tool_calls() {
             outln!("      call {} {} {}", call.id, call.name, call.arguments);
         }
+        for t in h.turns.iter().filter(|t| t.last_seq == m.seq) {
+            let rewind = match &t.not_rewindable {
+                None => String::new(),
+                Some(why) => format!("; cannot be rewound to: {why}"),
+            };
+            outln!(
+                "--- turn {} (run {}, its turn {}){rewind}",
+                t.turn,
+                t.run_id,
+                t.run_turn
+            );
+        }
     }
     for r in &h.runs {
         let status = r.status.map_or("in flight", |s| s.as_str());
@@ -269,6 +281,13 @@ pub fn history(h: &HistoryResult) {
 
 /// The session's last compaction, where its window starts.
 fn compaction(c: &Compaction, session: &str) {
+    if let Some(point) = &c.rewound_to {
+        outln!(
+            "--- rewound to {point}: the window starts here, with the messages it held then; \
+             `ryvos rewind {session} --undo` goes back"
+        );
+        return;
+    }
     if c.undone_at_ms.is_some() {
         outln!("--- the window starts here again (its last compaction was undone)");
         return;

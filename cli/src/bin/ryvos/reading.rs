@@ -188,3 +188,35 @@ pub fn shown<R: serde::Serialize>(json: bool, print: impl FnOnce(&R)) -> impl Fn
         }
     }
 }
+
+/// Asks `C` of the daemon when one answers, else does `here` on this home's store directly
+/// (a runtime started for it); prints the answer with `print`; the exit code: 1 for a
+/// refusal.
+pub async fn through_daemon_or_here<C: Call>(
+    socket: &std::path::Path,
+    config: &Config,
+    params: C::Params,
+    print: impl FnOnce(&C::Result),
+    here: impl AsyncFnOnce(&Runtime, C::Params) -> Result<C::Result, ryvos::RuntimeError>,
+) -> u8 {
+    match Client::connect(socket).await {
+        Ok(mut client) => call::<C>(&mut client, &params, print).await,
+        Err(ClientError::NoDaemon { .. }) => {
+            let work = async |runtime: &Runtime| match here(runtime, params).await {
+                Ok(result) => {
+                    print(&result);
+                    0
+                }
+                Err(e) => {
+                    eprintln!("ryvos: {e}");
+                    EXIT_RUN_FAILED
+                }
+            };
+            on_the_store(store_only(config), work).await
+        }
+        Err(e) => {
+            eprintln!("ryvos: {e}");
+            EXIT_DAEMON
+        }
+    }
+}

@@ -5,10 +5,9 @@ use super::streaming;
 use super::Shared;
 use futures_util::StreamExt;
 use ryvos::protocol::{
-    CancelResult, CompactUndoResult, ErrorBody, ErrorCode, InterruptResult, Method, Reply, Request,
-    ShutdownResult, Undecodable, MAX_FRAME_BYTES,
+    CancelResult, ErrorBody, ErrorCode, InterruptResult, Method, Reply, Request, ShutdownResult,
+    Undecodable, MAX_FRAME_BYTES,
 };
-use ryvos::{EngineError, RuntimeError, UndoError};
 use ryvos_protocol::ids::SessionId;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -211,9 +210,17 @@ async fn answer(
                 Err(e) => Err(ErrorBody::new(ErrorCode::Internal, e.to_string())),
             }
         }
-        Ok(Method::CompactUndo(params)) => compact_undo(&SessionId::new(params.session), shared)
+        Ok(Method::CompactUndo(params)) => {
+            super::between_runs::compact_undo(&SessionId::new(params.session), shared)
+                .await
+                .map(|undone| Reply::result(id, &undone))
+        }
+        Ok(Method::Rewind(params)) => super::between_runs::rewind(params, shared)
             .await
-            .map(|undone| Reply::result(id, &undone)),
+            .map(|rewound| Reply::result(id, &rewound)),
+        Ok(Method::Fork(params)) => super::between_runs::fork(params, shared)
+            .await
+            .map(|forked| Reply::result(id, &forked)),
         Ok(Method::Answer { params, approved }) => {
             super::approvals::answer(params, approved, shared)
                 .await
@@ -263,23 +270,6 @@ async fn answer(
     };
     let reply = reply.unwrap_or_else(|error| Reply::Error { id, error });
     send(write, &reply).await
-}
-
-/// Undoes a session's last compaction; nothing to undo is a bad request, a run in flight
-/// `busy`.
-async fn compact_undo(id: &SessionId, shared: &Shared) -> Result<CompactUndoResult, ErrorBody> {
-    shared.runtime.undo_compaction(id).await.map_err(|e| {
-        let code = match &e {
-            RuntimeError::Engine(EngineError::Undo(undo)) => match undo {
-                UndoError::NotFound(_) => ErrorCode::NotFound,
-                UndoError::Busy(_) => ErrorCode::Busy,
-                UndoError::Store(_) => ErrorCode::Internal,
-                _ => ErrorCode::BadRequest,
-            },
-            _ => ErrorCode::Internal,
-        };
-        ErrorBody::new(code, e.to_string())
-    })
 }
 
 fn no_run_in_flight() -> ErrorBody {

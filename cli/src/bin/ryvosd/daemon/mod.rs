@@ -8,6 +8,7 @@
 
 mod approvals;
 mod attended;
+mod between_runs;
 mod connection;
 mod console;
 mod file_answers;
