@@ -7,8 +7,8 @@ mod common;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ClientCapabilities, CloseSessionRequest, ContentBlock, Implementation,
-    InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
+    CancelNotification, ClientCapabilities, CloseSessionRequest, ContentBlock, ForkSessionRequest,
+    Implementation, InitializeRequest, ListSessionsRequest, LoadSessionRequest, NewSessionRequest,
     PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
     SessionUpdate, SetSessionModeRequest, StopReason, ToolCallStatus, ToolKind,
@@ -72,6 +72,7 @@ async fn as_editor(
             assert!(
                 sessions.list.is_some() && sessions.resume.is_some() && sessions.close.is_some()
             );
+            assert!(sessions.fork.is_some(), "session/fork is offered");
             test(cx).await
         });
     tokio::time::timeout(WAIT * 4, connected)
@@ -760,4 +761,71 @@ async fn the_editors_mcp_server_serves_its_sessions_runs_alone_and_stops_with_th
     assert!(!common::mcp::tagged_processes(&tag).is_empty());
     home.shutdown(daemon).await;
     assert!(common::mcp::tagged_processes(&tag).is_empty());
+}
+
+/// `session/fork`, as an editor asks it: a new session with the conversation so far, in a new
+/// directory holding a copy of the files (or in the original's, sharing them).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_editor_forks_a_session_into_a_copy_of_its_files() {
+    let model = ScriptedModelServer::start([
+        Reply::tool_calls(&[("w1", "write", r#"{"path": "a.txt", "content": "one"}"#)]),
+        Reply::text(&["wrote a.txt"]),
+        Reply::tool_calls(&[(
+            "w2",
+            "write",
+            r#"{"path": "b.txt", "content": "in the fork"}"#,
+        )]),
+        Reply::text(&["wrote b.txt"]),
+    ])
+    .await;
+    let home = Home::new(&model, "");
+    let daemon = home.daemon().await;
+    let workspace = home.workspace.path().canonicalize().unwrap();
+    let copies = tempfile::tempdir().unwrap();
+    let elsewhere = copies.path().join("fork");
+    let (asking, _asked) = mpsc::unbounded_channel();
+    as_editor(agent(&home), Seen::default(), asking, async |cx| {
+        let id = cx
+            .send_request(NewSessionRequest::new(workspace.clone()))
+            .block_task()
+            .await?
+            .session_id;
+        let turn = cx.send_request(prompt(&id, "write a")).block_task().await?;
+        assert_eq!(turn.stop_reason, StopReason::EndTurn);
+        let fork = ForkSessionRequest::new(id.clone(), elsewhere.clone());
+        let forked = cx.send_request(fork).block_task().await?.session_id;
+        assert_ne!(forked, id);
+        assert_eq!(
+            std::fs::read_to_string(elsewhere.join("a.txt")).unwrap(),
+            "one"
+        );
+        let turn = cx
+            .send_request(prompt(&forked, "write b"))
+            .block_task()
+            .await?;
+        assert_eq!(turn.stop_reason, StopReason::EndTurn);
+        assert!(
+            elsewhere.join("b.txt").exists(),
+            "the fork works in its copy"
+        );
+        assert!(
+            !workspace.join("b.txt").exists(),
+            "the original is untouched"
+        );
+        // In the original's own directory, only the conversation forks.
+        let shared = ForkSessionRequest::new(id.clone(), workspace.clone());
+        let shared = cx.send_request(shared).block_task().await?.session_id;
+        assert_ne!(shared, id);
+        Ok(())
+    })
+    .await;
+    home.shutdown(daemon).await;
+    // The fork's first request held the original's conversation, then its own prompt.
+    let requests = model.requests();
+    let users: Vec<&str> = (requests[2]["messages"].as_array().unwrap().iter())
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(users, ["write a", "write b"], "{:#}", requests[2]);
+    model.assert_no_orphans();
 }

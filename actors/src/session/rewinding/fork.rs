@@ -1,6 +1,7 @@
 //! Forking a session: a new session whose conversation is the old one's window at a point,
 //! working in a copy of the workspace's files as they were then (in a directory of the
-//! caller's choosing, or beside the original). Nothing of the original changes.
+//! caller's choosing, or beside the original). Nothing of the original changes. Asked to work
+//! in the original workspace itself, the fork shares its files: only the conversation forks.
 
 use super::{summary_of, target, window, RewindError, RewindTo};
 use crate::ids::SessionId;
@@ -49,22 +50,11 @@ pub(crate) async fn fork(
     let session_id = SessionId::generate();
     let original = PathBuf::from(&mark.workspace);
     let into = into.unwrap_or_else(|| beside(&original, &session_id));
-    let empty = std::fs::read_dir(&into).map_or(true, |mut d| d.next().is_none());
-    if !empty {
-        return Err(RewindError::Refused(format!(
-            "{} is not empty: a fork's files go in a new or empty directory",
-            into.display()
-        )));
-    }
-    let snapshots = services.snapshots.clone();
-    let (to, copy) = (into.clone(), mark.clone());
-    let copied = super::blocking(move || {
-        let copied = snapshots.copy_to(&copy, &to)?;
-        share_repository_objects(&original, &to)?;
-        Ok::<_, String>(copied)
-    })
-    .await
-    .map_err(RewindError::Files)?;
+    let copied = match same_dir(&into, &original) {
+        // Asked to work in the original's own files (an editor forking its conversation).
+        true => 0,
+        false => copy(services, &mark, &into).await?,
+    };
     let into = into.canonicalize().unwrap_or(into);
     let mut new = window::at(&stored, &found.point, summary, &found.label, now_ms());
     renumber(&mut new);
@@ -79,8 +69,37 @@ pub(crate) async fn fork(
         session_id,
         workspace: into,
         label: found.label,
-        files: copied.written,
+        files: copied,
     })
+}
+
+/// Whether `a` and `b` are one directory.
+fn same_dir(a: &Path, b: &Path) -> bool {
+    matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
+}
+
+/// Copies `mark`'s files into `into`, new or empty; how many paths.
+async fn copy(
+    services: &Services,
+    mark: &ryvos_protocol::records::WorkspaceMark,
+    into: &Path,
+) -> Result<usize, RewindError> {
+    let empty = std::fs::read_dir(into).map_or(true, |mut d| d.next().is_none());
+    if !empty {
+        return Err(RewindError::Refused(format!(
+            "{} is not empty: a fork's files go in a new or empty directory",
+            into.display()
+        )));
+    }
+    let snapshots = services.snapshots.clone();
+    let (to, copy) = (into.to_path_buf(), mark.clone());
+    super::blocking(move || {
+        let copied = snapshots.copy_to(&copy, &to)?;
+        share_repository_objects(Path::new(&copy.workspace), &to)?;
+        Ok::<_, String>(copied.written)
+    })
+    .await
+    .map_err(RewindError::Files)
 }
 
 /// What a fork's session starts with: the window's messages, its summary, its record.

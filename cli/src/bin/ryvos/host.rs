@@ -8,7 +8,8 @@ use ryvos::config::Config;
 use ryvos::protocol::records::SessionRecord;
 use ryvos::protocol::{
     Approvals, Cancel, CompactUndo, CompactUndoResult, ErrorCode, FileAnswer, FileAnswerParams,
-    History, HistoryResult, NoParams, Reply, Run, RunParams, SessionParams, Sessions,
+    Fork, ForkParams, ForkResult, History, HistoryResult, NoParams, Reply, Run, RunParams,
+    SessionParams, Sessions,
 };
 use ryvos::{
     Answer, Event, PendingApproval, RunHandle, RunOutcome, RunRequest, Runtime, SessionId,
@@ -161,6 +162,14 @@ impl Host {
                 }
             }
             Host::Here(runtime) => runtime.history(session).await.map_err(|e| e.to_string()),
+        }
+    }
+
+    /// A new session from `params`' point of a session (see the socket's `fork`).
+    pub async fn fork(&self, params: ForkParams) -> Result<ForkResult, String> {
+        match self {
+            Host::Daemon(socket) => called::<Fork>(socket, &params).await,
+            Host::Here(runtime) => runtime.fork(params).await.map_err(|e| e.to_string()),
         }
     }
 

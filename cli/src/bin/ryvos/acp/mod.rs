@@ -18,11 +18,12 @@ use crate::exit::EXIT_RUN_FAILED;
 use crate::host::Host;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse,
-    CurrentModeUpdate, Error as SchemaError, Implementation, InitializeRequest, InitializeResponse,
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
-    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
-    SessionCloseCapabilities, SessionId as AcpSessionId, SessionListCapabilities,
+    CurrentModeUpdate, Error as SchemaError, ForkSessionRequest, ForkSessionResponse,
+    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
+    SessionForkCapabilities, SessionId as AcpSessionId, SessionListCapabilities,
     SessionNotification, SessionResumeCapabilities, SessionUpdate, SetSessionModeRequest,
     SetSessionModeResponse,
 };
@@ -63,7 +64,7 @@ pub async fn serve(config: Config, socket: std::path::PathBuf) -> u8 {
 /// work to a function of this module or of [`sessions`] and [`turn`].
 fn agent(state: Arc<State>) -> impl ConnectTo<Client> {
     // Each handler keeps a handle of its own.
-    let [s1, s2, s3, s4, s5, s6, s7, s8, s9] = std::array::from_fn(|_| state.clone());
+    let [s1, s2, s3, s4, s5, s6, s7, s8, s9, s10] = std::array::from_fn(|_| state.clone());
     Agent
         .v1()
         .name("ryvos")
@@ -105,6 +106,13 @@ fn agent(state: Arc<State>) -> impl ConnectTo<Client> {
                     let response = ResumeSessionResponse::new().modes(Mode::default().state());
                     to.respond_with_result(resumed.map(|()| response))
                 })
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: ForkSessionRequest, to: Responder<ForkSessionResponse>, cx| {
+                let state = s10.clone();
+                cx.spawn(async move { to.respond_with_result(fork(&state, &r).await) })
             },
             on_receive_request!(),
         )
@@ -167,7 +175,8 @@ fn initialized(request: InitializeRequest) -> InitializeResponse {
     let sessions = SessionCapabilities::new()
         .list(SessionListCapabilities::new())
         .resume(SessionResumeCapabilities::new())
-        .close(SessionCloseCapabilities::new());
+        .close(SessionCloseCapabilities::new())
+        .fork(SessionForkCapabilities::new());
     let capabilities = AgentCapabilities::new()
         .load_session(true)
         .mcp_capabilities(McpCapabilities::new().http(true))
@@ -228,6 +237,48 @@ async fn resume(state: &State, request: &ResumeSessionRequest) -> Result<(), Err
     }
     state.open(&session.0, workspace, servers);
     Ok(())
+}
+
+/// A new session with a stored session's conversation up to its latest turn, working in the
+/// editor's `cwd`: the original's own workspace shares its files (only the conversation
+/// forks); another directory, new or empty, gets a copy of them as they were at that turn.
+async fn fork(state: &State, request: &ForkSessionRequest) -> Result<ForkSessionResponse, Error> {
+    let workspace = workspace_or_new(&request.cwd)?;
+    let servers = mcp::servers_of(&request.mcp_servers)?;
+    let original = &request.session_id;
+    let id = SessionId::new(&*original.0);
+    let Some(history) = state.host.history(&id).await.map_err(sessions::internal)? else {
+        return Err(SchemaError::session_not_found(original.clone()).into());
+    };
+    let Some(turn) = history.turns.last().map(|t| t.turn) else {
+        return Err(Error::invalid_params().data(format!(
+            "session {} has no turn to fork from yet",
+            original.0
+        )));
+    };
+    let params = ryvos::protocol::ForkParams {
+        session: original.0.to_string(),
+        turn: Some(turn),
+        run: None,
+        workspace: Some(workspace.display().to_string()),
+    };
+    let forked = state
+        .host
+        .fork(params)
+        .await
+        .map_err(|e| Error::invalid_params().data(e))?;
+    state.open(&forked.session_id, workspace, servers);
+    Ok(ForkSessionResponse::new(forked.session_id).modes(Mode::default().state()))
+}
+
+/// The directory `cwd` names, absolute; one that does not exist yet (a fork's copy) is made.
+fn workspace_or_new(cwd: &Path) -> Result<std::path::PathBuf, Error> {
+    if cwd.is_absolute() && !cwd.exists() {
+        std::fs::create_dir_all(cwd).map_err(|e| {
+            Error::invalid_params().data(format!("cwd {} cannot be made: {e}", cwd.display()))
+        })?;
+    }
+    workspace_of(cwd)
 }
 
 /// The workspace the editor's `cwd` names: an absolute directory that exists.
