@@ -148,10 +148,10 @@ async fn history(home: &Home, session: &str) -> Value {
     serde_json::from_str(&stdout).unwrap()
 }
 
-/// The session's runs, then a rewind to each of its points and to random ones (200 in all),
-/// each compared with the tree recorded then; the next run goes on from the window of the
-/// last point.
 on_both_backends! {
+    /// The session's runs, then a rewind to each of its points and to random ones (200 in all),
+    /// each compared with the tree recorded then; the next run goes on from the window of the
+    /// last point.
     async fn rewinds_bring_back_the_files_of_every_point_and_its_window(backend: Backend) {
         let mut script: Vec<Reply> = (0..RUNS).flat_map(run_script).collect();
         script.push(Reply::text(&["after the rewind"]));
@@ -238,8 +238,8 @@ on_both_backends! {
     }
 }
 
-/// Undo goes back to before the last rewind, files and window; undoing again goes forward.
 on_both_backends! {
+    /// Undo goes back to before the last rewind, files and window; undoing again goes forward.
     async fn an_undo_goes_back_and_an_undo_of_it_forward(backend: Backend) {
         let mut script: Vec<Reply> = run_script(0);
         script.push(Reply::text(&["after the undo"]));
@@ -276,9 +276,9 @@ on_both_backends! {
     }
 }
 
-/// A fork works in a copy of the files as they were at its point; the two sessions then
-/// change their own files only.
 on_both_backends! {
+    /// A fork works in a copy of the files as they were at its point; the two sessions then
+    /// change their own files only.
     async fn a_fork_and_its_original_diverge_without_touching_each_other(backend: Backend) {
         let mut script: Vec<Reply> = run_script(0);
         script.push(Reply::tool_calls(&[(
