@@ -203,3 +203,95 @@ async fn after_a_kill_of_the_daemon_the_open_page_shows_the_waiting_call_again()
     browser.close().await;
     home.shutdown(daemon).await;
 }
+
+/// A session rewound from the console, by keyboard, a turn at a time: the page asks once more
+/// before it acts, then the file is as it was and the page says what changed; the rewind is
+/// undone the same way, and a fork made.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_is_rewound_and_forked_from_the_console() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let server = ScriptedModelServer::start([
+        Reply::tool_calls(&[("w1", "write", r#"{"path": "a.txt", "content": "one"}"#)]),
+        Reply::text(&["wrote one"]),
+        Reply::tool_calls(&[(
+            "e1",
+            "edit",
+            r#"{"path": "a.txt", "old_string": "one", "new_string": "two"}"#,
+        )]),
+        Reply::text(&["made it two"]),
+    ])
+    .await;
+    let home = Home::new(&server, "[http]\nlisten = \"127.0.0.1:0\"\n");
+    let daemon = home.daemon().await;
+    let (code, _, err) = home.ryvos(&["run", "-q", "write one"]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = home
+        .ryvos(&["run", "-q", "--continue", "make it two"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let file = home.workspace.path().join("a.txt");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "two");
+    let (code, link, err) = home.ryvos(&["console"]).await;
+    assert_eq!(code, 0, "{err}");
+    browser.client.goto(link.trim()).await.unwrap();
+    browser.text_with("#sessions tr", "write one").await;
+    let open = browser
+        .client
+        .find(Locator::Css("#sessions button.open"))
+        .await
+        .unwrap();
+    open.click().await.unwrap();
+    browser.text_with("#messages li.turn", "Turn 2").await;
+    let rewind = browser
+        .client
+        .find(Locator::XPath("//button[contains(., 'Rewind to turn 2')]"))
+        .await
+        .unwrap();
+    // The first press asks; nothing has changed yet.
+    rewind.send_keys(&Key::Enter.to_string()).await.unwrap();
+    browser.text_with("button.rewind", "Confirm").await;
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "two");
+    rewind.send_keys(&Key::Enter.to_string()).await.unwrap();
+    let said = browser
+        .text_with("#rewind-state", "Went back to turn 2")
+        .await;
+    assert!(said.contains("1 written"), "{said}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "one");
+
+    // Undone: back to "two".
+    let undo = browser
+        .client
+        .find(Locator::Css("#undo-rewind"))
+        .await
+        .unwrap();
+    undo.click().await.unwrap();
+    undo.click().await.unwrap();
+    browser
+        .text_with("#rewind-state", "before the rewind to turn 2")
+        .await;
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "two");
+
+    // A fork at turn 1, beside the workspace: the copy holds "one".
+    browser.text_with("#messages li.turn", "Turn 1").await;
+    let fork = browser
+        .client
+        .find(Locator::XPath("//button[contains(., 'Fork at turn 1')]"))
+        .await
+        .unwrap();
+    fork.click().await.unwrap();
+    let said = browser.text_with("#rewind-state", "Forked at turn 1").await;
+    let dir = said
+        .split("working in ")
+        .nth(1)
+        .and_then(|rest| rest.split(" (").next())
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(std::path::Path::new(dir).join("a.txt")).unwrap(),
+        "one"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+    browser.close().await;
+    home.shutdown(daemon).await;
+}

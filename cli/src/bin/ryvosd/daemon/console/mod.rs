@@ -9,6 +9,7 @@ mod guard;
 pub(crate) mod links;
 mod live;
 pub(crate) mod logins;
+mod rewinds;
 mod runs;
 mod tls;
 
@@ -144,6 +145,8 @@ fn router(shared: Arc<Shared>, logins: Arc<Logins>, secure: bool) -> Router {
         .route("/api/sessions", get(api::sessions))
         .route("/api/sessions/{id}", get(live::history))
         .route("/api/sessions/{id}/events", get(live::events))
+        .route("/api/sessions/{id}/rewind", post(rewinds::rewind))
+        .route("/api/sessions/{id}/fork", post(rewinds::fork))
         .route("/api/runs/{run}/continue", post(runs::continue_run))
         .route("/api/runs/{run}/stop", post(runs::stop_run))
         .route("/api/approvals", get(api::approvals))

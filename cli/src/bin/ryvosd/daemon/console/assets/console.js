@@ -173,24 +173,102 @@ function messageText(message) {
 async function openSession(id) {
   const panel = document.getElementById("session");
   panel.hidden = false;
+  opened = id;
   document.getElementById("session-title").textContent = `Session ${id}`;
+  document.getElementById("rewind-state").textContent = "";
   const history = await api(`/api/sessions/${encodeURIComponent(id)}`).catch((e) => {
     problem(e);
-    return { messages: [] };
+    return { messages: [], turns: [] };
   });
+  const turns = history.turns || [];
   document.getElementById("messages").replaceChildren(
-    ...history.messages.map((stored) => {
+    ...history.messages.flatMap((stored) => {
       const message = stored.message;
       const item = element("li", undefined, `message ${message.role}`);
       item.append(element("strong", `${message.role} `), element("span", messageText(message)));
       for (const call of message.tool_calls || []) {
         item.append(element("pre", `${call.name} ${call.arguments}`));
       }
-      return item;
+      const ended = turns.filter((turn) => turn.last_seq === stored.seq);
+      return [item, ...ended.map((turn) => turnItem(id, turn))];
     }),
   );
+  document.getElementById("undo-rewind").hidden = !(history.session && history.session.last_rewind);
   follow(id);
   document.getElementById("close-session").focus();
+}
+
+// The session open, for its buttons.
+let opened = null;
+
+// Where a turn ended: what it can be rewound to, or why not.
+function turnItem(id, turn) {
+  const item = element("li", undefined, "turn");
+  item.append(element("span", `Turn ${turn.turn} (run ${turn.run_id}, its turn ${turn.run_turn}) `));
+  if (turn.not_rewindable) {
+    item.append(element("span", `cannot be gone back to: ${turn.not_rewindable}`));
+    return item;
+  }
+  const rewind = element("button", `Rewind to turn ${turn.turn}`, "rewind");
+  const fork = element("button", `Fork at turn ${turn.turn}`, "fork");
+  rewind.type = fork.type = "button";
+  const body = { turn: turn.turn };
+  armed(rewind, `Confirm: files and conversation back to turn ${turn.turn}`, () => rewindTo(id, body, rewind));
+  fork.addEventListener("click", () => forkAt(id, body, fork));
+  item.append(rewind, fork);
+  return item;
+}
+
+// A button that acts on its second press: the first says what it will do.
+function armed(button, confirming, action) {
+  const label = button.textContent;
+  const disarm = () => { delete button.dataset.armed; button.textContent = label; };
+  button.addEventListener("click", () => {
+    if (!button.dataset.armed) {
+      button.dataset.armed = "yes";
+      button.textContent = confirming;
+      return;
+    }
+    disarm();
+    action();
+  });
+  button.addEventListener("blur", disarm);
+}
+
+async function rewindTo(id, body, button) {
+  button.disabled = true;
+  try {
+    const done = await api(`/api/sessions/${encodeURIComponent(id)}/rewind`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    await openSession(id);
+    const left = done.not_undone.length ? ` Not undone: ${done.not_undone.join("; ")}.` : "";
+    document.getElementById("rewind-state").textContent =
+      `Went back to ${done.to}: ${done.files_written} written and ${done.files_removed} removed in ${done.workspace}.${left}`;
+    refresh();
+  } catch (e) {
+    problem(e);
+  }
+  button.disabled = false;
+}
+
+async function forkAt(id, body, button) {
+  button.disabled = true;
+  try {
+    const made = await api(`/api/sessions/${encodeURIComponent(id)}/fork`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    document.getElementById("rewind-state").textContent =
+      `Forked at ${made.at} as session ${made.session_id}, working in ${made.workspace} (${made.files} paths copied).`;
+    refresh();
+  } catch (e) {
+    problem(e);
+  }
+  button.disabled = false;
 }
 
 function follow(id) {
@@ -237,6 +315,10 @@ document.addEventListener("DOMContentLoaded", () => {
     if (following) following.close();
     following = null;
     document.getElementById("session").hidden = true;
+  });
+  const undo = document.getElementById("undo-rewind");
+  armed(undo, "Confirm: back to before the last rewind", () => {
+    if (opened) rewindTo(opened, { undo: true }, undo);
   });
   document.getElementById("status-filter").addEventListener("change", refresh);
   document.getElementById("log-out").addEventListener("click", async () => {
