@@ -425,3 +425,34 @@ async fn a_rewind_killed_in_the_middle_converges_when_run_again() {
     eprintln!("{cut_off} of {KILLS} kills landed in the middle of a rewind ({whole:?} whole)");
     assert!(cut_off > 0, "no kill landed between the intent and the end");
 }
+
+/// A rewind says which calls since the point it cannot undo: here a command, where the
+/// sandbox lets commands write outside the workspace (this one did not; any could have).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rewind_names_the_calls_whose_effects_it_cannot_undo() {
+    let outside = tempfile::tempdir().unwrap();
+    let dir = outside.path().canonicalize().unwrap();
+    let server = ScriptedModelServer::start([
+        Reply::tool_calls(&[("b1", "bash", r#"{"command": "echo in > inside.txt"}"#)]),
+        Reply::text(&["written"]),
+    ])
+    .await;
+    let sandbox = format!(
+        "[security.sandbox]\nwritable_paths = [\"{}\"]\n",
+        dir.display()
+    );
+    let home = Home::new(&server, &sandbox);
+    let (code, _, stderr) = home.ryvos(&["run", "--session", "o", "-q", "write"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(home.workspace.path().join("inside.txt").exists());
+    let h = history(&home, "o").await;
+    let run = h["runs"][0]["run_id"].as_str().unwrap().to_owned();
+    let (code, stdout, stderr) = home.ryvos(&["rewind", "o", "--run", &run]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!home.workspace.path().join("inside.txt").exists());
+    assert!(stdout.contains("not undone"), "{stdout}");
+    assert!(
+        stdout.contains("bash (b1): a command, which could reach writable_paths"),
+        "{stdout}"
+    );
+}
