@@ -161,13 +161,16 @@ impl Snapshots {
     }
 
     /// Why `mark`'s files cannot be brought back, if they cannot: not taken, not whole, or
-    /// an object it needs is missing or damaged. Checked before anything changes.
+    /// an object it needs (for a file that differs from the workspace's last snapshot) is
+    /// missing or damaged. Checked before anything changes. Blocks.
     pub fn refusal(&self, mark: &WorkspaceMark) -> Option<String> {
-        let tree = match self.mark_tree(mark) {
+        let to = match self.mark_tree(mark) {
             Ok(tree) => tree,
             Err(why) => return Some(why),
         };
-        restore::check(&tree, &Tree::new(), &self.0.objects).err()
+        let tracker = self.tracker(Path::new(&mark.workspace));
+        let tracker = tracker.lock().unwrap_or_else(|p| p.into_inner());
+        restore::check(&to, tracker.tree(), &self.0.objects).err()
     }
 
     fn mark_tree(&self, mark: &WorkspaceMark) -> Result<Tree, String> {

@@ -8,7 +8,6 @@
 
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// A content-addressed object directory.
@@ -37,7 +36,8 @@ impl Objects {
     pub(super) fn put(&self, bytes: &[u8]) -> io::Result<String> {
         let id = Self::id_of(bytes);
         let path = self.path(&id);
-        if path.exists() {
+        // Kept already: unless torn (a power loss after its rename), whose size gives it away.
+        if fs::metadata(&path).is_ok_and(|m| m.len() == bytes.len() as u64) {
             return Ok(id);
         }
         let dir = path.parent().unwrap_or(&self.dir);
@@ -60,19 +60,6 @@ impl Objects {
             ));
         }
         Ok(bytes)
-    }
-
-    /// Writes object `id` to a new file at `to` (which must not exist) with `mode`.
-    pub(super) fn write_to(&self, id: &str, to: &Path, mode: u32) -> io::Result<()> {
-        let bytes = self.read(id)?;
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode & 0o7777)
-            .open(to)?;
-        file.write_all(&bytes)?;
-        // The creation mode passes through the umask: set it as recorded.
-        file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode & 0o7777))
     }
 }
 

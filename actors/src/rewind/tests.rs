@@ -220,3 +220,68 @@ fn every_snapshot_of_a_long_chain_comes_back_and_its_chain_stays_short() {
         );
     }
 }
+
+#[test]
+fn a_directory_removed_and_made_again_in_one_turn_is_watched_again() {
+    let home = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let root = workspace.path().canonicalize().unwrap();
+    let snapshots = snapshots(home.path(), &[]);
+    fs::create_dir(root.join("dist")).unwrap();
+    fs::write(root.join("dist/old.js"), "old").unwrap();
+    snapshots.take(&root);
+    fs::remove_dir_all(root.join("dist")).unwrap();
+    fs::create_dir(root.join("dist")).unwrap();
+    fs::write(root.join("dist/new.js"), "new").unwrap();
+    let mark = snapshots.take(&root);
+    let tree = snapshots.tree(mark.snapshot.as_deref().unwrap()).unwrap();
+    assert_eq!(kept(&snapshots, &tree), actual(&root));
+    // Its new watch hears what is made in it next.
+    fs::write(root.join("dist/later.js"), "later").unwrap();
+    let mark = snapshots.take(&root);
+    let tree = snapshots.tree(mark.snapshot.as_deref().unwrap()).unwrap();
+    assert_eq!(kept(&snapshots, &tree), actual(&root));
+}
+
+#[test]
+fn a_symlink_left_where_a_directory_was_leads_no_restore_out_of_the_workspace() {
+    let home = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let root = workspace.path().canonicalize().unwrap();
+    let snapshots = snapshots(home.path(), &[]);
+    fs::create_dir_all(root.join("out/cache")).unwrap();
+    fs::write(root.join("out/cache/f"), "cached").unwrap();
+    let first = snapshots.take(&root);
+    let expected = actual(&root);
+    fs::remove_dir_all(root.join("out")).unwrap();
+    fs::create_dir(root.join("out")).unwrap();
+    symlink(elsewhere.path(), root.join("out/cache")).unwrap();
+    snapshots.restore(&first).unwrap();
+    assert_eq!(actual(&root), expected);
+    assert_eq!(
+        fs::read_dir(elsewhere.path()).unwrap().count(),
+        0,
+        "nothing written outside"
+    );
+}
+
+#[test]
+fn a_read_only_directory_is_brought_back_with_its_contents_and_its_mode() {
+    let home = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let root = workspace.path().canonicalize().unwrap();
+    let snapshots = snapshots(home.path(), &[]);
+    fs::create_dir(root.join("cache")).unwrap();
+    fs::write(root.join("cache/a"), "a").unwrap();
+    fs::set_permissions(root.join("cache"), fs::Permissions::from_mode(0o555)).unwrap();
+    let first = snapshots.take(&root);
+    let expected = actual(&root);
+    fs::set_permissions(root.join("cache"), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::write(root.join("cache/b"), "b").unwrap();
+    fs::set_permissions(root.join("cache"), fs::Permissions::from_mode(0o555)).unwrap();
+    snapshots.take(&root);
+    snapshots.restore(&first).unwrap();
+    assert_eq!(actual(&root), expected);
+    fs::set_permissions(root.join("cache"), fs::Permissions::from_mode(0o755)).unwrap();
+}

@@ -4,9 +4,8 @@
 use super::chain::Chain;
 use super::manifest::{self, Changes};
 use super::objects::Objects;
-use super::tree::{self, Entry, Kind, Read1, Reader, Tree};
-use super::watcher::Watcher;
-use std::collections::BTreeMap;
+use super::tree::{self, Kind, Read1, Reader, Tree};
+use super::watcher::{Heard, Watcher};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -82,38 +81,59 @@ impl Tracker {
         &self.tree
     }
 
-    /// Takes a snapshot of the workspace as it is now.
+    /// Takes a snapshot of the workspace as it is now. One that fails leaves the tree as it
+    /// was, and the next reads it whole: no change is lost with it.
     pub(super) fn snapshot(&mut self, reader: &Reader) -> io::Result<Taken> {
         if let Some(why) = &self.refused {
             return Err(io::Error::other(why.clone()));
         }
         let started = now_ns();
-        let heard = match self.watcher.as_mut() {
-            Some(watcher) if !self.rescan => Some(watcher.heard()?),
-            _ => None,
-        };
-        let changes = match heard {
-            Some(heard) if !heard.rescan => self.apply(reader, heard.paths),
-            _ => self.read_whole(reader),
-        };
-        let changes = changes.inspect_err(|e| {
-            if tree::too_many_paths(e) {
-                self.refused = Some(e.to_string());
-                self.watcher = None;
+        let mut before = Changes::new();
+        let recorded = self.take(reader, started, &mut before);
+        let id = match recorded {
+            Ok(id) => id,
+            Err(e) => {
+                manifest::apply(&mut self.tree, before);
+                self.rescan = true;
+                if tree::too_many_paths(&e) {
+                    self.refused = Some(e.to_string());
+                    self.watcher = None;
+                }
+                return Err(e);
             }
-        })?;
+        };
         self.taken_ns = started;
-        let id = self
-            .chain
-            .record(changes, &self.tree, started, reader.objects)?;
         Ok(Taken {
             id,
             unkept: tree::unkept(&self.tree),
         })
     }
 
-    /// Reads the whole tree again, watching every directory afresh; what changed.
-    fn read_whole(&mut self, reader: &Reader) -> io::Result<Changes> {
+    /// Reads what changed and stores it; `before` keeps what the tree held of every path it
+    /// changed, to undo a failure.
+    fn take(&mut self, reader: &Reader, started: i128, before: &mut Changes) -> io::Result<String> {
+        let heard = match self.watcher.as_mut() {
+            Some(watcher) if !self.rescan => Some(watcher.heard()?),
+            _ => None,
+        };
+        let (changes, whole) = match heard {
+            Some(heard) if !heard.rescan => (self.apply(reader, heard, before)?, None),
+            _ => {
+                let (changes, tree) = self.read_whole(reader)?;
+                (changes, Some(tree))
+            }
+        };
+        let tree = whole.as_ref().unwrap_or(&self.tree);
+        let id = self.chain.record(changes, tree, started, reader.objects)?;
+        if let Some(tree) = whole {
+            self.tree = tree;
+        }
+        Ok(id)
+    }
+
+    /// Reads the whole tree again, watching every directory afresh; what changed, and the
+    /// tree.
+    fn read_whole(&mut self, reader: &Reader) -> io::Result<(Changes, Tree)> {
         if !self.unwatchable && self.watcher.is_none() {
             self.watcher = Watcher::new()
                 .inspect_err(|e| tracing::warn!("cannot watch {}: {e}", self.root.display()))
@@ -144,21 +164,20 @@ impl Tracker {
             self.unwatchable = true;
         }
         self.rescan = self.watcher.is_none();
-        let changes = manifest::changes(&self.tree, &tree);
-        self.tree = tree;
-        Ok(changes)
+        Ok((manifest::changes(&self.tree, &tree), tree))
     }
 
-    /// Reads the paths the kernel named again; what changed.
+    /// Reads the paths the kernel named again; what changed. What the tree held of each path
+    /// it changes is kept in `before`.
     fn apply(
         &mut self,
         reader: &Reader,
-        paths: std::collections::BTreeSet<String>,
+        heard: Heard,
+        before: &mut Changes,
     ) -> io::Result<Changes> {
-        let mut before: BTreeMap<String, Option<Entry>> = BTreeMap::new();
         let watcher = self.watcher.as_mut().expect("watching");
         let mut failed = None;
-        for path in paths {
+        for path in heard.paths {
             // Everything under a path that changed may change with it.
             let mut touched: Vec<String> = tree::under(&self.tree, &path).cloned().collect();
             touched.push(path.clone());
@@ -182,14 +201,16 @@ impl Tracker {
                 }
                 Read1::Found(entry) => {
                     let is_dir = entry.kind == Kind::Dir;
-                    if !is_dir {
+                    // A directory made here (perhaps where one was removed in the same turn,
+                    // its watch gone with it) is watched and read whole.
+                    let made = is_dir && (!was_dir || heard.made_dirs.contains(&path));
+                    if !is_dir || made {
                         for p in touched.iter().filter(|p| **p != path) {
                             self.tree.remove(p);
                         }
                     }
                     self.tree.insert(path.clone(), entry);
-                    if is_dir && !was_dir {
-                        // A new directory: watched, then read whole.
+                    if made {
                         let mut sub = Tree::new();
                         reader.walk(
                             &path,
@@ -218,10 +239,10 @@ impl Tracker {
             self.rescan = true;
         }
         Ok(before
-            .into_iter()
+            .iter()
             .filter_map(|(path, old)| {
-                let now = self.tree.get(&path);
-                (now != old.as_ref()).then(|| (path, now.cloned()))
+                let now = self.tree.get(path);
+                (now != old.as_ref()).then(|| (path.clone(), now.cloned()))
             })
             .collect())
     }

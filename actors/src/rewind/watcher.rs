@@ -12,6 +12,9 @@ use std::path::Path;
 pub(super) struct Heard {
     /// Paths (relative) that were made, changed, or removed.
     pub(super) paths: BTreeSet<String>,
+    /// Directories made (perhaps where one was removed: the old one's watch went with it),
+    /// to be watched and read whole.
+    pub(super) made_dirs: BTreeSet<String>,
     /// The tree must be read again whole: the queue overflowed, or a directory moved (the
     /// watches under it now name the wrong paths).
     pub(super) rescan: bool,
@@ -109,10 +112,14 @@ impl Watcher {
                 match event.name {
                     Some(name) => {
                         let name = name.to_string_lossy();
-                        heard.paths.insert(match dir.as_str() {
+                        let path = match dir.as_str() {
                             "" => name.into_owned(),
                             dir => format!("{dir}/{name}"),
-                        });
+                        };
+                        if event.mask.contains(EventMask::ISDIR | EventMask::CREATE) {
+                            heard.made_dirs.insert(path.clone());
+                        }
+                        heard.paths.insert(path);
                     }
                     // The workspace itself moved or went.
                     None if dir.is_empty()

@@ -78,8 +78,9 @@ impl Sessions {
         }
     }
 
-    /// Does `work` with the engine's services on `session` while no run is in flight on it,
-    /// then drops the session's copy in memory (`why`); `None` when a run is in flight.
+    /// Does `work` with the engine's services on `session` while no run is in flight on it
+    /// and none starts, the session's copy in memory dropped (`why`); `None` when a run is in
+    /// flight (or other work is being done on it).
     pub(crate) async fn while_idle<T, F>(
         &self,
         session: &SessionId,
@@ -108,7 +109,9 @@ impl Sessions {
             })
             .await?;
         match idle {
-            true => Ok(result.await.ok()),
+            true => result.await.map(Some).map_err(|_| {
+                StartRunError::Unanswered("the work on the session ended without an answer".into())
+            }),
             false => Ok(None),
         }
     }

@@ -20,7 +20,7 @@ use crate::event::SessionEvents;
 use crate::ids::{RunId, SessionId};
 use crate::supervision::{RestartDecision, RestartHistory, RestartPolicy};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -58,6 +58,8 @@ pub(crate) struct SessionSupervisorState {
     by_actor: HashMap<ActorId, SessionId>,
     stopping: Option<RpcReplyPort<()>>,
     shutting_down: bool,
+    /// Sessions work is being done on between their runs (a rewind): no run starts on them.
+    reserved: HashSet<SessionId>,
 }
 
 impl Actor for SessionSupervisor {
@@ -78,6 +80,7 @@ impl Actor for SessionSupervisor {
             by_actor: HashMap::new(),
             stopping: None,
             shutting_down: false,
+            reserved: HashSet::new(),
         })
     }
 
@@ -181,10 +184,13 @@ impl Actor for SessionSupervisor {
                 why,
                 reply,
             } => {
-                let idle = state.while_idle(&session_id, work, why).await;
+                let idle = state.while_idle(&myself, session_id, work, why);
                 if reply.send(idle).is_err() {
                     tracing::debug!("the caller of work on an idle session left");
                 }
+            }
+            SessionSupervisorMsg::Released { session_id } => {
+                state.reserved.remove(&session_id);
             }
             SessionSupervisorMsg::Services { reply } => {
                 if reply.send(state.args.services.clone()).is_err() {
@@ -283,6 +289,9 @@ impl SessionSupervisorState {
             return Err(StartRunError::Busy { limit });
         }
         let session_id = session_id.unwrap_or_else(SessionId::generate);
+        if self.reserved.contains(&session_id) {
+            return Err(StartRunError::SessionBusy(session_id));
+        }
         if !self.sessions.contains_key(&session_id) {
             let events = SessionEvents::new(self.args.services.global_events.clone());
             let desk = Desk::new();
@@ -421,19 +430,31 @@ impl SessionSupervisorState {
     /// meanwhile: the supervisor routes runs); its copy in memory, which holds what the work
     /// changed in the store, is dropped, so that its next run reads the store afresh. Whether
     /// the session was idle.
-    async fn while_idle(&mut self, id: &SessionId, work: IdleWork, why: &'static str) -> bool {
+    fn while_idle(
+        &mut self,
+        myself: &ActorRef<SessionSupervisorMsg>,
+        id: SessionId,
+        work: IdleWork,
+        why: &'static str,
+    ) -> bool {
         let busy = self
             .sessions
-            .get(id)
+            .get(&id)
             .is_some_and(|e| e.active_run.is_some() || e.recover.is_some() || e.desk.is_driving());
-        if busy {
+        if busy || !self.reserved.insert(id.clone()) {
             return false;
         }
-        work(self.args.services.clone()).await;
-        if let Some(actor) = self.sessions.remove(id).and_then(|e| e.actor) {
+        if let Some(actor) = self.sessions.remove(&id).and_then(|e| e.actor) {
             self.by_actor.remove(&actor.get_id());
             actor.stop(Some(why.into()));
         }
+        // Done in a task of its own: the supervisor goes on routing every other session.
+        let services = self.args.services.clone();
+        let release = Release(myself.clone(), Some(id));
+        tokio::spawn(async move {
+            work(services).await;
+            drop(release);
+        });
         true
     }
 
@@ -509,6 +530,24 @@ impl SessionSupervisorState {
                 if reply.send(()).is_err() {
                     tracing::debug!("the shutdown's caller left");
                 }
+            }
+        }
+    }
+}
+
+/// Releases a session reserved for work between its runs when dropped: when the work ends,
+/// however it ends.
+struct Release(ActorRef<SessionSupervisorMsg>, Option<SessionId>);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        if let Some(session_id) = self.1.take() {
+            if self
+                .0
+                .cast(SessionSupervisorMsg::Released { session_id })
+                .is_err()
+            {
+                tracing::debug!("the supervisor stopped while work was done on a session");
             }
         }
     }

@@ -92,14 +92,17 @@ pub(crate) enum SessionSupervisorMsg {
         reason: String,
         reply: RpcReplyPort<bool>,
     },
-    /// Do `work` on `session_id` while no run is in flight on it (none starts meanwhile),
-    /// then drop its copy in memory (`why`); answers whether it was idle, so the work done.
+    /// Do `work` on `session_id` while no run is in flight on it (none starts until it is
+    /// done), its copy in memory dropped (`why`); answers whether it was idle, so the work
+    /// begun.
     WhileIdle {
         session_id: SessionId,
         work: IdleWork,
         why: &'static str,
         reply: RpcReplyPort<bool>,
     },
+    /// The work done on `session_id` while it was idle has ended: runs may start on it.
+    Released { session_id: SessionId },
     /// The engine's services.
     Services { reply: RpcReplyPort<Services> },
     /// Test hook: make a session's actor panic, or (`driver`) its run's driver. Answers

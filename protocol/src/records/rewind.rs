@@ -45,6 +45,9 @@ pub struct RewindIntent {
     pub to: RewindPoint,
     /// Where it was: what `rewind --undo` goes back to.
     pub from: RewindPoint,
+    /// It is an undo (`rewind --undo`), which `rewind --undo` again finishes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub undoing: bool,
 }
 
 /// A session's last rewind: what `rewind --undo` takes it back to.

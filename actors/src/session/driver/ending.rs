@@ -19,6 +19,8 @@ impl Driver {
     pub(super) async fn finish(&mut self, mut ending: Ending) -> Ending {
         self.run.cancel().cancel();
         if self.run.writes() {
+            // Calls a stop cut short may have changed files: the last turn's point has them.
+            self.snapshot_workspace().await;
             self.answer_calls_in_flight(&ending);
             self.give_held_prompt();
             if ending.status.pauses() {

@@ -7,12 +7,13 @@ use ryvos_protocol::records::RewindPoint;
 
 impl Driver {
     /// The session as the run finds it, before its prompt: kept on the run's record. A
-    /// continued run keeps the point it started from.
+    /// continued run keeps the point it started from, and takes the files as it finds them
+    /// for its next turns.
     pub(super) async fn mark_start(&mut self) {
+        self.snapshot_workspace().await;
         if self.run.before().is_continue() {
             return;
         }
-        self.snapshot_workspace().await;
         let upto = self.session.history.next_seq();
         let point = self.point(upto);
         self.run.points_mut().start = Some(point);

@@ -129,15 +129,14 @@ impl Driver {
     /// A session whose rewind was cut off takes no run until the rewind is finished.
     fn no_rewind_cut_off(&self) -> Step<()> {
         match &self.session.rewinding {
-            Some(intent) => Err(self.end(
-                RunStatus::Failed,
-                format!(
-                    "a rewind of session {id} to {} was cut off: `ryvos rewind {id} …` again \
-                     finishes it, `ryvos rewind {id} --undo` goes back to before it",
-                    intent.label,
-                    id = self.session.id
-                ),
-            )),
+            Some(intent) => {
+                let cut = crate::session::RewindError::CutOff {
+                    session: self.session.id.clone(),
+                    label: intent.label.clone(),
+                    undoing: intent.undoing,
+                };
+                Err(self.end(RunStatus::Failed, cut.to_string()))
+            }
             None => Ok(()),
         }
     }

@@ -57,17 +57,32 @@ pub enum RewindError {
     NoSuchRun(RunId, SessionId),
     #[error("session {0} was never rewound: there is nothing to undo")]
     NothingToUndo(SessionId),
-    #[error(
-        "a rewind of session {session} to {label} was cut off: run that rewind again to \
-         finish it, or `ryvos rewind {session} --undo` to go back to before it"
-    )]
-    CutOff { session: SessionId, label: String },
+    #[error("{}", cut_off(session, label, *undoing))]
+    CutOff {
+        session: SessionId,
+        label: String,
+        undoing: bool,
+    },
     #[error("cannot go back there: {0}")]
     Refused(String),
     #[error("the files could not be brought back: {0}")]
     Files(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// What a session whose rewind (or undo, `undoing`) to `label` was cut off is told.
+fn cut_off(session: &SessionId, label: &str, undoing: bool) -> String {
+    match undoing {
+        true => format!(
+            "an undo of session {session}'s rewind (going back to {label}) was cut off: \
+             `ryvos rewind {session} --undo` again finishes it"
+        ),
+        false => format!(
+            "a rewind of session {session} to {label} was cut off: run that rewind again to \
+             finish it, or `ryvos rewind {session} --undo` to go back to before it"
+        ),
+    }
 }
 
 /// Rewinds session `id` to `to`. The session must have no run in flight and no copy in
@@ -83,6 +98,7 @@ pub(crate) async fn rewind(
         label: plan.found.label.clone(),
         to: plan.found.point.clone(),
         from: plan.from.clone(),
+        undoing: *to == RewindTo::Undo,
     };
     store
         .write(&[session_write(&plan.record, |r| r.rewinding = Some(intent))])
@@ -146,12 +162,14 @@ async fn plan(services: &Services, id: &SessionId, to: &RewindTo) -> Result<Plan
         });
     }
     let found = target::find(store, id, &stored, to).await?;
+    let undo = *to == RewindTo::Undo;
     let resumed = match &record.rewinding {
-        Some(cut) if *to == RewindTo::Undo || cut.label == found.label => Some(cut.clone()),
+        Some(cut) if undo || (cut.label == found.label && !cut.undoing) => Some(cut.clone()),
         Some(cut) => {
             return Err(RewindError::CutOff {
                 session: id.clone(),
                 label: cut.label.clone(),
+                undoing: cut.undoing,
             })
         }
         None => None,
@@ -168,9 +186,9 @@ async fn plan(services: &Services, id: &SessionId, to: &RewindTo) -> Result<Plan
         return Err(RewindError::Refused(format!("{}: {why}", found.label)));
     }
     let from = match resumed {
-        // Going on: where it was made from stays what undoing it restores; undoing a cut-off
-        // rewind goes back to before it, and undoing that finishes it.
-        Some(cut) if *to == RewindTo::Undo => cut.to,
+        // Undoing a rewind cut off goes back to before it (and undoing that finishes it).
+        Some(cut) if undo && !cut.undoing => cut.to,
+        // Going on: where it was made from stays what undoing it restores.
         Some(cut) => cut.from,
         None => here(services, &stored, &mark).await?,
     };

@@ -74,6 +74,11 @@ pub(super) async fn find(
             })
         }
         RewindTo::Undo => match (&record.rewinding, &record.last_rewind) {
+            // An undo cut off is finished; another rewind cut off is undone.
+            (Some(cut), _) if cut.undoing => Ok(Found {
+                label: cut.label.clone(),
+                point: cut.to.clone(),
+            }),
             (Some(cut), _) => Ok(Found {
                 label: format!("before the rewind to {}", cut.label),
                 point: cut.from.clone(),
