@@ -40,12 +40,7 @@ pub(crate) async fn fork(
         .clone()
         .ok_or_else(|| RewindError::NotFound(id.clone()))?;
     let found = target::find(store, id, &stored, at).await?;
-    let mark = found.point.workspace.clone().ok_or_else(|| {
-        RewindError::Refused(format!(
-            "no snapshot of the files was taken at {}",
-            found.label
-        ))
-    })?;
+    let mark = found.mark()?;
     let summary = summary_of(services, &found.point)?;
     let session_id = SessionId::generate();
     let original = PathBuf::from(&mark.workspace);

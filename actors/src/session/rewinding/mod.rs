@@ -174,12 +174,7 @@ async fn plan(services: &Services, id: &SessionId, to: &RewindTo) -> Result<Plan
         }
         None => None,
     };
-    let mark = found.point.workspace.clone().ok_or_else(|| {
-        RewindError::Refused(format!(
-            "no snapshot of the files was taken at {} ([rewind] enabled = false then)",
-            found.label
-        ))
-    })?;
+    let mark = found.mark()?;
     let summary = summary_of(services, &found.point)?;
     let (snapshots, check) = (services.snapshots.clone(), mark.clone());
     if let Some(why) = blocking(move || snapshots.refusal(&check)).await {

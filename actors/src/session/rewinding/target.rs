@@ -4,7 +4,7 @@
 use super::RewindError;
 use crate::ids::{RunId, SessionId};
 use crate::store::{SessionHistory, Store};
-use ryvos_protocol::records::RewindPoint;
+use ryvos_protocol::records::{RewindPoint, WorkspaceMark};
 
 /// A point to go back to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +21,18 @@ pub enum RewindTo {
 pub(super) struct Found {
     pub label: String,
     pub point: RewindPoint,
+}
+
+impl Found {
+    /// The snapshot of the files at the point; refused where none was taken.
+    pub(super) fn mark(&self) -> Result<WorkspaceMark, RewindError> {
+        self.point.workspace.clone().ok_or_else(|| {
+            RewindError::Refused(format!(
+                "no snapshot of the files was taken at {} ([rewind] enabled = false then)",
+                self.label
+            ))
+        })
+    }
 }
 
 /// The point `to` names in session `id`, loaded as `stored`.
