@@ -60,6 +60,10 @@ pub(super) fn make_idmap(uid: u32, gid: u32) -> Result<OwnedFd, String> {
             .map(OwnedFd::from)
             .map_err(|e| format!("the user namespace: {e}"))
     })();
+    // Told by a byte, not by the pipe's end: a child forked meanwhile by another thread holds
+    // a copy of this pipe's write end, so its end alone would never reach the child.
+    // SAFETY: writes one byte from a local buffer.
+    unsafe { libc::write(go_write.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
     drop(go_write);
     let mut status = 0;
     // SAFETY: waits for the child made above.
@@ -118,5 +122,38 @@ pub(super) fn try_idmap(path: &Path, idmap: &OwnedFd) -> Result<(), io::Error> {
         Some(0) => Ok(()),
         Some(errno) => Err(io::Error::from_raw_os_error(errno)),
         None => Err(io::Error::other("the trial ended by a signal")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::make_idmap;
+
+    /// Many threads making user namespaces at once: each helper child inherits the others'
+    /// pipes, which must not keep any of them waiting. Needs root (it writes the maps).
+    #[test]
+    fn user_namespaces_made_at_once_by_many_threads_all_finish() {
+        // SAFETY: geteuid only reads the caller's id.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: writing another user's map needs root");
+            return;
+        }
+        let (done, finished) = std::sync::mpsc::channel();
+        for _ in 0..8 {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                for _ in 0..10 {
+                    let made = make_idmap(65534, 65534);
+                    done.send(made.is_ok()).unwrap();
+                }
+            });
+        }
+        for n in 0..80 {
+            let made = finished.recv_timeout(std::time::Duration::from_secs(60));
+            assert!(
+                made.is_ok(),
+                "namespace {n} of 80 was never finished: a child hangs"
+            );
+        }
     }
 }
