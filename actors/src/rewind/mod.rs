@@ -121,6 +121,10 @@ impl Snapshots {
     fn snapshot_of(&self, tracker: &mut Tracker) -> io::Result<tracker::Taken> {
         let root = tracker.root().to_path_buf();
         let taken = tracker.snapshot(&self.reader(&root))?;
+        // A turn that changed nothing has the head already named.
+        if tracker.saved_head.as_deref() == Some(taken.id.as_str()) {
+            return Ok(taken);
+        }
         let head = self.head_file(&root);
         objects::private_dir(&self.0.heads)?;
         let mut temp = tempfile::Builder::new()
@@ -128,6 +132,7 @@ impl Snapshots {
             .tempfile_in(&self.0.heads)?;
         std::io::Write::write_all(&mut temp, taken.id.as_bytes())?;
         temp.persist(&head).map_err(|e| e.error)?;
+        tracker.saved_head = Some(taken.id.clone());
         Ok(taken)
     }
 

@@ -31,6 +31,8 @@ pub(super) struct Tracker {
     /// Why no snapshot of this workspace is taken, once found (too many paths): it is not
     /// read again every turn.
     refused: Option<String>,
+    /// The snapshot `snapshots/heads` names for this workspace, as this process wrote it.
+    pub(super) saved_head: Option<String>,
 }
 
 /// A snapshot taken.
@@ -68,6 +70,7 @@ impl Tracker {
             unwatchable: false,
             rescan: true,
             refused: None,
+            saved_head: None,
         }
     }
 

@@ -66,8 +66,10 @@ impl Watcher {
     /// Drops every watch (before a whole new reading of the tree).
     pub(super) fn clear(&mut self) {
         for (wd, _) in self.dirs.drain() {
-            // A watch on a directory since removed is gone already.
-            let _ = self.inotify.watches().remove(wd);
+            // A watch on a directory since removed is gone already: nothing is lost.
+            if let Err(e) = self.inotify.watches().remove(wd) {
+                tracing::trace!("a watch was gone before it was removed: {e}");
+            }
         }
         self.drain_quietly();
     }

@@ -94,8 +94,12 @@ impl Sessions {
         let (done, result) = tokio::sync::oneshot::channel();
         let work: IdleWork = Box::new(move |services| {
             Box::pin(async move {
-                // The caller may have left: the work is done all the same.
-                let _ = done.send(work(services).await);
+                // The caller may have left: the work is done all the same, and said so.
+                if done.send(work(services).await).is_err() {
+                    tracing::warn!(
+                        "work on a session ended after its caller left; its answer is not told"
+                    );
+                }
             })
         });
         let idle = self

@@ -34,11 +34,7 @@ pub(crate) async fn fork(
         ));
     }
     let store = &services.store;
-    let stored = store.load_session(id).await?;
-    let record = stored
-        .record
-        .clone()
-        .ok_or_else(|| RewindError::NotFound(id.clone()))?;
+    let (stored, record) = target::load(store, id).await?;
     let found = target::find(store, id, &stored, at).await?;
     let mark = found.mark()?;
     let summary = summary_of(services, &found.point)?;

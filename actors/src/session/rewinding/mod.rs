@@ -149,11 +149,7 @@ struct Plan {
 /// and summary all kept.
 async fn plan(services: &Services, id: &SessionId, to: &RewindTo) -> Result<Plan, RewindError> {
     let store = &services.store;
-    let stored = store.load_session(id).await?;
-    let record = stored
-        .record
-        .clone()
-        .ok_or_else(|| RewindError::NotFound(id.clone()))?;
+    let (stored, record) = target::load(store, id).await?;
     let parked = record.last_status == Some(RunStatus::Parked);
     if let Some(run) = record.last_run.clone().filter(|_| parked) {
         return Err(RewindError::Parked {

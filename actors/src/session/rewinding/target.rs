@@ -3,7 +3,7 @@
 
 use super::RewindError;
 use crate::ids::{RunId, SessionId};
-use crate::store::{SessionHistory, Store};
+use crate::store::{SessionHistory, SessionRecord, Store};
 use ryvos_protocol::records::{RewindPoint, WorkspaceMark};
 
 /// A point to go back to.
@@ -33,6 +33,19 @@ impl Found {
             ))
         })
     }
+}
+
+/// Session `id` as stored, and its record; an unknown session is `NotFound`.
+pub(super) async fn load(
+    store: &Store,
+    id: &SessionId,
+) -> Result<(SessionHistory, SessionRecord), RewindError> {
+    let stored = store.load_session(id).await?;
+    let record = stored
+        .record
+        .clone()
+        .ok_or_else(|| RewindError::NotFound(id.clone()))?;
+    Ok((stored, record))
 }
 
 /// The point `to` names in session `id`, loaded as `stored`.
