@@ -46,6 +46,7 @@ mod event;
 mod guardian;
 mod guardrail;
 mod heartbeat;
+mod hooks;
 use ryvos_protocol::ids;
 mod interrupt;
 mod judge;

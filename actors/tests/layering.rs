@@ -26,6 +26,7 @@ const STACK: &[&str] = &[
     "security",
     "tools",
     "editor",
+    "hooks",
     "guardian",
     "cost_ledger",
     "llm_stream",

@@ -438,7 +438,7 @@ async fn the_manuals_synopsis_matches_the_commands_and_flags_of_ryvos_help() {
         }
     }
     // Subcommands: the first word of each alternative separated by a `|` outside brackets.
-    let mut documented: std::collections::BTreeMap<String, String> = Default::default();
+    let mut documented: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for line in &synopsis {
         let mut depth = 0i32;
         let mut alternatives = vec![String::new()];
@@ -457,7 +457,8 @@ async fn the_manuals_synopsis_matches_the_commands_and_flags_of_ryvos_help() {
         for alternative in &alternatives {
             let mut words = alternative.split_whitespace();
             let Some(name) = words.next() else { continue };
-            documented.insert(name.to_owned(), alternative.to_owned());
+            let entry = documented.entry(name.to_owned()).or_default();
+            entry.push(alternative.to_owned());
         }
     }
     // The flags every command takes are written once.
@@ -491,17 +492,32 @@ async fn the_manuals_synopsis_matches_the_commands_and_flags_of_ryvos_help() {
         "the synopsis in docs/cli.md lists every command, and only those"
     );
     for command in &commands {
-        let (_, help, _) = home.ryvos(&[command, "--help"]).await;
-        // The flags are the options the help lists, not those its prose mentions.
-        let options = help.split("Options:").nth(1).unwrap_or_default();
-        let mut actual: std::collections::BTreeSet<String> = options
-            .lines()
-            .filter(|l| l.trim_start().starts_with('-'))
-            .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("--")))
-            .map(|w| w.trim_end_matches(',').to_owned())
-            .collect();
+        // A command's flags, and those of the subcommands its alternatives name
+        // (`hooks list [--workspace DIR]`).
+        let mut actual = std::collections::BTreeSet::new();
+        let mut asked = vec![vec![command.as_str()]];
+        for alternative in &documented[command] {
+            let sub = alternative.split_whitespace().nth(1);
+            if let Some(sub) = sub.filter(|w| w.chars().all(|c| c.is_ascii_lowercase())) {
+                asked.push(vec![command.as_str(), sub]);
+            }
+        }
+        for args in asked {
+            let args: Vec<&str> = args.into_iter().chain(["--help"]).collect();
+            let (_, help, _) = home.ryvos(&args).await;
+            // The flags are the options the help lists, not those its prose mentions.
+            let options = help.split("Options:").nth(1).unwrap_or_default();
+            actual.extend(
+                options
+                    .lines()
+                    .filter(|l| l.trim_start().starts_with('-'))
+                    .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("--")))
+                    .map(|w| w.trim_end_matches(',').to_owned()),
+            );
+        }
         actual.retain(|f| f != "--help" && !global.contains(f));
-        let mut written = flags(&documented[command]);
+        let mut written: std::collections::BTreeSet<String> =
+            documented[command].iter().flat_map(|a| flags(a)).collect();
         if json_line.contains(&format!(" {command} "))
             || json_line.contains(&format!("| {command} ["))
         {

@@ -102,6 +102,7 @@ async fn crashed(
             reason: None,
             request_id: None,
             node: Some("pid 4242".into()),
+            hooks: Vec::new(),
         }));
     }
     store.write(&[batch]).await.unwrap();

@@ -133,6 +133,19 @@ pub enum EventKind {
         allowed: bool,
         decided_by: String,
     },
+    /// A hook decided about a step (after its decision joined the audit where the step is a
+    /// call): `verdict` is `allow`, `deny`, `ask`, `block`, `stop`, `context` or `failed`.
+    HookDecision {
+        event: crate::hook::HookEvent,
+        /// Its command line or address.
+        hook: String,
+        verdict: crate::hook::HookVerdict,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// The call it was about, for a tool's events.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<CallId>,
+    },
     /// The sandbox's egress proxy decided about a connection a command asked for (under
     /// `network = false` with `allowed_domains`): allowed, or refused with the reason.
     EgressDecision {

@@ -10,6 +10,7 @@ pub mod asked;
 pub mod effect;
 pub mod event;
 pub mod goal;
+pub mod hook;
 pub mod ids;
 pub mod mcp;
 pub mod message;

@@ -15,10 +15,10 @@ pub use overrides::{Override, OverrideSyntaxError};
 use ryvos_actors::config::expand_env;
 pub use ryvos_actors::config::{
     AgentConfig, BudgetConfig, CheckpointConfig, Decision, DirectorConfig, EmbeddingConfig,
-    Fallback, FallbackEndpoint, GuardianConfig, InDoubt, JudgeConfig, MaxTokensField, McpConfig,
-    McpServerConfig, ModelConfig, OnLimit, OtelConfig, OtlpProtocol, Pricing, RewindConfig,
-    SandboxConfig, SandboxMode, SecurityConfig, StoreBackend, StoreConfig, SupervisionConfig,
-    TierPolicy,
+    Fallback, FallbackEndpoint, GuardianConfig, HookSpec, HooksConfig, InDoubt, JudgeConfig,
+    MaxTokensField, McpConfig, McpServerConfig, ModelConfig, OnLimit, OtelConfig, OtlpProtocol,
+    Pricing, RewindConfig, SandboxConfig, SandboxMode, SecurityConfig, StoreBackend, StoreConfig,
+    SupervisionConfig, TierPolicy,
 };
 pub use ryvos_actors::GuardrailConfig;
 use serde::{Deserialize, Serialize};
@@ -54,6 +54,8 @@ pub struct Config {
     pub a2a: A2aConfig,
     /// Workspace snapshots for `rewind` and `fork`.
     pub rewind: RewindConfig,
+    /// A person's programs run at each step of a run (`[[hooks.PreToolUse]]`, …).
+    pub hooks: HooksConfig,
 }
 
 /// `[daemon]`.
@@ -114,6 +116,7 @@ impl Default for Config {
             http: HttpConfig::default(),
             a2a: A2aConfig::default(),
             rewind: RewindConfig::default(),
+            hooks: HooksConfig::default(),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The embedding API: start a runtime, run prompts, follow their events, stop.
 
 mod handle;
+mod hooks;
 mod parked;
 mod request;
 mod rewinds;
@@ -138,6 +139,7 @@ impl RuntimeBuilder {
             otel: self.config.otel,
             max_in_flight_runs: self.config.daemon.max_in_flight_runs,
             rewind: self.config.rewind.clone(),
+            hooks: self.config.hooks.clone(),
         };
         let engine = match provider {
             Some(provider) => {

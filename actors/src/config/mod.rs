@@ -5,6 +5,7 @@
 //! typo is an error instead of a silently ignored setting.
 
 mod checked;
+mod hooks;
 pub(crate) use checked::check_http_url;
 mod mcp;
 mod otel;
@@ -12,6 +13,7 @@ mod rewind;
 mod security;
 mod store;
 
+pub use hooks::{HookSpec, HooksConfig, ProjectHooks, PROJECT_HOOKS_FILE};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use otel::{OtelConfig, OtlpProtocol};
 pub use rewind::RewindConfig;

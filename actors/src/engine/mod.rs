@@ -3,6 +3,7 @@
 #[cfg(feature = "testing")]
 mod faults;
 mod gauges;
+mod hooks;
 mod opening;
 mod rewinding;
 
@@ -75,6 +76,8 @@ pub struct EngineConfig {
     pub max_in_flight_runs: usize,
     /// Workspace snapshots for `rewind` and `fork` (`[rewind]`).
     pub rewind: crate::config::RewindConfig,
+    /// The person's own hooks (`[hooks]`).
+    pub hooks: crate::config::HooksConfig,
 }
 
 /// Why the engine could not start, run, or stop.
@@ -100,6 +103,8 @@ pub enum EngineError {
     Undo(#[from] crate::session::UndoError),
     #[error("{0}")]
     Rewind(#[from] crate::session::RewindError),
+    #[error("{0}")]
+    Hooks(String),
 }
 
 /// A running engine.
@@ -135,6 +140,8 @@ pub struct Engine {
     in_flight: RunsInFlight,
     /// Spans and metrics, while `[otel] enabled`.
     telemetry: Option<Arc<Telemetry>>,
+    /// The person's own hooks, compiled.
+    hooks: Arc<Vec<Arc<crate::hooks::Hook>>>,
 }
 
 impl Engine {
@@ -209,7 +216,7 @@ impl Engine {
         let gate = Gate::new(
             &config.security,
             approvals.clone(),
-            checkpoint.clone(),
+            (checkpoint.clone(), store.clone()),
             store.always_allowed().await.map_err(opening_store)?,
             // On a store of its own, the process is what tells one runtime from the next.
             &(store.node().map(str::to_owned))
@@ -238,6 +245,7 @@ impl Engine {
         let global_events = GlobalEvents::new().traced(telemetry.clone());
         let policy = RestartPolicy::from(&config.supervision);
         let notices = broadcast::channel(64).0;
+        let hooks = crate::hooks::configured(&config.hooks).map_err(EngineError::Security)?;
         let services = Services {
             store: store.clone(),
             checkpoint: checkpoint.clone(),
@@ -260,6 +268,7 @@ impl Engine {
             mcp: mcp.clone(),
             snapshots: crate::rewind::Snapshots::new(&config.home, &config.rewind)
                 .map_err(EngineError::Security)?,
+            hooks: hooks.clone(),
         };
         let judges = crate::judge::models(&config.model, &agent.judge, models.configured())?;
         let local_models = models
@@ -346,6 +355,7 @@ impl Engine {
             session_servers,
             in_flight,
             telemetry,
+            hooks,
         })
     }
 

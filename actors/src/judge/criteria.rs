@@ -84,7 +84,11 @@ pub(crate) async fn check_command(
             name: Bash.name().to_owned(),
             arguments: input.to_string(),
         };
-        let refused = match gate.admit(&call, &Bash, &input, ctx, events).await {
+        let no_hooks = crate::hooks::Fired::default();
+        let refused = match gate
+            .admit(&call, &Bash, &input, ctx, events, no_hooks)
+            .await
+        {
             Ok(()) => None,
             Err(Refused::Denied(why)) => Some(why),
             Err(Refused::Parked) => {

@@ -18,6 +18,8 @@ pub struct SandboxedCommand {
     /// The search for git code the command plants elsewhere (in a repository it makes, say);
     /// taken when it is done.
     pub(super) planted_git: Option<PlantedGit>,
+    /// The workspace's `.ryvos`, which did not exist when the command started.
+    pub(super) planted_hooks: Option<std::path::PathBuf>,
 }
 
 impl SandboxedCommand {
@@ -29,6 +31,7 @@ impl SandboxedCommand {
             self.limit_met(),
             self.egress_refused(),
             self.commondir_removed(),
+            self.hooks_removed(),
         ]
         .into_iter()
         .flatten()
@@ -66,6 +69,31 @@ impl SandboxedCommand {
             "[sandbox] This command made {}, which would redirect git's config and hooks \
              elsewhere; it was removed. git's hooks and config stay read-only.",
             file.display()
+        ))
+    }
+
+    /// Moves aside a `.ryvos` the command made in the workspace: hooks written there would run
+    /// at the next run once a person trusted them, and a person may trust without reading.
+    /// Moved, not removed: nothing is lost if it was not the command's.
+    fn hooks_removed(&self) -> Option<String> {
+        let dir = self.planted_hooks.as_ref()?;
+        std::fs::symlink_metadata(dir).ok()?;
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        let stamp = now.map(|d| d.as_millis()).unwrap_or_default();
+        let aside = dir.with_file_name(format!(".ryvos-made-by-a-command-{stamp}"));
+        if let Err(e) = std::fs::rename(dir, &aside) {
+            tracing::error!("a planted {} could not be moved aside: {e}", dir.display());
+            return Some(format!(
+                "[sandbox] This command made {}, where the workspace's hooks live; it could \
+                 not be moved aside ({e}).",
+                dir.display()
+            ));
+        }
+        Some(format!(
+            "[sandbox] This command made {}, where the workspace's hooks live (only a person \
+             writes there); it was moved to {}.",
+            dir.display(),
+            aside.display()
         ))
     }
 

@@ -1,6 +1,6 @@
 //! What the file tools (`read`, `write`, `edit`, `glob`, `grep`) may not touch inside the
-//! workspace, as commands may not: covered secrets, git's hooks and config, and under
-//! `mode = "read-only"` anything at all to write.
+//! workspace, as commands may not: covered secrets, git's hooks and config, the workspace's
+//! own hooks (`.ryvos`), and under `mode = "read-only"` anything at all to write.
 
 use super::git::GitGuard;
 use std::path::{Path, PathBuf};
@@ -12,6 +12,8 @@ pub struct FileRules {
     pub(super) git: GitGuard,
     /// `mode = "read-only"`: the file tools write nothing, as commands write only `$TMPDIR`.
     pub(super) read_only: bool,
+    /// The workspace's `.ryvos`, where its hooks live: a person's to write, never the model's.
+    pub(super) hooks_dir: Option<PathBuf>,
 }
 
 impl FileRules {
@@ -39,6 +41,18 @@ impl FileRules {
         }
         if let Some(why) = self.refuses_read(path) {
             return Some(why);
+        }
+        if self
+            .hooks_dir
+            .as_ref()
+            .is_some_and(|dir| path.starts_with(dir))
+        {
+            return Some(format!(
+                "{} is where the workspace keeps its hooks, programs run at each step of a run: \
+                 only a person writes there (and trusts what is written, with `ryvos hooks \
+                 trust`)",
+                path.display()
+            ));
         }
         self.git.protects(path).then(|| {
             format!(

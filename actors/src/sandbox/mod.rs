@@ -40,6 +40,7 @@ mod scratch;
 mod seccomp;
 mod secrets;
 
+pub(crate) use egress::AllowedDomains;
 pub(crate) use file_rules::FileRules;
 pub use machine::Machine;
 pub(crate) use run::RunSandbox;
@@ -328,6 +329,10 @@ impl Sandbox {
             scratch: Arc::new(Scratch::default()),
             proxies: Arc::default(),
             events: None,
+            reach: run::Reach {
+                network: self.policy.network,
+                allowed: self.policy.allowed.clone(),
+            },
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::bubblewrap::{self, View};
 use super::command::SandboxedCommand;
-use super::egress::{EgressProxy, BRIDGE_PORT};
+use super::egress::{AllowedDomains, EgressProxy, BRIDGE_PORT};
 use super::file_rules::FileRules;
 use super::git::GitGuard;
 use super::identity::Lending;
@@ -30,6 +30,15 @@ pub struct RunSandbox {
     pub(super) proxies: Arc<AtomicU64>,
     /// Where the egress proxies' decisions are published.
     pub(super) events: Option<RunEvents>,
+    /// What its commands may reach over the network.
+    pub(super) reach: Reach,
+}
+
+/// What a run's commands may reach over the network: the policy's, or a hook's own.
+#[derive(Clone, Debug)]
+pub(super) struct Reach {
+    pub(super) network: bool,
+    pub(super) allowed: AllowedDomains,
 }
 
 impl std::fmt::Debug for RunSandbox {
@@ -60,16 +69,33 @@ impl RunSandbox {
         self
     }
 
+    /// The directory its commands start in.
+    pub(crate) fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The same sandbox for a hook's commands: no network but the names in `allowed` (a
+    /// hook's own `allowed_domains`), whatever the run's commands may reach.
+    pub(crate) fn for_hook(&self, allowed: AllowedDomains) -> Self {
+        let mut sandbox = self.clone();
+        sandbox.reach = Reach {
+            network: false,
+            allowed,
+        };
+        sandbox
+    }
+
     /// A proxy for one command, when the policy needs one (the network closed, with names
     /// allowed).
     fn egress_proxy(&self, tmp: &Path) -> Result<Option<EgressProxy>, SandboxError> {
         let policy = &self.sandbox.policy;
-        if policy.network || policy.allowed.is_empty() || policy.mode == SandboxMode::Off {
+        let reach = &self.reach;
+        if reach.network || reach.allowed.is_empty() || policy.mode == SandboxMode::Off {
             return Ok(None);
         }
         let n = self.proxies.fetch_add(1, Ordering::Relaxed);
         let socket = tmp.join(format!(".ryvos-egress-{n}.sock"));
-        EgressProxy::start(socket, policy.allowed.clone(), self.events.clone())
+        EgressProxy::start(socket, reach.allowed.clone(), self.events.clone())
             .map(Some)
             .map_err(|e| SandboxError::Prepare(format!("the egress proxy: {e}")))
     }
@@ -133,12 +159,17 @@ impl RunSandbox {
         // (writable_paths are caches, where nobody runs git: not walked after every command).
         let planted_git = (policy.mode == SandboxMode::WorkspaceWrite)
             .then(|| PlantedGit::starting_now(self.workspace.clone(), git.git_dir.clone()));
+        // The workspace's hooks are a person's: a `.ryvos` that is there is held read-only,
+        // one the command makes is taken away after it.
+        let planted_hooks = Some(self.hooks_dir())
+            .filter(|dir| policy.mode == SandboxMode::WorkspaceWrite && !dir.exists());
         Ok(SandboxedCommand {
             command,
             cgroup,
             proxy,
             planted_commondir,
             planted_git,
+            planted_hooks,
         })
     }
 
@@ -174,10 +205,13 @@ impl RunSandbox {
             .collect();
         let view = View {
             hidden,
-            read_only: only_writable(&git.read_only),
+            read_only: only_writable(&git.read_only)
+                .into_iter()
+                .chain(Some(self.hooks_dir()).filter(|dir| dir.is_dir()))
+                .collect(),
             pinned: only_writable(git.git_dir.as_slice()),
             writable: writable.clone(),
-            network: policy.network,
+            network: self.reach.network,
             cwd: self.workspace.clone(),
             disable_userns: bubblewrap::disables_userns(bwrap),
         };
@@ -188,7 +222,7 @@ impl RunSandbox {
             .filter(|l| l.mechanism == Mechanism::Rlimits);
         let inner_args = InnerArgs {
             writable,
-            network: policy.network,
+            network: self.reach.network,
             unix_sockets: policy.unix_sockets,
             max_processes: rlimits.map(|l| l.max_processes),
             max_memory: rlimits.map(|l| l.max_memory),
@@ -265,7 +299,14 @@ impl RunSandbox {
                 .collect(),
             git: self.git(),
             read_only: self.sandbox.policy.mode == SandboxMode::ReadOnly,
+            hooks_dir: Some(self.hooks_dir()),
         }
+    }
+
+    /// The workspace's `.ryvos`, where its own hooks live.
+    fn hooks_dir(&self) -> PathBuf {
+        let workspace = (self.workspace.canonicalize()).unwrap_or_else(|_| self.workspace.clone());
+        workspace.join(".ryvos")
     }
 
     /// The repository around the workspace as it is now (a command may have made one), under
@@ -287,7 +328,7 @@ impl RunSandbox {
         let lower = output.to_lowercase();
         let shows = |signs: &[&str]| signs.iter().any(|sign| lower.contains(sign));
         let write_refused = shows(notes::WRITE_REFUSED);
-        let connect_refused = !policy.network && shows(notes::CONNECT_REFUSED);
+        let connect_refused = !self.reach.network && shows(notes::CONNECT_REFUSED);
         if !write_refused && !connect_refused {
             return shows(notes::LIMIT_MET)
                 .then(|| policy.limits.as_ref().map(notes::limit_note))
@@ -326,7 +367,7 @@ impl RunSandbox {
                  configure git with -c or environment variables instead).",
             );
         }
-        if !policy.network {
+        if !self.reach.network {
             note.push_str(" Network connections are refused too (network = false).");
         }
         Some(note)

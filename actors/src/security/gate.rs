@@ -8,14 +8,17 @@
 
 use super::approvals::{Answer, ApprovalKind, Approvals, PendingApproval};
 use super::classify::{self, Classification};
+use super::wording::{because, denial, in_doubt_denial, tier_name, unanswered};
 use crate::checkpoint::{self, Checkpoint};
 use crate::config::{Decision, SecurityConfig};
 use crate::event::{EventKind, RunEvents};
+use crate::hooks::Fired;
 use crate::ids::SessionId;
 use crate::message::ToolCall;
 use crate::store::{now_ms, AuditRecord, StoreError, Write, WriteBatch};
 use crate::text::truncate;
 use crate::tools::{SafetyTier, Tool, ToolContext};
+use ryvos_protocol::hook::HookVerdict;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +33,7 @@ pub(crate) struct Gate {
     allowlist: Arc<Vec<regex::Regex>>,
     approvals: Approvals,
     checkpoint: Checkpoint,
+    store: crate::store::Store,
     /// This runtime, as its audit records name it ([`AuditRecord::node`]).
     node: Arc<str>,
     /// Calls a person allowed "always", per session: the key is the tool, or `bash` and its
@@ -54,16 +58,18 @@ enum Rule {
     AutoApprove,
     AlwaysInSession,
     Policy(Decision),
+    /// A `PreToolUse` hook allowed it (`true`) or denied it.
+    Hook(bool),
 }
 
 impl Gate {
     /// The gate of `config`; a command allowlist pattern that does not compile is an error.
     /// `always` is what people allowed "always" before, as stored; `node` names this runtime
-    /// in the audit.
+    /// in the audit. Decisions are written through `checkpoint`, and read back from `store`.
     pub(crate) fn new(
         config: &SecurityConfig,
         approvals: Approvals,
-        checkpoint: Checkpoint,
+        (checkpoint, store): (Checkpoint, crate::store::Store),
         always: HashMap<SessionId, HashSet<String>>,
         node: &str,
     ) -> Result<Self, String> {
@@ -82,9 +88,15 @@ impl Gate {
             allowlist: Arc::new(allowlist),
             approvals,
             checkpoint,
+            store,
             node: node.into(),
             always: Arc::new(std::sync::Mutex::new(always)),
         })
+    }
+
+    /// The store its decisions are read back from.
+    pub(crate) fn store(&self) -> &crate::store::Store {
+        &self.store
     }
 
     /// Whether `session`'s call `call` waits in doubt: a crash cut it off after it started.
@@ -115,6 +127,7 @@ impl Gate {
             reason: None,
             request_id: None,
             node: Some(self.node.to_string()),
+            hooks: Vec::new(),
         }
     }
 
@@ -126,30 +139,47 @@ impl Gate {
         input: &serde_json::Value,
         ctx: &ToolContext,
         events: &RunEvents,
+        hooked: Fired,
     ) -> Result<(), Refused> {
         let class = classify_call(tool, input, ctx.workspace.root());
-        let rule = match self.approvals.in_doubt(&ctx.session_id, &call.id) {
+        let in_doubt = self.approvals.in_doubt(&ctx.session_id, &call.id);
+        let rule = match in_doubt {
             // A call a crash left in doubt is a person's to decide, whatever the policy says.
             true => Rule::Policy(Decision::Ask),
             false => self.rule(&ctx.session_id, tool.name(), input, &class),
         };
+        let rule = match (super::hooked::overrule(&hooked, class.tier, in_doubt), rule) {
+            (Some(HookVerdict::Deny), _) => Rule::Hook(false),
+            (Some(HookVerdict::Ask), rule) if rule != Rule::Policy(Decision::Deny) => {
+                Rule::Policy(Decision::Ask)
+            }
+            (Some(HookVerdict::Allow), Rule::Policy(Decision::Ask)) => Rule::Hook(true),
+            (_, rule) => rule,
+        };
         let mut record = self.audit_record(call, class.tier, class.reasons.clone(), ctx);
+        record.hooks = hooked.decisions.clone();
         // What the decision stores with its audit record.
         let mut batch = WriteBatch::new(ctx.session_id.clone());
         let result = match rule {
             Rule::Allowlist
             | Rule::AutoApprove
             | Rule::AlwaysInSession
+            | Rule::Hook(true)
             | Rule::Policy(Decision::Allow) => {
                 record.allowed = true;
                 record.decided_by = match rule {
                     Rule::Allowlist => "command_allowlist",
                     Rule::AutoApprove => "auto_approve",
                     Rule::AlwaysInSession => "always_in_session",
+                    Rule::Hook(_) => "hook",
                     _ => "policy",
                 }
                 .into();
                 Ok(())
+            }
+            Rule::Hook(false) => {
+                record.decided_by = "hook".into();
+                Err(super::hooked::denial(&hooked))
             }
             Rule::Policy(Decision::Deny) => {
                 record.decided_by = "policy".into();
@@ -294,6 +324,13 @@ impl Gate {
         let kept = self
             .approvals
             .take_paused(&ctx.session_id, &call.id, &call.name, input);
+        if kept.is_none() {
+            // A call nobody was asked about yet: its `PermissionRequest` hooks may answer.
+            if let Some(answered) = super::hooked::answered_by_hooks(call, input, ctx, record).await
+            {
+                return answered;
+            }
+        }
         let request_id = kept.as_ref().map_or_else(
             || format!("ap_{}", ulid::Ulid::new().to_string().to_lowercase()),
             |k| k.request_id.clone(),
@@ -518,24 +555,6 @@ impl Gate {
     }
 }
 
-fn tier_name(tier: SafetyTier) -> &'static str {
-    match tier {
-        SafetyTier::T0 => "T0 (read-only)",
-        SafetyTier::T1 => "T1 (small local effects)",
-        SafetyTier::T2 => "T2 (file changes)",
-        SafetyTier::T3 => "T3 (running programs)",
-        SafetyTier::T4 => "T4 (critical)",
-    }
-}
-
-fn because(reasons: &[String]) -> String {
-    if reasons.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", reasons.join("; "))
-    }
-}
-
 /// The request that asks a person about `call`.
 fn request(
     (request_id, kind): (&str, ApprovalKind),
@@ -558,32 +577,5 @@ fn request(
         kind,
         started_at_ms: None,
         started_on: None,
-    }
-}
-
-/// The decision when nobody answered within `timeout`.
-fn unanswered(timeout: Duration) -> (bool, Option<String>, String) {
-    let why = format!(
-        "nobody answered the approval request within {}s (approval_timeout_secs)",
-        timeout.as_secs()
-    );
-    (false, Some(why), "unanswered".to_owned())
-}
-
-/// What the model is told of a call in doubt that a person (`by`) said must not run again.
-fn in_doubt_denial(reason: Option<String>, by: &str) -> String {
-    let why = reason.unwrap_or_else(|| "no reason given".into());
-    format!(
-        "denied: a crash cut this call off, so it may or may not have taken effect; {by} \
-         decided it must not be run again: {why}. Do not repeat it."
-    )
-}
-
-/// What the model is told of a call that was not approved, `by` whom and why.
-fn denial(reason: Option<String>, by: &str) -> String {
-    let why = reason.unwrap_or_else(|| "no reason given".into());
-    match by {
-        "unanswered" | "run_ended" => format!("denied: {why}; the call was not run"),
-        _ => format!("denied: the user ({by}) denied this call: {why}"),
     }
 }

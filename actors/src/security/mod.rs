@@ -6,10 +6,13 @@ pub(crate) mod approvals;
 pub(crate) mod classify;
 mod effect;
 pub(crate) mod gate;
+mod hooked;
 mod recovered;
 pub(crate) mod shell;
+mod wording;
 
 pub(crate) use approvals::{Answer, Answered};
 pub use approvals::{ApprovalError, Approvals};
 pub(crate) use effect::effect_of;
 pub(crate) use gate::{Gate, Refused};
+pub(crate) use hooked::recorded as recorded_hooks;

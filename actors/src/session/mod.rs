@@ -93,6 +93,8 @@ pub(crate) struct Services {
     pub mcp: crate::mcp::McpServers,
     /// The workspaces' snapshots, for rewinds.
     pub snapshots: crate::rewind::Snapshots,
+    /// The person's own hooks (`config.toml`'s); a workspace's are read by each run.
+    pub hooks: Arc<Vec<Arc<crate::hooks::Hook>>>,
 }
 
 /// A run to start, as a caller asks for it.

@@ -100,6 +100,10 @@ pub(super) struct ActiveRun {
     writes: bool,
     /// The points a rewind can go back to.
     points: Points,
+    /// Its hooks (none until it is prepared).
+    hooks: crate::hooks::RunHooks,
+    /// A `Stop` hook sent it back to work: it may once.
+    sent_back: bool,
 }
 
 /// What a run knows of the points a rewind can go back to.
@@ -199,6 +203,8 @@ impl ActiveRun {
             parked: None,
             writes: false,
             points: Points::default(),
+            hooks: crate::hooks::RunHooks::default(),
+            sent_back: false,
         };
         if let Some(continuation) = &spec.continues {
             run.take_up(&continuation.parked);
@@ -258,7 +264,42 @@ impl ActiveRun {
             sandbox: self.sandbox.clone(),
             editor: self.editor.clone(),
             call: None,
+            hooks: self.hooks.clone(),
         }
+    }
+
+    /// Its hooks.
+    pub(super) fn hooks(&self) -> &crate::hooks::RunHooks {
+        &self.hooks
+    }
+
+    pub(super) fn set_hooks(&mut self, hooks: crate::hooks::RunHooks) {
+        self.hooks = hooks;
+    }
+
+    /// Whether a `Stop` hook sent it back to work already; from now on, it has.
+    pub(super) fn send_back(&mut self) -> bool {
+        std::mem::replace(&mut self.sent_back, true)
+    }
+
+    /// Whether a `Stop` hook sent it back to work.
+    pub(super) fn sent_back(&self) -> bool {
+        self.sent_back
+    }
+
+    /// Where its programs run.
+    pub(super) fn sandbox(&self) -> &crate::sandbox::RunSandbox {
+        &self.sandbox
+    }
+
+    /// A hook refused the prompt: it is kept nowhere, the run's record included.
+    pub(super) fn withhold_prompt(&mut self) {
+        self.prompt = "(withheld: a UserPromptSubmit hook refused it)".into();
+    }
+
+    /// Whether it is a Director's step.
+    pub(super) fn is_directed(&self) -> bool {
+        self.directed_by.is_some()
     }
 
     /// The tools the run is offered.

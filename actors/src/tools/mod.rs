@@ -37,6 +37,8 @@ pub struct ToolContext {
     pub editor: Option<crate::editor::Editor>,
     /// The call being run, when a call is (a `command` criterion is none).
     pub call: Option<CallIdentity>,
+    /// The run's hooks, asked before and after each call (none: nothing is asked).
+    pub(crate) hooks: crate::hooks::RunHooks,
 }
 
 /// Which call a tool runs for.

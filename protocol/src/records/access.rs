@@ -70,6 +70,9 @@ pub enum CredentialKind {
     SpentLink,
     /// Where an A2A task's updates are POSTed (`push:TASK/ID`).
     PushTarget(PushTarget),
+    /// A workspace's hooks file a person trusted (`hooks:FILE#HASH`): its hooks run while the
+    /// file's BLAKE3 hash is `hash`.
+    TrustedHooks { file: String, hash: String },
 }
 
 /// Where an A2A caller asked a task's updates to be POSTed, and what to send with them.

@@ -34,6 +34,12 @@ pub struct AuditRecord {
     /// shared store, else its process (`pid 4242`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// What hooks decided about the call (`PreToolUse`, `PermissionRequest`) before the gate
+    /// did; for a step that is no call (a prompt, a run's end), `tool` names the event and
+    /// `call_id` is empty. A call a crash cut off is decided again from these, its hooks not
+    /// asked twice.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<crate::hook::HookDecision>,
 }
 
 /// A person's answer to an approval request.

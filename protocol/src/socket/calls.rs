@@ -1,7 +1,10 @@
 //! Every method of the socket protocol: its parameters, its result, and the [`Call`] that
 //! pairs them under the method's name.
 
-use super::{Call, ForkParams, ForkResult, RewindParams, RewindResult};
+use super::{
+    Call, ForkParams, ForkResult, HooksListing, HooksParams, HooksTrusted, RewindParams,
+    RewindResult,
+};
 use crate::event::RunOutcome;
 use crate::message::Message;
 use crate::records::{
@@ -397,4 +400,10 @@ calls! {
     Tokens = "tokens": NoParams => Vec<TokenInfo>;
     /// Revokes a token at once, on every daemon sharing the store.
     TokenRevoke = "token_revoke": TokenParams => TokenRevoked;
+    /// The hooks runs in a workspace get: `config.toml`'s, and the workspace's own with
+    /// whether a person trusted its file as it is.
+    Hooks = "hooks": HooksParams => HooksListing;
+    /// Trusts a workspace's `.ryvos/hooks.toml` as it is now (its content's hash, kept in the
+    /// store): its hooks run until the file changes.
+    HooksTrust = "hooks_trust": HooksParams => HooksTrusted;
 }

@@ -11,10 +11,12 @@
 //! them, and [`schema`] derives the protocol's JSON Schema from them.
 
 mod calls;
+mod hooks;
 mod rewinds;
 mod schema;
 
 pub use calls::*;
+pub use hooks::*;
 pub use rewinds::*;
 pub use schema::schema;
 
@@ -171,6 +173,8 @@ impl Request {
             TokenCreate::METHOD => Method::TokenCreate(self.params::<TokenCreate>()?),
             Tokens::METHOD => Method::Tokens(self.params::<Tokens>()?),
             TokenRevoke::METHOD => Method::TokenRevoke(self.params::<TokenRevoke>()?),
+            Hooks::METHOD => Method::Hooks(self.params::<Hooks>()?),
+            HooksTrust::METHOD => Method::HooksTrust(self.params::<HooksTrust>()?),
             other => {
                 return Err(ErrorBody::new(
                     ErrorCode::UnknownMethod,
@@ -223,6 +227,8 @@ pub const METHODS: &[&str] = &[
     TokenCreate::METHOD,
     Tokens::METHOD,
     TokenRevoke::METHOD,
+    Hooks::METHOD,
+    HooksTrust::METHOD,
 ];
 
 /// A request's method with its parameters, as the daemon dispatches it.
@@ -256,6 +262,8 @@ pub enum Method {
     TokenCreate(TokenCreateParams),
     Tokens(NoParams),
     TokenRevoke(TokenParams),
+    Hooks(HooksParams),
+    HooksTrust(HooksParams),
 }
 
 /// What a daemon line carries.

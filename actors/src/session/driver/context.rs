@@ -10,6 +10,7 @@ use crate::context::{facts, prune_to_budget, summary, Cut};
 use crate::event::{CallPurpose, EventKind};
 use crate::llm_stream::{ModelAnswer, Purpose, StreamJob};
 use crate::provider::ProviderError;
+use ryvos_protocol::hook::HookEvent;
 use tokio::time::Instant;
 
 /// After pruning, the conversation is brought down to this share of `max_context_tokens`,
@@ -148,6 +149,7 @@ impl Driver {
     /// when summarization is on and the budget allows a call. The exact facts the summary left
     /// out (see [`facts`]) are kept verbatim below it, as many as `[agent] summary_facts`.
     pub(super) async fn compact(&mut self, cut: Cut) -> Step<()> {
+        self.tell_hooks(compaction(HookEvent::PreCompact)).await;
         let agent = &self.session.services.agent;
         let wants_summary = agent.enable_summarization && self.run.spent().may_call();
         let summary = match wants_summary {
@@ -210,6 +212,7 @@ impl Driver {
         };
         self.run.set_memory_flush_asked(false);
         self.run.events().emit(event);
+        self.tell_hooks(compaction(HookEvent::PostCompact)).await;
         Ok(())
     }
 
@@ -309,5 +312,13 @@ impl Driver {
         let mut answer = ModelAnswer::failed(error);
         answer.cut_calls.push(self.run.call().model().to_owned());
         answer
+    }
+}
+
+/// A compaction as hooks are told it: the runtime's own, when the context fills up.
+fn compaction(event: HookEvent) -> crate::hooks::Step<'static> {
+    crate::hooks::Step::Compact {
+        event,
+        trigger: "auto",
     }
 }

@@ -3,6 +3,7 @@
 
 use super::{Driver, Ending};
 use crate::event::{EventKind, RunStatus};
+use crate::hooks::Step as HookStep;
 use crate::ids::SessionId;
 use crate::message::Message;
 use crate::session::notice::{NoticeRef, SessionNotice};
@@ -26,6 +27,7 @@ impl Driver {
             if ending.status.pauses() {
                 self.leave_calls_pending(&ending);
             }
+            self.tell_end_to_hooks(&ending).await;
             let record = self.run.record(Some(&ending));
             self.close_turn(Vec::new(), Some(record));
             self.last_commits().await;
@@ -35,6 +37,21 @@ impl Driver {
             ending.reason = Some(format!("the run's turns could not be stored: {e}"));
         }
         ending
+    }
+
+    /// The run's hooks are told it parked (`RunParked`) and that it ended (`SessionEnd`); what
+    /// they said is stored with its end.
+    async fn tell_end_to_hooks(&mut self, ending: &Ending) {
+        if let Some(reason) = self.run.parked() {
+            let reason = serde_json::to_value(reason).unwrap_or_default();
+            let message = ending.reason.as_deref().unwrap_or_default();
+            let reason = reason.as_str().unwrap_or_default();
+            self.tell_hooks(HookStep::RunParked { reason, message })
+                .await;
+        }
+        let status = ending.status.to_string();
+        self.tell_hooks(HookStep::SessionEnd { status: &status })
+            .await;
     }
 
     /// Calls that will never finish get results saying why; calls that never started stay

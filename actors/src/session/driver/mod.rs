@@ -27,6 +27,7 @@ mod ending;
 mod fitting;
 mod guarding;
 mod guardrails;
+mod hooking;
 mod judging;
 mod marking;
 mod parking;
@@ -60,6 +61,8 @@ pub(super) struct Driver {
     run: ActiveRun,
     control: mpsc::UnboundedReceiver<Control>,
     deadline: waiting::Deadline,
+    /// What the prompt's hooks gave to read with it, until the prompt is appended.
+    prompt_context: Option<String>,
 }
 
 impl Driver {
@@ -79,6 +82,7 @@ impl Driver {
             run,
             control,
             deadline,
+            prompt_context: None,
         }
     }
 

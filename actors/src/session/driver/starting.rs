@@ -6,6 +6,7 @@
 use super::{Driver, Step};
 use crate::context::layers::Assembled;
 use crate::event::{EventKind, RunStatus};
+use crate::hooks::Step as HookStep;
 use crate::ids::RunId;
 use crate::llm_stream::ModelChain;
 use crate::message::{Message, ToolCall};
@@ -15,6 +16,7 @@ use crate::session::siblings::Refusal;
 use crate::session::{prompt, RunSpec, Services};
 use crate::store::{Write, WriteBatch};
 use crate::tools::Workspace;
+use ryvos_protocol::hook::{HookEvent, HookVerdict};
 use ryvos_protocol::records::refused_while_parked;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -77,7 +79,17 @@ impl Driver {
         if session.title.is_none() {
             session.title = title_of(&spec.prompt);
         }
+        let for_hooks = crate::hooks::ForRun {
+            sandbox: self.run.sandbox().clone(),
+            events: self.run.events().clone(),
+            directed: self.run.is_directed(),
+        };
         let question = Question {
+            source: match session.history.is_empty() {
+                true => "startup",
+                false => "resume",
+            },
+            for_hooks,
             services: session.services.clone(),
             run_id: self.run.id().clone(),
             run_limit_cents: self.run.limits().per_run_limit_cents(),
@@ -168,6 +180,7 @@ impl Driver {
     /// conversation; otherwise the prompt is stored (after the calls a paused run left, if
     /// any, which are returned).
     fn prepared(&mut self, prepared: Preparation) -> Step<Vec<ToolCall>> {
+        let prompt_context = self.hooks_prepared(&prepared.hooked)?;
         if let Err(refusal) = prepared.admitted {
             super::spending::announce(self.run.events(), &refusal);
             // A parked run still at its limit parks again; a new one is refused, nothing done.
@@ -197,6 +210,7 @@ impl Driver {
         // Taken up by this run: from its first batch on, a crash while they run leaves them
         // cut off (repaired on reload), never pending again.
         self.session.paused_calls.clear();
+        self.prompt_context = prompt_context;
         if left.is_empty() {
             self.push_prompt(prompt);
         } else {
@@ -232,7 +246,8 @@ impl Driver {
         Ok(())
     }
 
-    /// Appends the run's prompt (none when it continues without one), shown to the host first.
+    /// Appends the run's prompt (none when it continues without one), shown to the host first,
+    /// and what its hooks gave to read with it.
     pub(super) fn push_prompt(&mut self, prompt: String) {
         if prompt.is_empty() {
             return;
@@ -240,6 +255,33 @@ impl Driver {
         let message = Message::user(prompt);
         self.run.observe(&message);
         self.session.history.push(message);
+        let context = self.prompt_context.take();
+        self.push_hook_context(HookEvent::UserPromptSubmit, context);
+    }
+
+    /// The run's hooks, armed; what they decided at its start and about its prompt audited. A
+    /// refused prompt ends the run `blocked` before it is stored. The context for the prompt.
+    fn hooks_prepared(&mut self, hooked: &Hooked) -> Step<Option<String>> {
+        self.run.set_hooks(hooked.hooks.clone());
+        let start = match self.run.is_directed() {
+            true => HookEvent::SubagentStart,
+            false => HookEvent::SessionStart,
+        };
+        self.audit_hooks(start, &hooked.started);
+        self.audit_hooks(HookEvent::UserPromptSubmit, &hooked.prompted);
+        self.stopped_by_hook(start, &hooked.started)?;
+        self.stopped_by_hook(HookEvent::UserPromptSubmit, &hooked.prompted)?;
+        if hooked.prompted.decided() == Some(HookVerdict::Block) {
+            let given = self.run.prompt_to_give().to_owned();
+            self.run.withhold_prompt();
+            if self.session.title == title_of(&given) {
+                self.session.title = None;
+            }
+            let why = hooked.prompted.reason_or(HookEvent::UserPromptSubmit);
+            let reason = format!("a UserPromptSubmit hook refused the prompt: {why}");
+            return Err(self.end(RunStatus::Blocked, reason));
+        }
+        Ok(hooked.prompted.context.clone())
     }
 
     /// Forgets the approval requests this session's paused runs left for calls that are not
@@ -271,13 +313,29 @@ impl Driver {
 struct Preparation {
     /// Whether the ledger lets the run spend.
     admitted: Result<(), Refusal>,
+    /// Its hooks, and what they said at its start.
+    hooked: Hooked,
     /// The system prompt and what went wrong assembling it; `None` when the run goes no
     /// further (refused, or with nothing to continue).
     assembled: Option<Assembled>,
 }
 
+/// A run's hooks, armed, and what they said at its start and about its prompt.
+#[derive(Default)]
+struct Hooked {
+    hooks: crate::hooks::RunHooks,
+    /// `SessionStart` (a Director's step: `SubagentStart`): its context is in the system
+    /// prompt.
+    started: crate::hooks::Fired,
+    prompted: crate::hooks::Fired,
+}
+
 /// What [`prepare`] is asked about.
 struct Question {
+    /// How `SessionStart` hooks are told the run began: `startup` or `resume`.
+    source: &'static str,
+    /// What the run's hooks run with.
+    for_hooks: crate::hooks::ForRun,
     services: Services,
     run_id: RunId,
     /// The run's own per-run limit in cents, when it set one.
@@ -300,6 +358,7 @@ async fn prepare(question: Question) -> Preparation {
     if admitted.is_err() || question.doomed {
         return Preparation {
             admitted,
+            hooked: Hooked::default(),
             assembled: None,
         };
     }
@@ -327,9 +386,52 @@ async fn prepare(question: Question) -> Preparation {
                 format!("the MCP server '{server}' is unavailable ({why}); its tools cannot be called until it is back")
             }));
     }
+    let hooked = hook_start(&question, &mut assembled).await;
     Preparation {
         admitted,
+        hooked,
         assembled: Some(assembled),
+    }
+}
+
+/// Arms the run's hooks (the person's, and the workspace's once trusted; a workspace's that
+/// are not is warned of) and asks them at its start and about its prompt.
+async fn hook_start(question: &Question, assembled: &mut Assembled) -> Hooked {
+    let services = &question.services;
+    let root = question.workspace.root();
+    let (theirs, warning) = crate::hooks::project::for_run(root, &services.store).await;
+    assembled.warnings.extend(warning);
+    let mut hooks = services.hooks.to_vec();
+    hooks.extend(theirs);
+    let hooks = crate::hooks::RunHooks::arm(hooks, question.for_hooks.clone());
+    let start = match question.for_hooks.directed {
+        true => HookStep::SubagentStart {
+            task: &question.prompt,
+        },
+        false => HookStep::SessionStart {
+            source: question.source,
+        },
+    };
+    let started = hooks.fire(&start).await;
+    if let Some(context) = &started.context {
+        let event = start.event();
+        assembled
+            .prompt
+            .push_str(&format!("\n\n# Context from {event} hooks\n\n{context}"));
+    }
+    let prompted = match question.prompt.is_empty() {
+        true => crate::hooks::Fired::default(),
+        false => {
+            let prompt = HookStep::UserPromptSubmit {
+                prompt: &question.prompt,
+            };
+            hooks.fire(&prompt).await
+        }
+    };
+    Hooked {
+        hooks,
+        started,
+        prompted,
     }
 }
 

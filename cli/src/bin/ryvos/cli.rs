@@ -224,6 +224,12 @@ pub enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// The hooks runs in a workspace get, and a workspace's own `.ryvos/hooks.toml`, which
+    /// runs only once trusted.
+    Hooks {
+        #[command(subcommand)]
+        command: HooksCommand,
+    },
     /// Is a daemon running? Exits 0 if one answers.
     Status {
         /// Print the answer as one JSON object.
@@ -365,6 +371,31 @@ pub enum Command {
         run: Option<String>,
         /// A new or empty directory for the fork's files (default: beside the original,
         /// `<workspace>-fork-<id>`).
+        #[arg(long)]
+        workspace: Option<std::path::PathBuf>,
+        /// Print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `ryvos hooks`'s subcommands.
+#[derive(Subcommand)]
+pub enum HooksCommand {
+    /// List the hooks a run in the workspace gets: config.toml's, and the workspace's own
+    /// with whether its file is trusted as it is.
+    List {
+        /// The workspace (default: the current directory).
+        #[arg(long)]
+        workspace: Option<std::path::PathBuf>,
+        /// Print the listing as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Trust the workspace's .ryvos/hooks.toml as it is now (read it first): its hooks run
+    /// until the file changes.
+    Trust {
+        /// The workspace (default: the current directory).
         #[arg(long)]
         workspace: Option<std::path::PathBuf>,
         /// Print the result as one JSON object.

@@ -16,6 +16,7 @@ mod ctrl_c;
 mod doctor;
 mod exit;
 mod following;
+mod hooking;
 mod host;
 mod inline_approval;
 mod manual;
@@ -139,6 +140,7 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
         }
         Command::Console { open } => console::console(open, &socket).await,
         Command::Token { command } => tokens::token(command, &socket).await,
+        Command::Hooks { command } => hooking::hooks(command, &socket, &config).await,
         Command::Status { json } => {
             simple::<Status>(&socket, &NoParams {}, shown(json, print::status)).await
         }

@@ -1,10 +1,12 @@
 //! The socket's calls that change a session between its runs: undo its last compaction,
 //! rewind it, fork it. A run in flight makes them `busy`; an unknown session `not_found`;
-//! a point that cannot be gone back to a bad request, with the reason.
+//! a point that cannot be gone back to a bad request, with the reason. And those that set up
+//! what the next runs get: a workspace's hooks listed and trusted.
 
 use super::Shared;
 use ryvos::protocol::{
-    CompactUndoResult, ErrorBody, ErrorCode, ForkParams, ForkResult, RewindParams, RewindResult,
+    CompactUndoResult, ErrorBody, ErrorCode, ForkParams, ForkResult, HooksListing, HooksParams,
+    HooksTrusted, RewindParams, RewindResult,
 };
 use ryvos::{EngineError, RewindError, RuntimeError, UndoError};
 use ryvos_protocol::ids::SessionId;
@@ -35,6 +37,16 @@ pub async fn fork(params: ForkParams, shared: &Shared) -> Result<ForkResult, Err
     shared.runtime.fork(params).await.map_err(refused)
 }
 
+/// The hooks runs in a workspace get.
+pub async fn hooks(params: HooksParams, shared: &Shared) -> Result<HooksListing, ErrorBody> {
+    shared.runtime.hooks(params).await.map_err(refused)
+}
+
+/// Trusts a workspace's hooks file as it is.
+pub async fn trust_hooks(params: HooksParams, shared: &Shared) -> Result<HooksTrusted, ErrorBody> {
+    shared.runtime.trust_hooks(params).await.map_err(refused)
+}
+
 fn refused(e: RuntimeError) -> ErrorBody {
     let code = match &e {
         RuntimeError::Engine(EngineError::Rewind(rewind)) => match rewind {
@@ -43,7 +55,9 @@ fn refused(e: RuntimeError) -> ErrorBody {
             RewindError::Store(_) | RewindError::Files(_) => ErrorCode::Internal,
             _ => ErrorCode::BadRequest,
         },
-        RuntimeError::BadRequest(_) => ErrorCode::BadRequest,
+        RuntimeError::BadRequest(_) | RuntimeError::Engine(EngineError::Hooks(_)) => {
+            ErrorCode::BadRequest
+        }
         _ => ErrorCode::Internal,
     };
     ErrorBody::new(code, e.to_string())

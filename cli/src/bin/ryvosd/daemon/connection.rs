@@ -267,6 +267,12 @@ async fn answer(
         Ok(Method::TokenRevoke(params)) => super::tokens::revoke(params, shared)
             .await
             .map(|revoked| Reply::result(id, &revoked)),
+        Ok(Method::Hooks(params)) => super::between_runs::hooks(params, shared)
+            .await
+            .map(|listed| Reply::result(id, &listed)),
+        Ok(Method::HooksTrust(params)) => super::between_runs::trust_hooks(params, shared)
+            .await
+            .map(|trusted| Reply::result(id, &trusted)),
     };
     let reply = reply.unwrap_or_else(|error| Reply::Error { id, error });
     send(write, &reply).await

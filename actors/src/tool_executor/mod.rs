@@ -7,16 +7,18 @@
 //! sees it and the loop goes on. The actor only dispatches: each batch runs in its own task, so
 //! a slow tool never holds up another session's calls.
 
+mod admission;
+
 use crate::callback::Callback;
 use crate::event::{EventKind, RunEvents};
 use crate::ids::CallId;
 use crate::interrupt::OnMessage;
 use crate::message::{Message, ToolCall};
-use crate::security::{Gate, Refused};
+use crate::security::Gate;
 use crate::supervision::{JobActor, JobMsg, Work};
-use crate::tools::{
-    compact_output, CallIdentity, Effect, Tool, ToolContext, ToolError, ToolRegistry,
-};
+use crate::tools::{compact_output, CallIdentity, Tool, ToolContext, ToolError, ToolRegistry};
+use admission::Admitted;
+pub(crate) use admission::CUT_OFF;
 use futures_util::StreamExt;
 use std::future::Future;
 use std::time::Duration;
@@ -183,21 +185,6 @@ pub(crate) struct Context<'a> {
     pub cut_at_output_limit: bool,
 }
 
-/// What a call cut off at the output limit gets instead of running.
-pub(crate) const CUT_OFF: &str = "validation_error: this call was cut off at your output limit \
-(max_output_tokens) before its arguments were complete, so it did not run. Make it again with \
-shorter arguments: write a large file in parts (write the first part, then add the rest with \
-edit), or take a smaller step.";
-
-/// What becomes of a call before it runs.
-enum Admitted {
-    Run(std::sync::Arc<dyn Tool>, serde_json::Value),
-    /// Not run: the result says why.
-    Refused(String),
-    /// Not run: a call a crash cut off had taken effect; its result.
-    Done(String),
-}
-
 /// Runs one call; `None` when it was left for the next run (its approval is parked).
 async fn run_call(
     registry: &ToolRegistry,
@@ -208,39 +195,12 @@ async fn run_call(
     let Context {
         ctx,
         made_at,
-        cut_off,
         events,
         settings,
-        cut_at_output_limit,
+        ..
     } = batch;
     // Decided first: a call the gate parks never starts, in this run.
-    let admitted = match registry.get(&call.name) {
-        None => Admitted::Refused(format!(
-            "unknown_tool: there is no tool named '{}'; the tools are: {}",
-            call.name,
-            registry.names().join(", ")
-        )),
-        Some(_) if cut_at_output_limit && !crate::provider::replay::is_object(&call.arguments) => {
-            Admitted::Refused(CUT_OFF.to_owned())
-        }
-        Some(tool) => match registry.validate(&call.name, &call.arguments) {
-            Err(e) => Admitted::Refused(e.to_string()),
-            Ok(input) => {
-                let taken_up = match cut_off.contains(&call.id) {
-                    true => take_up(tool.as_ref(), &input, &call, ctx, events, gate).await,
-                    false => None,
-                };
-                match taken_up {
-                    Some(done) => Admitted::Done(done),
-                    None => match gate.admit(&call, tool.as_ref(), &input, ctx, events).await {
-                        Ok(()) => Admitted::Run(tool.clone(), input),
-                        Err(Refused::Denied(denied)) => Admitted::Refused(denied),
-                        Err(Refused::Parked) => return None,
-                    },
-                }
-            }
-        },
-    };
+    let admitted = admission::admit(registry, gate, &call, batch).await?;
     let input_shown = serde_json::from_str(&call.arguments)
         .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
     events.emit(EventKind::ToolStart {
@@ -251,7 +211,9 @@ async fn run_call(
     let result = match admitted {
         Admitted::Run(tool, input) => {
             let identity = CallIdentity::new(&ctx.session_id, made_at, &call.id);
-            execute_guarded(tool, input, (ctx, identity), settings.timeout).await
+            let result =
+                execute_guarded(tool, input.clone(), (ctx, identity), settings.timeout).await;
+            admission::told_hooks(&call, &input, result, ctx).await
         }
         Admitted::Done(result) => Ok(result),
         Admitted::Refused(refused) => Err(refused),
@@ -273,41 +235,6 @@ async fn run_call(
         content,
         is_error,
     })
-}
-
-/// Takes up `call`, which a crash cut off, by what it may do, and says so: a reconcilable
-/// call that had taken effect gets its result (`Some`), and is not run again; any other runs
-/// (read-only, idempotent with the same key, a reconcilable one not done, an unsafe one that
-/// never started) or is asked about (in doubt: the gate asks).
-async fn take_up(
-    tool: &dyn Tool,
-    input: &serde_json::Value,
-    call: &ToolCall,
-    ctx: &ToolContext,
-    events: &RunEvents,
-    gate: &Gate,
-) -> Option<String> {
-    let effect = crate::security::effect_of(tool, input, ctx.workspace.root());
-    let (found, action) = match effect {
-        Effect::ReadOnly | Effect::Idempotent => (None, "run_again"),
-        Effect::Reconcilable => match tool.reconcile(input, ctx).await {
-            Ok(Some(done)) => (Some(done), "found_done"),
-            // Not found done, or not readable: doing it (again) is what it meant.
-            Ok(None) | Err(_) => (None, "not_done"),
-        },
-        Effect::Unsafe if gate.in_doubt(&ctx.session_id, &call.id) => (None, "in_doubt"),
-        Effect::Unsafe => (None, "not_started"),
-    };
-    if found.is_some() {
-        gate.record_found_done(call, tool.tier(), ctx, events);
-    }
-    events.emit(EventKind::CallRecovered {
-        call_id: call.id.clone(),
-        tool: call.name.clone(),
-        effect,
-        action: action.into(),
-    });
-    found
 }
 
 /// Runs one tool in its own task, as call `call`: a panic, a timeout or the run's end becomes an

@@ -1,0 +1,82 @@
+//! What the run's hooks decided about a call, as the gate takes it. A `PreToolUse` deny
+//! refuses the call; an ask has a person asked whatever the policy says (a policy's deny
+//! holds); an allow lets through a call the policy would ask about, never one it denies, nor a
+//! T4 call, nor one a crash left in doubt: a hook speaks for the person, not over the policy.
+//! A `PermissionRequest` hook answers in the person's place. A call a crash cut off after its
+//! hooks decided is decided again from the audit, its hooks not asked twice.
+
+use crate::hooks::Fired;
+use crate::ids::{CallId, SessionId};
+use crate::message::ToolCall;
+use crate::store::AuditRecord;
+use crate::tools::{SafetyTier, ToolContext};
+use ryvos_protocol::hook::{HookEvent, HookVerdict};
+
+/// What the `PreToolUse` hooks' decision `hooked` does to the gate's rule for a call of
+/// `tier` (`in_doubt` after a crash): `Some(verdict)` where it changes it.
+pub(super) fn overrule(hooked: &Fired, tier: SafetyTier, in_doubt: bool) -> Option<HookVerdict> {
+    match hooked.decided() {
+        Some(HookVerdict::Allow) if tier == SafetyTier::T4 || in_doubt => None,
+        Some(verdict @ (HookVerdict::Deny | HookVerdict::Ask | HookVerdict::Allow)) => {
+            Some(verdict)
+        }
+        _ => None,
+    }
+}
+
+/// What the model is told of a call a hook denied.
+pub(super) fn denial(hooked: &Fired) -> String {
+    format!(
+        "denied: a PreToolUse hook refused this call: {}",
+        hooked.reason_or(HookEvent::PreToolUse)
+    )
+}
+
+/// The `PreToolUse` decisions the audit in `store` holds about `call` of `session`, if its
+/// hooks were asked before a crash cut it off.
+pub(crate) async fn recorded(
+    store: &crate::store::Store,
+    session: &SessionId,
+    call: &CallId,
+) -> Option<Fired> {
+    let audit = match store.audit(session).await {
+        Ok(audit) => audit,
+        Err(e) => {
+            tracing::warn!(%session, "the audit could not be read for a call's hooks: {e}");
+            return None;
+        }
+    };
+    let decisions: Vec<_> = (audit.into_iter())
+        .filter(|r: &AuditRecord| &r.call_id == call)
+        .flat_map(|r| r.hooks)
+        .filter(|d| d.event == HookEvent::PreToolUse)
+        .collect();
+    (!decisions.is_empty()).then(|| Fired::recorded(decisions))
+}
+
+/// The answer `PermissionRequest` hooks give in a person's place, if one does; it goes on
+/// `record`.
+pub(super) async fn answered_by_hooks(
+    call: &ToolCall,
+    input: &serde_json::Value,
+    ctx: &ToolContext,
+    record: &mut AuditRecord,
+) -> Option<Result<(), super::Refused>> {
+    let fired = ctx.hooks.permission(call, input).await;
+    record.hooks.extend(fired.decisions.iter().cloned());
+    let allowed = match fired.decided() {
+        Some(HookVerdict::Allow) => true,
+        Some(HookVerdict::Deny) => false,
+        _ => return None,
+    };
+    let reason = fired.reason_or(HookEvent::PermissionRequest);
+    record.allowed = allowed;
+    record.decided_by = "hook".into();
+    record.reason = Some(reason.clone());
+    Some(match allowed {
+        true => Ok(()),
+        false => Err(super::Refused::Denied(format!(
+            "denied: a PermissionRequest hook denied this call: {reason}"
+        ))),
+    })
+}
