@@ -4,4 +4,6 @@
 //! every client.
 
 pub use ryvos_protocol::socket::*;
-pub use ryvos_protocol::{event, goal, ids, mcp, message, plan, records, report, tier, verdict};
+pub use ryvos_protocol::{
+    event, goal, hook, ids, mcp, message, plan, records, report, tier, verdict,
+};

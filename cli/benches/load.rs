@@ -355,7 +355,7 @@ fn postgres_figures(rt: &tokio::runtime::Runtime, line: &mut impl FnMut(String))
         async move {
             let setup = support::Setup {
                 postgres: Some(&url),
-                otel: None,
+                ..support::Setup::default()
             };
             support::measure_on(setup, 20, "noop", SafetyTier::T0).await
         }
@@ -385,8 +385,8 @@ fn otel_figures(rt: &tokio::runtime::Runtime, line: &mut impl FnMut(String)) {
     let endpoint = collector.endpoint();
     let (off, on) = beside(rt, || {
         let setup = support::Setup {
-            postgres: None,
             otel: Some(&endpoint),
+            ..support::Setup::default()
         };
         support::measure_on(setup, 20, "noop", SafetyTier::T0)
     });

@@ -358,3 +358,122 @@ timeout_secs = 1
     let complete = events.iter().find(|e| e["type"] == "RunComplete").unwrap();
     assert_eq!(complete["status"], "completed");
 }
+
+/// A server on the loopback that answers every request with `answer` (a whole HTTP response)
+/// and keeps the bodies it was sent.
+async fn answering(answer: String) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let bodies: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let kept = bodies.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            // The headers, then as much body as they say.
+            while let Ok(n) = stream.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                request.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&request).into_owned();
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let length = (head.lines())
+                        .find_map(|l| {
+                            l.to_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                        })
+                        .unwrap_or(0);
+                    if body.len() >= length {
+                        kept.lock().unwrap().push(body.to_owned());
+                        break;
+                    }
+                }
+            }
+            stream.write_all(answer.as_bytes()).await.ok();
+            stream.shutdown().await.ok();
+        }
+    });
+    (port, bodies)
+}
+
+fn http_answer(status: &str, headers: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{headers}connection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_http_hook_answers_as_a_command_does_and_is_never_redirected() {
+    let deny = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"not from this address"}}"#;
+    let (deciding, asked) = answering(http_answer("200 OK", "", deny)).await;
+    let (elsewhere, reached) = answering(http_answer("200 OK", "", "{}")).await;
+    let moved = format!("location: http://127.0.0.1:{elsewhere}/\r\n");
+    let (redirecting, _) = answering(http_answer("302 Found", &moved, "")).await;
+    let server = ScriptedModelServer::start([
+        asking(&[
+            bash_call("b1", "echo hi"),
+            (
+                "r1".into(),
+                "read".into(),
+                json!({"path": "a.txt"}).to_string(),
+            ),
+        ]),
+        Reply::text(&["Done."]),
+    ])
+    .await;
+    let hooks = format!(
+        r#"
+[[hooks.PreToolUse]]
+matcher = "Bash"
+url = "http://127.0.0.1:{deciding}/pre"
+[[hooks.PostToolUseFailure]]
+url = "http://localhost:{redirecting}/post"
+"#
+    );
+    let everything = common::confined::EVERYTHING_ALLOWED;
+    let home = Home::with_sections(&server, "", everything, &hooks);
+    let _daemon = home.daemon().await;
+    let (code, stdout, stderr) = home.ryvos(&["run", "--json", "go"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let events = events(&stdout);
+    let results = results(&events);
+    let (is_error, output) = &results["b1"];
+    assert!(
+        *is_error && output.contains("not from this address"),
+        "{output}"
+    );
+    let sent: Value = serde_json::from_str(&asked.lock().unwrap()[0]).unwrap();
+    assert_eq!(sent["hook_event_name"], "PreToolUse");
+    assert_eq!(sent["tool_input"]["command"], "echo hi");
+    // The read of a missing file failed; its hook's redirect was not followed.
+    assert!(results["r1"].0);
+    let failed = events.iter().any(|e| {
+        e["type"] == "HookDecision"
+            && e["event"] == "PostToolUseFailure"
+            && e["verdict"] == "failed"
+            && e["reason"].as_str().unwrap().contains("302")
+    });
+    assert!(failed, "{events:?}");
+    assert!(
+        reached.lock().unwrap().is_empty(),
+        "a redirect was followed"
+    );
+
+    // An address neither on the loopback nor allowed keeps the daemon from starting.
+    let far = "[[hooks.Stop]]\nurl = \"http://169.254.169.254/latest\"\n";
+    let refused = Home::with_sections(&server, "", everything, far);
+    let output = tokio::time::timeout(
+        common::home::WAIT,
+        refused.command(env!("CARGO_BIN_EXE_ryvosd")).output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("allowed_domains"), "{stderr}");
+}

@@ -148,7 +148,23 @@ impl PostgresServer {
         if tls {
             server.make_certificates()?;
         }
-        server.up()?;
+        let mut server = server;
+        // The free port was let go before the server took it: another test's listener may
+        // have taken it meanwhile. A server that cannot start is tried on another port.
+        for _ in 1..3 {
+            if server.up().is_ok() {
+                return Ok(server);
+            }
+            server.port = free_port()
+                .map_err(|e| Unavailable::Failed(format!("finding a free port: {e}")))?;
+        }
+        server.up().map_err(|e| {
+            let log = std::fs::read_to_string(server.dir.path().join("server.log"));
+            let tail: Vec<String> = (log.unwrap_or_default().lines().rev().take(5))
+                .map(str::to_owned)
+                .collect();
+            Unavailable::Failed(format!("{e}; its log ends: {}", tail.join(" / ")))
+        })?;
         Ok(server)
     }
 

@@ -276,7 +276,7 @@ fn same_handler(a: &Hook, b: &Hook) -> bool {
 pub(crate) struct Fired {
     /// Each hook's decision, for the audit.
     pub decisions: Vec<HookDecision>,
-    /// The strongest decision: a call's `deny` over `ask` over `allow`; any `block`.
+    /// The strongest decision: a `stop`; a call's `deny` over `ask` over `allow`; any `block`.
     pub verdict: Option<HookVerdict>,
     /// Why, as the deciding hooks said it.
     pub reason: Option<String>,
@@ -298,8 +298,8 @@ impl Fired {
             updated_input: reply.updated_input.clone(),
             context: reply.context.clone(),
         });
-        if let Some(stop) = reply.stop {
-            self.stop.get_or_insert(stop);
+        if let Some(stop) = &reply.stop {
+            self.stop.get_or_insert(stop.clone());
         }
         if let Some(context) = reply.context {
             self.context = Some(match self.context.take() {
@@ -311,6 +311,7 @@ impl Fired {
             self.updated_input = reply.updated_input;
         }
         let rank = |v: Option<HookVerdict>| match v {
+            Some(HookVerdict::Stop) => 4,
             Some(HookVerdict::Deny | HookVerdict::Block) => 3,
             Some(HookVerdict::Ask) => 2,
             Some(HookVerdict::Allow) => 1,
@@ -319,7 +320,7 @@ impl Fired {
         let verdict = Some(reply.verdict);
         if rank(verdict) > rank(self.verdict) {
             self.verdict = verdict;
-            self.reason = reply.reason;
+            self.reason = reply.reason.or(reply.stop);
         } else if rank(verdict) == rank(self.verdict) && rank(verdict) > 0 {
             if let Some(more) = reply.reason {
                 self.reason = Some(match self.reason.take() {
@@ -358,5 +359,48 @@ impl Fired {
         self.reason
             .clone()
             .unwrap_or_else(|| format!("a {event} hook decided so"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Fired, Reply};
+    use ryvos_protocol::hook::{HookEvent, HookVerdict};
+
+    fn reply(verdict: HookVerdict, reason: &str) -> Reply {
+        Reply {
+            verdict,
+            reason: Some(reason.into()),
+            updated_input: None,
+            context: Some(format!("from {reason}")),
+            stop: None,
+        }
+    }
+
+    #[test]
+    fn a_deny_outweighs_an_ask_which_outweighs_an_allow_and_every_context_is_given() {
+        let mut fired = Fired::default();
+        for (verdict, who) in [
+            (HookVerdict::Allow, "a"),
+            (HookVerdict::Deny, "b"),
+            (HookVerdict::Ask, "c"),
+        ] {
+            fired.take(HookEvent::PreToolUse, who, reply(verdict, who));
+        }
+        assert_eq!(fired.decided(), Some(HookVerdict::Deny));
+        assert_eq!(fired.reason.as_deref(), Some("b"));
+        assert_eq!(fired.context.as_deref(), Some("from a\n\nfrom b\n\nfrom c"));
+        assert_eq!(fired.decisions.len(), 3);
+        let again = Fired::recorded(fired.decisions.clone());
+        assert_eq!(again.decided(), Some(HookVerdict::Deny));
+        let mut stopped = Fired::default();
+        stopped.take(HookEvent::PreToolUse, "d", reply(HookVerdict::Deny, "d"));
+        let stop = Reply {
+            stop: Some("enough".into()),
+            ..reply(HookVerdict::Stop, "e")
+        };
+        stopped.take(HookEvent::PreToolUse, "e", stop);
+        assert_eq!(stopped.decided(), Some(HookVerdict::Stop));
+        assert_eq!(stopped.stop.as_deref(), Some("enough"));
     }
 }

@@ -17,9 +17,9 @@ use ryvos_protocol::hook::{HookEvent, HookVerdict};
 pub(super) fn overrule(hooked: &Fired, tier: SafetyTier, in_doubt: bool) -> Option<HookVerdict> {
     match hooked.decided() {
         Some(HookVerdict::Allow) if tier == SafetyTier::T4 || in_doubt => None,
-        Some(verdict @ (HookVerdict::Deny | HookVerdict::Ask | HookVerdict::Allow)) => {
-            Some(verdict)
-        }
+        // A hook that stops the run refuses the call it was asked about.
+        Some(HookVerdict::Deny | HookVerdict::Stop) => Some(HookVerdict::Deny),
+        Some(verdict @ (HookVerdict::Ask | HookVerdict::Allow)) => Some(verdict),
         _ => None,
     }
 }
@@ -66,7 +66,7 @@ pub(super) async fn answered_by_hooks(
     record.hooks.extend(fired.decisions.iter().cloned());
     let allowed = match fired.decided() {
         Some(HookVerdict::Allow) => true,
-        Some(HookVerdict::Deny) => false,
+        Some(HookVerdict::Deny | HookVerdict::Stop) => false,
         _ => return None,
     };
     let reason = fired.reason_or(HookEvent::PermissionRequest);

@@ -71,6 +71,7 @@ pub(super) async fn admit(
         None => ctx.hooks.before_call(call, &input).await,
     };
     if let Some(why) = &hooked.stop {
+        // `"continue": false`: the gate refuses the call, and the run pauses after this step.
         ctx.interrupt
             .interrupt(format!("a PreToolUse hook stopped the run: {why}"));
     }

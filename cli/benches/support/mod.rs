@@ -247,6 +247,8 @@ pub struct Setup<'a> {
     pub postgres: Option<&'a str>,
     /// An OTLP/HTTP collector's endpoint (else telemetry is off).
     pub otel: Option<&'a str>,
+    /// Hooks, as `config.toml`'s `[hooks]` (else none).
+    pub hooks: Option<&'a ryvos::config::HooksConfig>,
 }
 
 /// [`measure`] in `setup`.
@@ -267,6 +269,9 @@ pub async fn measure_on(
     if let Some(endpoint) = setup.otel {
         config.otel.enabled = true;
         config.otel.endpoint = endpoint.to_owned();
+    }
+    if let Some(hooks) = setup.hooks {
+        config.hooks = hooks.clone();
     }
     config.agent.max_turns = TURNS_PER_RUN + 1;
     config.agent.max_context_tokens = 10_000_000;
