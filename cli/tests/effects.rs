@@ -102,7 +102,10 @@ async fn a_shell_command_cut_off_by_a_kill_waits_in_doubt_and_runs_again_with_it
         Reply::text(&["ran it again"]),
     ])
     .await;
-    let home = Home::new(&model, "");
+    // A hook asked about the call before it started: a crash after does not ask it again.
+    let hook =
+        "[[hooks.PreToolUse]]\ncommand = 'echo asked >> \"$CLAUDE_PROJECT_DIR/asked.txt\"'\n";
+    let home = Home::new(&model, hook);
     let workspace = home.workspace.path().to_owned();
     let keys = workspace.join("keys.txt");
     let session = killed_mid_call(&home, "append a key", &keys).await;
@@ -158,5 +161,10 @@ async fn a_shell_command_cut_off_by_a_kill_waits_in_doubt_and_runs_again_with_it
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert_eq!(seen[0], seen[1], "run again with the same key");
     assert!(seen[0].starts_with(&format!("{session}:")), "{seen:?}");
+    assert_eq!(
+        lines(&workspace.join("asked.txt")).len(),
+        1,
+        "the hook was asked again"
+    );
     home.shutdown(daemon).await;
 }

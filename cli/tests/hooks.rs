@@ -120,6 +120,8 @@ matcher = "Bash"
 command = "python3 {dir}/approve_read_only.py"
 [[hooks.Stop]]
 command = "python3 {dir}/stop_once.py"
+[[hooks.SessionEnd]]
+command = "cat >> \"$CLAUDE_PROJECT_DIR/ends.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/ends.jsonl\""
 "#
     );
     // Writes run; commands are asked about, and nobody answers what the hooks leave.
@@ -196,6 +198,11 @@ command = "python3 {dir}/stop_once.py"
         hooked("", "Stop") && hooked("", "SessionStart"),
         "{audit:?}"
     );
+    // SessionEnd: told how the run ended.
+    let ends = std::fs::read_to_string(workspace.join("ends.jsonl")).unwrap();
+    let end: Value = serde_json::from_str(ends.lines().next().unwrap()).unwrap();
+    assert_eq!(end["hook_event_name"], "SessionEnd");
+    assert_eq!(end["status"], "completed");
 
     // A prompt the logger refuses ends the run `blocked`, the prompt never stored.
     let (code, stdout, _) = home
@@ -324,7 +331,7 @@ async fn a_hook_is_confined_as_commands_are_and_stopped_at_its_timeout() {
     let hooks = format!(
         r#"
 [[hooks.UserPromptSubmit]]
-command = "cat ~/.ssh/id_ed25519 2>&1; (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo CONNECTED; echo tried"
+command = "cat ~/.ssh/id_ed25519 2>&1; python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2)' 2>/dev/null && echo CONNECTED; echo tried"
 [[hooks.PostToolUse]]
 command = "sleep 30"
 timeout_secs = 1

@@ -17,7 +17,7 @@ pub struct HookSpec {
     /// which source, trigger or reason) it runs for: a name, names joined by `|`, or a regular
     /// expression; empty or `*` for all.
     pub matcher: String,
-    /// A shell command line, run by `bash -c` in the run's sandbox.
+    /// A shell command line, run by `sh -c` in the run's sandbox (as Claude Code runs its hooks).
     pub command: String,
     /// Instead of `command`: an `http://` or `https://` address the event is POSTed to (a
     /// loopback one, or one whose host `allowed_domains` names).

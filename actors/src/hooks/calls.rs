@@ -18,8 +18,12 @@ impl RunHooks {
             call: called(call, input),
         };
         let mut fired = self.fire(&step).await;
-        if let Some(updated) = fired.updated_input.take() {
-            fired.updated_input = Some(super::input::as_tool_input(updated, self.cwd()));
+        // Kept as the tool takes it: a recovery replays it from the audit as it is.
+        let cwd = self.cwd().to_owned();
+        let as_tool = |v: Option<Value>| v.map(|v| super::input::as_tool_input(v, &cwd));
+        fired.updated_input = as_tool(fired.updated_input.take());
+        for decision in &mut fired.decisions {
+            decision.updated_input = as_tool(decision.updated_input.take());
         }
         fired
     }
@@ -38,19 +42,19 @@ impl RunHooks {
     }
 
     /// Tells the hooks that `call` ran, to `result`; what they have the model read beside it,
-    /// and whether one stopped the run (its reason).
+    /// and what they said (whether one stopped the run, among it).
     pub(crate) async fn after_call(
         &self,
         call: &ToolCall,
         input: &Value,
         result: &Result<String, String>,
-    ) -> (Option<String>, Option<String>) {
+    ) -> (Option<String>, Fired) {
         let event = match result {
             Ok(_) => HookEvent::PostToolUse,
             Err(_) => HookEvent::PostToolUseFailure,
         };
         if !self.any(event) {
-            return (None, None);
+            return (None, Fired::default());
         }
         let call = called(call, input);
         let step = match result {
@@ -66,7 +70,7 @@ impl RunHooks {
             notes.push(format!("[{event} hook context] {context}"));
         }
         let note = (!notes.is_empty()).then(|| notes.join("\n"));
-        (note, fired.stop)
+        (note, fired)
     }
 }
 

@@ -1,5 +1,5 @@
-//! A command hook: `bash -c LINE` in the run's sandbox (its own network reach), the step's JSON
-//! on stdin, killed with everything it started at its timeout.
+//! A command hook: `sh -c LINE` in the run's sandbox (its own network reach), as Claude Code
+//! runs its hooks, the step's JSON on stdin, killed with everything it started at its timeout.
 
 use super::reply::Ended;
 use crate::sandbox::RunSandbox;
@@ -21,7 +21,7 @@ pub(crate) struct Running<'a> {
 
 /// Runs `line` as a hook, to its end or its timeout.
 pub(crate) async fn run(line: &str, running: Running<'_>) -> Ended {
-    let mut command = match running.sandbox.command("bash") {
+    let mut command = match running.sandbox.command("sh") {
         Ok(command) => command,
         Err(e) => return Ended::Failed(format!("it cannot run: {e}")),
     };
@@ -53,8 +53,10 @@ pub(crate) async fn run(line: &str, running: Running<'_>) -> Ended {
     let stdout = tokio::spawn(capture(child.stdout.take()));
     let stderr = tokio::spawn(capture(child.stderr.take()));
     let waited = tokio::time::timeout(running.timeout, child.wait()).await;
-    // Whatever it left behind goes with it: its session is its own.
-    kill_group(group);
+    if waited.is_err() {
+        // Its session is its own: everything it started goes with it.
+        kill_group(group);
+    }
     writer.abort();
     let notes = command.finish().await;
     let (stdout, stderr) = (joined(stdout).await, joined(stderr).await);

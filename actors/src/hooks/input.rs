@@ -53,6 +53,9 @@ pub(crate) enum Step<'a> {
     },
 }
 
+/// A Director's step, as subagent hooks name its kind (`agent_type`).
+const DIRECTOR_STEP: &str = "director_step";
+
 /// A tool call, as its hooks see it.
 #[derive(Clone, Copy)]
 pub(crate) struct Called<'a> {
@@ -95,7 +98,13 @@ impl Step<'_> {
         match self {
             Step::SessionStart { source } => Some(vec![source.to_string()]),
             Step::Compact { trigger, .. } => Some(vec![trigger.to_string()]),
-            Step::SessionEnd { status } => Some(vec![status.to_string()]),
+            // Claude Code's reason (always `other` here), or the run's status.
+            Step::SessionEnd { status } => Some(vec!["other".into(), status.to_string()]),
+            Step::SubagentStart { .. } => Some(vec![DIRECTOR_STEP.into()]),
+            Step::Stop {
+                event: HookEvent::SubagentStop,
+                ..
+            } => Some(vec![DIRECTOR_STEP.into()]),
             _ => self
                 .call()
                 .map(|c| vec![c.name.to_owned(), claude_name(c.name)]),
@@ -128,10 +137,19 @@ impl Step<'_> {
             Step::Compact { trigger, .. } => {
                 json!({"trigger": trigger, "custom_instructions": ""})
             }
-            Step::Stop { active, answer, .. } => {
-                json!({"stop_hook_active": active, "last_assistant_message": answer})
+            Step::Stop {
+                active,
+                answer,
+                event,
+            } => {
+                let mut fields =
+                    json!({"stop_hook_active": active, "last_assistant_message": answer});
+                if *event == HookEvent::SubagentStop {
+                    fields["agent_type"] = json!(DIRECTOR_STEP);
+                }
+                fields
             }
-            Step::SubagentStart { task } => json!({"agent_type": "director_step", "task": task}),
+            Step::SubagentStart { task } => json!({"agent_type": DIRECTOR_STEP, "task": task}),
             Step::RunParked { reason, message } => json!({"reason": reason, "message": message}),
             Step::SessionEnd { status } => json!({"reason": "other", "status": status}),
         };

@@ -31,6 +31,8 @@ use std::time::Duration;
 
 /// A hook's timeout when it sets none.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The longest a hook may be given.
+const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 /// The longest hook label kept in events and the audit, in bytes.
 const LABEL_BYTES: usize = 200;
 
@@ -76,6 +78,12 @@ impl Hook {
         let matcher = Matcher::parse(&spec.matcher).map_err(|e| format!("{at}: {e}"))?;
         let timeout = match spec.timeout_secs {
             Some(0) => return Err(format!("{at}.timeout_secs: give at least 1 second")),
+            Some(secs) if secs > MAX_TIMEOUT.as_secs() => {
+                return Err(format!(
+                    "{at}.timeout_secs: at most {} (a run waits for its hooks)",
+                    MAX_TIMEOUT.as_secs()
+                ))
+            }
             Some(secs) => Duration::from_secs(secs),
             None => DEFAULT_TIMEOUT,
         };
@@ -128,7 +136,10 @@ struct Armed {
     agent_id: Option<String>,
     sandbox: RunSandbox,
     events: RunEvents,
-    client: reqwest::Client,
+    /// Made at the first HTTP hook: most runs have none.
+    client: std::sync::OnceLock<reqwest::Client>,
+    /// The run's end: hooks still running then are stopped (but those told of the end).
+    cancel: tokio_util::sync::CancellationToken,
 }
 
 /// Who a run's hooks run for.
@@ -137,6 +148,7 @@ pub(crate) struct ForRun {
     pub sandbox: RunSandbox,
     pub events: RunEvents,
     pub directed: bool,
+    pub cancel: tokio_util::sync::CancellationToken,
 }
 
 impl RunHooks {
@@ -154,7 +166,8 @@ impl RunHooks {
             cwd: for_run.sandbox.workspace().display().to_string(),
             sandbox: for_run.sandbox,
             events: for_run.events,
-            client: http::client(),
+            client: std::sync::OnceLock::new(),
+            cancel: for_run.cancel,
         })))
     }
 
@@ -214,25 +227,35 @@ impl RunHooks {
             ("RYVOS_RUN_ID", armed.run_id.clone()),
             ("RYVOS_HOOK_EVENT", event.as_str().to_owned()),
         ];
-        let replies =
-            futures_util::future::join_all(matched.iter().map(|hook| armed.run(hook, &body, &env)))
-                .await;
+        let all =
+            futures_util::future::join_all(matched.iter().map(|hook| armed.run(hook, &body, &env)));
+        // A run that ends stops its hooks (dropped, each is killed), but for those told of
+        // its end, which come after it.
+        let told_of_end = matches!(event, HookEvent::RunParked | HookEvent::SessionEnd);
+        let replies = match told_of_end {
+            true => all.await,
+            false => tokio::select! {
+                replies = all => replies,
+                _ = armed.cancel.cancelled() => return Fired::default(),
+            },
+        };
         let call_id = step.call().map(|c| crate::ids::CallId::new(c.call_id));
         let mut fired = Fired::default();
         for (hook, reply) in matched.into_iter().zip(replies) {
-            if !reply.says_something() {
-                continue;
-            }
             if reply.verdict == HookVerdict::Failed {
                 tracing::warn!(hook = %hook.label, event = %event, reason = ?reply.reason, "a hook failed");
             }
-            armed.events.emit(EventKind::HookDecision {
-                event,
-                hook: hook.label.clone(),
-                verdict: reply.verdict,
-                reason: reply.reason.clone(),
-                call_id: call_id.clone(),
-            });
+            // A hook that said nothing is not published, but is kept with the others: that it
+            // was asked is what keeps it from being asked twice.
+            if reply.says_something() {
+                armed.events.emit(EventKind::HookDecision {
+                    event,
+                    hook: hook.label.clone(),
+                    verdict: reply.verdict,
+                    reason: reply.reason.clone(),
+                    call_id: call_id.clone(),
+                });
+            }
             fired.take(event, &hook.label, reply);
         }
         fired
@@ -253,7 +276,8 @@ impl Armed {
                 command::run(line, running).await
             }
             Handler::Http(address) => {
-                http::post(&self.client, address, body.to_vec(), hook.timeout).await
+                let client = self.client.get_or_init(http::client);
+                http::post(client, address, body.to_vec(), hook.timeout).await
             }
         };
         if let Ended::Failed(why) = &ended {
@@ -274,7 +298,7 @@ fn same_handler(a: &Hook, b: &Hook) -> bool {
 /// What the hooks of one step decided, put together.
 #[derive(Debug, Default)]
 pub(crate) struct Fired {
-    /// Each hook's decision, for the audit.
+    /// Each hook's decision (a silent one's too), for the audit.
     pub decisions: Vec<HookDecision>,
     /// The strongest decision: a `stop`; a call's `deny` over `ask` over `allow`; any `block`.
     pub verdict: Option<HookVerdict>,

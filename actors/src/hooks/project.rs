@@ -39,23 +39,9 @@ pub(crate) fn read(workspace: &Path) -> Result<Option<ProjectFile>, String> {
         .canonicalize()
         .map_err(|e| format!("the workspace {}: {e}", workspace.display()))?;
     let path = workspace.join(PROJECT_HOOKS_FILE);
-    for part in [path.parent().unwrap_or(&workspace), path.as_path()] {
-        match std::fs::symlink_metadata(part) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("{}: {e}", part.display())),
-            Ok(meta) if meta.file_type().is_symlink() => {
-                return Err(format!(
-                    "{} is a symbolic link: hooks are read from a plain file only",
-                    part.display()
-                ))
-            }
-            Ok(meta) if part == path && meta.len() > MAX_FILE_BYTES => {
-                return Err(format!("{} is larger than 1 MiB", path.display()))
-            }
-            Ok(_) => {}
-        }
-    }
-    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let Some(bytes) = read_plain(&path)? else {
+        return Ok(None);
+    };
     let hash = blake3::hash(&bytes).to_hex().to_string();
     let origin = path.display().to_string();
     let hooks = std::str::from_utf8(&bytes)
@@ -63,6 +49,48 @@ pub(crate) fn read(workspace: &Path) -> Result<Option<ProjectFile>, String> {
         .and_then(ProjectHooks::parse)
         .and_then(|file| super::compile(&file.hooks, &origin));
     Ok(Some(ProjectFile { path, hash, hooks }))
+}
+
+/// The file at `path`, read through no symbolic link (neither it nor its directory), at most
+/// [`MAX_FILE_BYTES`]; `None` when there is none.
+fn read_plain(path: &Path) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let shown = path.display();
+    let dir = path.parent().unwrap_or(path);
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+        Ok(meta) if !meta.is_dir() => return Err(format!("{} is not a directory", dir.display())),
+        Ok(_) => {}
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    let file = match file {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(format!(
+                "{shown} is a symbolic link: hooks are read from a plain file only"
+            ))
+        }
+        Err(e) => return Err(format!("{shown}: {e}")),
+        Ok(file) => file,
+    };
+    // Looked at as opened: what is read is what was checked.
+    let meta = file.metadata().map_err(|e| format!("{shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{shown} is not a plain file"));
+    }
+    let mut bytes = Vec::new();
+    (file.take(MAX_FILE_BYTES + 1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{shown}: {e}"))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!("{shown} is larger than 1 MiB"));
+    }
+    Ok(Some(bytes))
 }
 
 impl ProjectFile {

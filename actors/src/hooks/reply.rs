@@ -74,7 +74,12 @@ pub(crate) fn read(event: HookEvent, ended: Ended) -> Reply {
         true => serde_json::from_str::<Value>(stdout).ok(),
         false => None,
     };
+    let stops = json
+        .as_ref()
+        .is_some_and(|j| j.get("continue").and_then(Value::as_bool) == Some(false));
     match (code, json) {
+        // `"continue": false` comes before everything else, exit 2 included.
+        (_, Some(Value::Object(json))) if stops => from_json(event, &json),
         (Some(2), json) => {
             let said = json
                 .as_ref()
@@ -117,14 +122,9 @@ fn on_block(event: HookEvent, reason: String) -> Reply {
     }
 }
 
-/// Exit 0 without a JSON object: its plain output.
+/// Exit 0 without a JSON object: its plain output (text that only looks like JSON too, as
+/// Claude Code takes it).
 fn on_success(event: HookEvent, stdout: &str) -> Reply {
-    if stdout.starts_with('{') {
-        return Reply::failed(format!(
-            "its output starts with '{{' but is not a JSON object: {}",
-            clip(stdout)
-        ));
-    }
     let mut reply = Reply::of(HookVerdict::Context);
     // Plain stdout is context only where Claude Code adds it to the conversation.
     if matches!(event, HookEvent::SessionStart | HookEvent::UserPromptSubmit) && !stdout.is_empty()
@@ -175,11 +175,17 @@ fn from_json(event: HookEvent, json: &serde_json::Map<String, Value>) -> Reply {
             }
             reply.updated_input = decision.and_then(|d| d.get("updatedInput")).cloned();
         }
-        _ => {
-            if json.get("decision").and_then(Value::as_str) == Some("block") {
-                reply.verdict = HookVerdict::Block;
-            }
+        // Only where a step can be refused; elsewhere Claude Code reads no decision.
+        HookEvent::UserPromptSubmit
+        | HookEvent::PostToolUse
+        | HookEvent::PostToolUseFailure
+        | HookEvent::Stop
+        | HookEvent::SubagentStop
+            if json.get("decision").and_then(Value::as_str) == Some("block") =>
+        {
+            reply.verdict = HookVerdict::Block;
         }
+        _ => {}
     }
     reply
 }
@@ -262,8 +268,16 @@ mod tests {
         let out = r#"{"continue":false,"stopReason":"enough"}"#;
         let reply = read(HookEvent::PostToolUse, exited(0, out, ""));
         assert_eq!(reply.stop.as_deref(), Some("enough"));
-        let reply = read(HookEvent::PreToolUse, exited(0, "{not json", ""));
-        assert_eq!(reply.verdict, HookVerdict::Failed);
+        let reply = read(HookEvent::UserPromptSubmit, exited(0, "{not json", ""));
+        assert_eq!(reply.context.as_deref(), Some("{not json"));
+        let out = r#"{"continue":false,"stopReason":"enough"}"#;
+        let reply = read(HookEvent::PreToolUse, exited(2, out, "no"));
+        assert_eq!(reply.verdict, HookVerdict::Stop);
+        let reply = read(
+            HookEvent::SessionStart,
+            exited(0, r#"{"decision":"block"}"#, ""),
+        );
+        assert_eq!(reply.verdict, HookVerdict::Context);
         let old = read(
             HookEvent::PreToolUse,
             exited(0, r#"{"decision":"block","reason":"x"}"#, ""),

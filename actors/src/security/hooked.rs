@@ -46,12 +46,23 @@ pub(crate) async fn recorded(
             return None;
         }
     };
-    let decisions: Vec<_> = (audit.into_iter())
-        .filter(|r: &AuditRecord| &r.call_id == call)
+    // The latest run that made a call of this id made the one cut off (a model may use an
+    // id again in a later run).
+    let about_call: Vec<AuditRecord> = (audit.into_iter()).filter(|r| &r.call_id == call).collect();
+    let run = about_call.last().map(|r| r.run_id.clone())?;
+    let decisions: Vec<_> = (about_call.into_iter())
+        .filter(|r| r.run_id == run)
         .flat_map(|r| r.hooks)
         .filter(|d| d.event == HookEvent::PreToolUse)
         .collect();
     (!decisions.is_empty()).then(|| Fired::recorded(decisions))
+}
+
+/// The input a call `record` let through ran with, where its hooks changed the model's.
+pub(crate) fn input_that_ran(record: &AuditRecord) -> Option<serde_json::Value> {
+    (record.hooks.iter())
+        .filter(|d| d.event == HookEvent::PreToolUse && d.verdict != HookVerdict::Deny)
+        .find_map(|d| d.updated_input.clone())
 }
 
 /// The answer `PermissionRequest` hooks give in a person's place, if one does; it goes on
@@ -65,6 +76,8 @@ pub(super) async fn answered_by_hooks(
     let fired = ctx.hooks.permission(call, input).await;
     record.hooks.extend(fired.decisions.iter().cloned());
     let allowed = match fired.decided() {
+        // A hook speaks for the person, but never over the policy's word on a T4 call.
+        Some(HookVerdict::Allow) if record.tier == SafetyTier::T4 => return None,
         Some(HookVerdict::Allow) => true,
         Some(HookVerdict::Deny | HookVerdict::Stop) => false,
         _ => return None,

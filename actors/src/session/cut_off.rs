@@ -82,17 +82,22 @@ impl CutOff<'_> {
             let Some(tool) = self.registry.get(&call.name) else {
                 continue;
             };
-            let Ok(input) = serde_json::from_str::<serde_json::Value>(&call.arguments) else {
+            let Ok(given) = serde_json::from_str::<serde_json::Value>(&call.arguments) else {
                 continue;
-            };
-            let effect = match self.workspace {
-                Some(workspace) => crate::security::effect_of(tool.as_ref(), &input, workspace),
-                None => tool.effect(&input),
             };
             // Let through by any run of the session: a run that took it up may have run it
             // again; a call id another call once had only makes a person asked once more.
             let let_through =
                 audit.map(|audit| (audit.iter()).rfind(|a| a.call_id == call.id && a.allowed));
+            // What ran: the input its hooks gave it, if they changed the model's.
+            let ran = let_through
+                .flatten()
+                .and_then(crate::security::input_that_ran);
+            let input = ran.unwrap_or(given);
+            let effect = match self.workspace {
+                Some(workspace) => crate::security::effect_of(tool.as_ref(), &input, workspace),
+                None => tool.effect(&input),
+            };
             if effect == Effect::Unsafe && let_through.is_none_or(|a| a.is_some()) {
                 match self.in_doubt {
                     InDoubt::TellModel => continue,

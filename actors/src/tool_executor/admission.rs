@@ -24,13 +24,14 @@ pub(super) enum Admitted {
     Done(String),
 }
 
-/// Decides about `call`; `None` when it was left for the next run (its approval is parked).
+/// Decides about `call`, with what its `PreToolUse` hooks gave the model to read; `None`
+/// when it was left for the next run (its approval is parked).
 pub(super) async fn admit(
     registry: &ToolRegistry,
     gate: &Gate,
     call: &ToolCall,
     batch: Context<'_>,
-) -> Option<Admitted> {
+) -> Option<(Admitted, Option<String>)> {
     let Context {
         ctx,
         cut_off,
@@ -38,79 +39,116 @@ pub(super) async fn admit(
         cut_at_output_limit,
         ..
     } = batch;
+    let refused = |why: String| Some((Admitted::Refused(why), None));
     let tool = match registry.get(&call.name) {
         None => {
-            return Some(Admitted::Refused(format!(
+            return refused(format!(
                 "unknown_tool: there is no tool named '{}'; the tools are: {}",
                 call.name,
                 registry.names().join(", ")
-            )))
+            ))
         }
         Some(_) if cut_at_output_limit && !crate::provider::replay::is_object(&call.arguments) => {
-            return Some(Admitted::Refused(CUT_OFF.to_owned()))
+            return refused(CUT_OFF.to_owned())
         }
         Some(tool) => tool,
     };
-    let input = match registry.validate(&call.name, &call.arguments) {
-        Err(e) => return Some(Admitted::Refused(e.to_string())),
+    let given = match registry.validate(&call.name, &call.arguments) {
+        Err(e) => return refused(e.to_string()),
         Ok(input) => input,
     };
     let recovered = cut_off.contains(&call.id);
-    if recovered {
-        if let Some(done) = take_up(tool.as_ref(), &input, call, ctx, events, gate).await {
-            return Some(Admitted::Done(done));
-        }
-    }
-    // A call a crash cut off after its hooks decided is decided again from their record.
-    let hooked = match recovered {
+    // A call a crash cut off after its hooks decided is decided again from their record, and
+    // taken up as the input they gave it (what ran, if it ran).
+    let recorded = match recovered {
         true => crate::security::recorded_hooks(gate.store(), &ctx.session_id, &call.id).await,
         false => None,
     };
-    let hooked = match hooked {
+    let hooked = match recorded {
         Some(recorded) => recorded,
-        None => ctx.hooks.before_call(call, &input).await,
+        None if recovered => crate::hooks::Fired::default(),
+        None => ctx.hooks.before_call(call, &given).await,
+    };
+    let input = match changed_input(registry, call, given, &hooked) {
+        Ok(input) => input,
+        Err(why) => {
+            gate.record_hooks(call, ctx, events, (hooked.decisions, false));
+            return refused(why);
+        }
+    };
+    if recovered {
+        if let Some(done) = take_up(tool.as_ref(), &input, call, ctx, events, gate).await {
+            return Some((Admitted::Done(done), None));
+        }
+    }
+    // Asked now, if a crash cut the call off before its hooks were.
+    let hooked = match recovered && hooked.decisions.is_empty() {
+        true => ctx.hooks.before_call(call, &input).await,
+        false => hooked,
     };
     if let Some(why) = &hooked.stop {
         // `"continue": false`: the gate refuses the call, and the run pauses after this step.
         ctx.interrupt
             .interrupt(format!("a PreToolUse hook stopped the run: {why}"));
     }
-    let input = match &hooked.updated_input {
-        None => input,
-        Some(updated) => match registry.validate(&call.name, &updated.to_string()) {
-            Ok(updated) => updated,
-            Err(e) => {
-                return Some(Admitted::Refused(format!(
-                    "validation_error: a PreToolUse hook changed this call's input to one the \
-                     tool does not take ({e}); the call was not run"
-                )))
-            }
-        },
-    };
-    match gate
+    let context = hooked.context.clone();
+    let admitted = match gate
         .admit(call, tool.as_ref(), &input, ctx, events, hooked)
         .await
     {
-        Ok(()) => Some(Admitted::Run(tool.clone(), input)),
-        Err(Refused::Denied(denied)) => Some(Admitted::Refused(denied)),
-        Err(Refused::Parked) => None,
-    }
+        Ok(()) => Admitted::Run(tool.clone(), input),
+        Err(Refused::Denied(denied)) => Admitted::Refused(denied),
+        Err(Refused::Parked) => return None,
+    };
+    Some((admitted, context))
+}
+
+/// The input `hooked` gave `call`, as the tool takes it; else `given`. Refused (why) when the
+/// tool does not take it.
+fn changed_input(
+    registry: &ToolRegistry,
+    call: &ToolCall,
+    given: serde_json::Value,
+    hooked: &crate::hooks::Fired,
+) -> Result<serde_json::Value, String> {
+    let Some(updated) = &hooked.updated_input else {
+        return Ok(given);
+    };
+    registry
+        .validate(&call.name, &updated.to_string())
+        .map_err(|e| {
+            format!(
+                "validation_error: a PreToolUse hook changed this call's input to one the tool \
+                 does not take ({e}); the call was not run"
+            )
+        })
 }
 
 /// `result` of `call` (run with `input`), once its `PostToolUse` (or `PostToolUseFailure`)
-/// hooks were told: what they said follows it, for the model; a hook that stops the run
-/// pauses it after this step.
+/// hooks were told: what they said follows it, for the model, and joins the audit; a hook
+/// that stops the run pauses it after this step.
 pub(super) async fn told_hooks(
     call: &ToolCall,
     input: &serde_json::Value,
     result: Result<String, String>,
-    ctx: &ToolContext,
+    (ctx, gate, events): (&ToolContext, &Gate, &RunEvents),
 ) -> Result<String, String> {
-    let (note, stop) = ctx.hooks.after_call(call, input, &result).await;
-    if let Some(why) = stop {
+    let (note, fired) = ctx.hooks.after_call(call, input, &result).await;
+    if let Some(why) = &fired.stop {
         ctx.interrupt
             .interrupt(format!("a tool's hook stopped the run: {why}"));
     }
+    if !fired.decisions.is_empty() {
+        gate.record_hooks(call, ctx, events, (fired.decisions, true));
+    }
+    with_note(result, note)
+}
+
+/// `result` with `note` after it, for the model.
+pub(super) fn with_note(
+    result: Result<String, String>,
+    note: Option<String>,
+) -> Result<String, String> {
     let Some(note) = note else {
         return result;
     };

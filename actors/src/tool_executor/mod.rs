@@ -200,7 +200,9 @@ async fn run_call(
         ..
     } = batch;
     // Decided first: a call the gate parks never starts, in this run.
-    let admitted = admission::admit(registry, gate, &call, batch).await?;
+    let (admitted, context) = admission::admit(registry, gate, &call, batch).await?;
+    // What the call's `PreToolUse` hooks gave the model to read, beside its result.
+    let context = context.map(|c| format!("[PreToolUse hook context] {c}"));
     let input_shown = serde_json::from_str(&call.arguments)
         .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
     events.emit(EventKind::ToolStart {
@@ -213,12 +215,12 @@ async fn run_call(
             let identity = CallIdentity::new(&ctx.session_id, made_at, &call.id);
             let result =
                 execute_guarded(tool, input.clone(), (ctx, identity), settings.timeout).await;
-            admission::told_hooks(&call, &input, result, ctx).await
+            admission::told_hooks(&call, &input, result, (ctx, gate, events)).await
         }
         Admitted::Done(result) => Ok(result),
         Admitted::Refused(refused) => Err(refused),
     };
-    let (content, is_error) = match result {
+    let (content, is_error) = match admission::with_note(result, context) {
         Ok(output) => (output, false),
         Err(error) => (error, true),
     };

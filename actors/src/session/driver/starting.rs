@@ -83,6 +83,7 @@ impl Driver {
             sandbox: self.run.sandbox().clone(),
             events: self.run.events().clone(),
             directed: self.run.is_directed(),
+            cancel: self.run.cancel().clone(),
         };
         let question = Question {
             source: match session.history.is_empty() {
