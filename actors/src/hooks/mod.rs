@@ -373,6 +373,13 @@ impl Fired {
         fired
     }
 
+    /// Whether any hook decided or gave something (or failed), beyond being asked.
+    pub(crate) fn said_something(&self) -> bool {
+        (self.decisions.iter()).any(|d| {
+            d.verdict != HookVerdict::Context || d.context.is_some() || d.updated_input.is_some()
+        })
+    }
+
     /// The decision, when one was made (`allow`, `deny`, `ask`, `block`).
     pub(crate) fn decided(&self) -> Option<HookVerdict> {
         self.verdict

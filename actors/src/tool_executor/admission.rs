@@ -138,7 +138,8 @@ pub(super) async fn told_hooks(
         ctx.interrupt
             .interrupt(format!("a tool's hook stopped the run: {why}"));
     }
-    if !fired.decisions.is_empty() {
+    // After the call, a crash runs it again with its hooks: only what they said is kept.
+    if fired.said_something() {
         gate.record_hooks(call, ctx, events, (fired.decisions, true));
     }
     with_note(result, note)

@@ -429,6 +429,22 @@ impl Renderer {
                     paint(FAIL, "[security]")
                 );
             }
+            EventKind::HookDecision {
+                event,
+                hook,
+                verdict,
+                reason,
+                ..
+            } if *verdict != ryvos_protocol::hook::HookVerdict::Context => {
+                self.end_line();
+                let why = reason.as_deref().map(|r| format!(": {}", clip(r, 200)));
+                note!(
+                    "  [hook] {event} {}{} ({})",
+                    verdict.as_str(),
+                    why.unwrap_or_default(),
+                    clip(hook, 80)
+                );
+            }
             EventKind::EgressDecision {
                 host,
                 port,
