@@ -2,10 +2,11 @@
 //! runs its hooks, the step's JSON on stdin, killed with everything it started at its timeout.
 
 use super::reply::Ended;
+use crate::sandbox::pipes::{capture, kill_group, Captured};
 use crate::sandbox::RunSandbox;
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 /// Bytes kept of each of stdout and stderr; the rest is read and dropped.
 const CAPTURE_CAP: usize = 256 * 1024;
@@ -50,8 +51,8 @@ pub(crate) async fn run(line: &str, running: Running<'_>) -> Ended {
             stdin.write_all(&input).await.ok();
         }
     });
-    let stdout = tokio::spawn(capture(child.stdout.take()));
-    let stderr = tokio::spawn(capture(child.stderr.take()));
+    let stdout = tokio::spawn(capture(child.stdout.take(), CAPTURE_CAP));
+    let stderr = tokio::spawn(capture(child.stderr.take(), CAPTURE_CAP));
     let waited = tokio::time::timeout(running.timeout, child.wait()).await;
     if waited.is_err() {
         // Its session is its own: everything it started goes with it.
@@ -83,37 +84,11 @@ pub(crate) async fn run(line: &str, running: Running<'_>) -> Ended {
 }
 
 /// A pipe's text once it closed (at most a moment after the group was killed).
-async fn joined(task: tokio::task::JoinHandle<Vec<u8>>) -> String {
-    let bytes = tokio::time::timeout(Duration::from_secs(2), task)
+async fn joined(task: tokio::task::JoinHandle<Captured>) -> String {
+    let captured = tokio::time::timeout(Duration::from_secs(2), task)
         .await
         .ok()
         .and_then(Result::ok)
         .unwrap_or_default();
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
-async fn capture(pipe: Option<impl AsyncRead + Unpin>) -> Vec<u8> {
-    let mut kept = Vec::new();
-    let Some(mut pipe) = pipe else {
-        return kept;
-    };
-    let mut buf = vec![0u8; 16 * 1024];
-    while let Ok(n) = pipe.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-        let room = CAPTURE_CAP.saturating_sub(kept.len());
-        kept.extend_from_slice(&buf[..n.min(room)]);
-    }
-    kept
-}
-
-fn kill_group(group: Option<i32>) {
-    if let Some(pgid) = group {
-        // SAFETY: killpg only sends a signal; the group is the one the hook leads (the
-        // sandbox starts every command in a session of its own).
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
-        }
-    }
+    String::from_utf8_lossy(&captured.bytes).into_owned()
 }

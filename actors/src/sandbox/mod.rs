@@ -33,6 +33,7 @@ mod landlock;
 mod limits;
 mod machine;
 mod notes;
+pub(crate) mod pipes;
 mod planted;
 mod run;
 mod scratch;

@@ -7,12 +7,12 @@
 //! and a background process that keeps the pipes open cannot hold the call past its end.
 
 use super::str_arg;
+use crate::sandbox::pipes::{capture, kill_group, Captured};
 use crate::tools::{SafetyTier, Tool, ToolContext, ToolError};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt};
 
 const DEFAULT_TIMEOUT_SECS: u64 = 120;
 const MAX_TIMEOUT_SECS: u64 = 3600;
@@ -80,8 +80,8 @@ impl Tool for Bash {
             .spawn()
             .map_err(|e| ToolError::Execution(format!("cannot start bash in its sandbox: {e}")))?;
         let group = child.id().map(|id| id as i32);
-        let stdout = tokio::spawn(capture(child.stdout.take()));
-        let stderr = tokio::spawn(capture(child.stderr.take()));
+        let stdout = tokio::spawn(capture(child.stdout.take(), CAPTURE_CAP));
+        let stderr = tokio::spawn(capture(child.stderr.take(), CAPTURE_CAP));
 
         let ended = tokio::select! {
             status = child.wait() => Ended::Exited(status),
@@ -166,39 +166,6 @@ async fn drain(
         }
     }
     (out.unwrap_or_default(), err.unwrap_or_default())
-}
-
-fn kill_group(group: Option<i32>) {
-    if let Some(pgid) = group {
-        // SAFETY: killpg only sends a signal; the group is the one the child leads.
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
-        }
-    }
-}
-
-/// What a pipe said: the first bytes up to the cap, and how many there were in all.
-#[derive(Default)]
-struct Captured {
-    bytes: Vec<u8>,
-    total: usize,
-}
-
-async fn capture(pipe: Option<impl AsyncRead + Unpin>) -> Captured {
-    let mut captured = Captured::default();
-    let Some(mut pipe) = pipe else {
-        return captured;
-    };
-    let mut buf = vec![0u8; 64 * 1024];
-    while let Ok(n) = pipe.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-        captured.total += n;
-        let room = CAPTURE_CAP.saturating_sub(captured.bytes.len());
-        captured.bytes.extend_from_slice(&buf[..n.min(room)]);
-    }
-    captured
 }
 
 fn render(out: Captured, err: Captured) -> String {
