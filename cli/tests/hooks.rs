@@ -4,13 +4,14 @@
 //! and decide what they decide there; a workspace's own hooks run only while a person trusts
 //! its file as it is, and the model cannot write it; a hook is confined as the model's commands
 //! are and stopped at its timeout; an HTTP hook answers as a command does and is never
-//! redirected.
+//! redirected; a park, a compaction and a Director's steps are told to theirs.
 
 mod common;
 
 use common::cli::json_lines as events;
 use common::confined::{asking, bash_call, results};
 use common::home::Home;
+use ryvos_protocol::hook::HookEvent;
 use ryvos_testkit::{Reply, ScriptedModelServer};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -483,4 +484,152 @@ url = "http://localhost:{redirecting}/post"
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(stderr.contains("allowed_domains"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_that_parks_tells_its_hooks_why_and_then_that_it_ended() {
+    let server = ScriptedModelServer::start(common::budget::two_appends()).await;
+    let tell = |event: &str| {
+        format!(
+            "[[hooks.{event}]]\ncommand = 'cat >> \"$CLAUDE_PROJECT_DIR/told.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/told.jsonl\"'\n"
+        )
+    };
+    let extra = format!(
+        "{}{}{}",
+        common::budget::PRICED,
+        tell("RunParked"),
+        tell("SessionEnd")
+    );
+    let home = Home::new(&server, &extra);
+    // In-process: the run parks at its budget and the command exits.
+    let (_, stdout, stderr) = home.ryvos(&["run", "--json", "write", "the", "log"]).await;
+    let events = events(&stdout);
+    assert!(events.iter().any(|e| e["type"] == "RunParked"), "{stderr}");
+    let told = std::fs::read_to_string(home.workspace.path().join("told.jsonl")).unwrap();
+    let told: Vec<Value> = (told.lines())
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<&str> = (told.iter())
+        .map(|t| t["hook_event_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["RunParked", "SessionEnd"], "{told:?}");
+    assert_eq!(told[0]["reason"], "budget_run");
+    assert!(told[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("ryvos continue"));
+    assert_eq!(told[1]["status"], "parked");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_compaction_is_told_to_its_hooks_before_and_after() {
+    let router: ryvos_testkit::Router = std::sync::Arc::new(|request: &Value| {
+        let asks = request["messages"][0]["content"].as_str()?;
+        asks.starts_with("You summarize")
+            .then(|| Reply::text(&["Pages were read."]))
+    });
+    let script = Reply::reads_then(30, "page", "All read.");
+    let server = ScriptedModelServer::start_routed(script, Some(router)).await;
+    let tell = |event: &str| {
+        format!(
+            "[[hooks.{event}]]\nmatcher = \"auto\"\ncommand = 'cat >> \"$CLAUDE_PROJECT_DIR/told-{event}.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/told-{event}.jsonl\"'\n"
+        )
+    };
+    let extra = format!(
+        "[agent]\nmax_context_tokens = 3000\nmax_turns = 100\n{}{}",
+        tell("PreCompact"),
+        tell("PostCompact")
+    );
+    let home = Home::new(&server, &extra);
+    let workspace = home.workspace.path().to_path_buf();
+    for i in 0..30 {
+        let text = format!("page {i}: {}", "the quick brown fox jumps ".repeat(20));
+        std::fs::write(workspace.join(format!("page{i}.txt")), text).unwrap();
+    }
+    let dir = workspace.to_str().unwrap();
+    let (code, out, err) = home
+        .ryvos(&["run", "--json", "--workspace", dir, "read every page"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let compactions = events(&out)
+        .iter()
+        .filter(|e| e["type"] == "ContextPruned")
+        .count();
+    assert!(compactions > 0, "it was compacted: {out}");
+    for event in ["PreCompact", "PostCompact"] {
+        let told = std::fs::read_to_string(workspace.join(format!("told-{event}.jsonl")))
+            .unwrap_or_default();
+        let told: Vec<Value> = (told.lines())
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(told.len(), compactions, "{event}: {told:?}");
+        assert!(told
+            .iter()
+            .all(|t| t["trigger"] == "auto" && t["hook_event_name"] == event));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_director_s_steps_are_its_hooks_subagents() {
+    let router: ryvos_testkit::Router = std::sync::Arc::new(|request: &Value| {
+        let prompt = common::asked(request);
+        let text = if common::is_judge(request) {
+            r#"{"verdict": "accept", "reason": "the step is done", "criteria": []}"#
+        } else if prompt.starts_with("[Director] Plan how") {
+            r#"{"steps": [{"id": "a", "goal": "count the apples"}]}"#
+        } else if prompt.starts_with("[Director] You carry out step 'a'") {
+            "3 apples"
+        } else if prompt.starts_with("[Director] Every step of the plan is done") {
+            "There are 3 apples."
+        } else {
+            return None;
+        };
+        Some(Reply::text(&[text]))
+    });
+    let tell = |event: HookEvent| {
+        let line =
+            "cat >> \"$CLAUDE_PROJECT_DIR/told.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/told.jsonl\"";
+        let spec = ryvos::config::HookSpec {
+            matcher: "director_step".into(),
+            command: line.into(),
+            ..Default::default()
+        };
+        (event, vec![spec])
+    };
+    let h = common::Harness::start_routed(Vec::new(), router, |c| {
+        c.hooks = [
+            tell(HookEvent::SubagentStart),
+            tell(HookEvent::SubagentStop),
+        ]
+        .into_iter()
+        .collect();
+    })
+    .await;
+    let request = h.request("how many apples are there?").director();
+    let (_, outcome) = h.run(request).await;
+    assert_eq!(
+        outcome.status,
+        ryvos::RunStatus::Completed,
+        "{:?}",
+        outcome.reason
+    );
+    let told = std::fs::read_to_string(h.workspace.path().join("told.jsonl")).unwrap();
+    let told: Vec<Value> = (told.lines())
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<&str> = (told.iter())
+        .map(|t| t["hook_event_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["SubagentStart", "SubagentStop"], "{told:?}");
+    assert!(told
+        .iter()
+        .all(|t| t["agent_type"] == "director_step" && t["agent_id"].is_string()));
+    assert!(told[0]["task"]
+        .as_str()
+        .unwrap()
+        .contains("count the apples"));
+    assert_eq!(told[1]["last_assistant_message"], "3 apples");
 }
