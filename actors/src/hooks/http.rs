@@ -6,6 +6,7 @@
 //! failure that changes nothing, as in Claude Code.
 
 use super::reply::Ended;
+use crate::sandbox::{is_this_machine, AllowedDomains};
 use std::time::Duration;
 
 /// The most of an answer read, in bytes.
@@ -21,7 +22,7 @@ pub(crate) struct Address {
 
 impl Address {
     /// `url`, if it is `http(s)://` to a loopback host or one `allowed` names.
-    pub(crate) fn parse(url: &str, allowed: &[String]) -> Result<Self, String> {
+    pub(crate) fn parse(url: &str, allowed: &AllowedDomains) -> Result<Self, String> {
         let parsed =
             reqwest::Url::parse(url).map_err(|e| format!("'{url}' is not an address: {e}"))?;
         if !matches!(parsed.scheme(), "http" | "https") {
@@ -35,13 +36,7 @@ impl Address {
             || host
                 .parse::<std::net::IpAddr>()
                 .is_ok_and(|ip| ip.is_loopback());
-        let named = allowed.iter().any(|name| {
-            let name = name.trim().to_lowercase();
-            match name.strip_prefix("*.") {
-                Some(parent) => host.ends_with(&format!(".{parent}")),
-                None => host == name,
-            }
-        });
+        let named = allowed.allows(host);
         if !loopback && !named {
             return Err(format!(
                 "'{url}' is neither on this machine's loopback nor named by the hook's \
@@ -76,15 +71,7 @@ impl Address {
                 .map_err(|_| format!("{host} did not resolve in time"))?
                 .map_err(|e| format!("{host} does not resolve: {e}"))?;
         let addresses: Vec<std::net::SocketAddr> = resolved.collect();
-        let local = |ip: std::net::IpAddr| match ip.to_canonical() {
-            std::net::IpAddr::V4(v4) => {
-                v4.is_loopback() || v4.is_unspecified() || v4.is_link_local()
-            }
-            std::net::IpAddr::V6(v6) => {
-                v6.is_loopback() || v6.is_unspecified() || v6.is_unicast_link_local()
-            }
-        };
-        if addresses.is_empty() || addresses.iter().any(|a| local(a.ip())) {
+        if addresses.is_empty() || addresses.iter().any(|a| is_this_machine(a.ip())) {
             return Err(format!(
                 "{host} resolves to this machine (or to nothing), which a named hook address may \
                  not reach; use a loopback address for a hook on this machine"

@@ -60,6 +60,8 @@ impl Hook {
     fn compile(event: HookEvent, spec: &HookSpec, origin: &str) -> Result<Self, String> {
         let at = format!("hooks.{event}");
         let (line, url) = (spec.command.trim(), spec.url.trim());
+        let reach = AllowedDomains::parse(&spec.allowed_domains)
+            .map_err(|e| format!("{at}.allowed_domains: {e}"))?;
         let handler = match (line.is_empty(), url.is_empty()) {
             (true, true) => return Err(format!("{at}: a hook needs a `command` or a `url`")),
             (false, false) => {
@@ -67,12 +69,10 @@ impl Hook {
             }
             (false, true) => Handler::Command {
                 line: line.to_owned(),
-                reach: AllowedDomains::parse(&spec.allowed_domains)
-                    .map_err(|e| format!("{at}.allowed_domains: {e}"))?,
+                reach,
             },
             (true, false) => Handler::Http(
-                http::Address::parse(url, &spec.allowed_domains)
-                    .map_err(|e| format!("{at}.url: {e}"))?,
+                http::Address::parse(url, &reach).map_err(|e| format!("{at}.url: {e}"))?,
             ),
         };
         let matcher = Matcher::parse(&spec.matcher).map_err(|e| format!("{at}: {e}"))?;

@@ -260,6 +260,15 @@ async fn decide(
     Ok(addresses)
 }
 
+/// Whether `ip` is this machine's own: loopback, unspecified, or link-local (where a cloud's
+/// metadata service answers).
+pub(crate) fn is_this_machine(ip: IpAddr) -> bool {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => v4.is_loopback() || v4.is_unspecified() || v4.is_link_local(),
+        IpAddr::V6(v6) => v6.is_loopback() || v6.is_unspecified() || v6.is_unicast_link_local(),
+    }
+}
+
 /// Refuses `addresses` of `host` that are this machine's own (loopback, unspecified,
 /// link-local), unless the list names this machine.
 fn leads_elsewhere(
@@ -267,11 +276,7 @@ fn leads_elsewhere(
     host: &str,
     addresses: &[SocketAddr],
 ) -> Result<(), String> {
-    let local = |ip: IpAddr| match ip.to_canonical() {
-        IpAddr::V4(v4) => v4.is_loopback() || v4.is_unspecified() || v4.is_link_local(),
-        IpAddr::V6(v6) => v6.is_loopback() || v6.is_unspecified(),
-    };
-    if !allowed.names_this_machine(host) && addresses.iter().any(|a| local(a.ip())) {
+    if !allowed.names_this_machine(host) && addresses.iter().any(|a| is_this_machine(a.ip())) {
         return Err(format!(
             "ryvos sandbox: {host} resolves to this machine, which commands may not reach"
         ));

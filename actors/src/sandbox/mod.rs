@@ -41,7 +41,7 @@ mod scratch;
 mod seccomp;
 mod secrets;
 
-pub(crate) use egress::AllowedDomains;
+pub(crate) use egress::{is_this_machine, AllowedDomains};
 pub(crate) use file_rules::FileRules;
 pub use machine::Machine;
 pub(crate) use run::RunSandbox;
