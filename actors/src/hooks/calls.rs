@@ -10,9 +10,6 @@ use serde_json::Value;
 impl RunHooks {
     /// The `PreToolUse` hooks' decision about `call`, whose input is `input`.
     pub(crate) async fn before_call(&self, call: &ToolCall, input: &Value) -> Fired {
-        if !self.any(HookEvent::PreToolUse) {
-            return Fired::default();
-        }
         let step = Step::Call {
             event: HookEvent::PreToolUse,
             call: called(call, input),
@@ -31,9 +28,6 @@ impl RunHooks {
     /// Whether a `PermissionRequest` hook answers for the person about `call`: `Allow` or
     /// `Deny`, with what the hooks said.
     pub(crate) async fn permission(&self, call: &ToolCall, input: &Value) -> Fired {
-        if !self.any(HookEvent::PermissionRequest) {
-            return Fired::default();
-        }
         let step = Step::Call {
             event: HookEvent::PermissionRequest,
             call: called(call, input),
@@ -53,9 +47,6 @@ impl RunHooks {
             Ok(_) => HookEvent::PostToolUse,
             Err(_) => HookEvent::PostToolUseFailure,
         };
-        if !self.any(event) {
-            return (None, Fired::default());
-        }
         let call = called(call, input);
         let step = match result {
             Ok(output) => Step::PostToolUse { call, output },

@@ -107,6 +107,22 @@ impl Hook {
     }
 }
 
+/// The event a run's start is told as: a Director's step is a subagent.
+pub(crate) fn start_event(directed: bool) -> HookEvent {
+    match directed {
+        true => HookEvent::SubagentStart,
+        false => HookEvent::SessionStart,
+    }
+}
+
+/// The event a run about to end with its answer is told as.
+pub(crate) fn stop_event(directed: bool) -> HookEvent {
+    match directed {
+        true => HookEvent::SubagentStop,
+        false => HookEvent::Stop,
+    }
+}
+
 /// The person's own hooks, `config.toml`'s, compiled.
 pub(crate) fn configured(config: &HooksConfig) -> Result<Arc<Vec<Arc<Hook>>>, String> {
     compile(config, "config.toml").map(Arc::new)
@@ -129,11 +145,10 @@ pub(crate) struct RunHooks(Option<Arc<Armed>>);
 
 struct Armed {
     hooks: Vec<Arc<Hook>>,
-    session_id: String,
-    run_id: String,
+    /// The run's directory, as hooks are told it.
     cwd: String,
-    /// A Director's step: its run, which hooks see as the subagent.
-    agent_id: Option<String>,
+    /// A Director's step: its run is what hooks see as the subagent.
+    directed: bool,
     sandbox: RunSandbox,
     events: RunEvents,
     /// Made at the first HTTP hook: most runs have none.
@@ -157,12 +172,9 @@ impl RunHooks {
         if hooks.is_empty() {
             return RunHooks(None);
         }
-        let run_id = for_run.events.run_id().to_string();
         RunHooks(Some(Arc::new(Armed {
             hooks,
-            session_id: for_run.events.session_id().to_string(),
-            agent_id: for_run.directed.then(|| run_id.clone()),
-            run_id,
+            directed: for_run.directed,
             cwd: for_run.sandbox.workspace().display().to_string(),
             sandbox: for_run.sandbox,
             events: for_run.events,
@@ -174,14 +186,6 @@ impl RunHooks {
     /// Whether any hook runs at `event`.
     pub(crate) fn any(&self, event: HookEvent) -> bool {
         (self.0.as_ref()).is_some_and(|armed| armed.hooks.iter().any(|h| h.event == event))
-    }
-
-    /// Whether any hook runs when the run is about to end (a Director's step: `SubagentStop`).
-    pub(crate) fn any_at_stop(&self, directed: bool) -> bool {
-        self.any(match directed {
-            true => HookEvent::SubagentStop,
-            false => HookEvent::Stop,
-        })
     }
 
     /// The run's directory, as hooks are told it.
@@ -197,15 +201,11 @@ impl RunHooks {
         };
         let event = step.event();
         let names = step.match_names();
+        let names: Option<Vec<&str>> =
+            (names.as_ref()).map(|n| n.iter().map(String::as_str).collect());
         let mut matched: Vec<&Arc<Hook>> = Vec::new();
         for hook in armed.hooks.iter().filter(|h| h.event == event) {
-            let matches = match &names {
-                Some(names) => {
-                    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                    hook.matcher.matches(&names)
-                }
-                None => true,
-            };
+            let matches = (names.as_ref()).is_none_or(|names| hook.matcher.matches(names));
             // The same handler configured twice runs once.
             if matches && !matched.iter().any(|m| same_handler(m, hook)) {
                 matched.push(hook);
@@ -214,17 +214,18 @@ impl RunHooks {
         if matched.is_empty() {
             return Fired::default();
         }
+        let (session_id, run_id) = (armed.events.session_id(), armed.events.run_id());
         let asker = Asker {
-            session_id: &armed.session_id,
-            run_id: &armed.run_id,
+            session_id: session_id.as_str(),
+            run_id: run_id.as_str(),
             cwd: &armed.cwd,
-            agent_id: armed.agent_id.as_deref(),
+            agent_id: armed.directed.then_some(run_id.as_str()),
         };
         let body = serde_json::to_vec(&input::input(step, &asker)).unwrap_or_default();
         let env = [
             ("CLAUDE_PROJECT_DIR", armed.cwd.clone()),
-            ("RYVOS_SESSION_ID", armed.session_id.clone()),
-            ("RYVOS_RUN_ID", armed.run_id.clone()),
+            ("RYVOS_SESSION_ID", session_id.to_string()),
+            ("RYVOS_RUN_ID", run_id.to_string()),
             ("RYVOS_HOOK_EVENT", event.as_str().to_owned()),
         ];
         let all =

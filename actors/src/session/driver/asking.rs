@@ -174,7 +174,8 @@ impl Driver {
     /// The model answered without calls: the run completes, or (goal-driven) the Judge says
     /// whether it does.
     pub(super) async fn final_answer(&mut self, text: String) -> Step<()> {
-        if self.run.hooks().any_at_stop(self.run.is_directed()) {
+        let stop = crate::hooks::stop_event(self.run.is_directed());
+        if self.run.hooks().any(stop) {
             // The answer is stored before the hooks look at it.
             self.close_turn(Vec::new(), None);
             if self.sent_back_by_hooks(&text).await? {

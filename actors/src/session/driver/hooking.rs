@@ -54,14 +54,8 @@ impl Driver {
     /// `SubagentStop` hooks) may send it back to work once, with their reason for the model.
     /// Whether it was sent back.
     pub(super) async fn sent_back_by_hooks(&mut self, answer: &str) -> Step<bool> {
-        let event = match self.run.is_directed() {
-            true => HookEvent::SubagentStop,
-            false => HookEvent::Stop,
-        };
+        let event = crate::hooks::stop_event(self.run.is_directed());
         let hooks = self.run.hooks().clone();
-        if !hooks.any(event) {
-            return Ok(false);
-        }
         let active = self.run.sent_back();
         let step = HookStep::Stop {
             event,
@@ -97,9 +91,6 @@ impl Driver {
     pub(super) async fn tell_hooks(&mut self, step: HookStep<'_>) {
         let event = step.event();
         let hooks = self.run.hooks().clone();
-        if !hooks.any(event) {
-            return;
-        }
         // Bounded by the hooks' own timeouts; a run that is ending has nothing else to wait for.
         let fired = hooks.fire(&step).await;
         self.audit_hooks(event, &fired);

@@ -264,10 +264,7 @@ impl Driver {
     /// refused prompt ends the run `blocked` before it is stored. The context for the prompt.
     fn hooks_prepared(&mut self, hooked: &Hooked) -> Step<Option<String>> {
         self.run.set_hooks(hooked.hooks.clone());
-        let start = match self.run.is_directed() {
-            true => HookEvent::SubagentStart,
-            false => HookEvent::SessionStart,
-        };
+        let start = crate::hooks::start_event(self.run.is_directed());
         self.audit_hooks(start, &hooked.started);
         self.audit_hooks(HookEvent::UserPromptSubmit, &hooked.prompted);
         self.stopped_by_hook(start, &hooked.started)?;
