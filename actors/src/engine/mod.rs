@@ -216,7 +216,7 @@ impl Engine {
         let gate = Gate::new(
             &config.security,
             approvals.clone(),
-            (checkpoint.clone(), store.clone()),
+            checkpoint.clone(),
             store.always_allowed().await.map_err(opening_store)?,
             // On a store of its own, the process is what tells one runtime from the next.
             &(store.node().map(str::to_owned))

@@ -33,7 +33,6 @@ pub(crate) struct Gate {
     allowlist: Arc<Vec<regex::Regex>>,
     approvals: Approvals,
     checkpoint: Checkpoint,
-    store: crate::store::Store,
     /// This runtime, as its audit records name it ([`AuditRecord::node`]).
     node: Arc<str>,
     /// Calls a person allowed "always", per session: the key is the tool, or `bash` and its
@@ -65,11 +64,11 @@ enum Rule {
 impl Gate {
     /// The gate of `config`; a command allowlist pattern that does not compile is an error.
     /// `always` is what people allowed "always" before, as stored; `node` names this runtime
-    /// in the audit. Decisions are written through `checkpoint`, and read back from `store`.
+    /// in the audit.
     pub(crate) fn new(
         config: &SecurityConfig,
         approvals: Approvals,
-        (checkpoint, store): (Checkpoint, crate::store::Store),
+        checkpoint: Checkpoint,
         always: HashMap<SessionId, HashSet<String>>,
         node: &str,
     ) -> Result<Self, String> {
@@ -88,15 +87,9 @@ impl Gate {
             allowlist: Arc::new(allowlist),
             approvals,
             checkpoint,
-            store,
             node: node.into(),
             always: Arc::new(std::sync::Mutex::new(always)),
         })
-    }
-
-    /// The store its decisions are read back from.
-    pub(crate) fn store(&self) -> &crate::store::Store {
-        &self.store
     }
 
     /// Whether `session`'s call `call` waits in doubt: a crash cut it off after it started.

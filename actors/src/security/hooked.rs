@@ -6,11 +6,11 @@
 //! hooks decided is decided again from the audit, its hooks not asked twice.
 
 use crate::hooks::Fired;
-use crate::ids::{CallId, SessionId};
+use crate::ids::CallId;
 use crate::message::ToolCall;
 use crate::store::AuditRecord;
 use crate::tools::{SafetyTier, ToolContext};
-use ryvos_protocol::hook::{HookEvent, HookVerdict};
+use ryvos_protocol::hook::{HookDecision, HookEvent, HookVerdict};
 
 /// What the `PreToolUse` hooks' decision `hooked` does to the gate's rule for a call of
 /// `tier` (`in_doubt` after a crash): `Some(verdict)` where it changes it.
@@ -32,30 +32,19 @@ pub(super) fn denial(hooked: &Fired) -> String {
     )
 }
 
-/// The `PreToolUse` decisions the audit in `store` holds about `call` of `session`, if its
-/// hooks were asked before a crash cut it off.
-pub(crate) async fn recorded(
-    store: &crate::store::Store,
-    session: &SessionId,
-    call: &CallId,
-) -> Option<Fired> {
-    let audit = match store.audit(session).await {
-        Ok(audit) => audit,
-        Err(e) => {
-            tracing::warn!(%session, "the audit could not be read for a call's hooks: {e}");
-            return None;
-        }
-    };
+/// The `PreToolUse` decisions `audit` holds about `call`, asked before a crash cut it off.
+pub(crate) fn recorded(audit: &[AuditRecord], call: &CallId) -> Vec<HookDecision> {
     // The latest run that made a call of this id made the one cut off (a model may use an
     // id again in a later run).
-    let about_call: Vec<AuditRecord> = (audit.into_iter()).filter(|r| &r.call_id == call).collect();
-    let run = about_call.last().map(|r| r.run_id.clone())?;
-    let decisions: Vec<_> = (about_call.into_iter())
-        .filter(|r| r.run_id == run)
-        .flat_map(|r| r.hooks)
+    let about_call = || audit.iter().filter(|r| &r.call_id == call);
+    let Some(run) = about_call().next_back().map(|r| &r.run_id) else {
+        return Vec::new();
+    };
+    (about_call().filter(|r| &r.run_id == run))
+        .flat_map(|r| r.hooks.iter())
         .filter(|d| d.event == HookEvent::PreToolUse)
-        .collect();
-    (!decisions.is_empty()).then(|| Fired::recorded(decisions))
+        .cloned()
+        .collect()
 }
 
 /// The input a call `record` let through ran with, where its hooks changed the model's.

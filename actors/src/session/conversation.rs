@@ -36,7 +36,7 @@ pub(super) struct Conversation {
     /// The calls a paused run left pending, not yet taken up by another run.
     pub paused_calls: Vec<CallId>,
     /// The calls a crash cut off, pending for the next run to take up by their effect class.
-    pub cut_off: Vec<CallId>,
+    pub cut_off: Vec<crate::tool_executor::CutOffCall>,
     /// The workspace of the latest run, kept on the session's record.
     pub workspace: Option<String>,
     /// The session's first prompt, clipped, kept on its record.
@@ -209,18 +209,43 @@ impl Conversation {
         let taken_up = self.take_up_cut_off(loaded).await;
         let mut pending = self.paused_calls.clone();
         pending.extend(taken_up.pending.iter().cloned());
-        self.cut_off = taken_up.pending;
+        let mut cut_off = taken_up.pending;
         // Calls found in doubt before (as the runtime started) are taken up as such too.
         for call in self.services.approvals.in_doubt_calls(&self.id) {
-            if !self.cut_off.contains(&call) {
-                self.cut_off.push(call);
+            if !cut_off.contains(&call) {
+                cut_off.push(call);
             }
         }
+        self.cut_off = self.with_recorded_hooks(cut_off, taken_up.audit).await;
         let approvals = &self.services.approvals;
         if let Some(batch) = super::cut_off::keep(approvals, &self.id, taken_up.in_doubt) {
             self.submit_batch(batch);
         }
         pending
+    }
+
+    /// `cut_off` with what their hooks decided before the crash, from `audit` (the session's,
+    /// read again only where taking the calls up did not read it).
+    async fn with_recorded_hooks(
+        &self,
+        cut_off: Vec<CallId>,
+        audit: Option<Vec<crate::store::AuditRecord>>,
+    ) -> Vec<crate::tool_executor::CutOffCall> {
+        let audit = match audit {
+            Some(audit) => audit,
+            None if cut_off.is_empty() => Vec::new(),
+            None => (self.services.store.audit(&self.id).await).unwrap_or_else(|e| {
+                // Unread, their hooks are asked again: they decide before anything runs.
+                tracing::warn!(session = %self.id, "the audit could not be read: {e}");
+                Vec::new()
+            }),
+        };
+        (cut_off.into_iter())
+            .map(|id| crate::tool_executor::CutOffCall {
+                hooks: crate::security::recorded_hooks(&audit, &id),
+                id,
+            })
+            .collect()
     }
 
     /// What becomes of the calls a crash cut off ([`super::cut_off`]).

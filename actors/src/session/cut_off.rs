@@ -29,6 +29,8 @@ pub(super) struct TakenUp {
     pub pending: Vec<CallId>,
     /// The requests asking a person about the calls in doubt, to keep and store.
     pub in_doubt: Vec<PendingApproval>,
+    /// The session's audit, when it was read (there were calls to take up).
+    pub audit: Option<Vec<AuditRecord>>,
 }
 
 /// Where the cut-off calls are, and what decides about them.
@@ -72,7 +74,8 @@ impl CutOff<'_> {
                 None
             }
         };
-        self.take_up(calls, audit.as_deref())
+        let taken = self.take_up(calls, audit.as_deref());
+        TakenUp { audit, ..taken }
     }
 
     /// `calls` taken up by what they may do; `audit` tells which started (unread: all did).

@@ -57,13 +57,12 @@ pub(super) async fn admit(
         Err(e) => return refused(e.to_string()),
         Ok(input) => input,
     };
-    let recovered = cut_off.contains(&call.id);
+    let cut = cut_off.iter().find(|c| c.id == call.id);
+    let recovered = cut.is_some();
     // A call a crash cut off after its hooks decided is decided again from their record, and
     // taken up as the input they gave it (what ran, if it ran).
-    let recorded = match recovered {
-        true => crate::security::recorded_hooks(gate.store(), &ctx.session_id, &call.id).await,
-        false => None,
-    };
+    let recorded = (cut.filter(|c| !c.hooks.is_empty()))
+        .map(|c| crate::hooks::Fired::recorded(c.hooks.clone()));
     let hooked = match recorded {
         Some(recorded) => recorded,
         None if recovered => crate::hooks::Fired::default(),

@@ -26,6 +26,15 @@ use std::time::Duration;
 /// How long a tool that was told to stop may take to clean up before it is aborted.
 const STOP_GRACE: Duration = Duration::from_secs(2);
 
+/// A call a crash cut off, for the next run to take up.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct CutOffCall {
+    pub id: CallId,
+    /// What its `PreToolUse` hooks decided before the crash, as the audit keeps it: it is
+    /// decided again from these, its hooks not asked twice.
+    pub hooks: Vec<ryvos_protocol::hook::HookDecision>,
+}
+
 /// The result of one call, as the model will see it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolOutcome {
@@ -80,7 +89,7 @@ pub(crate) struct ToolBatch {
     /// id, its idempotency key.
     pub made_at: u64,
     /// The calls a crash cut off, taken up by their effect class ([`take_up`]).
-    pub cut_off: Vec<CallId>,
+    pub cut_off: Vec<CutOffCall>,
     pub ctx: ToolContext,
     pub events: RunEvents,
     /// The answer stopped at the model's output limit: a call whose arguments are not whole
@@ -178,7 +187,7 @@ pub(crate) struct Context<'a> {
     /// See [`ToolBatch::made_at`].
     pub made_at: u64,
     /// See [`ToolBatch::cut_off`].
-    pub cut_off: &'a [CallId],
+    pub cut_off: &'a [CutOffCall],
     pub events: &'a RunEvents,
     pub settings: &'a ExecutionSettings,
     /// See [`ToolBatch::cut_at_output_limit`].
