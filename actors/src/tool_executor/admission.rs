@@ -58,33 +58,28 @@ pub(super) async fn admit(
         Ok(input) => input,
     };
     let cut = cut_off.iter().find(|c| c.id == call.id);
-    let recovered = cut.is_some();
-    // A call a crash cut off after its hooks decided is decided again from their record, and
-    // taken up as the input they gave it (what ran, if it ran).
+    // A call a crash cut off after its hooks were asked is decided again from their record,
+    // and taken up as the input they gave it (what ran, if it ran).
     let recorded = (cut.filter(|c| !c.hooks.is_empty()))
         .map(|c| crate::hooks::Fired::recorded(c.hooks.clone()));
-    let hooked = match recorded {
-        Some(recorded) => recorded,
-        None if recovered => crate::hooks::Fired::default(),
-        None => ctx.hooks.before_call(call, &given).await,
-    };
-    let input = match changed_input(registry, call, given, &hooked) {
+    let asked = recorded.is_some();
+    let mut hooked = recorded.unwrap_or_default();
+    let mut input = match changed_input(registry, call, given, (&hooked, gate, batch)) {
         Ok(input) => input,
-        Err(why) => {
-            gate.record_hooks(call, ctx, events, (hooked.decisions, false));
-            return refused(why);
-        }
+        Err(why) => return refused(why),
     };
-    if recovered {
+    if cut.is_some() {
         if let Some(done) = take_up(tool.as_ref(), &input, call, ctx, events, gate).await {
             return Some((Admitted::Done(done), None));
         }
     }
-    // Asked now, if a crash cut the call off before its hooks were.
-    let hooked = match recovered && hooked.decisions.is_empty() {
-        true => ctx.hooks.before_call(call, &input).await,
-        false => hooked,
-    };
+    if !asked {
+        hooked = ctx.hooks.before_call(call, &input).await;
+        input = match changed_input(registry, call, input, (&hooked, gate, batch)) {
+            Ok(input) => input,
+            Err(why) => return refused(why),
+        };
+    }
     if let Some(why) = &hooked.stop {
         // `"continue": false`: the gate refuses the call, and the run pauses after this step.
         ctx.interrupt
@@ -102,13 +97,13 @@ pub(super) async fn admit(
     Some((admitted, context))
 }
 
-/// The input `hooked` gave `call`, as the tool takes it; else `given`. Refused (why) when the
-/// tool does not take it.
+/// The input `hooked` gave `call`, as the tool takes it; else `given`. Refused (why, with the
+/// hooks' decisions on the audit) when the tool does not take it.
 fn changed_input(
     registry: &ToolRegistry,
     call: &ToolCall,
     given: serde_json::Value,
-    hooked: &crate::hooks::Fired,
+    (hooked, gate, batch): (&crate::hooks::Fired, &Gate, Context<'_>),
 ) -> Result<serde_json::Value, String> {
     let Some(updated) = &hooked.updated_input else {
         return Ok(given);
@@ -116,6 +111,8 @@ fn changed_input(
     registry
         .validate(&call.name, &updated.to_string())
         .map_err(|e| {
+            let decisions = (hooked.decisions.clone(), false);
+            gate.record_hooks(call, batch.ctx, batch.events, decisions);
             format!(
                 "validation_error: a PreToolUse hook changed this call's input to one the tool \
                  does not take ({e}); the call was not run"
