@@ -10,45 +10,10 @@ mod common;
 use common::backend::Backend;
 use common::home::{Home, WAIT};
 use rand::{Rng, SeedableRng};
-use ryvos_testkit::{Reply, Router, ScriptedModelServer};
+use ryvos_testkit::{tree_of, Reply, Router, ScriptedModelServer, Tree};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-
-/// A workspace as the test sees it: each path with its kind, mode and contents (or target).
-type Tree = BTreeMap<String, (char, u32, Vec<u8>)>;
-
-fn tree_of(root: &Path) -> Tree {
-    fn walk(root: &Path, dir: &Path, tree: &mut Tree) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let rel = path
-                .strip_prefix(root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let mode = meta.permissions().mode() & 0o7777;
-            if meta.file_type().is_symlink() {
-                let to = std::fs::read_link(&path).unwrap();
-                tree.insert(
-                    rel,
-                    ('l', 0, to.to_string_lossy().into_owned().into_bytes()),
-                );
-            } else if meta.is_dir() {
-                tree.insert(rel, ('d', mode, Vec::new()));
-                walk(root, &path, tree);
-            } else {
-                tree.insert(rel, ('f', mode, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    let mut tree = Tree::new();
-    walk(root, root, &mut tree);
-    tree
-}
 
 fn bash(id: &str, command: &str) -> (String, String, String) {
     let arguments = json!({ "command": command }).to_string();

@@ -21,7 +21,9 @@ mod reply;
 mod responses;
 pub mod runaway;
 mod strict;
+mod tree;
 pub use strict::SECOND_SYSTEM_REFUSED;
+pub use tree::{tree_of, Tree};
 
 pub use pairing::pairing_faults;
 pub use reply::{Format, Gate, Part, Reply};

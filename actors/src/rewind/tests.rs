@@ -8,33 +8,11 @@ use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
 
-/// The tree as the test reads it: kind, mode and contents (or target) of every path.
+/// The tree as the test reads it.
 fn actual(root: &Path) -> Vec<(String, char, u32, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let rel = path
-                .strip_prefix(root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            let meta = fs::symlink_metadata(&path).unwrap();
-            let mode = meta.permissions().mode() & 0o7777;
-            if meta.file_type().is_symlink() {
-                let to = fs::read_link(&path).unwrap();
-                out.push((rel, 'l', 0, to.to_string_lossy().as_bytes().to_vec()));
-            } else if meta.is_dir() {
-                out.push((rel, 'd', mode, Vec::new()));
-                dirs.push(path);
-            } else {
-                out.push((rel, 'f', mode, fs::read(&path).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
+    let tree = ryvos_testkit::tree_of(root).into_iter();
+    tree.map(|(path, (kind, mode, bytes))| (path, kind, mode, bytes))
+        .collect()
 }
 
 /// The tree as a snapshot keeps it, in the same form.
