@@ -342,14 +342,8 @@ pub enum Command {
     /// before the last rewind.
     #[command(group(clap::ArgGroup::new("point").required(true).args(["turn", "run", "undo"])))]
     Rewind {
-        /// The session id.
-        session: String,
-        /// Right after this turn, as `ryvos history` numbers them.
-        #[arg(long)]
-        turn: Option<u32>,
-        /// Just before this run started.
-        #[arg(long)]
-        run: Option<String>,
+        #[command(flatten)]
+        point: Point,
         /// Back to before the session's last rewind.
         #[arg(long)]
         undo: bool,
@@ -361,14 +355,8 @@ pub enum Command {
     /// copy of the workspace's files as they were then; the original is left as it is.
     #[command(group(clap::ArgGroup::new("point").required(true).args(["turn", "run"])))]
     Fork {
-        /// The session id.
-        session: String,
-        /// Right after this turn, as `ryvos history` numbers them.
-        #[arg(long)]
-        turn: Option<u32>,
-        /// Just before this run started.
-        #[arg(long)]
-        run: Option<String>,
+        #[command(flatten)]
+        point: Point,
         /// A new or empty directory for the fork's files (default: beside the original,
         /// `<workspace>-fork-<id>`).
         #[arg(long)]
@@ -377,6 +365,19 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// A point of a session, for `rewind` and `fork`: a turn, or a run's start.
+#[derive(clap::Args)]
+pub struct Point {
+    /// The session id.
+    pub session: String,
+    /// Right after this turn, as `ryvos history` numbers them.
+    #[arg(long)]
+    pub turn: Option<u32>,
+    /// Just before this run started.
+    #[arg(long)]
+    pub run: Option<String>,
 }
 
 /// `ryvos hooks`'s subcommands.

@@ -210,43 +210,14 @@ async fn dispatch(command: Command, config: Config, given: Given) -> u8 {
         Command::Compact {
             command: CompactCommand::Undo { id, json },
         } => compact::undo(id, &socket, &config, json).await,
-        Command::Rewind {
-            session,
-            turn,
-            run,
-            undo,
-            json,
-        } => {
-            let params = ryvos::protocol::RewindParams {
-                session,
-                turn,
-                run,
-                undo,
-            };
-            rewinding::rewind(params, &socket, &config, json).await
+        Command::Rewind { point, undo, json } => {
+            rewinding::rewind(point, undo, (&socket, &config), json).await
         }
         Command::Fork {
-            session,
-            turn,
-            run,
+            point,
             workspace,
             json,
-        } => {
-            let workspace = match workspace.map(|w| std::path::absolute(&w)).transpose() {
-                Ok(w) => w.map(|w| w.display().to_string()),
-                Err(e) => {
-                    eprintln!("ryvos: --workspace: {e}");
-                    return exit::EXIT_USAGE;
-                }
-            };
-            let params = ryvos::protocol::ForkParams {
-                session,
-                turn,
-                run,
-                workspace,
-            };
-            rewinding::fork(params, &socket, &config, json).await
-        }
+        } => rewinding::fork(point, workspace, (&socket, &config), json).await,
         // Answered before the config is read.
         Command::Completions { .. } | Command::Manpage => 0,
     }

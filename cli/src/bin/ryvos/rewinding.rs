@@ -1,15 +1,29 @@
 //! `ryvos rewind` and `ryvos fork`: a session taken back to a point, files and all, or a new
 //! one started from it; through the daemon when one answers, else on this home's store.
 
+use crate::cli::Point;
+use crate::exit::EXIT_USAGE;
 use crate::out::outln;
 use crate::reading::{shown, through_daemon_or_here};
 use ryvos::config::Config;
 use ryvos::protocol::{Fork, ForkParams, ForkResult, Rewind, RewindParams, RewindResult};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Rewinds a session and says what changed (as JSON with `json`); the exit code: 1 when it
-/// is refused (a run in flight, a point that cannot be gone back to), saying why.
-pub async fn rewind(params: RewindParams, socket: &Path, config: &Config, json: bool) -> u8 {
+/// Rewinds a session to `point` (or `undo`es its last rewind) and says what changed (as JSON
+/// with `json`); the exit code: 1 when it is refused (a run in flight, a point that cannot be
+/// gone back to), saying why.
+pub async fn rewind(
+    point: Point,
+    undo: bool,
+    (socket, config): (&Path, &Config),
+    json: bool,
+) -> u8 {
+    let params = RewindParams {
+        session: point.session,
+        turn: point.turn,
+        run: point.run,
+        undo,
+    };
     through_daemon_or_here::<Rewind>(
         socket,
         config,
@@ -20,8 +34,27 @@ pub async fn rewind(params: RewindParams, socket: &Path, config: &Config, json: 
     .await
 }
 
-/// Forks a session and names the new one (as JSON with `json`).
-pub async fn fork(params: ForkParams, socket: &Path, config: &Config, json: bool) -> u8 {
+/// Forks a session at `point`, its files copied to `workspace` (or beside the original), and
+/// names the new one (as JSON with `json`).
+pub async fn fork(
+    point: Point,
+    workspace: Option<PathBuf>,
+    (socket, config): (&Path, &Config),
+    json: bool,
+) -> u8 {
+    let workspace = match workspace.map(|w| std::path::absolute(&w)).transpose() {
+        Ok(w) => w.map(|w| w.display().to_string()),
+        Err(e) => {
+            eprintln!("ryvos: --workspace: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let params = ForkParams {
+        session: point.session,
+        turn: point.turn,
+        run: point.run,
+        workspace,
+    };
     through_daemon_or_here::<Fork>(
         socket,
         config,
