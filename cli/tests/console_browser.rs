@@ -48,21 +48,15 @@ async fn a_person_logs_in_with_the_link_and_approves_a_call_by_keyboard() {
     assert!(!home.workspace.path().join("proof.txt").exists());
 
     // The session opened: its stored prompt, and its events from now on.
-    let open = browser
-        .client
-        .find(Locator::Css("#sessions button.open"))
-        .await
-        .unwrap();
+    let open = browser.find(Locator::Css("#sessions button.open")).await;
     open.click().await.unwrap();
     browser.text_with("#messages li", "make the proof").await;
     browser.text_with("#live-state", "Following").await;
 
     // Approved by keyboard: the button takes Enter.
     let approve = browser
-        .client
         .find(Locator::Css("#approvals li button.approve"))
-        .await
-        .unwrap();
+        .await;
     approve.send_keys(&Key::Enter.to_string()).await.unwrap();
     let ended = tokio::time::timeout(WAIT, run.rest()).await.unwrap();
     assert_eq!(ended.code, Some(0), "{}", ended.stderr);
@@ -102,17 +96,11 @@ async fn a_parked_run_is_continued_from_the_console_with_a_new_budget() {
     browser.client.goto(link.trim()).await.unwrap();
     let parked = browser.text_with("#parked li", &run_id).await;
     assert!(parked.contains("budget_run"), "{parked}");
-    let budget = browser
-        .client
-        .find(Locator::Css("#parked li input"))
-        .await
-        .unwrap();
+    let budget = browser.find(Locator::Css("#parked li input")).await;
     budget.send_keys("500").await.unwrap();
     let go = browser
-        .client
         .find(Locator::Css("#parked li button.approve"))
-        .await
-        .unwrap();
+        .await;
     go.click().await.unwrap();
     // The attached client waited through the park, and sees the same run end.
     let ended = tokio::time::timeout(WAIT, run.rest()).await.unwrap();
@@ -125,11 +113,7 @@ async fn a_parked_run_is_continued_from_the_console_with_a_new_budget() {
     // The month's cost, charted: the model in the legend, its bars drawn in its colour.
     browser.text_with("#cost-legend li", "scripted").await;
     browser.text_with("#cost-total", "50.00¢ a run").await;
-    let chart = browser
-        .client
-        .find(Locator::Css("svg#cost-chart"))
-        .await
-        .unwrap();
+    let chart = browser.find(Locator::Css("svg#cost-chart")).await;
     let drawn = coloured_pixels(&chart.screenshot().await.unwrap(), [0x3b, 0x82, 0xf6]);
     assert!(
         drawn > 20,
@@ -189,7 +173,7 @@ async fn after_a_kill_of_the_daemon_the_open_page_shows_the_waiting_call_again()
     browser.text_with("#problem", "fetch").await;
     let daemon = home.daemon().await;
     // Never reloaded, and its session kept: its next read succeeds and finds the request.
-    let problem = browser.client.find(Locator::Css("#problem")).await.unwrap();
+    let problem = browser.find(Locator::Css("#problem")).await;
     let cleared = tokio::time::timeout(WAIT, async {
         while !problem.text().await.unwrap().is_empty() {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -237,11 +221,7 @@ async fn a_session_is_rewound_and_forked_from_the_console() {
     assert_eq!(code, 0, "{err}");
     browser.client.goto(link.trim()).await.unwrap();
     browser.text_with("#sessions tr", "write one").await;
-    let open = browser
-        .client
-        .find(Locator::Css("#sessions button.open"))
-        .await
-        .unwrap();
+    let open = browser.find(Locator::Css("#sessions button.open")).await;
     open.click().await.unwrap();
     browser.text_with("#messages li.turn", "Turn 2").await;
     let rewind = browser
@@ -261,11 +241,7 @@ async fn a_session_is_rewound_and_forked_from_the_console() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "one");
 
     // Undone: back to "two".
-    let undo = browser
-        .client
-        .find(Locator::Css("#undo-rewind"))
-        .await
-        .unwrap();
+    let undo = browser.find(Locator::Css("#undo-rewind")).await;
     undo.click().await.unwrap();
     undo.click().await.unwrap();
     browser

@@ -108,6 +108,12 @@ impl Browser {
         }
     }
 
+    /// The element `locator` finds, which must be there.
+    pub async fn find(&self, locator: Locator<'_>) -> fantoccini::elements::Element {
+        (self.client.find(locator).await)
+            .unwrap_or_else(|e| panic!("the page has no {locator:?}: {e}"))
+    }
+
     pub async fn close(self) {
         self.client.close().await.ok();
     }
